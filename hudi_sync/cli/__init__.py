@@ -1,0 +1,1 @@
+"""The ``hudi-sync`` command line."""

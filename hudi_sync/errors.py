@@ -1,0 +1,32 @@
+"""Error types.
+
+Every error a user can cause by pointing hudi_sync at bad input derives from
+``BadInputError``; the CLI turns those into exit code 2 with a one-line message
+and everything else into exit code 1.
+"""
+
+from __future__ import annotations
+
+
+class HudiSyncError(Exception):
+    """Base class of every error hudi_sync raises on purpose."""
+
+
+class BadInputError(HudiSyncError):
+    """The input (table, option, timestamp) is wrong; retrying will not help."""
+
+
+class TableNotFoundError(BadInputError):
+    """The URI does not hold a Hudi table (no ``.hoodie/hoodie.properties``)."""
+
+
+class UnsupportedTableError(BadInputError):
+    """The table uses a version, layout or format hudi_sync does not read."""
+
+
+class CorruptTableError(BadInputError):
+    """A timeline file, properties file or file name cannot be parsed."""
+
+
+class TimeTravelError(BadInputError):
+    """A time-travel timestamp is malformed or cannot be served (cleaned, pending)."""

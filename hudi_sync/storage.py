@@ -1,0 +1,49 @@
+"""Storage access through fsspec, so every module reads local, S3, GCS and memory URIs alike."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+
+@dataclass(frozen=True)
+class Location:
+    """A directory on some file system: the fsspec file system plus a path on it.
+
+    ``uri`` keeps the user's spelling (with scheme) for messages and absolute URIs.
+    """
+
+    fs: fsspec.AbstractFileSystem
+    path: str
+    uri: str
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def join(self, *parts: str) -> str:
+        """Path of ``parts`` below this location, on ``fs``."""
+        tail = "/".join(p.strip("/") for p in parts if p)
+        return f"{self.path.rstrip('/')}/{tail}" if tail else self.path
+
+    def uri_of(self, relative: str) -> str:
+        """Absolute URI (with scheme) of a path relative to this location."""
+        relative = relative.strip("/")
+        return f"{self.uri.rstrip('/')}/{relative}" if relative else self.uri
+
+    @property
+    def is_local(self) -> bool:
+        return isinstance(self.fs, LocalFileSystem)
+
+
+def open_location(uri: str, storage_options: Mapping[str, Any] | None = None) -> Location:
+    """Resolve ``uri`` (a local path, ``file://``, ``s3://``, ``gs://``, ``memory://``...)."""
+    options = dict(storage_options or {})
+    fs, path = fsspec.core.url_to_fs(uri, **options)
+    if isinstance(fs, LocalFileSystem):
+        path = fs._strip_protocol(path)
+        display = path
+    else:
+        display = uri.rstrip("/")
+    return Location(fs=fs, path=path.rstrip("/") or "/", uri=display, storage_options=options)

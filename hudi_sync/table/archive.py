@@ -1,0 +1,108 @@
+"""The archived timeline: instants Hudi moved off the active timeline.
+
+Layout 1 (table version 6) archives into Hudi log files
+``.hoodie/<archivelog folder>/.commits_.archive.<N>_<token>`` whose Avro blocks hold
+one ``HoodieArchivedMetaEntry`` per instant state. Layout 2 (versions 8, 9) keeps an
+LSM tree of parquet files under ``.hoodie/timeline/history/``; ``_version_`` names the
+current ``manifest_<N>``, a JSON list of the live parquet files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pyarrow.parquet as pq
+
+from hudi_sync.errors import CorruptTableError
+from hudi_sync.storage import Location
+from hudi_sync.table.instant import Instant, State, comparable_instant, make_instant
+from hudi_sync.table.logfile import BlockType, read_blocks
+from hudi_sync.table.properties import TableConfig
+
+_ARCHIVE_FILE = re.compile(r"^\.commits_\.archive\.(\d+)(_.*)?$")
+_MANIFEST_FILE = re.compile(r"^manifest_(\d+)$")
+
+
+def read_archived_instants(location: Location, config: TableConfig) -> list[Instant]:
+    """Archived instants in their latest state, ordered by requested time."""
+    if config.timeline_layout_version == 1:
+        instants = _read_v1_archive(location, config)
+    else:
+        instants = _read_lsm_history(location, config)
+    return sorted(instants, key=lambda i: comparable_instant(i.requested_time))
+
+
+def _list_names(location: Location, folder: str) -> list[str]:
+    try:
+        return [str(p).rstrip("/").rsplit("/", 1)[-1] for p in location.fs.ls(folder, detail=False)]
+    except FileNotFoundError:
+        return []
+
+
+def _read_v1_archive(location: Location, config: TableConfig) -> list[Instant]:
+    folder = location.join(".hoodie", config.archive_folder)
+    files = sorted(
+        (int(m.group(1)), name)
+        for name in _list_names(location, folder)
+        if (m := _ARCHIVE_FILE.match(name))
+    )
+    latest: dict[str, Instant] = {}
+    for _, name in files:
+        path = f"{folder}/{name}"
+        data = bytes(location.fs.cat_file(path))
+        for block in read_blocks(data, f"{location.uri}: archived file {name}"):
+            if block.block_type != BlockType.AVRO_DATA:
+                continue
+            for record in block.avro_records():
+                instant = _instant_from_archived_entry(record, name)
+                current = latest.get(instant.requested_time)
+                if current is None or instant.state_rank >= current.state_rank:
+                    latest[instant.requested_time] = instant
+    return list(latest.values())
+
+
+def _instant_from_archived_entry(record: dict[str, object], file_name: str) -> Instant:
+    commit_time = record.get("commitTime")
+    action = record.get("actionType")
+    if not isinstance(commit_time, str) or not isinstance(action, str):
+        raise CorruptTableError(f"archived file {file_name}: entry without commitTime/actionType")
+    state_text = record.get("actionState") or State.COMPLETED.value
+    try:
+        state = State(str(state_text))
+    except ValueError:
+        raise CorruptTableError(f"archived file {file_name}: unknown state {state_text!r}") from None
+    completion = record.get("stateTransitionTime") if state is State.COMPLETED else None
+    return make_instant(commit_time, action, state, str(completion) if completion else None, file_name)
+
+
+def _read_lsm_history(location: Location, config: TableConfig) -> list[Instant]:
+    folder = location.join(".hoodie", config.timeline_path, config.timeline_history_path)
+    names = _list_names(location, folder)
+    version: int | None = None
+    if "_version_" in names:
+        text = bytes(location.fs.cat_file(f"{folder}/_version_")).decode().strip()
+        if not text.isdigit():
+            raise CorruptTableError(f"{location.uri}: timeline history _version_ is {text!r}")
+        version = int(text)
+    else:
+        numbers = [int(m.group(1)) for n in names if (m := _MANIFEST_FILE.match(n))]
+        version = max(numbers) if numbers else None
+    if version is None:
+        return []
+    manifest_path = f"{folder}/manifest_{version}"
+    try:
+        manifest = json.loads(bytes(location.fs.cat_file(manifest_path)))
+        files = [entry["fileName"] for entry in manifest.get("files", [])]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise CorruptTableError(f"{location.uri}: timeline history manifest_{version}: {exc}") from None
+    instants: list[Instant] = []
+    for file_name in files:
+        with location.fs.open(f"{folder}/{file_name}", "rb") as handle:
+            table = pq.read_table(handle, columns=["instantTime", "completionTime", "action"])
+        for row in table.to_pylist():
+            if row["instantTime"] and row["action"]:
+                instants.append(
+                    make_instant(row["instantTime"], row["action"], State.COMPLETED, row["completionTime"], file_name)
+                )
+    return instants

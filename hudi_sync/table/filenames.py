@@ -1,0 +1,66 @@
+"""Hudi data file names: base files and log files."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from hudi_sync.errors import CorruptTableError
+
+# <fileId>_<writeToken>_<instantTime>.<ext>; file ids never contain "_".
+_BASE_FILE = re.compile(r"^(?P<file_id>[^_]+)_(?P<token>[^_]+)_(?P<instant>\d+)\.(?P<ext>[A-Za-z]+)$")
+# .<fileId>_<instant>.log.<version>[_<writeToken>][.cdc|-cdc]
+_LOG_FILE = re.compile(
+    r"^\.(?P<file_id>.+)_(?P<instant>[^_.]*)\.(?P<kind>log|archive)\.(?P<version>\d+)"
+    r"(?:_(?P<token>\d+-\d+-\d+))?(?P<cdc>[.-]cdc)?$"
+)
+
+
+@dataclass(frozen=True)
+class BaseFile:
+    name: str
+    file_id: str
+    write_token: str
+    instant: str
+    size: int = 0
+
+
+@dataclass(frozen=True)
+class LogFile:
+    name: str
+    file_id: str
+    instant: str
+    version: int
+    write_token: str
+    is_cdc: bool
+    size: int = 0
+
+    @property
+    def sort_key(self) -> tuple[str, int, str]:
+        return (self.instant, self.version, self.write_token)
+
+
+def parse_base_file(name: str, size: int = 0) -> BaseFile:
+    match = _BASE_FILE.match(name)
+    if match is None:
+        raise CorruptTableError(f"base file name {name!r} is not <fileId>_<writeToken>_<instant>.<ext>")
+    return BaseFile(name, match["file_id"], match["token"], match["instant"], size)
+
+
+def parse_log_file(name: str, size: int = 0) -> LogFile | None:
+    match = _LOG_FILE.match(name)
+    if match is None or match["kind"] != "log":
+        return None
+    return LogFile(
+        name=name,
+        file_id=match["file_id"],
+        instant=match["instant"],
+        version=int(match["version"]),
+        write_token=match["token"] or "",
+        is_cdc=match["cdc"] is not None,
+        size=size,
+    )
+
+
+def is_log_file_name(name: str) -> bool:
+    return name.startswith(".") and ".log." in name

@@ -1,0 +1,327 @@
+"""File-system view: which base and log files make up a snapshot, as Hudi decides it.
+
+The rules (see docs/format-notes in the README): a base file counts only if the
+instant that wrote it completed (or is older than the active timeline); file groups
+named by a completed replacecommit are gone; each file group contributes its latest
+slice at or before the query instant; MOR log files join the slice they belong to
+(by base instant in layout 1, by completion time in layout 2); a pending
+compaction's slice is merged into the slice before it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from hudi_sync.errors import CorruptTableError
+from hudi_sync.storage import Location
+from hudi_sync.table.filenames import (
+    BaseFile,
+    LogFile,
+    is_log_file_name,
+    parse_base_file,
+    parse_log_file,
+)
+from hudi_sync.table.instant import Action, comparable_instant
+from hudi_sync.table.properties import TableConfig
+from hudi_sync.table.timeline import Timeline
+
+PARTITION_METAFILE_PREFIX = ".hoodie_partition_metadata"
+
+
+@dataclass(frozen=True)
+class FileSlice:
+    """A file group's files at one base instant: an optional base file plus log files."""
+
+    partition_path: str
+    file_id: str
+    base_instant: str
+    base_file: BaseFile | None
+    log_files: tuple[LogFile, ...] = ()
+
+    @property
+    def relative_base_path(self) -> str | None:
+        if self.base_file is None:
+            return None
+        if self.partition_path:
+            return f"{self.partition_path}/{self.base_file.name}"
+        return self.base_file.name
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "partition_path": self.partition_path,
+            "file_id": self.file_id,
+            "base_file": self.base_file.name if self.base_file else None,
+            "log_files": [log.name for log in self.log_files],
+        }
+
+
+@dataclass
+class PartitionFiles:
+    """The data files found in one partition directory."""
+
+    base_files: list[BaseFile] = field(default_factory=list)
+    log_files: list[LogFile] = field(default_factory=list)
+
+
+@dataclass
+class _SliceBuilder:
+    base_instant: str
+    base_file: BaseFile | None = None
+    log_files: list[LogFile] = field(default_factory=list)
+
+
+class FileSystemView:
+    """Lists a table's data files once and answers snapshot questions over them."""
+
+    def __init__(self, location: Location, config: TableConfig, timeline: Timeline) -> None:
+        self.location = location
+        self.config = config
+        self.timeline = timeline
+        self.base_extension = "." + config.base_file_format.lower()
+
+    # -- listing -------------------------------------------------------------------------
+    @cached_property
+    def partitions(self) -> dict[str, PartitionFiles]:
+        """``partition path -> files``, for every partition directory of the table.
+
+        Like Hudi, a directory is a partition when it holds a partition metadata file;
+        a non-partitioned table has the single partition ``""``.
+        """
+        listing = self._list_tree()
+        result: dict[str, PartitionFiles] = {}
+        for relative_dir, names in listing.items():
+            is_partition = any(n.startswith(PARTITION_METAFILE_PREFIX) for n, _ in names)
+            if not self.config.is_partitioned:
+                if relative_dir != "":
+                    continue
+            elif not is_partition:
+                continue
+            result[relative_dir] = self._classify(relative_dir, names)
+        return result
+
+    def _classify(self, relative_dir: str, names: Iterable[tuple[str, int]]) -> PartitionFiles:
+        files = PartitionFiles()
+        for name, size in names:
+            if name.endswith(".crc") or name.startswith(PARTITION_METAFILE_PREFIX):
+                continue
+            if is_log_file_name(name):
+                log = parse_log_file(name, size)
+                if log is not None and not log.is_cdc:
+                    files.log_files.append(log)
+                continue
+            if name.startswith(".") or not name.endswith(self.base_extension):
+                continue
+            try:
+                files.base_files.append(parse_base_file(name, size))
+            except CorruptTableError as exc:
+                where = f"{relative_dir}/{name}" if relative_dir else name
+                raise CorruptTableError(f"{self.location.uri}: {where}: {exc}") from None
+        return files
+
+    def _list_tree(self) -> dict[str, list[tuple[str, int]]]:
+        """``relative dir -> [(file name, size)]`` for the table tree, skipping dot dirs
+        (``.hoodie``, ``.temp``...)."""
+        if self.location.is_local:
+            return _walk_local(self.location.path, recursive=self.config.is_partitioned)
+        return _walk_remote(self.location, recursive=self.config.is_partitioned)
+
+    # -- snapshots -----------------------------------------------------------------------
+    def slices_as_of(self, as_of: str | None = None, read_optimized: bool = False) -> list[FileSlice]:
+        """The file slices of the snapshot at instant ``as_of`` (latest when ``None``)."""
+        timeline = self.timeline
+        writes = timeline.completed_writes
+        if as_of is None:
+            if not writes:
+                return []
+            as_of = writes[-1].requested_time
+        limit = comparable_instant(as_of)
+        committed = {
+            i.requested_time: i.completion_time or i.requested_time
+            for i in writes
+            if comparable_instant(i.requested_time) <= limit
+        }
+        timeline_start = self._timeline_start()
+        pending_compactions = {
+            i.requested_time
+            for i in timeline.instants
+            if i.action in (Action.COMPACTION, Action.LOG_COMPACTION) and not i.is_completed
+        }
+
+        def visible(ts: str) -> bool:
+            key = comparable_instant(ts)
+            if key > limit:
+                return False
+            return ts in committed or (timeline_start is not None and key < timeline_start)
+
+        replaced = timeline.replaced_file_ids(as_of)
+        layout_one = self.config.timeline_layout_version == 1
+        result: list[FileSlice] = []
+        for partition, files in self.partitions.items():
+            groups: dict[str, dict[str, _SliceBuilder]] = defaultdict(dict)
+            for base in files.base_files:
+                if visible(base.instant):
+                    groups[base.file_id][base.instant] = _SliceBuilder(base.instant, base)
+            for log in files.log_files:
+                if layout_one:
+                    key: str | None = log.instant
+                else:
+                    key = self._slice_key_for_log(log, groups, committed, visible)
+                if key is None:
+                    continue
+                slices = groups[log.file_id]
+                slices.setdefault(key, _SliceBuilder(key)).log_files.append(log)
+            for file_id, slices in groups.items():
+                if (partition, file_id) in replaced:
+                    continue
+                chosen = _latest_slice(slices, visible, pending_compactions, read_optimized)
+                if chosen is None:
+                    continue
+                logs = () if read_optimized else tuple(sorted(chosen.log_files, key=_log_order))
+                result.append(FileSlice(partition, file_id, chosen.base_instant, chosen.base_file, logs))
+        result.sort(key=lambda s: (s.partition_path, s.file_id))
+        return result
+
+    def _timeline_start(self) -> str | None:
+        """Instants older than the first write-type instant of the active timeline were
+        archived; Hudi treats files they wrote as committed."""
+        write_like = {
+            Action.COMMIT,
+            Action.DELTA_COMMIT,
+            Action.REPLACE_COMMIT,
+            Action.COMPACTION,
+            Action.LOG_COMPACTION,
+            Action.CLUSTERING,
+        }
+        for instant in self.timeline.instants:
+            if instant.action in write_like:
+                return comparable_instant(instant.requested_time)
+        return None
+
+    def _slice_key_for_log(
+        self,
+        log: LogFile,
+        groups: dict[str, dict[str, _SliceBuilder]],
+        committed: dict[str, str],
+        visible: Any,
+    ) -> str | None:
+        """Layout 2: a log file belongs to the slice with the largest base instant at or
+        before its deltacommit's completion time."""
+        if not visible(log.instant):
+            return None
+        completion = comparable_instant(committed.get(log.instant, log.instant))
+        candidates = [
+            ts for ts in groups.get(log.file_id, {}) if comparable_instant(ts) <= completion
+        ]
+        return max(candidates, key=comparable_instant) if candidates else log.instant
+
+    # -- incremental ---------------------------------------------------------------------
+    def slices_changed_between(self, begin: str | None, end: str | None) -> list[FileSlice]:
+        """File slices written by completed instants in ``(begin, end]``, at their state
+        as of ``end``: what an incremental query reads."""
+        instants = self.instants_in_range(begin, end)
+        if not instants:
+            return []
+        touched: set[tuple[str, str]] = set()
+        for instant in instants:
+            for stat in self.timeline.commit_metadata(instant).write_stats:
+                touched.add((stat.partition_path, stat.file_id))
+        end_time = end or self.timeline.completed_writes[-1].requested_time
+        return [
+            s for s in self.slices_as_of(end_time) if (s.partition_path, s.file_id) in touched
+        ]
+
+    def instants_in_range(self, begin: str | None, end: str | None) -> list[Any]:
+        """Completed writes in ``(begin, end]``: by requested time in layout 1, by
+        completion time in layout 2 (Hudi 1.x)."""
+        lo = comparable_instant(begin) if begin else None
+        hi = comparable_instant(end) if end else None
+        by_completion = self.config.timeline_layout_version == 2
+
+        def position(instant: Any) -> str:
+            ts = instant.completion_time if by_completion and instant.completion_time else None
+            return comparable_instant(ts or instant.requested_time)
+
+        return [
+            i
+            for i in self.timeline.completed_writes
+            if (lo is None or position(i) > lo) and (hi is None or position(i) <= hi)
+        ]
+
+
+def _log_order(log: LogFile) -> tuple[str, int, str]:
+    return (comparable_instant(log.instant), log.version, log.write_token)
+
+
+def _latest_slice(
+    slices: dict[str, _SliceBuilder],
+    visible: Any,
+    pending_compactions: set[str],
+    read_optimized: bool,
+) -> _SliceBuilder | None:
+    """The newest usable slice of a file group; a pending compaction's slice (logs but no
+    base yet) is merged into the slice before it."""
+    ordered = sorted(slices.values(), key=lambda s: comparable_instant(s.base_instant))
+    usable: list[_SliceBuilder] = []
+    for builder in ordered:
+        if builder.base_file is None and builder.base_instant in pending_compactions:
+            if usable:
+                usable[-1].log_files.extend(builder.log_files)
+                continue
+        elif builder.base_file is None and not visible(builder.base_instant):
+            continue
+        usable.append(builder)
+    if read_optimized:
+        usable = [s for s in usable if s.base_file is not None]
+    return usable[-1] if usable else None
+
+
+def _walk_local(root: str, recursive: bool) -> dict[str, list[tuple[str, int]]]:
+    """Fast local listing with ``os.scandir`` (file sizes from the same stat)."""
+    result: dict[str, list[tuple[str, int]]] = {}
+    stack = [""]
+    while stack:
+        relative = stack.pop()
+        directory = os.path.join(root, relative) if relative else root
+        names: list[tuple[str, int]] = []
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        if recursive and not entry.name.startswith("."):
+                            stack.append(f"{relative}/{entry.name}" if relative else entry.name)
+                    else:
+                        names.append((entry.name, 0))
+        except FileNotFoundError:
+            continue
+        result[relative] = names
+    return result
+
+
+def _walk_remote(location: Location, recursive: bool) -> dict[str, list[tuple[str, int]]]:
+    """Object-store listing: one recursive ``find`` (paginated by the store), then the
+    ``.hoodie`` tree and other dot directories are dropped."""
+    fs = location.fs
+    root = location.path.rstrip("/")
+    if recursive:
+        entries: Iterator[tuple[str, Any]] = iter(
+            fs.find(root, detail=True, withdirs=False).items()
+        )
+    else:
+        entries = ((str(e["name"]), e) for e in fs.ls(root, detail=True) if e.get("type") != "directory")
+    result: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    prefix = root + "/"
+    for path, info in entries:
+        path = path.rstrip("/")
+        if not path.startswith(prefix):
+            continue
+        relative = path[len(prefix) :]
+        directory, _, name = relative.rpartition("/")
+        if any(part.startswith(".") for part in directory.split("/") if part):
+            continue
+        result[directory].append((name, int(info.get("size") or 0)))
+    return dict(result)

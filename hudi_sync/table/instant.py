@@ -1,0 +1,133 @@
+"""Instants: the timeline's file names parsed into (requested time, action, state, completion)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+from hudi_sync.errors import CorruptTableError
+
+
+class State(str, Enum):
+    REQUESTED = "REQUESTED"
+    INFLIGHT = "INFLIGHT"
+    COMPLETED = "COMPLETED"
+
+
+class Action:
+    """Timeline action names, as Hudi spells them in file names."""
+
+    COMMIT = "commit"
+    DELTA_COMMIT = "deltacommit"
+    REPLACE_COMMIT = "replacecommit"
+    CLUSTERING = "clustering"
+    COMPACTION = "compaction"
+    LOG_COMPACTION = "logcompaction"
+    CLEAN = "clean"
+    ROLLBACK = "rollback"
+    RESTORE = "restore"
+    SAVEPOINT = "savepoint"
+    INDEXING = "indexing"
+    SCHEMA_COMMIT = "schemacommit"
+
+
+KNOWN_ACTIONS = frozenset(
+    v for k, v in vars(Action).items() if not k.startswith("_") and isinstance(v, str)
+)
+# Actions whose completed instant makes data files visible.
+WRITE_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT})
+# A pending action completes under another action name.
+COMPLETED_ACTION = {
+    Action.COMPACTION: Action.COMMIT,
+    Action.LOG_COMPACTION: Action.DELTA_COMMIT,
+    Action.CLUSTERING: Action.REPLACE_COMMIT,
+}
+
+# <requested>[_<completion>].<action>[.<state>]  (14 or 17 digit instants; metadata
+# tables also use longer, suffixed instants such as 00000000000000010 or ...001).
+_INSTANT_FILE = re.compile(
+    r"^(?P<ts>\d{14,})(?:_(?P<completion>\d{14,}))?\.(?P<action>[a-z]+)"
+    r"(?:\.(?P<state>requested|inflight))?$"
+)
+
+
+@dataclass(frozen=True, order=True)
+class Instant:
+    """One instant in one state. Orders by requested time, then by state progress."""
+
+    requested_time: str
+    state_rank: int
+    action: str
+    state: State
+    completion_time: str | None = None
+    file_name: str = ""
+
+    @property
+    def is_completed(self) -> bool:
+        return self.state is State.COMPLETED
+
+    @property
+    def is_write(self) -> bool:
+        """True for commit, deltacommit, replacecommit (incl. completed compaction/clustering)."""
+        return self.action in WRITE_ACTIONS
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "instant": self.requested_time,
+            "completion": self.completion_time,
+            "action": self.action,
+            "state": self.state.value,
+        }
+
+
+_STATE_RANK = {State.REQUESTED: 0, State.INFLIGHT: 1, State.COMPLETED: 2}
+
+
+def make_instant(
+    requested_time: str,
+    action: str,
+    state: State,
+    completion_time: str | None = None,
+    file_name: str = "",
+) -> Instant:
+    return Instant(requested_time, _STATE_RANK[state], action, state, completion_time, file_name)
+
+
+def parse_instant_file_name(name: str) -> Instant | None:
+    """Parse a timeline file name; ``None`` for names that are not instants at all.
+
+    Raises ``CorruptTableError`` for a name shaped like an instant whose action
+    Hudi does not know, so a typo or foreign file is reported, not silently skipped.
+    """
+    if not name[:1].isdigit():
+        return None
+    match = _INSTANT_FILE.match(name)
+    if match is None:
+        if re.match(r"^\d{14,}(_\d+)?\.", name):
+            raise CorruptTableError(f"timeline file {name!r} is not a valid instant file name")
+        return None
+    ts, completion, action, state_text = match.group("ts", "completion", "action", "state")
+    if action == "inflight" and state_text is None:
+        # A plain commit's inflight file is "<ts>.inflight".
+        return make_instant(ts, Action.COMMIT, State.INFLIGHT, None, name)
+    if action not in KNOWN_ACTIONS:
+        raise CorruptTableError(f"timeline file {name!r} has unknown action {action!r}")
+    if state_text == "requested":
+        state = State.REQUESTED
+    elif state_text == "inflight":
+        state = State.INFLIGHT
+    else:
+        state = State.COMPLETED
+    if state is not State.COMPLETED and completion:
+        raise CorruptTableError(f"timeline file {name!r}: only completed instants have _<completion>")
+    return make_instant(ts, action, state, completion, name)
+
+
+def comparable_instant(ts: str) -> str:
+    """Instant time in a form that compares correctly as a string.
+
+    Hudi pads second-precision (14-digit) instants with ``999`` milliseconds when
+    it compares them against millisecond instants.
+    """
+    return ts + "999" if len(ts) == 14 else ts

@@ -1,0 +1,173 @@
+"""Instant metadata (commit, replace, clean, rollback) decoded into typed objects.
+
+Table version 6 stores commit-like metadata as JSON and everything else as an Avro
+object-container file; versions 8 and 9 store every instant as Avro. Both decode to
+the same Python dicts (Avro records and JSON share field names), so one set of
+constructors serves both.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import fastavro
+
+from hudi_sync.errors import CorruptTableError
+
+NULL_COMMIT = "null"  # Hudi's prevCommit for a new file group
+
+
+@dataclass(frozen=True)
+class WriteStat:
+    """What one write did to one file group."""
+
+    file_id: str
+    path: str
+    partition_path: str
+    prev_commit: str | None
+    num_writes: int = 0
+    num_inserts: int = 0
+    num_updates: int = 0
+    num_deletes: int = 0
+    total_write_bytes: int = 0
+    file_size: int = 0
+    base_file: str | None = None
+    log_files: tuple[str, ...] = ()
+    cdc_stats: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], partition: str) -> WriteStat:
+        prev = record.get("prevCommit")
+        return cls(
+            file_id=str(record.get("fileId") or ""),
+            path=str(record.get("path") or ""),
+            partition_path=str(
+                record["partitionPath"] if record.get("partitionPath") is not None else partition
+            ),
+            prev_commit=None if prev in (None, NULL_COMMIT) else str(prev),
+            num_writes=int(record.get("numWrites") or 0),
+            num_inserts=int(record.get("numInserts") or 0),
+            num_updates=int(record.get("numUpdateWrites") or 0),
+            num_deletes=int(record.get("numDeletes") or 0),
+            total_write_bytes=int(record.get("totalWriteBytes") or 0),
+            file_size=int(record.get("fileSizeInBytes") or 0),
+            base_file=record.get("baseFile") or None,
+            log_files=tuple(record.get("logFiles") or ()),
+            cdc_stats=dict(record.get("cdcStats") or {}),
+        )
+
+    @property
+    def file_name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class CommitMetadata:
+    """Metadata of a commit, deltacommit or replacecommit (replace file ids empty otherwise)."""
+
+    operation_type: str | None
+    partition_to_write_stats: Mapping[str, tuple[WriteStat, ...]]
+    extra_metadata: Mapping[str, str]
+    compacted: bool = False
+    partition_to_replace_file_ids: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def write_stats(self) -> list[WriteStat]:
+        return [s for stats in self.partition_to_write_stats.values() for s in stats]
+
+    @property
+    def schema(self) -> str | None:
+        schema = self.extra_metadata.get("schema")
+        return schema or None
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> CommitMetadata:
+        stats = {
+            partition: tuple(WriteStat.from_record(s, partition) for s in (items or ()))
+            for partition, items in (record.get("partitionToWriteStats") or {}).items()
+        }
+        replaced = {
+            partition: tuple(ids or ())
+            for partition, ids in (record.get("partitionToReplaceFileIds") or {}).items()
+        }
+        return cls(
+            operation_type=record.get("operationType") or None,
+            partition_to_write_stats=stats,
+            extra_metadata=dict(record.get("extraMetadata") or {}),
+            compacted=bool(record.get("compacted") or False),
+            partition_to_replace_file_ids=replaced,
+        )
+
+
+EMPTY_COMMIT = CommitMetadata(None, {}, {})
+
+
+@dataclass(frozen=True)
+class CleanMetadata:
+    """A completed clean: files before ``earliest_commit_to_retain`` may be gone."""
+
+    earliest_commit_to_retain: str | None
+    deleted_files: Mapping[str, tuple[str, ...]]
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> CleanMetadata:
+        deleted = {
+            partition: tuple((meta or {}).get("successDeleteFiles") or ())
+            for partition, meta in (record.get("partitionMetadata") or {}).items()
+        }
+        return cls(record.get("earliestCommitToRetain") or None, deleted)
+
+
+@dataclass(frozen=True)
+class RollbackMetadata:
+    """A completed rollback: which instants it undid and which files it deleted."""
+
+    rolled_back_instants: tuple[str, ...]
+    deleted_files: Mapping[str, tuple[str, ...]]
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> RollbackMetadata:
+        deleted = {
+            partition: tuple((meta or {}).get("successDeleteFiles") or ())
+            for partition, meta in (record.get("partitionMetadata") or {}).items()
+        }
+        return cls(tuple(record.get("commitsRollback") or ()), deleted)
+
+
+def decode_avro_record(data: bytes, where: str) -> dict[str, Any]:
+    """The single record of an Avro object-container file (Hudi's Avro instant files)."""
+    try:
+        records = list(fastavro.reader(io.BytesIO(data)))
+    except Exception as exc:  # fastavro raises many types on corrupt input
+        raise CorruptTableError(f"{where}: corrupt Avro instant file ({exc})") from exc
+    if len(records) != 1 or not isinstance(records[0], dict):
+        raise CorruptTableError(f"{where}: expected one Avro record, found {len(records)}")
+    return records[0]
+
+
+def decode_json_record(data: bytes, where: str) -> dict[str, Any]:
+    try:
+        record = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorruptTableError(f"{where}: corrupt JSON instant file ({exc})") from exc
+    if not isinstance(record, dict):
+        raise CorruptTableError(f"{where}: JSON instant file is not an object")
+    return record
+
+
+def decode_instant_record(data: bytes, where: str) -> dict[str, Any]:
+    """Decode an instant file whatever its serialization (sniffed by the Avro magic)."""
+    if data.startswith(b"Obj\x01"):
+        return decode_avro_record(data, where)
+    return decode_json_record(data, where)
+
+
+def parse_commit_metadata(data: bytes, where: str) -> CommitMetadata:
+    """Commit-like metadata; an empty file is empty metadata, as in Hudi."""
+    if not data.strip():
+        return EMPTY_COMMIT
+    return CommitMetadata.from_record(decode_instant_record(data, where))

@@ -1,0 +1,171 @@
+"""``HudiTable``: the entry point of the table core."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any
+
+from hudi_sync.errors import CorruptTableError, TableNotFoundError, TimeTravelError, UnsupportedTableError
+from hudi_sync.storage import Location, open_location
+from hudi_sync.table.archive import read_archived_instants
+from hudi_sync.table.fs_view import FileSlice, FileSystemView
+from hudi_sync.table.instant import Action, Instant, comparable_instant
+from hudi_sync.table.metadata import decode_instant_record
+from hudi_sync.table.properties import TableConfig
+from hudi_sync.table.schema import PartitionField, parse_avro_schema, partition_fields, schema_from_parquet_footer
+from hudi_sync.table.time_travel import to_instant_time
+from hudi_sync.table.timeline import Timeline, timeline_zone
+
+SUPPORTED_BASE_FORMATS = ("PARQUET",)
+
+
+class HudiTable:
+    """A Hudi table opened by URI: its configuration, timeline and file slices.
+
+    It lists the table's files once and keeps the listing; open a new ``HudiTable``
+    to see later commits.
+    """
+
+    def __init__(self, location: Location, config: TableConfig) -> None:
+        self.location = location
+        self.config = config
+        self.timeline = Timeline(location, config)
+        self.view = FileSystemView(location, config, self.timeline)
+
+    @classmethod
+    def open(cls, uri: str, storage_options: Mapping[str, Any] | None = None) -> HudiTable:
+        location = open_location(uri, storage_options)
+        properties = location.join(".hoodie", "hoodie.properties")
+        try:
+            data = location.fs.cat_file(properties)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise TableNotFoundError(
+                f"{location.uri} is not a Hudi table: .hoodie/hoodie.properties not found"
+            ) from None
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptTableError(f"{location.uri}: .hoodie/hoodie.properties is not text") from None
+        config = TableConfig.parse(text, f"{location.uri}/.hoodie/hoodie.properties")
+        if config.base_file_format not in SUPPORTED_BASE_FORMATS:
+            raise UnsupportedTableError(
+                f"{location.uri}: base file format {config.base_file_format} is not supported "
+                "(only PARQUET)"
+            )
+        return cls(location, config)
+
+    @property
+    def uri(self) -> str:
+        return self.location.uri
+
+    # -- timeline ------------------------------------------------------------------------
+    def instants(self, include_archived: bool = False) -> list[Instant]:
+        """Active-timeline instants (all states); with ``include_archived``, archived
+        completed instants first."""
+        active = list(self.timeline.instants)
+        if not include_archived:
+            return active
+        seen = {i.requested_time for i in active}
+        archived = [i for i in read_archived_instants(self.location, self.config) if i.requested_time not in seen]
+        merged = archived + active
+        merged.sort(key=lambda i: comparable_instant(i.requested_time))
+        return merged
+
+    def completed_commits(self) -> list[Instant]:
+        """Completed commits, deltacommits and replacecommits (time-travel targets)."""
+        return list(self.timeline.completed_writes)
+
+    def latest_instant(self) -> str | None:
+        latest = self.timeline.latest_completed_write()
+        return latest.requested_time if latest else None
+
+    # -- time travel ---------------------------------------------------------------------
+    def resolve_as_of(self, value: str) -> str:
+        """Map a time-travel value to an instant time, enforcing Hudi's rules: it must be
+        before the first pending write, and not before the last clean's retained commit."""
+        instant_time = to_instant_time(value, timeline_zone(self.config))
+        key = comparable_instant(instant_time)
+        first_pending = self._first_pending_write()
+        if first_pending is not None and key >= comparable_instant(first_pending.requested_time):
+            raise TimeTravelError(
+                f"{self.uri}: time-travel instant {instant_time} must be earlier than the "
+                f"first incomplete commit {first_pending.requested_time} ({first_pending.action})"
+            )
+        clean = self.timeline.latest_clean()
+        if clean is not None:
+            retained = self.timeline.clean_metadata(clean).earliest_commit_to_retain
+            if not retained and self.timeline.completed_writes:
+                retained = self.timeline.completed_writes[0].requested_time
+            if retained and key < comparable_instant(retained):
+                raise TimeTravelError(
+                    f"{self.uri}: time-travel instant {instant_time} was cleaned up: the "
+                    f"cleaner retains commits from {retained} on"
+                )
+        return instant_time
+
+    def _first_pending_write(self) -> Instant | None:
+        """The first pending instant that blocks time travel in Hudi: a commit,
+        deltacommit or non-clustering replacecommit (compaction, clustering, clean,
+        rollback and indexing do not)."""
+        for pending in self.timeline.pending:
+            if pending.action in (Action.COMMIT, Action.DELTA_COMMIT):
+                return pending
+            if pending.action == Action.REPLACE_COMMIT and not self._is_clustering(pending):
+                return pending
+        return None
+
+    def _is_clustering(self, instant: Instant) -> bool:
+        """A layout-1 pending replacecommit is clustering when its plan says so."""
+        requested = self.timeline.find_file(instant.requested_time, f"{instant.action}.requested")
+        if requested is None:
+            return False
+        data = self.timeline.read_file(requested)
+        if not data:
+            return False
+        record = decode_instant_record(data, f"{self.uri}: {requested}")
+        return str(record.get("operationType") or "").upper() == "CLUSTER"
+
+    def as_of_commit(self, value: str) -> str | None:
+        """The latest completed commit at or before a time-travel value (None before the
+        first commit)."""
+        key = comparable_instant(self.resolve_as_of(value))
+        found = None
+        for instant in self.timeline.completed_writes:
+            if comparable_instant(instant.requested_time) <= key:
+                found = instant.requested_time
+        return found
+
+    # -- file slices ---------------------------------------------------------------------
+    def file_slices(self, as_of: str | None = None, read_optimized: bool = False) -> list[FileSlice]:
+        """Slices of the latest snapshot, or of the snapshot as of a time-travel value."""
+        if as_of is None:
+            return self.view.slices_as_of(None, read_optimized)
+        instant_time = self.resolve_as_of(as_of)
+        return self.view.slices_as_of(instant_time, read_optimized)
+
+    def changed_file_slices(self, begin: str | None, end: str | None = None) -> list[FileSlice]:
+        """Slices written by commits in ``(begin, end]`` (an incremental query's files)."""
+        zone = timeline_zone(self.config)
+        begin_time = None if begin in (None, "", "0", "earliest") else to_instant_time(begin, zone)
+        end_time = to_instant_time(end, zone) if end else None
+        return self.view.slices_changed_between(begin_time, end_time)
+
+    # -- schema --------------------------------------------------------------------------
+    @cached_property
+    def avro_schema(self) -> dict[str, Any]:
+        """The latest commit's schema, else ``hoodie.table.create.schema``, else a footer."""
+        for instant in reversed(self.timeline.completed_writes):
+            schema = self.timeline.commit_metadata(instant).schema
+            if schema:
+                return parse_avro_schema(schema, f"{self.uri}: {instant.file_name}")
+        if self.config.create_schema:
+            return parse_avro_schema(self.config.create_schema, f"{self.uri}: hoodie.table.create.schema")
+        for file_slice in self.file_slices():
+            if file_slice.relative_base_path:
+                return schema_from_parquet_footer(self.location.fs, self.location.join(file_slice.relative_base_path))
+        raise CorruptTableError(f"{self.uri}: no schema in commits, properties or base files")
+
+    @property
+    def partition_fields(self) -> list[PartitionField]:
+        return partition_fields(self.avro_schema, self.config.partition_fields, self.config.key_generator)

@@ -1,0 +1,219 @@
+"""The active timeline of a table: its instants and their metadata."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from functools import cached_property
+from typing import Any
+
+from hudi_sync.errors import CorruptTableError
+from hudi_sync.storage import Location
+from hudi_sync.table.instant import (
+    Action,
+    Instant,
+    State,
+    comparable_instant,
+    make_instant,
+    parse_instant_file_name,
+)
+from hudi_sync.table.metadata import (
+    CleanMetadata,
+    CommitMetadata,
+    RollbackMetadata,
+    decode_instant_record,
+    parse_commit_metadata,
+)
+from hudi_sync.table.properties import TableConfig
+
+
+def format_instant(moment: dt.datetime) -> str:
+    """``yyyyMMddHHmmssSSS`` of a datetime (already in the table's timeline zone)."""
+    return moment.strftime("%Y%m%d%H%M%S") + f"{moment.microsecond // 1000:03d}"
+
+
+def timeline_zone(config: TableConfig) -> dt.tzinfo | None:
+    """The zone instants are written in: UTC, or the machine's local zone (Hudi's LOCAL)."""
+    return dt.UTC if config.timeline_timezone == "UTC" else None
+
+
+def _modification_instant(info: dict[str, Any], zone: dt.tzinfo | None) -> str | None:
+    """A file's modification time as an instant, which Hudi uses as the completion
+    time of instants whose file name does not carry one (layout 1)."""
+    raw = info.get("mtime", info.get("LastModified", info.get("updated")))
+    if raw is None:
+        return None
+    if isinstance(raw, int | float):
+        moment = dt.datetime.fromtimestamp(float(raw), tz=dt.UTC)
+    elif isinstance(raw, dt.datetime):
+        moment = raw if raw.tzinfo else raw.replace(tzinfo=dt.UTC)
+    else:
+        try:
+            moment = dt.datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    return format_instant(moment.astimezone(zone))
+
+
+class Timeline:
+    """The instants of a table's active timeline, one entry per instant (its latest state)."""
+
+    def __init__(self, location: Location, config: TableConfig) -> None:
+        self.location = location
+        self.config = config
+        self.folder = (
+            location.join(".hoodie")
+            if config.timeline_layout_version == 1
+            else location.join(".hoodie", config.timeline_path)
+        )
+        self._metadata_cache: dict[str, CommitMetadata] = {}
+
+    # -- listing -------------------------------------------------------------------------
+    @cached_property
+    def _listing(self) -> dict[str, dict[str, Any]]:
+        """``file name -> fsspec info`` of the timeline folder's files."""
+        try:
+            entries = self.location.fs.ls(self.folder, detail=True)
+        except FileNotFoundError:
+            entries = []
+        return {
+            str(info["name"]).rstrip("/").rsplit("/", 1)[-1]: info
+            for info in entries
+            if info.get("type") != "directory"
+        }
+
+    @cached_property
+    def instants(self) -> tuple[Instant, ...]:
+        """Every instant of the active timeline in its latest state, by requested time."""
+        zone = timeline_zone(self.config)
+        latest: dict[str, Instant] = {}
+        for name, info in self._listing.items():
+            instant = parse_instant_file_name(name)
+            if instant is None:
+                continue
+            if instant.is_completed and instant.completion_time is None:
+                instant = make_instant(
+                    instant.requested_time,
+                    instant.action,
+                    instant.state,
+                    _modification_instant(info, zone),
+                    instant.file_name,
+                )
+            current = latest.get(instant.requested_time)
+            if current is None or instant.state_rank > current.state_rank:
+                latest[instant.requested_time] = instant
+        return tuple(sorted(latest.values(), key=lambda i: comparable_instant(i.requested_time)))
+
+    def completed(self, actions: Iterable[str] | None = None) -> list[Instant]:
+        wanted = frozenset(actions) if actions is not None else None
+        return [
+            i for i in self.instants if i.is_completed and (wanted is None or i.action in wanted)
+        ]
+
+    @cached_property
+    def completed_writes(self) -> tuple[Instant, ...]:
+        """Completed commits, deltacommits and replacecommits: the instants that publish data."""
+        return tuple(i for i in self.instants if i.is_completed and i.is_write)
+
+    @cached_property
+    def pending(self) -> tuple[Instant, ...]:
+        return tuple(i for i in self.instants if not i.is_completed)
+
+    def latest_completed_write(self) -> Instant | None:
+        writes = self.completed_writes
+        return writes[-1] if writes else None
+
+    def first_instant_time(self) -> str | None:
+        """Requested time of the oldest instant still on the active timeline."""
+        return self.instants[0].requested_time if self.instants else None
+
+    # -- contents ------------------------------------------------------------------------
+    def read_bytes(self, instant: Instant) -> bytes:
+        return self.read_file(instant.file_name)
+
+    def read_file(self, name: str) -> bytes:
+        """Contents of a timeline file by name."""
+        try:
+            data = self.location.fs.cat_file(f"{self.folder}/{name}")
+        except FileNotFoundError:
+            raise CorruptTableError(
+                f"{self.location.uri}: timeline file {name} disappeared while reading"
+            ) from None
+        return bytes(data)
+
+    def find_file(self, requested_time: str, suffix: str) -> str | None:
+        """Name of ``<requested_time>.<suffix>`` if the timeline has it."""
+        name = f"{requested_time}.{suffix}"
+        return name if name in self.file_names else None
+
+    @cached_property
+    def file_names(self) -> frozenset[str]:
+        return frozenset(self._listing)
+
+    def _where(self, instant: Instant) -> str:
+        return f"{self.location.uri}: timeline file {instant.file_name}"
+
+    def commit_metadata(self, instant: Instant) -> CommitMetadata:
+        """Metadata of a completed (or inflight) commit, deltacommit or replacecommit."""
+        key = instant.file_name
+        cached = self._metadata_cache.get(key)
+        if cached is None:
+            cached = parse_commit_metadata(self.read_bytes(instant), self._where(instant))
+            self._metadata_cache[key] = cached
+        return cached
+
+    def clean_metadata(self, instant: Instant) -> CleanMetadata:
+        data = self.read_bytes(instant)
+        if not data:
+            return CleanMetadata(None, {})
+        return CleanMetadata.from_record(decode_instant_record(data, self._where(instant)))
+
+    def rollback_metadata(self, instant: Instant) -> RollbackMetadata:
+        data = self.read_bytes(instant)
+        if not data:
+            return RollbackMetadata((), {})
+        return RollbackMetadata.from_record(decode_instant_record(data, self._where(instant)))
+
+    def latest_clean(self) -> Instant | None:
+        cleans = self.completed([Action.CLEAN])
+        return cleans[-1] if cleans else None
+
+    def replaced_file_ids(self, up_to: str | None = None) -> dict[tuple[str, str], str]:
+        """``(partition, file id) -> replace instant`` of every completed replacecommit at
+        or before ``up_to`` (requested time)."""
+        replaced: dict[tuple[str, str], str] = {}
+        limit = comparable_instant(up_to) if up_to is not None else None
+        for instant in self.completed([Action.REPLACE_COMMIT]):
+            if limit is not None and comparable_instant(instant.requested_time) > limit:
+                continue
+            meta = self.commit_metadata(instant)
+            for partition, ids in meta.partition_to_replace_file_ids.items():
+                for file_id in ids:
+                    replaced[(partition, file_id)] = instant.requested_time
+        return replaced
+
+    def find(self, requested_time: str) -> Instant | None:
+        for instant in self.instants:
+            if instant.requested_time == requested_time:
+                return instant
+        return None
+
+    def completion_times(self) -> dict[str, str | None]:
+        return {i.requested_time: i.completion_time for i in self.completed_writes}
+
+
+def instants_between(
+    instants: Sequence[Instant], begin: str | None, end: str | None
+) -> list[Instant]:
+    """Instants with requested time in ``(begin, end]``; ``None`` leaves a side open."""
+    lo = comparable_instant(begin) if begin else None
+    hi = comparable_instant(end) if end else None
+    return [
+        i
+        for i in instants
+        if (lo is None or comparable_instant(i.requested_time) > lo)
+        and (hi is None or comparable_instant(i.requested_time) <= hi)
+    ]
+
+
+__all__ = ["Instant", "State", "Timeline", "format_instant", "instants_between"]
