@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -140,11 +140,7 @@ class FileSystemView:
                 return []
             as_of = writes[-1].requested_time
         limit = comparable_instant(as_of)
-        committed = {
-            i.requested_time: i.completion_time or i.requested_time
-            for i in writes
-            if comparable_instant(i.requested_time) <= limit
-        }
+        completion_of = {i.requested_time: i.completion_time or i.requested_time for i in writes}
         timeline_start = self._timeline_start()
         pending_compactions = {
             i.requested_time
@@ -152,11 +148,13 @@ class FileSystemView:
             if i.action in (Action.COMPACTION, Action.LOG_COMPACTION) and not i.is_completed
         }
 
+        def committed(ts: str) -> bool:
+            return ts in completion_of or (
+                timeline_start is not None and comparable_instant(ts) < timeline_start
+            )
+
         def visible(ts: str) -> bool:
-            key = comparable_instant(ts)
-            if key > limit:
-                return False
-            return ts in committed or (timeline_start is not None and key < timeline_start)
+            return comparable_instant(ts) <= limit and committed(ts)
 
         replaced = timeline.replaced_file_ids(as_of)
         layout_one = self.config.timeline_layout_version == 1
@@ -164,13 +162,15 @@ class FileSystemView:
         for partition, files in self.partitions.items():
             groups: dict[str, dict[str, _SliceBuilder]] = defaultdict(dict)
             for base in files.base_files:
-                if visible(base.instant):
+                # Every committed slice takes part in log assignment; the query instant
+                # picks among them afterwards.
+                if committed(base.instant):
                     groups[base.file_id][base.instant] = _SliceBuilder(base.instant, base)
             for log in files.log_files:
                 if layout_one:
                     key: str | None = log.instant
                 else:
-                    key = self._slice_key_for_log(log, groups, committed, visible)
+                    key = self._slice_key_for_log(log, groups, completion_of, committed)
                 if key is None:
                     continue
                 slices = groups[log.file_id]
@@ -206,14 +206,19 @@ class FileSystemView:
         self,
         log: LogFile,
         groups: dict[str, dict[str, _SliceBuilder]],
-        committed: dict[str, str],
-        visible: Any,
+        completion_of: dict[str, str],
+        committed: Callable[[str], bool],
     ) -> str | None:
-        """Layout 2: a log file belongs to the slice with the largest base instant at or
-        before its deltacommit's completion time."""
-        if not visible(log.instant):
+        """Layout 2: a committed log file belongs to the slice with the largest base
+        instant at or before its deltacommit's completion time.
+
+        Like hudi-rs, a slice keeps every committed log file even when the query is
+        as of an earlier instant: readers skip log blocks newer than the query
+        instant, so the slice's files do not depend on it.
+        """
+        if not committed(log.instant):
             return None
-        completion = comparable_instant(committed.get(log.instant, log.instant))
+        completion = comparable_instant(completion_of.get(log.instant, log.instant))
         candidates = [
             ts for ts in groups.get(log.file_id, {}) if comparable_instant(ts) <= completion
         ]
@@ -230,7 +235,7 @@ class FileSystemView:
         for instant in instants:
             for stat in self.timeline.commit_metadata(instant).write_stats:
                 touched.add((stat.partition_path, stat.file_id))
-        end_time = end or self.timeline.completed_writes[-1].requested_time
+        end_time = max((i.requested_time for i in instants), key=comparable_instant)
         return [
             s for s in self.slices_as_of(end_time) if (s.partition_path, s.file_id) in touched
         ]
@@ -272,7 +277,7 @@ def _latest_slice(
             if usable:
                 usable[-1].log_files.extend(builder.log_files)
                 continue
-        elif builder.base_file is None and not visible(builder.base_instant):
+        if not visible(builder.base_instant):
             continue
         usable.append(builder)
     if read_optimized:
