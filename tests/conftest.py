@@ -18,3 +18,21 @@ def unpack_table(fixtures_root: Path):  # type: ignore[no-untyped-def]
         return unpack(table, fixtures_root)
 
     return _unpack
+
+
+@pytest.fixture
+def fixture_copy(unpack_table, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A writable copy of one fixture table, by name suffix (``cow/v6_nonpartitioned``)."""
+    import shutil
+
+    from tests.fixture_tables import fixture_tables
+
+    def _copy(suffix: str) -> Path:
+        matches = [t for t in fixture_tables() if t.name.endswith(suffix)]
+        assert len(matches) == 1, f"{suffix!r} matches {[t.name for t in matches]}"
+        source = unpack_table(matches[0])
+        target = tmp_path / source.name
+        shutil.copytree(source, target)
+        return target
+
+    return _copy

@@ -31,9 +31,7 @@ def fixture_tables() -> list[FixtureTable]:
     zips = sorted(FIXTURES.rglob("*.zip"))
     if not zips:
         raise RuntimeError(f"no fixture tables under {FIXTURES} (set HUDI_SYNC_FIXTURES)")
-    return [
-        FixtureTable(str(z.relative_to(FIXTURES).with_suffix("")), z) for z in zips
-    ]
+    return [FixtureTable(str(z.relative_to(FIXTURES).with_suffix("")), z) for z in zips]
 
 
 def unpack(table: FixtureTable, target: Path) -> Path:

@@ -7,7 +7,9 @@ from typing import Any
 import hudi
 
 
-def slices(table_path: str, as_of: str | None = None, storage: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def slices(
+    table_path: str, as_of: str | None = None, storage: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
     table = _open(table_path, storage)
     options = hudi.HudiReadOptions()
     if as_of is not None:

@@ -53,7 +53,9 @@ def test_slices_as_of_every_instant_match(table_path: Path) -> None:
     table = HudiTable.open(str(table_path))
     instants = [i.requested_time for i in table.completed_commits()]
     for instant in instants:
-        assert ours(table, as_of=instant) == hudi_oracle.slices(str(table_path), as_of=instant), instant
+        assert ours(table, as_of=instant) == hudi_oracle.slices(str(table_path), as_of=instant), (
+            instant
+        )
     # Repeatable reads: a second table object, same answer.
     if instants:
         again = HudiTable.open(str(table_path))

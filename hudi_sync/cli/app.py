@@ -73,14 +73,18 @@ def _emit(rows: list[dict[str, Any]], as_json: bool, title: str) -> None:
     for column in columns:
         table.add_column(column)
     for row in rows:
-        table.add_row(*[", ".join(v) if isinstance(v, list) else str(v or "") for v in row.values()])
+        table.add_row(
+            *[", ".join(v) if isinstance(v, list) else str(v or "") for v in row.values()]
+        )
     Console().print(table)
 
 
 @show_app.command("instants")
 def show_instants(
     uri: Annotated[str, typer.Argument(help="Table base path or URI")],
-    include_archived: Annotated[bool, typer.Option("--all", help="Include archived instants.")] = False,
+    include_archived: Annotated[
+        bool, typer.Option("--all", help="Include archived instants.")
+    ] = False,
     as_json: JsonFlag = False,
     storage_option: StorageOption = None,
 ) -> None:
@@ -97,7 +101,8 @@ def show_instants(
 def show_files(
     uri: Annotated[str, typer.Argument(help="Table base path or URI")],
     as_of: Annotated[
-        str | None, typer.Option("--as-of", help="Time travel: instant, date-time, ISO-8601 or epoch.")
+        str | None,
+        typer.Option("--as-of", help="Time travel: instant, date-time, ISO-8601 or epoch."),
     ] = None,
     read_optimized: Annotated[
         bool, typer.Option("--read-optimized", help="Base files only (MOR read-optimized).")

@@ -71,9 +71,13 @@ def _instant_from_archived_entry(record: dict[str, object], file_name: str) -> I
     try:
         state = State(str(state_text))
     except ValueError:
-        raise CorruptTableError(f"archived file {file_name}: unknown state {state_text!r}") from None
+        raise CorruptTableError(
+            f"archived file {file_name}: unknown state {state_text!r}"
+        ) from None
     completion = record.get("stateTransitionTime") if state is State.COMPLETED else None
-    return make_instant(commit_time, action, state, str(completion) if completion else None, file_name)
+    return make_instant(
+        commit_time, action, state, str(completion) if completion else None, file_name
+    )
 
 
 def _read_lsm_history(location: Location, config: TableConfig) -> list[Instant]:
@@ -95,7 +99,9 @@ def _read_lsm_history(location: Location, config: TableConfig) -> list[Instant]:
         manifest = json.loads(bytes(location.fs.cat_file(manifest_path)))
         files = [entry["fileName"] for entry in manifest.get("files", [])]
     except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise CorruptTableError(f"{location.uri}: timeline history manifest_{version}: {exc}") from None
+        raise CorruptTableError(
+            f"{location.uri}: timeline history manifest_{version}: {exc}"
+        ) from None
     instants: list[Instant] = []
     for file_name in files:
         with location.fs.open(f"{folder}/{file_name}", "rb") as handle:
@@ -103,6 +109,12 @@ def _read_lsm_history(location: Location, config: TableConfig) -> list[Instant]:
         for row in table.to_pylist():
             if row["instantTime"] and row["action"]:
                 instants.append(
-                    make_instant(row["instantTime"], row["action"], State.COMPLETED, row["completionTime"], file_name)
+                    make_instant(
+                        row["instantTime"],
+                        row["action"],
+                        State.COMPLETED,
+                        row["completionTime"],
+                        file_name,
+                    )
                 )
     return instants

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from hudi_sync.errors import CorruptTableError
 
 # <fileId>_<writeToken>_<instantTime>.<ext>; file ids never contain "_".
-_BASE_FILE = re.compile(r"^(?P<file_id>[^_]+)_(?P<token>[^_]+)_(?P<instant>\d+)\.(?P<ext>[A-Za-z]+)$")
+_BASE_FILE = re.compile(
+    r"^(?P<file_id>[^_]+)_(?P<token>[^_]+)_(?P<instant>\d+)\.(?P<ext>[A-Za-z]+)$"
+)
 # .<fileId>_<instant>.log.<version>[_<writeToken>][.cdc|-cdc]
 _LOG_FILE = re.compile(
     r"^\.(?P<file_id>.+)_(?P<instant>[^_.]*)\.(?P<kind>log|archive)\.(?P<version>\d+)"
@@ -43,7 +45,9 @@ class LogFile:
 def parse_base_file(name: str, size: int = 0) -> BaseFile:
     match = _BASE_FILE.match(name)
     if match is None:
-        raise CorruptTableError(f"base file name {name!r} is not <fileId>_<writeToken>_<instant>.<ext>")
+        raise CorruptTableError(
+            f"base file name {name!r} is not <fileId>_<writeToken>_<instant>.<ext>"
+        )
     return BaseFile(name, match["file_id"], match["token"], match["instant"], size)
 
 

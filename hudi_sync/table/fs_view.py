@@ -131,7 +131,9 @@ class FileSystemView:
         return _walk_remote(self.location, recursive=self.config.is_partitioned)
 
     # -- snapshots -----------------------------------------------------------------------
-    def slices_as_of(self, as_of: str | None = None, read_optimized: bool = False) -> list[FileSlice]:
+    def slices_as_of(
+        self, as_of: str | None = None, read_optimized: bool = False
+    ) -> list[FileSlice]:
         """The file slices of the snapshot at instant ``as_of`` (latest when ``None``)."""
         timeline = self.timeline
         writes = timeline.completed_writes
@@ -182,7 +184,9 @@ class FileSystemView:
                 if chosen is None:
                     continue
                 logs = () if read_optimized else tuple(sorted(chosen.log_files, key=_log_order))
-                result.append(FileSlice(partition, file_id, chosen.base_instant, chosen.base_file, logs))
+                result.append(
+                    FileSlice(partition, file_id, chosen.base_instant, chosen.base_file, logs)
+                )
         result.sort(key=lambda s: (s.partition_path, s.file_id))
         return result
 
@@ -236,9 +240,7 @@ class FileSystemView:
             for stat in self.timeline.commit_metadata(instant).write_stats:
                 touched.add((stat.partition_path, stat.file_id))
         end_time = max((i.requested_time for i in instants), key=comparable_instant)
-        return [
-            s for s in self.slices_as_of(end_time) if (s.partition_path, s.file_id) in touched
-        ]
+        return [s for s in self.slices_as_of(end_time) if (s.partition_path, s.file_id) in touched]
 
     def instants_in_range(self, begin: str | None, end: str | None) -> list[Any]:
         """Completed writes in ``(begin, end]``: by requested time in layout 1, by
@@ -273,10 +275,12 @@ def _latest_slice(
     ordered = sorted(slices.values(), key=lambda s: comparable_instant(s.base_instant))
     usable: list[_SliceBuilder] = []
     for builder in ordered:
-        if builder.base_file is None and builder.base_instant in pending_compactions:
-            if usable:
-                usable[-1].log_files.extend(builder.log_files)
-                continue
+        merges_into_previous = (
+            builder.base_file is None and builder.base_instant in pending_compactions and usable
+        )
+        if merges_into_previous:
+            usable[-1].log_files.extend(builder.log_files)
+            continue
         if not visible(builder.base_instant):
             continue
         usable.append(builder)
@@ -317,7 +321,9 @@ def _walk_remote(location: Location, recursive: bool) -> dict[str, list[tuple[st
             fs.find(root, detail=True, withdirs=False).items()
         )
     else:
-        entries = ((str(e["name"]), e) for e in fs.ls(root, detail=True) if e.get("type") != "directory")
+        entries = (
+            (str(e["name"]), e) for e in fs.ls(root, detail=True) if e.get("type") != "directory"
+        )
     result: dict[str, list[tuple[str, int]]] = defaultdict(list)
     prefix = root + "/"
     for path, info in entries:

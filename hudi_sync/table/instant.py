@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from hudi_sync.errors import CorruptTableError
 
 
-class State(str, Enum):
+class State(StrEnum):
     REQUESTED = "REQUESTED"
     INFLIGHT = "INFLIGHT"
     COMPLETED = "COMPLETED"
@@ -120,7 +120,9 @@ def parse_instant_file_name(name: str) -> Instant | None:
     else:
         state = State.COMPLETED
     if state is not State.COMPLETED and completion:
-        raise CorruptTableError(f"timeline file {name!r}: only completed instants have _<completion>")
+        raise CorruptTableError(
+            f"timeline file {name!r}: only completed instants have _<completion>"
+        )
     return make_instant(ts, action, state, completion, name)
 
 

@@ -2,7 +2,7 @@
 
 A block is ``#HUDI#`` | int64 block length | int32 format version | int32 block type |
 header | int64 content length | content | footer | int64 total length, where header
-and footer are ``int32 n`` then ``n`` × (int32 key, int32 length, UTF-8 bytes). An Avro
+and footer are ``int32 n`` then ``n`` times (int32 key, int32 length, UTF-8 bytes). An Avro
 data block's content is int32 version | int32 record count | per record (int32 length,
 Avro binary datum) in the writer schema carried by the ``SCHEMA`` header.
 """
@@ -146,7 +146,12 @@ def _encode_map(entries: Mapping[int, str]) -> bytes:
     return out.getvalue()
 
 
-def encode_block(block_type: int, header: Mapping[int, str], content: bytes, footer: Mapping[int, str] | None = None) -> bytes:
+def encode_block(
+    block_type: int,
+    header: Mapping[int, str],
+    content: bytes,
+    footer: Mapping[int, str] | None = None,
+) -> bytes:
     header_bytes = _encode_map(header)
     footer_bytes = _encode_map(footer or {})
     body = (

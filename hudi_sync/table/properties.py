@@ -6,7 +6,7 @@ import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
 
@@ -15,7 +15,7 @@ SUPPORTED_TABLE_VERSIONS = (6, 8, 9)
 LAYOUT_FOR_VERSION = {6: 1, 8: 2, 9: 2}
 
 
-class TableType(str, Enum):
+class TableType(StrEnum):
     COPY_ON_WRITE = "COPY_ON_WRITE"
     MERGE_ON_READ = "MERGE_ON_READ"
 
@@ -26,7 +26,7 @@ def parse_java_properties(text: str) -> dict[str, str]:
     logical: list[str] = []
     pending = ""
     for raw in text.splitlines():
-        line = raw.lstrip() if not pending else raw.lstrip()
+        line = raw.lstrip()
         if not pending and (not line or line[0] in "#!"):
             continue
         trailing = len(line) - len(line.rstrip("\\"))

@@ -61,7 +61,11 @@ def _arrow_to_avro(arrow_type: Any) -> Any:
 
     if pa.types.is_boolean(arrow_type):
         return "boolean"
-    if pa.types.is_int8(arrow_type) or pa.types.is_int16(arrow_type) or pa.types.is_int32(arrow_type):
+    if (
+        pa.types.is_int8(arrow_type)
+        or pa.types.is_int16(arrow_type)
+        or pa.types.is_int32(arrow_type)
+    ):
         return "int"
     if pa.types.is_integer(arrow_type):
         return "long"
@@ -103,7 +107,9 @@ def _arrow_to_avro(arrow_type: Any) -> Any:
     return "string"
 
 
-def partition_fields(schema: dict[str, Any], names: tuple[str, ...], key_generator: str | None) -> list[PartitionField]:
+def partition_fields(
+    schema: dict[str, Any], names: tuple[str, ...], key_generator: str | None
+) -> list[PartitionField]:
     """Partition fields with their types from the data schema. Timestamp-based key
     generators format the path, so their partition values are strings."""
     by_name = {f["name"]: f["type"] for f in schema.get("fields", [])}

@@ -6,14 +6,24 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
-from hudi_sync.errors import CorruptTableError, TableNotFoundError, TimeTravelError, UnsupportedTableError
+from hudi_sync.errors import (
+    CorruptTableError,
+    TableNotFoundError,
+    TimeTravelError,
+    UnsupportedTableError,
+)
 from hudi_sync.storage import Location, open_location
 from hudi_sync.table.archive import read_archived_instants
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.instant import Action, Instant, comparable_instant
 from hudi_sync.table.metadata import decode_instant_record
 from hudi_sync.table.properties import TableConfig
-from hudi_sync.table.schema import PartitionField, parse_avro_schema, partition_fields, schema_from_parquet_footer
+from hudi_sync.table.schema import (
+    PartitionField,
+    parse_avro_schema,
+    partition_fields,
+    schema_from_parquet_footer,
+)
 from hudi_sync.table.time_travel import to_instant_time
 from hudi_sync.table.timeline import Timeline, timeline_zone
 
@@ -46,7 +56,9 @@ class HudiTable:
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError:
-            raise CorruptTableError(f"{location.uri}: .hoodie/hoodie.properties is not text") from None
+            raise CorruptTableError(
+                f"{location.uri}: .hoodie/hoodie.properties is not text"
+            ) from None
         config = TableConfig.parse(text, f"{location.uri}/.hoodie/hoodie.properties")
         if config.base_file_format not in SUPPORTED_BASE_FORMATS:
             raise UnsupportedTableError(
@@ -67,7 +79,11 @@ class HudiTable:
         if not include_archived:
             return active
         seen = {i.requested_time for i in active}
-        archived = [i for i in read_archived_instants(self.location, self.config) if i.requested_time not in seen]
+        archived = [
+            i
+            for i in read_archived_instants(self.location, self.config)
+            if i.requested_time not in seen
+        ]
         merged = archived + active
         merged.sort(key=lambda i: comparable_instant(i.requested_time))
         return merged
@@ -137,7 +153,9 @@ class HudiTable:
         return found
 
     # -- file slices ---------------------------------------------------------------------
-    def file_slices(self, as_of: str | None = None, read_optimized: bool = False) -> list[FileSlice]:
+    def file_slices(
+        self, as_of: str | None = None, read_optimized: bool = False
+    ) -> list[FileSlice]:
         """Slices of the latest snapshot, or of the snapshot as of a time-travel value."""
         if as_of is None:
             return self.view.slices_as_of(None, read_optimized)
@@ -160,12 +178,18 @@ class HudiTable:
             if schema:
                 return parse_avro_schema(schema, f"{self.uri}: {instant.file_name}")
         if self.config.create_schema:
-            return parse_avro_schema(self.config.create_schema, f"{self.uri}: hoodie.table.create.schema")
+            return parse_avro_schema(
+                self.config.create_schema, f"{self.uri}: hoodie.table.create.schema"
+            )
         for file_slice in self.file_slices():
             if file_slice.relative_base_path:
-                return schema_from_parquet_footer(self.location.fs, self.location.join(file_slice.relative_base_path))
+                return schema_from_parquet_footer(
+                    self.location.fs, self.location.join(file_slice.relative_base_path)
+                )
         raise CorruptTableError(f"{self.uri}: no schema in commits, properties or base files")
 
     @property
     def partition_fields(self) -> list[PartitionField]:
-        return partition_fields(self.avro_schema, self.config.partition_fields, self.config.key_generator)
+        return partition_fields(
+            self.avro_schema, self.config.partition_fields, self.config.key_generator
+        )

@@ -1,0 +1,135 @@
+"""Writers for timeline files the fixtures lack (clean, archived instants), for tests.
+
+They write the documented on-disk formats (Avro object-container instants, Hudi log
+blocks, LSM history parquet) with minimal schemas that use Hudi's field names; the
+readers decode with the writer schema each file carries, as Hudi's do.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hudi_sync.table.logfile import BlockType, encode_avro_block
+
+CLEAN_METADATA_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "HoodieCleanMetadata",
+    "namespace": "org.apache.hudi.avro.model",
+    "fields": [
+        {"name": "startCleanTime", "type": "string"},
+        {"name": "timeTakenInMillis", "type": "long"},
+        {"name": "totalFilesDeleted", "type": "int"},
+        {"name": "earliestCommitToRetain", "type": "string"},
+        {
+            "name": "partitionMetadata",
+            "type": {
+                "type": "map",
+                "values": {
+                    "type": "record",
+                    "name": "HoodieCleanPartitionMetadata",
+                    "fields": [
+                        {"name": "partitionPath", "type": "string"},
+                        {"name": "policy", "type": "string"},
+                        {
+                            "name": "deletePathPatterns",
+                            "type": {"type": "array", "items": "string"},
+                        },
+                        {
+                            "name": "successDeleteFiles",
+                            "type": {"type": "array", "items": "string"},
+                        },
+                        {"name": "failedDeleteFiles", "type": {"type": "array", "items": "string"}},
+                    ],
+                },
+            },
+        },
+        {"name": "version", "type": ["int", "null"], "default": 1},
+    ],
+}
+
+ARCHIVED_ENTRY_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "HoodieArchivedMetaEntry",
+    "namespace": "org.apache.hudi.avro.model",
+    "fields": [
+        {"name": "commitTime", "type": ["null", "string"], "default": None},
+        {"name": "actionType", "type": ["null", "string"], "default": None},
+        {"name": "version", "type": ["int", "null"], "default": 1},
+        {"name": "actionState", "type": ["null", "string"], "default": None},
+        {"name": "stateTransitionTime", "type": ["null", "string"], "default": None},
+    ],
+}
+
+
+def avro_container(schema: dict[str, Any], record: dict[str, Any]) -> bytes:
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, fastavro.parse_schema(schema), [record])
+    return buffer.getvalue()
+
+
+def write_clean(
+    timeline_dir: Path, instant: str, earliest_to_retain: str, completed_name: str | None = None
+) -> None:
+    record = {
+        "startCleanTime": instant,
+        "timeTakenInMillis": 1,
+        "totalFilesDeleted": 0,
+        "earliestCommitToRetain": earliest_to_retain,
+        "partitionMetadata": {},
+        "version": 2,
+    }
+    (timeline_dir / f"{instant}.clean.requested").write_bytes(b"")
+    (timeline_dir / f"{instant}.clean.inflight").write_bytes(b"")
+    (timeline_dir / (completed_name or f"{instant}.clean")).write_bytes(
+        avro_container(CLEAN_METADATA_SCHEMA, record)
+    )
+
+
+def write_v1_archive(
+    archive_dir: Path, entries: list[tuple[str, str, str]], number: int = 1
+) -> Path:
+    """An archive log file with one Avro block of (commitTime, action, state) entries."""
+    archive_dir.mkdir(parents=True, exist_ok=True)
+    records = [
+        {
+            "commitTime": t,
+            "actionType": a,
+            "version": 1,
+            "actionState": s,
+            "stateTransitionTime": None,
+        }
+        for t, a, s in entries
+    ]
+    block = encode_avro_block(records, ARCHIVED_ENTRY_SCHEMA, {}, BlockType.AVRO_DATA)
+    path = archive_dir / f".commits_.archive.{number}_1-0-1"
+    path.write_bytes(block)
+    return path
+
+
+def write_lsm_history(history_dir: Path, rows: list[dict[str, Any]], version: int = 1) -> None:
+    """One level-0 parquet file of completed instants plus ``manifest_<v>`` and ``_version_``."""
+    history_dir.mkdir(parents=True, exist_ok=True)
+    times = sorted(r["instantTime"] for r in rows)
+    name = f"{times[0]}_{times[-1]}_0.parquet"
+    schema = pa.schema(
+        [
+            ("instantTime", pa.string()),
+            ("completionTime", pa.string()),
+            ("action", pa.string()),
+            ("metadata", pa.binary()),
+            ("plan", pa.binary()),
+            ("version", pa.int32()),
+        ]
+    )
+    table = pa.Table.from_pylist([{"plan": None, "version": 1, **r} for r in rows], schema=schema)
+    pq.write_table(table, history_dir / name)
+    manifest = {"files": [{"fileName": name, "fileLen": (history_dir / name).stat().st_size}]}
+    (history_dir / f"manifest_{version}").write_text(json.dumps(manifest, indent=2))
+    (history_dir / "_version_").write_text(str(version))
