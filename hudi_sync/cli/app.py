@@ -79,6 +79,18 @@ def _emit(rows: list[dict[str, Any]], as_json: bool, title: str) -> None:
     Console().print(table)
 
 
+def _show(
+    uri: str,
+    storage_option: list[str] | None,
+    as_json: bool,
+    title: str,
+    rows_of: Callable[[HudiTable], list[dict[str, Any]]],
+) -> None:
+    """Open the table, compute rows, print them: the shape of every ``show`` command."""
+    rows = _run(lambda: rows_of(HudiTable.open(uri, parse_storage_options(storage_option))))
+    _emit(rows, as_json, f"{title} of {uri}")
+
+
 @show_app.command("instants")
 def show_instants(
     uri: Annotated[str, typer.Argument(help="Table base path or URI")],
@@ -89,12 +101,13 @@ def show_instants(
     storage_option: StorageOption = None,
 ) -> None:
     """List the table's instants: requested time, completion time, action, state."""
-
-    def body() -> list[dict[str, Any]]:
-        table = HudiTable.open(uri, parse_storage_options(storage_option))
-        return [i.to_json() for i in table.instants(include_archived=include_archived)]
-
-    _emit(_run(body), as_json, f"instants of {uri}")
+    _show(
+        uri,
+        storage_option,
+        as_json,
+        "instants",
+        lambda table: [i.to_json() for i in table.instants(include_archived=include_archived)],
+    )
 
 
 @show_app.command("files")
@@ -111,12 +124,15 @@ def show_files(
     storage_option: StorageOption = None,
 ) -> None:
     """List the file slices of the latest snapshot (or of the snapshot as of a time)."""
-
-    def body() -> list[dict[str, Any]]:
-        table = HudiTable.open(uri, parse_storage_options(storage_option))
-        return [s.to_json() for s in table.file_slices(as_of=as_of, read_optimized=read_optimized)]
-
-    _emit(_run(body), as_json, f"file slices of {uri}")
+    _show(
+        uri,
+        storage_option,
+        as_json,
+        "file slices",
+        lambda table: [
+            s.to_json() for s in table.file_slices(as_of=as_of, read_optimized=read_optimized)
+        ],
+    )
 
 
 def main() -> None:

@@ -37,10 +37,6 @@ class LogFile:
     is_cdc: bool
     size: int = 0
 
-    @property
-    def sort_key(self) -> tuple[str, int, str]:
-        return (self.instant, self.version, self.write_token)
-
 
 def parse_base_file(name: str, size: int = 0) -> BaseFile:
     match = _BASE_FILE.match(name)

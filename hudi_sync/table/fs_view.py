@@ -26,7 +26,7 @@ from hudi_sync.table.filenames import (
     parse_base_file,
     parse_log_file,
 )
-from hudi_sync.table.instant import Action, comparable_instant
+from hudi_sync.table.instant import Action, Instant, comparable_instant
 from hudi_sync.table.properties import TableConfig
 from hudi_sync.table.timeline import Timeline
 
@@ -242,14 +242,14 @@ class FileSystemView:
         end_time = max((i.requested_time for i in instants), key=comparable_instant)
         return [s for s in self.slices_as_of(end_time) if (s.partition_path, s.file_id) in touched]
 
-    def instants_in_range(self, begin: str | None, end: str | None) -> list[Any]:
+    def instants_in_range(self, begin: str | None, end: str | None) -> list[Instant]:
         """Completed writes in ``(begin, end]``: by requested time in layout 1, by
         completion time in layout 2 (Hudi 1.x)."""
         lo = comparable_instant(begin) if begin else None
         hi = comparable_instant(end) if end else None
         by_completion = self.config.timeline_layout_version == 2
 
-        def position(instant: Any) -> str:
+        def position(instant: Instant) -> str:
             ts = instant.completion_time if by_completion and instant.completion_time else None
             return comparable_instant(ts or instant.requested_time)
 

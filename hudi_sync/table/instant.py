@@ -37,12 +37,8 @@ KNOWN_ACTIONS = frozenset(
 )
 # Actions whose completed instant makes data files visible.
 WRITE_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT})
-# A pending action completes under another action name.
-COMPLETED_ACTION = {
-    Action.COMPACTION: Action.COMMIT,
-    Action.LOG_COMPACTION: Action.DELTA_COMMIT,
-    Action.CLUSTERING: Action.REPLACE_COMMIT,
-}
+# Pending compaction, log compaction and clustering complete as commit, deltacommit
+# and replacecommit: the completed file carries the latter action.
 
 # <requested>[_<completion>].<action>[.<state>]  (14 or 17 digit instants; metadata
 # tables also use longer, suffixed instants such as 00000000000000010 or ...001).

@@ -106,6 +106,14 @@ class CommitMetadata:
 EMPTY_COMMIT = CommitMetadata(None, {}, {})
 
 
+def _deleted_files(record: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """``partition -> deleted file paths`` of clean and rollback metadata."""
+    return {
+        partition: tuple((meta or {}).get("successDeleteFiles") or ())
+        for partition, meta in (record.get("partitionMetadata") or {}).items()
+    }
+
+
 @dataclass(frozen=True)
 class CleanMetadata:
     """A completed clean: files before ``earliest_commit_to_retain`` may be gone."""
@@ -115,11 +123,7 @@ class CleanMetadata:
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> CleanMetadata:
-        deleted = {
-            partition: tuple((meta or {}).get("successDeleteFiles") or ())
-            for partition, meta in (record.get("partitionMetadata") or {}).items()
-        }
-        return cls(record.get("earliestCommitToRetain") or None, deleted)
+        return cls(record.get("earliestCommitToRetain") or None, _deleted_files(record))
 
 
 @dataclass(frozen=True)
@@ -131,11 +135,7 @@ class RollbackMetadata:
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> RollbackMetadata:
-        deleted = {
-            partition: tuple((meta or {}).get("successDeleteFiles") or ())
-            for partition, meta in (record.get("partitionMetadata") or {}).items()
-        }
-        return cls(tuple(record.get("commitsRollback") or ()), deleted)
+        return cls(tuple(record.get("commitsRollback") or ()), _deleted_files(record))
 
 
 def decode_avro_record(data: bytes, where: str) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from functools import cached_property
 from typing import Any
 
@@ -123,11 +123,6 @@ class Timeline:
         writes = self.completed_writes
         return writes[-1] if writes else None
 
-    def first_instant_time(self) -> str | None:
-        """Requested time of the oldest instant still on the active timeline."""
-        return self.instants[0].requested_time if self.instants else None
-
-    # -- contents ------------------------------------------------------------------------
     def read_bytes(self, instant: Instant) -> bytes:
         return self.read_file(instant.file_name)
 
@@ -192,28 +187,5 @@ class Timeline:
                     replaced[(partition, file_id)] = instant.requested_time
         return replaced
 
-    def find(self, requested_time: str) -> Instant | None:
-        for instant in self.instants:
-            if instant.requested_time == requested_time:
-                return instant
-        return None
 
-    def completion_times(self) -> dict[str, str | None]:
-        return {i.requested_time: i.completion_time for i in self.completed_writes}
-
-
-def instants_between(
-    instants: Sequence[Instant], begin: str | None, end: str | None
-) -> list[Instant]:
-    """Instants with requested time in ``(begin, end]``; ``None`` leaves a side open."""
-    lo = comparable_instant(begin) if begin else None
-    hi = comparable_instant(end) if end else None
-    return [
-        i
-        for i in instants
-        if (lo is None or comparable_instant(i.requested_time) > lo)
-        and (hi is None or comparable_instant(i.requested_time) <= hi)
-    ]
-
-
-__all__ = ["Instant", "State", "Timeline", "format_instant", "instants_between"]
+__all__ = ["Instant", "State", "Timeline", "format_instant"]
