@@ -1,0 +1,291 @@
+"""Snapshot manifests (RFC-34): which base files make up a table's snapshot.
+
+Layout under ``<table>/.hoodie/manifest/``:
+
+- ``snapshots/<instant>/files.csv`` — base-file names, one per line, no header;
+- ``snapshots/<instant>/uris.csv`` — the same files as absolute URIs (BigQuery
+  manifest-file tables);
+- ``latest_snapshot_files.csv`` — copy of the newest ``files.csv`` (the RFC's name);
+- ``latest.json`` — pointer to the newest snapshot, written last.
+
+Snapshot files are immutable and each is written under a temporary name and then moved
+into place (an atomic rename locally, a single PUT on object stores), so a reader sees
+either the old or the new complete set. Warehouse objects point at one immutable file
+and are switched to the next in one metadata update. The last ``keep`` snapshots are
+kept, older ones deleted.
+
+A later publication derives the new file set from the previous one plus the new
+commits' write stats and replaced file ids, and falls back to a full listing when that
+is not safe (previous snapshot archived, a clean, rollback or restore since, a write
+that was pending at the previous publication has completed since).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from hudi_sync.errors import BadInputError, CorruptTableError
+from hudi_sync.table import HudiTable, Instant
+from hudi_sync.table.instant import Action, comparable_instant
+
+MANIFEST_FOLDER = ".hoodie/manifest"
+LATEST_FILES = "latest_snapshot_files.csv"
+POINTER = "latest.json"
+DEFAULT_KEEP = 5
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The base files of one snapshot, keyed by ``(partition, file id)``."""
+
+    instant: str | None
+    files: dict[tuple[str, str], str]
+    pending: tuple[str, ...] = ()
+    derived_incrementally: bool = False
+
+    def relative_paths(self) -> list[str]:
+        return sorted(f"{p}/{name}" if p else name for (p, _), name in self.files.items())
+
+    def names(self) -> list[str]:
+        return sorted(self.files.values())
+
+
+@dataclass(frozen=True)
+class PublishedManifest:
+    """Where a published manifest lives."""
+
+    manifest: Manifest
+    files_uri: str
+    uris_uri: str
+    files_path: str = field(repr=False, default="")
+
+
+def build_manifest(table: HudiTable, as_of: str | None = None) -> Manifest:
+    """Full listing: the base files of the latest snapshot, or as of a time."""
+    _require_parquet(table)
+    instant = table.as_of_commit(as_of) if as_of is not None else table.latest_instant()
+    slices = table.view.slices_as_of(instant, read_optimized=True) if instant else []
+    files = {
+        (s.partition_path, s.file_id): s.base_file.name for s in slices if s.base_file is not None
+    }
+    return Manifest(instant, files, _pending_writes(table, instant))
+
+
+def derive_manifest(table: HudiTable, previous: Manifest, target: str | None = None) -> Manifest:
+    """The snapshot at ``target`` (default latest) from ``previous`` plus the commit
+    metadata in between; a full listing when that cannot be trusted."""
+    target = target or table.latest_instant()
+    if target is None or previous.instant is None:
+        return build_manifest(table, target)
+    if comparable_instant(target) < comparable_instant(previous.instant):
+        raise BadInputError(
+            f"{table.uri}: cannot derive the snapshot at {target} "
+            f"from a later one ({previous.instant})"
+        )
+    reason = _why_not_incremental(table, previous)
+    if reason is not None:
+        return build_manifest(table, target)
+    files = dict(previous.files)
+    lo, hi = comparable_instant(previous.instant), comparable_instant(target)
+    extension = "." + table.config.base_file_format.lower()
+    for instant in table.timeline.completed_writes:
+        key = comparable_instant(instant.requested_time)
+        if key <= lo or key > hi:
+            continue
+        metadata = table.timeline.commit_metadata(instant)
+        for partition, file_ids in metadata.partition_to_replace_file_ids.items():
+            for file_id in file_ids:
+                files.pop((partition, file_id), None)
+        for stat in metadata.write_stats:
+            if stat.path.endswith(extension):
+                files[(stat.partition_path, stat.file_id)] = stat.file_name
+    return Manifest(target, files, _pending_writes(table, target), derived_incrementally=True)
+
+
+def _why_not_incremental(table: HudiTable, previous: Manifest) -> str | None:
+    timeline = table.timeline
+    known = {i.requested_time for i in timeline.instants}
+    if previous.instant not in known:
+        return "the previous snapshot's instant is no longer on the active timeline"
+    since = comparable_instant(previous.instant or "")
+    for instant in timeline.instants:
+        if (
+            instant.action in (Action.CLEAN, Action.ROLLBACK, Action.RESTORE)
+            and instant.is_completed
+            and comparable_instant(instant.requested_time) > since
+        ):
+            return f"{instant.action} {instant.requested_time} since the previous snapshot"
+    completed = {i.requested_time for i in timeline.completed_writes}
+    if any(p in completed for p in previous.pending):
+        return "a write pending at the previous snapshot has completed since"
+    return None
+
+
+def _pending_writes(table: HudiTable, instant: str | None) -> tuple[str, ...]:
+    """Writes requested before ``instant`` that had not completed: they would change the
+    snapshot behind an incremental derivation's back when they complete."""
+    if instant is None:
+        return ()
+    limit = comparable_instant(instant)
+    return tuple(
+        i.requested_time
+        for i in table.timeline.pending
+        if comparable_instant(i.requested_time) < limit
+        and i.action
+        in (
+            Action.COMMIT,
+            Action.DELTA_COMMIT,
+            Action.REPLACE_COMMIT,
+            Action.COMPACTION,
+            Action.CLUSTERING,
+        )
+    )
+
+
+def _require_parquet(table: HudiTable) -> None:
+    if table.config.base_file_format != "PARQUET":
+        raise BadInputError(
+            f"{table.uri}: only parquet base files can back warehouse tables "
+            f"(table uses {table.config.base_file_format})"
+        )
+
+
+class ManifestStore:
+    """Reads and publishes a table's manifests under ``.hoodie/manifest``."""
+
+    def __init__(self, table: HudiTable, keep: int = DEFAULT_KEEP) -> None:
+        if keep < 1:
+            raise BadInputError(f"manifest retention must keep at least 1 snapshot, got {keep}")
+        self.table = table
+        self.keep = keep
+        self.folder = table.location.join(MANIFEST_FOLDER)
+
+    def _path(self, *parts: str) -> str:
+        return "/".join([self.folder, *parts])
+
+    def _uri(self, *parts: str) -> str:
+        return self.table.location.uri_of("/".join([MANIFEST_FOLDER, *parts]))
+
+    def latest(self) -> Manifest | None:
+        """The last published manifest, or ``None`` before the first publication."""
+        fs = self.table.location.fs
+        try:
+            pointer = json.loads(bytes(fs.cat_file(self._path(POINTER))))
+            instant = pointer["instant"]
+            pending = tuple(pointer.get("pending", ()))
+            text = bytes(fs.cat_file(self._path("snapshots", instant, "uris.csv"))).decode()
+        except FileNotFoundError:
+            return None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptTableError(
+                f"{self.table.uri}: {MANIFEST_FOLDER}/{POINTER} is corrupt ({exc})"
+            ) from None
+        base = self.table.location.uri.rstrip("/") + "/"
+        files: dict[tuple[str, str], str] = {}
+        for line in text.splitlines():
+            if not line:
+                continue
+            relative = line[len(base) :] if line.startswith(base) else line
+            partition, _, name = relative.rpartition("/")
+            files[(partition, name.split("_", 1)[0])] = name
+        return Manifest(instant, files, pending)
+
+    def build(self, as_of: str | None = None, full: bool = False) -> Manifest:
+        """The manifest to publish: derived from the last one when possible."""
+        if as_of is not None or full:
+            return build_manifest(self.table, as_of)
+        previous = self.latest()
+        if previous is None:
+            return build_manifest(self.table)
+        latest = self.table.latest_instant()
+        if (
+            latest is not None
+            and previous.instant is not None
+            and (comparable_instant(latest) < comparable_instant(previous.instant))
+        ):
+            return build_manifest(self.table)
+        return derive_manifest(self.table, previous)
+
+    def snapshot_uris(self, instant: str) -> tuple[str, str]:
+        return self._uri("snapshots", instant, "files.csv"), self._uri(
+            "snapshots", instant, "uris.csv"
+        )
+
+    def publish(self, manifest: Manifest, make_latest: bool = True) -> PublishedManifest:
+        """Write the immutable snapshot files, then (optionally) switch the pointers."""
+        if manifest.instant is None:
+            raise BadInputError(f"{self.table.uri}: the table has no completed commit to publish")
+        instant = manifest.instant
+        names = "".join(f"{n}\n" for n in manifest.names())
+        uris = "".join(f"{self.table.location.uri_of(p)}\n" for p in manifest.relative_paths())
+        self._write_once(self._path("snapshots", instant, "files.csv"), names)
+        self._write_once(self._path("snapshots", instant, "uris.csv"), uris)
+        if make_latest:
+            self._write_atomic(self._path(LATEST_FILES), names)
+            pointer = {
+                "instant": instant,
+                "pending": list(manifest.pending),
+                "files": len(manifest.files),
+            }
+            self._write_atomic(self._path(POINTER), json.dumps(pointer))
+            self._prune(instant)
+        files_uri, uris_uri = self.snapshot_uris(instant)
+        return PublishedManifest(
+            manifest, files_uri, uris_uri, self._path("snapshots", instant, "files.csv")
+        )
+
+    def _write_once(self, path: str, text: str) -> None:
+        """Immutable files: an existing one (same instant, same content) is left as is."""
+        fs = self.table.location.fs
+        if fs.exists(path):
+            return
+        self._write_atomic(path, text)
+
+    def _write_atomic(self, path: str, text: str) -> None:
+        fs = self.table.location.fs
+        parent = path.rsplit("/", 1)[0]
+        fs.makedirs(parent, exist_ok=True)
+        temporary = f"{parent}/.tmp-{uuid.uuid4().hex}"
+        with fs.open(temporary, "wb") as handle:
+            handle.write(text.encode())
+        fs.mv(temporary, path)
+
+    def _prune(self, current: str) -> None:
+        fs = self.table.location.fs
+        try:
+            entries = fs.ls(self._path("snapshots"), detail=False)
+        except FileNotFoundError:
+            return
+        instants = sorted(
+            (str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries),
+            key=comparable_instant,
+        )
+        instants = [i for i in instants if i.isdigit()]
+        keep = set(instants[-self.keep :]) | {current}
+        for instant in instants:
+            if instant not in keep:
+                fs.rm(self._path("snapshots", instant), recursive=True)
+
+
+def manifest_summary(published: PublishedManifest) -> dict[str, Any]:
+    manifest = published.manifest
+    return {
+        "instant": manifest.instant,
+        "files": len(manifest.files),
+        "incremental": manifest.derived_incrementally,
+        "files_uri": published.files_uri,
+        "uris_uri": published.uris_uri,
+    }
+
+
+__all__ = [
+    "Instant",
+    "Manifest",
+    "ManifestStore",
+    "PublishedManifest",
+    "build_manifest",
+    "derive_manifest",
+]

@@ -1,0 +1,109 @@
+"""Manifests: full vs incremental derivation, atomic publication, retention."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hudi_sync.manifest import ManifestStore, build_manifest, derive_manifest
+from hudi_sync.table import HudiTable
+from tests import hudi_oracle
+from tests.fixture_tables import fixture_tables
+from tests.timeline_files import write_clean
+
+MULTI_COMMIT = [t for t in fixture_tables() if "empty" not in t.name]
+
+
+@pytest.mark.parametrize("fixture", MULTI_COMMIT, ids=[t.id for t in MULTI_COMMIT])
+def test_incremental_equals_full_listing_at_every_commit(fixture, unpack_table) -> None:  # type: ignore[no-untyped-def]
+    table = HudiTable.open(str(unpack_table(fixture)))
+    instants = [i.requested_time for i in table.completed_commits()]
+    previous = build_manifest(table, instants[0])
+    for instant in instants[1:]:
+        derived = derive_manifest(table, previous, instant)
+        full = build_manifest(table, instant)
+        assert derived.files == full.files, instant
+        # Only a rollback (the one fixture that has one) forces a full listing.
+        rolled_back = any(
+            i.action == "rollback" and previous.instant < i.requested_time <= instant  # type: ignore[operator]
+            for i in table.instants()
+        )
+        assert derived.derived_incrementally is not rolled_back
+        previous = derived
+
+
+def test_manifest_is_the_read_optimized_snapshot(unpack_table) -> None:  # type: ignore[no-untyped-def]
+    for fixture in MULTI_COMMIT:
+        path = str(unpack_table(fixture))
+        manifest = build_manifest(HudiTable.open(path))
+        expected = sorted(r["base_file"] for r in hudi_oracle.slices(path) if r["base_file"])
+        assert manifest.names() == expected, fixture.name
+
+
+def _publish_all(path: Path, keep: int) -> list[Any]:
+    table = HudiTable.open(str(path))
+    store = ManifestStore(table, keep=keep)
+    published = []
+    for instant in [i.requested_time for i in table.completed_commits()]:
+        published.append(store.publish(store.build(as_of=instant)))
+    return published
+
+
+def test_publication_layout_pointer_and_retention(fixture_copy) -> None:  # type: ignore[no-untyped-def]
+    path: Path = fixture_copy("cow/v9_txns_simple_meta")
+    published = _publish_all(path, keep=3)
+    folder = path / ".hoodie" / "manifest"
+    snapshots = sorted(p.name for p in (folder / "snapshots").iterdir())
+    assert snapshots == [p.manifest.instant for p in published[-3:]]
+    pointer = json.loads((folder / "latest.json").read_text())
+    assert pointer["instant"] == published[-1].manifest.instant
+    latest_names = (folder / "latest_snapshot_files.csv").read_text().splitlines()
+    assert latest_names == sorted(r["base_file"] for r in hudi_oracle.slices(str(path)))
+    uris = (folder / "snapshots" / pointer["instant"] / "uris.csv").read_text().splitlines()
+    assert sorted(u.rsplit("/", 1)[1] for u in uris) == latest_names
+    assert all(Path(u).is_file() and u.startswith(str(path) + "/region=") for u in uris)
+    assert not list(folder.rglob(".tmp-*"))
+
+
+def test_later_sync_derives_incrementally_from_the_pointer(fixture_copy) -> None:  # type: ignore[no-untyped-def]
+    path: Path = fixture_copy("cow/v9_txns_simple_meta")
+    table = HudiTable.open(str(path))
+    instants = [i.requested_time for i in table.completed_commits()]
+    store = ManifestStore(table)
+    store.publish(store.build(as_of=instants[3]))
+    reloaded = store.latest()
+    assert reloaded is not None and reloaded.files == build_manifest(table, instants[3]).files
+    following = store.build()
+    assert following.derived_incrementally
+    assert following.files == build_manifest(table).files
+
+
+def test_clean_since_last_sync_falls_back_to_full_listing(fixture_copy) -> None:  # type: ignore[no-untyped-def]
+    path: Path = fixture_copy("cow/v8_simplekeygen_nonhivestyle")
+    table = HudiTable.open(str(path))
+    first = table.completed_commits()[0].requested_time
+    store = ManifestStore(table)
+    store.publish(store.build(as_of=first))
+    write_clean(
+        path / ".hoodie" / "timeline",
+        "20260101000000000",
+        first,
+        "20260101000000000_20260101000000500.clean",
+    )
+    table = HudiTable.open(str(path))
+    rebuilt = ManifestStore(table).build()
+    assert not rebuilt.derived_incrementally
+    assert rebuilt.files == build_manifest(table).files
+
+
+def test_non_parquet_table_is_refused(fixture_copy) -> None:  # type: ignore[no-untyped-def]
+    from hudi_sync.errors import BadInputError
+
+    path: Path = fixture_copy("cow/v6_nonpartitioned")
+    props = path / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text() + "hoodie.table.base.file.format=HFILE\n")
+    with pytest.raises(BadInputError, match="HFILE"):
+        ManifestStore(HudiTable.open(str(path))).build()
