@@ -15,11 +15,16 @@ from rich.console import Console
 from rich.table import Table
 
 from hudi_sync.errors import BadInputError, HudiSyncError
+from hudi_sync.manifest import DEFAULT_KEEP, manifest_summary
+from hudi_sync.sync import publish_manifest, sync_table
 from hudi_sync.table import HudiTable
+from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Apache Hudi table tools.")
 show_app = typer.Typer(no_args_is_help=True, help="Show a table's timeline and files.")
 app.add_typer(show_app, name="show")
+sync_app = typer.Typer(no_args_is_help=True, help="Sync a table's snapshot to a warehouse.")
+app.add_typer(sync_app, name="sync")
 
 T = TypeVar("T")
 
@@ -133,6 +138,68 @@ def show_files(
             s.to_json() for s in table.file_slices(as_of=as_of, read_optimized=read_optimized)
         ],
     )
+
+
+AsOfOption = Annotated[
+    str | None,
+    typer.Option("--as-of", help="Publish the snapshot as of a time (objects get a suffix)."),
+]
+KeepOption = Annotated[int, typer.Option("--keep", help="Manifest snapshots to keep.")]
+DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Print the plan, change nothing.")]
+ForceOption = Annotated[bool, typer.Option("--force", help="Allow moving a target backwards.")]
+
+
+@app.command("manifest")
+def manifest_command(
+    uri: Annotated[str, typer.Argument(help="Table base path or URI")],
+    as_of: AsOfOption = None,
+    keep: KeepOption = DEFAULT_KEEP,
+    dry_run: DryRunOption = False,
+    as_json: JsonFlag = False,
+    storage_option: StorageOption = None,
+) -> None:
+    """Publish the table's snapshot manifest under <table>/.hoodie/manifest/."""
+
+    def body() -> dict[str, Any]:
+        table = HudiTable.open(uri, parse_storage_options(storage_option))
+        return manifest_summary(publish_manifest(table, as_of=as_of, keep=keep, dry_run=dry_run))
+
+    summary = _run(body)
+    _emit([summary], as_json, f"manifest of {uri}")
+
+
+@sync_app.command("duckdb")
+def sync_duckdb(
+    uri: Annotated[str, typer.Argument(help="Table base path or URI")],
+    database: Annotated[str, typer.Option("--database", help="DuckDB database file.")],
+    table_name: Annotated[str, typer.Option("--table", help="Name of the view to create.")],
+    as_of: AsOfOption = None,
+    keep: KeepOption = DEFAULT_KEEP,
+    force: ForceOption = False,
+    dry_run: DryRunOption = False,
+    as_json: JsonFlag = False,
+    storage_option: StorageOption = None,
+) -> None:
+    """Create NAME, NAME_manifest and NAME_history in a DuckDB file."""
+    target = DuckDBTarget(database, table_name)
+    report = _run(
+        lambda: sync_table(
+            uri,
+            [target],
+            parse_storage_options(storage_option),
+            as_of=as_of,
+            keep=keep,
+            force=force,
+            dry_run=dry_run,
+        )
+    )
+    if dry_run and not as_json:
+        for plan in report.plans:
+            typer.echo(f"-- {plan.target}: {plan.action} {plan.reason}".rstrip())
+            for step in plan.steps:
+                typer.echo(step + ";")
+        return
+    _emit([r.to_json() for r in report.results], as_json, f"sync of {uri} at {report.instant}")
 
 
 def main() -> None:

@@ -1,0 +1,175 @@
+"""DuckDB target: the three objects in a local DuckDB database file.
+
+``<t>_manifest`` reads the published manifest CSV, ``<t>_history`` every parquet base
+file under the table's partition folders (never ``.hoodie``), and the view ``<t>``
+keeps the history rows whose file is in the manifest. All statements of a sync run in
+one transaction, so a failure leaves the previous objects as they were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import duckdb
+
+from hudi_sync.errors import HudiSyncError
+from hudi_sync.manifest import PublishedManifest
+from hudi_sync.table import HudiTable
+from hudi_sync.table.instant import comparable_instant
+from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult
+
+SOURCE_FILE_COLUMN = "__hudi_sync_source_file"
+
+
+def quote_identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+class DuckDBTarget:
+    """Syncs a table's published manifest into a DuckDB database file."""
+
+    mode = "view"
+
+    def __init__(self, database: str, table_name: str) -> None:
+        self.database = database
+        self.table_name = table_name
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        try:
+            return duckdb.connect(self.database)
+        except duckdb.Error as exc:
+            raise HudiSyncError(f"DuckDB database {self.database}: {exc}") from exc
+
+    def current_marker(self, names: ObjectNames) -> SyncMarker | None:
+        with self._connect() as con:
+            row = con.execute(
+                "SELECT comment FROM duckdb_views() WHERE view_name = ? AND NOT internal",
+                [names.view],
+            ).fetchone()
+        return SyncMarker.parse(row[0]) if row else None
+
+    def plan(
+        self,
+        table: HudiTable,
+        published: PublishedManifest,
+        as_of: bool = False,
+        force: bool = False,
+    ) -> SyncPlan:
+        instant = published.manifest.instant or ""
+        names = ObjectNames.for_table(self.table_name, instant if as_of else None)
+        marker = SyncMarker(instant, table.uri, self.mode)
+        current = self.current_marker(names)
+        target = f"duckdb:{self.database}"
+        if current == marker and not force:
+            return SyncPlan(target, "noop", [], f"{names.view} already shows {instant}")
+        if (
+            current is not None
+            and current.base == marker.base
+            and comparable_instant(current.instant) > comparable_instant(instant)
+            and not force
+        ):
+            return SyncPlan(
+                target, "skip-older", [], f"{names.view} shows newer {current.instant}; use --force"
+            )
+        steps = self._statements(table, published, names, marker)
+        return SyncPlan(target, "create" if current is None else "update", steps)
+
+    def sync(
+        self,
+        table: HudiTable,
+        published: PublishedManifest,
+        as_of: bool = False,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> tuple[SyncPlan, SyncResult]:
+        plan = self.plan(table, published, as_of=as_of, force=force)
+        instant = published.manifest.instant
+        names = ObjectNames.for_table(self.table_name, instant if as_of else None)
+        objects = (names.view, names.manifest, names.history)
+        if dry_run or not plan.steps:
+            return plan, SyncResult(
+                plan.target, instant, "dry-run" if dry_run else plan.action, objects, plan.reason
+            )
+        with self._connect() as con:
+            self._register_filesystem(con, table)
+            try:
+                con.execute("BEGIN TRANSACTION")
+                for statement in plan.steps:
+                    con.execute(statement)
+                con.execute("COMMIT")
+            except duckdb.Error as exc:
+                con.execute("ROLLBACK")
+                raise HudiSyncError(
+                    f"DuckDB sync of {table.uri} into {self.database} failed: {exc}"
+                ) from exc
+        return plan, SyncResult(plan.target, instant, plan.action, objects)
+
+    @staticmethod
+    def _register_filesystem(con: duckdb.DuckDBPyConnection, table: HudiTable) -> None:
+        """Object stores are read through the table's own fsspec file system."""
+        if not table.location.is_local:
+            con.register_filesystem(table.location.fs)
+
+    def _statements(
+        self, table: HudiTable, published: PublishedManifest, names: ObjectNames, marker: SyncMarker
+    ) -> list[str]:
+        manifest_sql = (
+            f"SELECT filename FROM read_csv({quote_literal(published.files_uri)}, header = false, "
+            "columns = {'filename': 'VARCHAR'}, auto_detect = false)"
+            if published.manifest.files
+            else "SELECT CAST(NULL AS VARCHAR) AS filename WHERE false"
+        )
+        history_sql = self._history_select(table, published)
+        file_column = (
+            "_hoodie_file_name"
+            if table.config.populate_meta_fields
+            else f"regexp_extract({SOURCE_FILE_COLUMN}, '[^/]+$')"
+        )
+        view_sql = (
+            f"SELECT * EXCLUDE ({SOURCE_FILE_COLUMN}) FROM {quote_identifier(names.history)} "
+            f"WHERE {file_column} IN (SELECT filename FROM {quote_identifier(names.manifest)})"
+        )
+        comment = quote_literal(marker.render())
+        return [
+            f"CREATE OR REPLACE VIEW {quote_identifier(names.manifest)} AS {manifest_sql}",
+            f"CREATE OR REPLACE VIEW {quote_identifier(names.history)} AS {history_sql}",
+            f"CREATE OR REPLACE VIEW {quote_identifier(names.view)} AS {view_sql}",
+            f"COMMENT ON VIEW {quote_identifier(names.manifest)} IS {comment}",
+            f"COMMENT ON VIEW {quote_identifier(names.history)} IS {comment}",
+            f"COMMENT ON VIEW {quote_identifier(names.view)} IS {comment}",
+        ]
+
+    def _history_select(self, table: HudiTable, published: PublishedManifest) -> str:
+        globs = partition_globs(table.location.uri, published.manifest.relative_paths())
+        if not globs:
+            columns = ", ".join(
+                f"CAST(NULL AS VARCHAR) AS {quote_identifier(c)}" for c in _empty_columns(table)
+            )
+            return f"SELECT {columns}, CAST(NULL AS VARCHAR) AS {SOURCE_FILE_COLUMN} WHERE false"
+        hive = table.config.hive_style_partitioning and table.config.drop_partition_columns
+        sources = "[" + ", ".join(quote_literal(g) for g in globs) + "]"
+        source_column = quote_literal(SOURCE_FILE_COLUMN)
+        return (
+            f"SELECT * FROM read_parquet({sources}, filename = {source_column}, "
+            f"union_by_name = true, hive_partitioning = {str(hive).lower()})"
+        )
+
+
+def partition_globs(base_uri: str, relative_paths: Sequence[str]) -> list[str]:
+    """Globs over every partition folder depth the snapshot uses, each level ``[!.]*`` so
+    ``.hoodie`` and other hidden folders never match."""
+    depths = sorted({path.count("/") for path in relative_paths})
+    base = base_uri.rstrip("/")
+    return ["/".join([base, *(["[!.]*"] * depth), "[!.]*.parquet"]) for depth in depths]
+
+
+def _empty_columns(table: HudiTable) -> list[str]:
+    fields: list[Any] = table.avro_schema.get("fields", [])
+    meta = list(META_FIELDS) if table.config.populate_meta_fields else []
+    return meta + [str(f["name"]) for f in fields]
