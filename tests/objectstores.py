@@ -243,7 +243,8 @@ def _wait_for_gcs(process: subprocess.Popen[bytes], url: str, timeout: float = 2
                 if response.status == 200:
                     return True
         except OSError:
-            pass
+            time.sleep(0.05)  # not up yet
+            continue
         time.sleep(0.05)
     raise RuntimeError(f"fake-gcs-server did not answer at {url} within {timeout} s")
 
