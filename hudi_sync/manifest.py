@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from hudi_sync.errors import BadInputError, CorruptTableError
-from hudi_sync.table import HudiTable, Instant
+from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action, comparable_instant
 
 MANIFEST_FOLDER = ".hoodie/manifest"
@@ -45,6 +45,7 @@ class Manifest:
     files: dict[tuple[str, str], str]
     pending: tuple[str, ...] = ()
     derived_incrementally: bool = False
+    full_listing_reason: str = ""
 
     def relative_paths(self) -> list[str]:
         return sorted(f"{p}/{name}" if p else name for (p, _), name in self.files.items())
@@ -60,7 +61,6 @@ class PublishedManifest:
     manifest: Manifest
     files_uri: str
     uris_uri: str
-    files_path: str = field(repr=False, default="")
 
 
 def build_manifest(table: HudiTable, as_of: str | None = None) -> Manifest:
@@ -87,7 +87,8 @@ def derive_manifest(table: HudiTable, previous: Manifest, target: str | None = N
         )
     reason = _why_not_incremental(table, previous)
     if reason is not None:
-        return build_manifest(table, target)
+        full = build_manifest(table, target)
+        return Manifest(full.instant, full.files, full.pending, False, reason)
     files = dict(previous.files)
     lo, hi = comparable_instant(previous.instant), comparable_instant(target)
     extension = "." + table.config.base_file_format.lower()
@@ -193,9 +194,9 @@ class ManifestStore:
             files[(partition, name.split("_", 1)[0])] = name
         return Manifest(instant, files, pending)
 
-    def build(self, as_of: str | None = None, full: bool = False) -> Manifest:
+    def build(self, as_of: str | None = None) -> Manifest:
         """The manifest to publish: derived from the last one when possible."""
-        if as_of is not None or full:
+        if as_of is not None:
             return build_manifest(self.table, as_of)
         previous = self.latest()
         if previous is None:
@@ -233,9 +234,7 @@ class ManifestStore:
             self._write_atomic(self._path(POINTER), json.dumps(pointer))
             self._prune(instant)
         files_uri, uris_uri = self.snapshot_uris(instant)
-        return PublishedManifest(
-            manifest, files_uri, uris_uri, self._path("snapshots", instant, "files.csv")
-        )
+        return PublishedManifest(manifest, files_uri, uris_uri)
 
     def _write_once(self, path: str, text: str) -> None:
         """Immutable files: an existing one (same instant, same content) is left as is."""
@@ -276,13 +275,13 @@ def manifest_summary(published: PublishedManifest) -> dict[str, Any]:
         "instant": manifest.instant,
         "files": len(manifest.files),
         "incremental": manifest.derived_incrementally,
+        "full_listing_reason": manifest.full_listing_reason,
         "files_uri": published.files_uri,
         "uris_uri": published.uris_uri,
     }
 
 
 __all__ = [
-    "Instant",
     "Manifest",
     "ManifestStore",
     "PublishedManifest",

@@ -96,6 +96,7 @@ def test_clean_since_last_sync_falls_back_to_full_listing(fixture_copy) -> None:
     table = HudiTable.open(str(path))
     rebuilt = ManifestStore(table).build()
     assert not rebuilt.derived_incrementally
+    assert rebuilt.full_listing_reason == "clean 20260101000000000 since the previous snapshot"
     assert rebuilt.files == build_manifest(table).files
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any
 
 import hudi
 import pyarrow as pa
@@ -39,7 +38,3 @@ def same_columns(ours: pa.Table, theirs: pa.Table) -> tuple[pa.Table, pa.Table]:
     missing = set(theirs.column_names) - set(ours.column_names)
     assert not missing, f"view lacks columns {sorted(missing)}"
     return ours.select(theirs.column_names), theirs
-
-
-def as_arrow(rows: Any) -> pa.Table:
-    return rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows)

@@ -46,6 +46,10 @@ class DuckDBTarget:
         except duckdb.Error as exc:
             raise HudiSyncError(f"DuckDB database {self.database}: {exc}") from exc
 
+    def object_names(self, published: PublishedManifest, as_of: bool) -> ObjectNames:
+        """Live objects, or ``_as_of_<instant>`` ones for a time-travel sync."""
+        return ObjectNames.for_table(self.table_name, published.manifest.instant if as_of else None)
+
     def current_marker(self, names: ObjectNames) -> SyncMarker | None:
         with self._connect() as con:
             row = con.execute(
@@ -62,7 +66,7 @@ class DuckDBTarget:
         force: bool = False,
     ) -> SyncPlan:
         instant = published.manifest.instant or ""
-        names = ObjectNames.for_table(self.table_name, instant if as_of else None)
+        names = self.object_names(published, as_of)
         marker = SyncMarker(instant, table.uri, self.mode)
         current = self.current_marker(names)
         target = f"duckdb:{self.database}"
@@ -90,7 +94,7 @@ class DuckDBTarget:
     ) -> tuple[SyncPlan, SyncResult]:
         plan = self.plan(table, published, as_of=as_of, force=force)
         instant = published.manifest.instant
-        names = ObjectNames.for_table(self.table_name, instant if as_of else None)
+        names = self.object_names(published, as_of)
         objects = (names.view, names.manifest, names.history)
         if dry_run or not plan.steps:
             return plan, SyncResult(
