@@ -244,8 +244,14 @@ class ManifestStore:
         self._write_atomic(path, text)
 
     def _write_atomic(self, path: str, text: str) -> None:
+        """Locally: write a temporary file and rename it over ``path``. Object stores
+        publish an object in one PUT (readers see the old or the new object, never a
+        part), and their "rename" is a copy, so there the object is written directly."""
         fs = self.table.location.fs
         parent = path.rsplit("/", 1)[0]
+        if not self.table.location.is_local:
+            fs.pipe_file(path, text.encode())
+            return
         fs.makedirs(parent, exist_ok=True)
         temporary = f"{parent}/.tmp-{uuid.uuid4().hex}"
         with fs.open(temporary, "wb") as handle:

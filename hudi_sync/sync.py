@@ -6,9 +6,10 @@ The CLI, the post-commit hook and the watcher all call ``sync_table``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from hudi_sync.errors import HudiSyncError
 from hudi_sync.manifest import DEFAULT_KEEP, ManifestStore, PublishedManifest
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.common import SyncPlan, SyncResult
@@ -16,6 +17,11 @@ from hudi_sync.warehouse.common import SyncPlan, SyncResult
 
 class Target(Protocol):
     """A warehouse target: plans and applies the objects for a published manifest."""
+
+    @property
+    def name(self) -> str:
+        """``kind:location``, e.g. ``duckdb:/path/db.duckdb`` (used in reports)."""
+        ...
 
     def sync(
         self,
@@ -35,9 +41,19 @@ class SyncReport:
     incremental: bool
     plans: tuple[SyncPlan, ...]
     results: tuple[SyncResult, ...]
+    errors: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @classmethod
+    def failed(cls, table: str, where: str, message: str) -> SyncReport:
+        return cls(table, None, 0, False, (), (), {where: message})
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "errors": dict(self.errors),
             "table": self.table,
             "instant": self.instant,
             "manifest_files": self.manifest_files,
@@ -62,23 +78,38 @@ def publish_manifest(
 
 
 def sync_table(
-    uri: str,
+    table: HudiTable | str,
     targets: Sequence[Target],
     storage_options: Mapping[str, Any] | None = None,
     as_of: str | None = None,
     keep: int = DEFAULT_KEEP,
     force: bool = False,
     dry_run: bool = False,
+    continue_on_error: bool = False,
 ) -> SyncReport:
-    table = HudiTable.open(uri, storage_options)
+    """Publish the manifest, then sync each target in turn. With ``continue_on_error``
+    (the post-commit hook) a failing target is recorded in ``errors`` and the others
+    still run; otherwise the first failure raises."""
+    if isinstance(table, str):
+        table = HudiTable.open(table, storage_options)
     published = publish_manifest(table, as_of=as_of, keep=keep, dry_run=dry_run)
     plans: list[SyncPlan] = []
     results: list[SyncResult] = []
+    errors: dict[str, str] = {}
     if published.manifest.instant is not None:
         for target in targets:
-            plan, result = target.sync(
-                table, published, as_of=as_of is not None, force=force, dry_run=dry_run
-            )
+            try:
+                plan, result = target.sync(
+                    table, published, as_of=as_of is not None, force=force, dry_run=dry_run
+                )
+            except Exception as exc:  # the hook reports any failure instead of raising
+                if not continue_on_error:
+                    raise
+                message = (
+                    str(exc) if isinstance(exc, HudiSyncError) else f"{type(exc).__name__}: {exc}"
+                )
+                errors[target.name] = message
+                continue
             plans.append(plan)
             results.append(result)
     return SyncReport(
@@ -88,4 +119,5 @@ def sync_table(
         published.manifest.derived_incrementally,
         tuple(plans),
         tuple(results),
+        errors,
     )

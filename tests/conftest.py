@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.bigquery_emulator import bigquery_emulator  # noqa: F401  (session fixture)
 from tests.fixture_tables import FixtureTable, unpack
 from tests.objectstores import gcs_server, s3_server  # noqa: F401  (session fixtures)
 

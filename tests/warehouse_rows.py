@@ -4,16 +4,28 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
 
 import hudi
 import pyarrow as pa
 
 
-def canonical(table: pa.Table) -> Counter[str]:
+def _plain(value: object) -> str:
+    """Decimals by value (BigQuery's NUMERIC has scale 9: 5000.00 comes back 5000.000000000)."""
+    if isinstance(value, Decimal):
+        return str(value.normalize())
+    return str(value)
+
+
+def canonical(
+    table: pa.Table, normalise: Callable[[dict[str, Any]], dict[str, Any]] = lambda row: row
+) -> Counter[str]:
     """One JSON string per row (columns sorted); a multiset, since views may repeat rows."""
     names = sorted(table.column_names)
     rows = table.select(names).to_pylist()
-    return Counter(json.dumps(row, sort_keys=True, default=str) for row in rows)
+    return Counter(json.dumps(normalise(row), sort_keys=True, default=_plain) for row in rows)
 
 
 def hudi_rs_rows(path: str, as_of: str | None = None, read_optimized: bool = False) -> pa.Table:

@@ -12,13 +12,19 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.progress import Progress
 from rich.table import Table
 
+from hudi_sync.backfill import backfill, discover_tables
 from hudi_sync.errors import BadInputError, HudiSyncError
+from hudi_sync.hook import target_names
 from hudi_sync.manifest import DEFAULT_KEEP, manifest_summary
-from hudi_sync.sync import publish_manifest, sync_table
+from hudi_sync.sync import SyncReport, Target, publish_manifest, sync_table
 from hudi_sync.table import HudiTable
+from hudi_sync.table.properties import parse_java_properties
+from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.watch import watch
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Apache Hudi table tools.")
 show_app = typer.Typer(no_args_is_help=True, help="Show a table's timeline and files.")
@@ -168,6 +174,46 @@ def manifest_command(
     _emit([summary], as_json, f"manifest of {uri}")
 
 
+def _print_report(report: SyncReport, dry_run: bool, as_json: bool, uri: str) -> None:
+    """``--dry-run`` prints each target's plan; otherwise a results table (or JSON)."""
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
+    elif dry_run:
+        for plan in report.plans:
+            typer.echo(f"-- {plan.target}: {plan.action} {plan.reason}".rstrip())
+            for step in plan.steps:
+                typer.echo(step + ";")
+    elif report.instant is None:
+        typer.echo(f"{uri}: no completed commit yet, nothing to sync")
+    else:
+        _emit([r.to_json() for r in report.results], False, f"sync of {uri} at {report.instant}")
+
+
+def _sync(
+    uri: str,
+    make_targets: Callable[[], list[Target]],
+    storage_option: list[str] | None,
+    as_of: str | None,
+    keep: int,
+    force: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """The shape of every ``sync`` command: build targets, sync, print."""
+    report = _run(
+        lambda: sync_table(
+            uri,
+            make_targets(),
+            parse_storage_options(storage_option),
+            as_of=as_of,
+            keep=keep,
+            force=force,
+            dry_run=dry_run,
+        )
+    )
+    _print_report(report, dry_run, as_json, uri)
+
+
 @sync_app.command("duckdb")
 def sync_duckdb(
     uri: Annotated[str, typer.Argument(help="Table base path or URI")],
@@ -181,25 +227,182 @@ def sync_duckdb(
     storage_option: StorageOption = None,
 ) -> None:
     """Create NAME, NAME_manifest and NAME_history in a DuckDB file."""
-    target = DuckDBTarget(database, table_name)
-    report = _run(
-        lambda: sync_table(
-            uri,
-            [target],
-            parse_storage_options(storage_option),
-            as_of=as_of,
-            keep=keep,
-            force=force,
-            dry_run=dry_run,
-        )
+    _sync(
+        uri,
+        lambda: [DuckDBTarget(database, table_name)],
+        storage_option,
+        as_of,
+        keep,
+        force,
+        dry_run,
+        as_json,
     )
-    if dry_run and not as_json:
-        for plan in report.plans:
-            typer.echo(f"-- {plan.target}: {plan.action} {plan.reason}".rstrip())
-            for step in plan.steps:
-                typer.echo(step + ";")
-        return
-    _emit([r.to_json() for r in report.results], as_json, f"sync of {uri} at {report.instant}")
+
+
+def load_properties(path: str | None) -> dict[str, str]:
+    """A Java properties file of ``hoodie.*`` options (none when ``path`` is None)."""
+    if path is None:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return parse_java_properties(handle.read())
+    except OSError as exc:
+        raise BadInputError(f"properties file {path}: {exc.strerror or exc}") from None
+
+
+def _options(props: str | None, conf: list[str] | None) -> dict[str, str]:
+    """Options from ``--props FILE`` overridden by ``--conf KEY=VALUE`` pairs."""
+    options = load_properties(props)
+    for pair in conf or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise BadInputError(f"option {pair!r} is not KEY=VALUE")
+        options[key.strip()] = value
+    return options
+
+
+PropsOption = Annotated[
+    str | None, typer.Option("--props", help="Java properties file of hoodie.* options.")
+]
+ConfOption = Annotated[
+    list[str] | None,
+    typer.Option("--conf", "-c", help="A hoodie.* option KEY=VALUE (repeatable)."),
+]
+BQ = "hoodie.gcp.bigquery.sync."
+
+
+def _bq_option(name: str, help_text: str) -> Any:
+    return typer.Option(
+        f"--{name.replace('_', '-').replace('.', '-')}", help=f"{BQ}{name}: {help_text}"
+    )
+
+
+@sync_app.command("bigquery")
+def sync_bigquery(
+    uri: Annotated[str, typer.Argument(help="Table base path or URI (gs://...)")],
+    project_id: Annotated[str | None, _bq_option("project_id", "target project.")] = None,
+    dataset_name: Annotated[str | None, _bq_option("dataset_name", "dataset.")] = None,
+    table_name: Annotated[str | None, _bq_option("table_name", "view/table name.")] = None,
+    dataset_location: Annotated[
+        str | None, _bq_option("dataset_location", "location of a created dataset.")
+    ] = None,
+    billing_project_id: Annotated[
+        str | None, _bq_option("billing.project.id", "project billed for jobs.")
+    ] = None,
+    source_uri: Annotated[
+        str | None, _bq_option("source_uri", "history URIs, comma-separated.")
+    ] = None,
+    source_uri_prefix: Annotated[
+        str | None, _bq_option("source_uri_prefix", "the table's gs:// location.")
+    ] = None,
+    use_bq_manifest_file: Annotated[
+        bool | None, _bq_option("use_bq_manifest_file", "one manifest-file table.")
+    ] = None,
+    partition_fields: Annotated[
+        str | None, _bq_option("partition_fields", "partition columns, comma-separated.")
+    ] = None,
+    require_partition_filter: Annotated[
+        bool | None, _bq_option("require_partition_filter", "queries must filter partitions.")
+    ] = None,
+    big_lake_connection_id: Annotated[
+        str | None, _bq_option("big_lake_connection_id", "BigLake connection.")
+    ] = None,
+    api_endpoint: Annotated[
+        str | None,
+        typer.Option("--api-endpoint", help="BigQuery API endpoint (an emulator), no credentials."),
+    ] = None,
+    props: PropsOption = None,
+    conf: ConfOption = None,
+    as_of: AsOfOption = None,
+    keep: KeepOption = DEFAULT_KEEP,
+    force: ForceOption = False,
+    dry_run: DryRunOption = False,
+    as_json: JsonFlag = False,
+    storage_option: StorageOption = None,
+) -> None:
+    """Create external tables and a view (or one manifest-file table) in BigQuery."""
+    flags = {
+        "project_id": project_id,
+        "dataset_name": dataset_name,
+        "table_name": table_name,
+        "dataset_location": dataset_location,
+        "billing.project.id": billing_project_id,
+        "source_uri": source_uri,
+        "source_uri_prefix": source_uri_prefix,
+        "use_bq_manifest_file": use_bq_manifest_file,
+        "partition_fields": partition_fields,
+        "require_partition_filter": require_partition_filter,
+        "big_lake_connection_id": big_lake_connection_id,
+    }
+
+    def targets() -> list[Target]:
+        options: dict[str, Any] = {
+            k: v for k, v in _options(props, conf).items() if k.startswith(BQ)
+        }
+        options.update({BQ + k: v for k, v in flags.items() if v is not None})
+        endpoint = options.pop(BQ + "api_endpoint", None) or api_endpoint
+        config = BigQuerySyncConfig.from_options(options)
+        return [BigQueryTarget(config, api_endpoint=endpoint)]
+
+    _sync(uri, targets, storage_option, as_of, keep, force, dry_run, as_json)
+
+
+@app.command("watch")
+def watch_command(
+    uri: Annotated[str, typer.Argument(help="Table base path or URI")],
+    props: PropsOption = None,
+    conf: ConfOption = None,
+    interval: Annotated[float, typer.Option("--interval", help="Seconds between polls.")] = 10.0,
+    max_syncs: Annotated[
+        int | None, typer.Option("--max-syncs", help="Stop after this many syncs.")
+    ] = None,
+    storage_option: StorageOption = None,
+) -> None:
+    """Poll the timeline; on each new commit run the configured sync targets (the hook's
+    options: hoodie.meta.sync.client.tool.class=duckdb,bigquery and theirs)."""
+    options = _run(lambda: _options(props, conf))
+    storage = _run(lambda: parse_storage_options(storage_option))
+    _run(lambda: target_names(options))
+    failures = 0
+
+    def report(result: SyncReport) -> None:
+        nonlocal failures
+        status = "ok" if result.ok else "; ".join(f"{k}: {v}" for k, v in result.errors.items())
+        failures += 0 if result.ok else 1
+        typer.echo(f"{result.table} {result.instant}: {status}")
+
+    _run(lambda: watch(uri, options, storage, interval, max_syncs, report))
+    if failures:
+        raise typer.Exit(1)
+
+
+@app.command("backfill")
+def backfill_command(
+    root: Annotated[str, typer.Argument(help="Folder or URI holding Hudi tables")],
+    props: PropsOption = None,
+    conf: ConfOption = None,
+    as_json: JsonFlag = False,
+    storage_option: StorageOption = None,
+) -> None:
+    """Find every Hudi table under ROOT and sync each one to the configured targets; each
+    table's warehouse name is its path under ROOT with '/' replaced by '_'."""
+    options = _run(lambda: _options(props, conf))
+    storage = _run(lambda: parse_storage_options(storage_option))
+    _run(lambda: target_names(options))
+    tables = _run(lambda: discover_tables(root, storage))
+    rows: list[dict[str, Any]] = []
+    with Progress(transient=True, disable=as_json) as progress:
+        task = progress.add_task("syncing", total=len(tables))
+
+        def done(uri: str, result: SyncReport) -> None:
+            errors = "; ".join(f"{k}: {v}" for k, v in result.errors.items())
+            rows.append({"table": uri, "instant": result.instant, "errors": errors})
+            progress.advance(task)
+
+        _run(lambda: backfill(root, options, storage, done))
+    _emit(rows, as_json, f"backfill of {root}")
+    if any(row["errors"] for row in rows):
+        raise typer.Exit(1)
 
 
 def main() -> None:

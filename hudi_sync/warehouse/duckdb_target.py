@@ -40,6 +40,10 @@ class DuckDBTarget:
         self.database = database
         self.table_name = table_name
 
+    @property
+    def name(self) -> str:
+        return f"duckdb:{self.database}"
+
     def _connect(self) -> duckdb.DuckDBPyConnection:
         try:
             return duckdb.connect(self.database)
@@ -69,7 +73,7 @@ class DuckDBTarget:
         names = self.object_names(published, as_of)
         marker = SyncMarker(instant, table.uri, self.mode)
         current = self.current_marker(names)
-        target = f"duckdb:{self.database}"
+        target = self.name
         if current == marker and not force:
             return SyncPlan(target, "noop", [], f"{names.view} already shows {instant}")
         if (

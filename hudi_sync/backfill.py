@@ -1,0 +1,64 @@
+"""``hudi-sync backfill``: find every Hudi table under a root and sync each one."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from hudi_sync.hook import DUCKDB_TABLE, run_post_commit_hook
+from hudi_sync.storage import open_location
+from hudi_sync.sync import SyncReport
+from hudi_sync.warehouse.bigquery_target import PREFIX as BIGQUERY_PREFIX
+
+PROPERTIES = ".hoodie/hoodie.properties"
+
+
+def discover_tables(
+    root: str, storage_options: Mapping[str, Any] | None = None, max_depth: int = 6
+) -> list[str]:
+    """URIs of the Hudi tables under ``root`` (a folder with ``.hoodie/hoodie.properties``);
+    a table's own folders are not searched further, hidden folders never."""
+    location = open_location(root, storage_options)
+    fs = location.fs
+    found: list[str] = []
+
+    def visit(path: str, relative: str, depth: int) -> Iterator[str]:
+        if fs.exists(f"{path}/{PROPERTIES}"):
+            yield relative
+            return
+        if depth >= max_depth:
+            return
+        for entry in sorted(fs.ls(path, detail=True), key=lambda e: str(e["name"])):
+            name = str(entry["name"]).rstrip("/").rsplit("/", 1)[-1]
+            if entry["type"] == "directory" and not name.startswith((".", "_")):
+                yield from visit(f"{path}/{name}", f"{relative}/{name}".strip("/"), depth + 1)
+
+    for relative in visit(location.path.rstrip("/"), "", 0):
+        found.append(location.uri_of(relative))
+    return found
+
+
+def warehouse_name(root_uri: str, table_uri: str) -> str:
+    """The warehouse name of a discovered table: its path under the root, ``/`` → ``_``,
+    anything but letters, digits and ``_`` replaced (so every target accepts it)."""
+    relative = table_uri[len(root_uri.rstrip("/")) :].strip("/") or table_uri.rsplit("/", 1)[-1]
+    return re.sub(r"\W", "_", relative)
+
+
+def backfill(
+    root: str,
+    options: Mapping[str, Any],
+    storage_options: Mapping[str, Any] | None = None,
+    on_table: Callable[[str, SyncReport], None] = lambda uri, report: None,
+) -> list[tuple[str, SyncReport]]:
+    """Sync every table under ``root``; each gets a warehouse name from its path."""
+    location = open_location(root, storage_options)
+    reports = []
+    for uri in discover_tables(root, storage_options):
+        name = warehouse_name(location.uri, uri)
+        table_options = {**options, DUCKDB_TABLE: name, f"{BIGQUERY_PREFIX}table_name": name}
+        report = run_post_commit_hook(uri, table_options, storage_options)
+        on_table(uri, report)
+        reports.append((uri, report))
+    return reports

@@ -1,0 +1,79 @@
+"""The post-commit hook: after a commit completes, sync the table to the configured targets.
+
+A writer calls :func:`run_post_commit_hook` with its write options. The targets come from
+``hoodie.meta.sync.client.tool.class`` (Hudi's key; ``bigquery``, ``duckdb`` or Hudi's
+BigQuerySyncTool class name, comma-separated) and each target's own options:
+``hoodie.gcp.bigquery.sync.*`` for BigQuery, ``hoodie.duckdb.sync.database`` and
+``hoodie.duckdb.sync.table_name`` for DuckDB. A failing target is reported in the result,
+never raised into the writer, and leaves its objects at the previous snapshot (each
+target applies its changes atomically or in reader-safe order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hudi_sync.errors import BadInputError, HudiSyncError
+from hudi_sync.manifest import DEFAULT_KEEP
+from hudi_sync.sync import SyncReport, Target, sync_table
+from hudi_sync.table import HudiTable
+
+SYNC_ENABLE = "hoodie.datasource.meta.sync.enable"
+SYNC_TOOLS = "hoodie.meta.sync.client.tool.class"
+MANIFEST_KEEP = "hoodie.manifest.snapshots.retained"
+DUCKDB_DATABASE = "hoodie.duckdb.sync.database"
+DUCKDB_TABLE = "hoodie.duckdb.sync.table_name"
+BIGQUERY_ENDPOINT = "hoodie.gcp.bigquery.sync.api_endpoint"
+_TOOL_ALIASES = {
+    "bigquery": "bigquery",
+    "org.apache.hudi.gcp.bigquery.bigquerysynctool": "bigquery",
+    "duckdb": "duckdb",
+}
+
+
+def target_names(options: Mapping[str, Any]) -> list[str]:
+    """The configured targets, in order, by our short names."""
+    names = []
+    for raw in str(options.get(SYNC_TOOLS, "")).split(","):
+        tool = raw.strip()
+        if not tool:
+            continue
+        if tool.lower() not in _TOOL_ALIASES:
+            raise BadInputError(f"{SYNC_TOOLS}: unknown sync tool {tool!r} (bigquery, duckdb)")
+        names.append(_TOOL_ALIASES[tool.lower()])
+    return names
+
+
+def build_target(name: str, options: Mapping[str, Any], table: HudiTable) -> Target:
+    """One target from the options; the warehouse table name defaults to the Hudi table's."""
+    if name == "duckdb":
+        from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+
+        database = options.get(DUCKDB_DATABASE)
+        if not database:
+            raise BadInputError(f"the duckdb sync target needs {DUCKDB_DATABASE}")
+        return DuckDBTarget(str(database), str(options.get(DUCKDB_TABLE) or table.config.name))
+    from hudi_sync.warehouse.bigquery_target import PREFIX, BigQuerySyncConfig, BigQueryTarget
+
+    scoped = {k: v for k, v in options.items() if k.startswith(PREFIX) and k != BIGQUERY_ENDPOINT}
+    scoped.setdefault(f"{PREFIX}table_name", table.config.name)
+    config = BigQuerySyncConfig.from_options(scoped)
+    endpoint = options.get(BIGQUERY_ENDPOINT)
+    return BigQueryTarget(config, api_endpoint=str(endpoint) if endpoint else None)
+
+
+def run_post_commit_hook(
+    base_path: str,
+    options: Mapping[str, Any],
+    storage_options: Mapping[str, Any] | None = None,
+) -> SyncReport:
+    """Publish the manifest and sync each configured target. Never raises for a sync
+    failure (the commit stands): failures are in the report's ``errors``, by target."""
+    try:
+        table = HudiTable.open(base_path, storage_options)
+        targets = [build_target(name, options, table) for name in target_names(options)]
+        keep = int(options.get(MANIFEST_KEEP, DEFAULT_KEEP))
+        return sync_table(table, targets, keep=keep, continue_on_error=True)
+    except (HudiSyncError, OSError, ValueError) as exc:
+        return SyncReport.failed(base_path, "hook", str(exc))

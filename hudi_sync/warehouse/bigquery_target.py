@@ -1,0 +1,480 @@
+"""BigQuery target: external tables over the table's files, switched per published manifest.
+
+View mode (RFC-34, Hudi's default): ``<t>_history`` is a PARQUET external table over every
+base file version in the partition folders (hive partitioning with typed keys when the
+paths are ``key=value``), ``<t>_manifest`` a CSV external table over the immutable
+manifest of one instant, and the view ``<t>`` keeps the history rows whose file is in the
+manifest. Manifest mode (``use_bq_manifest_file``): one PARQUET external table ``<t>``
+whose file set *is* the absolute-URI manifest (``NEW_LINE_DELIMITED_MANIFEST``).
+
+BigQuery has no multi-object transaction, so the order of the calls is what keeps
+readers consistent: the history table (a superset of every snapshot's files, with the
+newest schema) is updated first, then the manifest table is switched to the new
+immutable manifest in one metadata update, then the view is stamped. A sync that stops
+anywhere leaves the view showing the old or the new snapshot, and a rerun converges.
+The marker (instant, base, mode) is recorded in each object's description and labels.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hudi_sync.errors import BadInputError, HudiSyncError
+from hudi_sync.manifest import PublishedManifest
+from hudi_sync.table import HudiTable
+from hudi_sync.table.instant import comparable_instant
+from hudi_sync.warehouse.bigquery_schema import partition_key_type, table_schema
+from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult
+
+if TYPE_CHECKING:
+    from google.cloud import bigquery
+
+PREFIX = "hoodie.gcp.bigquery.sync."
+MANIFEST_FILE_SET = "FILE_SET_SPEC_TYPE_NEW_LINE_DELIMITED_MANIFEST"
+# Project ids: lowercase, digits, hyphens (optionally domain-scoped); datasets: letters,
+# digits and underscores; tables: letters, marks, digits, connectors, dashes and spaces.
+_PROJECT = re.compile(r"^(?:[a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+_DATASET = re.compile(r"^\w{1,1024}$")
+_TABLE = re.compile(r"^[\w\- ]{1,1024}$")
+_LABEL_VALUE = re.compile(r"[^a-z0-9_-]")
+
+
+def _flag(value: str | bool | None, key: str) -> bool:
+    if isinstance(value, bool) or value is None:
+        return bool(value)
+    lowered = value.strip().lower()
+    if lowered not in ("true", "false"):
+        raise BadInputError(f"{PREFIX}{key}={value!r} is not true or false")
+    return lowered == "true"
+
+
+@dataclass(frozen=True)
+class BigQuerySyncConfig:
+    """The sync's options, named as Hudi's ``hoodie.gcp.bigquery.sync.*`` keys."""
+
+    project_id: str
+    dataset_name: str
+    table_name: str
+    dataset_location: str | None = None
+    billing_project_id: str | None = None
+    source_uri: tuple[str, ...] = ()
+    source_uri_prefix: str | None = None
+    use_bq_manifest_file: bool = False
+    partition_fields: tuple[str, ...] = ()
+    require_partition_filter: bool = False
+    big_lake_connection_id: str | None = None
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> BigQuerySyncConfig:
+        """Build from ``hoodie.gcp.bigquery.sync.*`` keys (the prefix may be omitted)."""
+        values = {k.removeprefix(PREFIX): v for k, v in options.items() if v not in (None, "")}
+        unknown = set(values) - _OPTION_KEYS
+        if unknown:
+            raise BadInputError(f"unknown BigQuery sync option {PREFIX}{sorted(unknown)[0]}")
+        for required in ("project_id", "dataset_name", "table_name"):
+            if required not in values:
+                raise BadInputError(f"missing BigQuery sync option {PREFIX}{required}")
+
+        def fields(key: str) -> tuple[str, ...]:
+            raw = values.get(key, ())
+            items = raw.split(",") if isinstance(raw, str) else raw
+            return tuple(str(i).strip() for i in items if str(i).strip())
+
+        config = cls(
+            project_id=str(values["project_id"]),
+            dataset_name=str(values["dataset_name"]),
+            table_name=str(values["table_name"]),
+            dataset_location=values.get("dataset_location"),
+            billing_project_id=values.get("billing.project.id"),
+            source_uri=fields("source_uri"),
+            source_uri_prefix=values.get("source_uri_prefix"),
+            use_bq_manifest_file=_flag(values.get("use_bq_manifest_file"), "use_bq_manifest_file"),
+            partition_fields=fields("partition_fields"),
+            require_partition_filter=_flag(
+                values.get("require_partition_filter"), "require_partition_filter"
+            ),
+            big_lake_connection_id=values.get("big_lake_connection_id"),
+        )
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        checks = (
+            ("project_id", self.project_id, _PROJECT),
+            ("billing.project.id", self.billing_project_id, _PROJECT),
+            ("dataset_name", self.dataset_name, _DATASET),
+            ("table_name", self.table_name, _TABLE),
+        )
+        for key, value, pattern in checks:
+            if value is not None and not pattern.match(value):
+                raise BadInputError(f"{PREFIX}{key}={value!r} is not a valid BigQuery identifier")
+        for uri in (*self.source_uri, self.source_uri_prefix or "gs://"):
+            if not uri.startswith("gs://"):
+                raise BadInputError(f"{PREFIX}source_uri {uri!r}: BigQuery reads gs:// URIs only")
+
+    @property
+    def mode(self) -> str:
+        return "manifest" if self.use_bq_manifest_file else "view"
+
+
+_OPTION_KEYS = {
+    "project_id",
+    "dataset_name",
+    "table_name",
+    "dataset_location",
+    "billing.project.id",
+    "source_uri",
+    "source_uri_prefix",
+    "use_bq_manifest_file",
+    "partition_fields",
+    "require_partition_filter",
+    "big_lake_connection_id",
+    "base_path",
+}
+
+
+@dataclass
+class _Step:
+    """One API call of a sync, printable for ``--dry-run``."""
+
+    verb: str  # "create-dataset", "create", "update", "delete"
+    object_id: str
+    resource: dict[str, Any] = field(default_factory=dict)
+
+    def render(self) -> str:
+        body = json.dumps(self.resource, sort_keys=True) if self.resource else ""
+        return f"{self.verb} {self.object_id} {body}".rstrip()
+
+
+class BigQueryTarget:
+    """Syncs a table's published manifest into BigQuery external tables and a view."""
+
+    def __init__(
+        self,
+        config: BigQuerySyncConfig,
+        client: bigquery.Client | None = None,
+        api_endpoint: str | None = None,
+    ) -> None:
+        self.config = config
+        self._client = client
+        self.api_endpoint = api_endpoint
+
+    @property
+    def name(self) -> str:
+        return f"bigquery:{self.config.project_id}.{self.config.dataset_name}"
+
+    @property
+    def client(self) -> bigquery.Client:
+        if self._client is None:
+            self._client = bigquery_client(self.config, self.api_endpoint)
+        return self._client
+
+    # -- naming --------------------------------------------------------------------------
+    def object_names(self, published: PublishedManifest, as_of: bool) -> ObjectNames:
+        return ObjectNames.for_table(
+            self.config.table_name, published.manifest.instant if as_of else None
+        )
+
+    def _id(self, table_id: str) -> str:
+        return f"{self.config.project_id}.{self.config.dataset_name}.{table_id}"
+
+    def _ref(self, table_id: str) -> dict[str, str]:
+        return {
+            "projectId": self.config.project_id,
+            "datasetId": self.config.dataset_name,
+            "tableId": table_id,
+        }
+
+    # -- reading the current state -------------------------------------------------------
+    def _get(self, table_id: str) -> bigquery.Table | None:
+        from google.api_core import exceptions
+
+        try:
+            return self.client.get_table(self._id(table_id))
+        except exceptions.NotFound:
+            return None
+        except exceptions.GoogleAPICallError as exc:
+            raise _failure(f"read table {self._id(table_id)}", exc) from exc
+
+    def _dataset_steps(self) -> list[_Step]:
+        """Create the dataset when missing; refuse one in another location."""
+        from google.api_core import exceptions
+
+        dataset_id = f"{self.config.project_id}.{self.config.dataset_name}"
+        try:
+            dataset = self.client.get_dataset(dataset_id)
+        except exceptions.NotFound:
+            resource: dict[str, Any] = {
+                "datasetReference": {
+                    "projectId": self.config.project_id,
+                    "datasetId": self.config.dataset_name,
+                }
+            }
+            if self.config.dataset_location:
+                resource["location"] = self.config.dataset_location
+            return [_Step("create-dataset", dataset_id, resource)]
+        except exceptions.GoogleAPICallError as exc:
+            raise _failure(f"read dataset {dataset_id}", exc) from exc
+        wanted = self.config.dataset_location
+        if wanted and (dataset.location or "").lower() != wanted.lower():
+            raise BadInputError(
+                f"dataset {dataset_id} is in {dataset.location}, but "
+                f"{PREFIX}dataset_location is {wanted}"
+            )
+        return []
+
+    # -- planning ------------------------------------------------------------------------
+    def plan(
+        self,
+        table: HudiTable,
+        published: PublishedManifest,
+        as_of: bool = False,
+        force: bool = False,
+    ) -> SyncPlan:
+        return self._plan(table, published, as_of, force)[0]
+
+    def _plan(
+        self, table: HudiTable, published: PublishedManifest, as_of: bool, force: bool
+    ) -> tuple[SyncPlan, list[_Step]]:
+        instant = published.manifest.instant or ""
+        names = self.object_names(published, as_of)
+        marker = SyncMarker(instant, self._base_uri(table), self.config.mode)
+        target = self.name
+        existing = {i: self._get(i) for i in _object_ids(names)}
+        markers = {i: SyncMarker.parse(t.description) for i, t in existing.items() if t}
+        foreign = [i for i, t in existing.items() if t is not None and markers[i] is None]
+        if foreign and not force:
+            raise BadInputError(
+                f"{self._id(foreign[0])} exists and was not created by hudi_sync; "
+                "drop it or use --force"
+            )
+        current = markers.get(names.view)
+        if current == marker and not force:
+            return SyncPlan(target, "noop", [], f"{names.view} already shows {instant}"), []
+        same_objects = current is not None and (current.base, current.mode) == (
+            marker.base,
+            marker.mode,
+        )
+        if (
+            same_objects
+            and current is not None
+            and comparable_instant(current.instant) > comparable_instant(instant)
+            and not force
+        ):
+            reason = f"{names.view} shows newer {current.instant}; use --force"
+            return SyncPlan(target, "skip-older", [], reason), []
+        steps = self._dataset_steps()
+        deleted: set[str] = set()
+        if current is not None and not same_objects:
+            # A changed base path or mode: the old objects go, the new ones are created.
+            deleted = {i for i, t in existing.items() if t is not None}
+            steps += [_Step("delete", self._id(i)) for i in sorted(deleted)]
+        for resource in self._resources(table, published, names, marker):
+            table_id = resource["tableReference"]["tableId"]
+            exists = existing[table_id] is not None and table_id not in deleted
+            steps.append(_Step("update" if exists else "create", self._id(table_id), resource))
+        action = "create" if current is None else ("update" if same_objects else "recreate")
+        return SyncPlan(target, action, [s.render() for s in steps]), steps
+
+    def _base_uri(self, table: HudiTable) -> str:
+        base = (self.config.source_uri_prefix or table.uri).rstrip("/")
+        if not base.startswith("gs://"):
+            raise BadInputError(
+                f"{table.uri}: BigQuery reads gs:// only; set {PREFIX}source_uri_prefix "
+                "to the table's gs:// location"
+            )
+        if self.config.use_bq_manifest_file and base != table.uri.rstrip("/"):
+            raise BadInputError(
+                f"{PREFIX}source_uri_prefix {base} must be the table's own location "
+                f"{table.uri} in manifest-file mode (the manifest lists absolute URIs)"
+            )
+        return base
+
+    def _resources(
+        self, table: HudiTable, published: PublishedManifest, names: ObjectNames, marker: SyncMarker
+    ) -> list[dict[str, Any]]:
+        """REST resources of the objects, in the order they must be applied."""
+        stamp = {"description": marker.render(), "labels": _labels(marker)}
+        hive = self._hive_partitioning(table, marker.base)
+        excluded = frozenset(self._partition_names(table)) if hive else frozenset()
+        schema = table_schema(table.avro_schema, table.config.populate_meta_fields, excluded)
+        parquet: dict[str, Any] = {
+            "sourceFormat": "PARQUET",
+            "parquetOptions": {"enableListInference": True},
+            "autodetect": False,
+        }
+        if hive:
+            parquet["hivePartitioningOptions"] = hive
+        if self.config.big_lake_connection_id:
+            parquet["connectionId"] = self.config.big_lake_connection_id
+        if self.config.use_bq_manifest_file:
+            external = parquet | {
+                "sourceUris": [published.uris_uri],
+                "fileSetSpecType": MANIFEST_FILE_SET,
+            }
+            return [
+                {
+                    "tableReference": self._ref(names.view),
+                    "schema": {"fields": schema},
+                    "externalDataConfiguration": external,
+                    **stamp,
+                }
+            ]
+        with_meta = table.config.populate_meta_fields
+        history = {
+            "tableReference": self._ref(names.history),
+            "schema": {"fields": schema},
+            "externalDataConfiguration": parquet
+            | {"sourceUris": list(self.config.source_uri) or history_uris(table, marker.base)},
+            **stamp,
+        }
+        manifest = {
+            "tableReference": self._ref(names.manifest),
+            "schema": {"fields": [{"name": "filename", "type": "STRING", "mode": "NULLABLE"}]},
+            "externalDataConfiguration": {
+                "sourceFormat": "CSV",
+                # Tables without meta fields filter on the _FILE_NAME pseudo column,
+                # which holds absolute URIs: their manifest is the URI list.
+                "sourceUris": [published.files_uri if with_meta else published.uris_uri],
+                "csvOptions": {"skipLeadingRows": "0", "fieldDelimiter": ",", "quote": ""},
+                "autodetect": False,
+            },
+            **stamp,
+        }
+        file_column = "_hoodie_file_name" if with_meta else "_FILE_NAME"
+        view = {
+            "tableReference": self._ref(names.view),
+            "view": {
+                "query": (
+                    f"SELECT * FROM {_quote(self._id(names.history))} WHERE {file_column} IN "
+                    f"(SELECT filename FROM {_quote(self._id(names.manifest))})"
+                ),
+                "useLegacySql": False,
+            },
+            **stamp,
+        }
+        return [history, manifest, view]
+
+    def _partition_names(self, table: HudiTable) -> list[str]:
+        return list(self.config.partition_fields) or [f.name for f in table.partition_fields]
+
+    def _hive_partitioning(self, table: HudiTable, base: str) -> dict[str, Any] | None:
+        """Typed hive keys (``{dt:DATE}``) when the partition paths are ``key=value``."""
+        names = self._partition_names(table)
+        if not names or not table.config.hive_style_partitioning:
+            return None
+        types = {f.name: f.avro_type for f in table.partition_fields}
+        keys = "/".join(
+            f"{{{name}:{partition_key_type(types.get(name, 'string'), name)}}}" for name in names
+        )
+        return {
+            "mode": "CUSTOM",
+            "sourceUriPrefix": f"{base}/{keys}",
+            "requirePartitionFilter": self.config.require_partition_filter,
+        }
+
+    # -- applying ------------------------------------------------------------------------
+    def sync(
+        self,
+        table: HudiTable,
+        published: PublishedManifest,
+        as_of: bool = False,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> tuple[SyncPlan, SyncResult]:
+        plan, calls = self._plan(table, published, as_of, force)
+        names = self.object_names(published, as_of)
+        objects = (
+            (names.view,)
+            if self.config.use_bq_manifest_file
+            else (names.view, names.manifest, names.history)
+        )
+        instant = published.manifest.instant
+        if dry_run or not plan.steps:
+            action = "dry-run" if dry_run else plan.action
+            return plan, SyncResult(plan.target, instant, action, objects, plan.reason)
+        for step in calls:
+            self._apply(step)
+        return plan, SyncResult(plan.target, instant, plan.action, objects)
+
+    def _apply(self, step: _Step) -> None:
+        from google.api_core import exceptions
+        from google.cloud import bigquery
+
+        try:
+            if step.verb == "create-dataset":
+                self.client.create_dataset(bigquery.Dataset.from_api_repr(step.resource))
+            elif step.verb == "delete":
+                self.client.delete_table(step.object_id, not_found_ok=True)
+            elif step.verb == "create":
+                self.client.create_table(bigquery.Table.from_api_repr(step.resource))
+            else:
+                resource = bigquery.Table.from_api_repr(step.resource)
+                fields = ["description", "labels"] + (
+                    ["view_query"]
+                    if "view" in step.resource
+                    else ["schema", "external_data_configuration"]
+                )
+                self.client.update_table(resource, fields)
+        except exceptions.GoogleAPICallError as exc:
+            raise _failure(f"{step.verb} {step.object_id}", exc) from exc
+
+
+def bigquery_client(config: BigQuerySyncConfig, api_endpoint: str | None = None) -> bigquery.Client:
+    """A client billed to ``billing.project.id`` (else the project); an ``api_endpoint``
+    (an emulator) is reached without credentials."""
+    from google.cloud import bigquery
+
+    project = config.billing_project_id or config.project_id
+    if api_endpoint is None:
+        from google.auth.exceptions import DefaultCredentialsError
+
+        try:
+            return bigquery.Client(project=project)
+        except DefaultCredentialsError as exc:
+            raise HudiSyncError(f"BigQuery credentials for {project}: {exc}") from None
+    from google.api_core.client_options import ClientOptions
+    from google.auth.credentials import AnonymousCredentials
+
+    return bigquery.Client(
+        project=project,
+        credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+        client_options=ClientOptions(api_endpoint=api_endpoint),
+    )
+
+
+def history_uris(table: HudiTable, base: str) -> list[str]:
+    """``<base>/<c>*.parquet`` for each first character ``c`` of the names in the table's
+    folder (partition folders, or base files when not partitioned), so every version of
+    every base file matches, with one wildcard per URI (BigQuery's rule) and never
+    ``.hoodie/`` (hidden names are skipped; ``*`` crosses ``/`` but the first character
+    does not)."""
+    names = table.location.fs.ls(table.location.path, detail=False)
+    starts = {str(n).rstrip("/").rsplit("/", 1)[-1][:1] for n in names}
+    return [f"{base}/{c}*.parquet" for c in sorted(starts - {"", ".", "_"})]
+
+
+def _object_ids(names: ObjectNames) -> tuple[str, str, str]:
+    return names.view, names.manifest, names.history
+
+
+def _labels(marker: SyncMarker) -> dict[str, str]:
+    """Label values allow ``[a-z0-9_-]`` only: the instant and mode fit, the base does not."""
+    return {
+        "hudi_sync_instant": marker.instant,
+        "hudi_sync_mode": _LABEL_VALUE.sub("_", marker.mode.lower()),
+    }
+
+
+def _quote(object_id: str) -> str:
+    """A backtick-quoted GoogleSQL path (identifiers were validated to hold no backtick)."""
+    return "`" + object_id + "`"
+
+
+def _failure(action: str, exc: Exception) -> HudiSyncError:
+    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return HudiSyncError(f"BigQuery {action} failed: {message}")

@@ -1,0 +1,170 @@
+"""Session-scoped pytest fixture running the BigQuery emulator ``local-bigquery``.
+
+Import the fixture from ``tests/conftest.py``::
+
+    from tests.bigquery_emulator import bigquery_emulator  # noqa: F401
+
+local-bigquery needs Python 3.13, so it lives in its own venv (``.venv-bq``, made by
+``scripts/bigquery_emulator_env.sh``) and runs as a subprocess. It reads ``gs://`` URIs of load
+jobs straight from fake-gcs-server's filesystem root (``GCS_LOCAL_ROOT``), so objects uploaded
+with ``gcs_server.upload_dir()`` are what its load jobs read. Its external tables store their
+configuration but read no files: see ``tests/test_bigquery_emulator.py`` for what it supports.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.objectstores import GcsStore, _free_port, _opener, _stop_process
+
+if TYPE_CHECKING:
+    from google.cloud import bigquery
+
+REPO = Path(__file__).resolve().parents[1]
+ENV_SCRIPT = REPO / "scripts" / "bigquery_emulator_env.sh"
+VENV = REPO / ".venv-bq"
+PROJECT = "test-project"
+# Settings local-bigquery reads from the environment (pydantic-settings, case-insensitive):
+# none may leak in from the test process. STORAGE_EMULATOR_HOST in particular would make it
+# read gs:// over HTTP through DuckDB's httpfs instead of from GCS_LOCAL_ROOT.
+EMULATOR_SETTINGS = frozenset(
+    {
+        "BIGQUERY_PORT", "BIGQUERY_HOST", "GRPC_PORT", "DATA_DIR", "DEFAULT_PROJECT_ID",
+        "DEFAULT_DATASET_ID", "CALLER", "GROUPS", "POSTGRES_CONNECTION_ID", "GCS_LOCAL_ROOT",
+        "STORAGE_EMULATOR_HOST", "POSTGRES_URI",
+    }
+)  # fmt: skip
+
+
+class BigQueryEmulator:
+    """A running local-bigquery server for project ``project``."""
+
+    def __init__(
+        self, endpoint_url: str, project: str, log_path: Path, startup_seconds: float
+    ) -> None:
+        self.endpoint_url = endpoint_url
+        self.project = project
+        self.log_path = log_path
+        self.startup_seconds = startup_seconds  # from spawning the process to its first answer
+
+    def client(self) -> bigquery.Client:
+        """Return a new BigQuery client bound to the emulator, without credentials."""
+        from google.api_core.client_options import ClientOptions
+        from google.auth.credentials import AnonymousCredentials
+        from google.cloud import bigquery
+
+        return bigquery.Client(
+            project=self.project,
+            credentials=AnonymousCredentials(),
+            client_options=ClientOptions(api_endpoint=self.endpoint_url),
+        )
+
+    def log_tail(self, chars: int = 3000) -> str:
+        """Return the end of the emulator's log (stdout and stderr)."""
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+
+def ensure_venv() -> Path:
+    """Run ``scripts/bigquery_emulator_env.sh`` (a no-op once done); return the server binary."""
+    result = subprocess.run(
+        ["bash", str(ENV_SCRIPT)], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"{ENV_SCRIPT.name} failed ({result.returncode}):\n"
+            f"{result.stdout[-2000:]}{result.stderr[-2000:]}"
+        )
+    return VENV / "bin" / "local-bigquery"
+
+
+def emulator_env(gcs_root: Path) -> dict[str, str]:
+    """The environment to run local-bigquery with: offline and isolated from this process."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key.upper() not in EMULATOR_SETTINGS and not key.upper().startswith("OTEL_")
+    }
+    env.update(
+        # DuckDB finds the extensions installed by the env script under $HOME/.duckdb and
+        # so never downloads one (INSTALL spatial at start-up is then a no-op).
+        HOME=str(VENV / "home"),
+        GCS_LOCAL_ROOT=str(gcs_root),
+        OTEL_SDK_DISABLED="true",  # FastAPI's OpenTelemetry hooks export nothing
+        NO_PROXY="127.0.0.1,localhost",
+        no_proxy="127.0.0.1,localhost",
+        PYTHONUNBUFFERED="1",
+    )
+    env.pop("VIRTUAL_ENV", None)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def _wait_for_emulator(
+    process: subprocess.Popen[bytes], url: str, project: str, timeout: float = 60.0
+) -> bool:
+    """Wait until the emulator lists datasets (which opens its DuckDB catalog and loads its
+    extensions); return False if it exited first (e.g. a port was taken)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        try:
+            with _opener.open(f"{url}/bigquery/v2/projects/{project}/datasets", timeout=10) as r:
+                if r.status == 200:
+                    return True
+        except OSError:
+            time.sleep(0.05)  # not up yet (an HTTP error is an OSError too)
+            continue
+        time.sleep(0.05)
+    raise RuntimeError(f"local-bigquery did not answer at {url} within {timeout} s")
+
+
+@pytest.fixture(scope="session")
+def bigquery_emulator(
+    gcs_server: GcsStore, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BigQueryEmulator]:
+    """Run local-bigquery on 127.0.0.1 (free ports) for the session, reading ``gs://`` from
+    ``gcs_server``'s filesystem root."""
+    binary = ensure_venv()
+    base = tmp_path_factory.mktemp("bigquery-emulator")
+    log_path = base / "server.log"
+    env = emulator_env(gcs_server.root)
+    for _attempt in range(3):  # a free port may be taken by the time the server binds it
+        port, grpc_port = _free_port(), _free_port()
+        url = f"http://127.0.0.1:{port}"
+        data_dir = base / f"data-{uuid.uuid4().hex[:8]}"
+        args = [
+            str(binary), "serve", "--host", "127.0.0.1", "--port", str(port),
+            "--grpc-port", str(grpc_port), "--project", PROJECT, "--data-dir", str(data_dir),
+        ]  # fmt: skip
+        started = time.monotonic()
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(
+                args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=base
+            )
+        try:
+            if _wait_for_emulator(process, url, PROJECT):
+                startup_seconds = time.monotonic() - started
+                break
+        except Exception as exc:  # it did not answer in time
+            _stop_process(process)
+            tail = log_path.read_text(errors="replace")[-3000:]
+            raise RuntimeError(f"local-bigquery failed to start: {exc}\n{tail}") from exc
+        except BaseException:
+            _stop_process(process)
+            raise
+    else:
+        tail = log_path.read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"local-bigquery failed to start:\n{tail}")
+    try:
+        yield BigQueryEmulator(url, PROJECT, log_path, startup_seconds)
+    finally:
+        _stop_process(process)
