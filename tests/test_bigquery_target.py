@@ -27,6 +27,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from hudi_sync.errors import BadInputError
+from hudi_sync.manifest import ManifestStore
 from hudi_sync.sync import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.bigquery_target import (
@@ -240,3 +242,223 @@ def test_manifest_mode_shows_hudi_rs_snapshot(fixture, upload, client, dataset) 
     ours, theirs = same_columns(_query(client, f"SELECT * FROM `{table_id}`"), expected)  # type: ignore[arg-type]
     normalise = _maps_as_dicts(theirs)
     assert canonical(ours, normalise) == canonical(theirs, normalise)
+
+
+def _one(name: str) -> Any:
+    matches = [t for t in NON_EMPTY if t.name.endswith(name)]
+    assert len(matches) == 1, name
+    return matches[0]
+
+
+def _tables(client: Any, dataset: str) -> set[str]:
+    from google.api_core.exceptions import NotFound
+
+    try:
+        return {t.table_id for t in client.list_tables(dataset)}
+    except NotFound:
+        return set()
+
+
+def test_table_without_meta_fields_filters_on_the_file_name_pseudo_column(  # type: ignore[no-untyped-def]
+    upload, client, dataset
+) -> None:
+    """The emulator rejects a view over ``_FILE_NAME`` ("Unrecognized name"), so this
+    checks the exact resources of the dry-run plan instead of stored objects."""
+    uploaded = upload(_one("cow/v8_simplekeygen_hivestyle_no_metafields"))
+    report = sync_table(uploaded.open(), [_target(client, dataset)], dry_run=True)
+    resources = {
+        r["tableReference"]["tableId"]: r
+        for r in (json.loads(s.split(" ", 2)[2]) for s in report.plans[0].steps[1:])
+    }
+    manifest_id = f"{client.project}.{dataset}.t_manifest"
+    history_id = f"{client.project}.{dataset}.t_history"
+    # _FILE_NAME holds absolute URIs, so the manifest table reads the URI list.
+    assert resources["t_manifest"]["externalDataConfiguration"]["sourceUris"] == [
+        f"{uploaded.uri}/.hoodie/manifest/snapshots/{report.instant}/uris.csv"
+    ]
+    assert resources["t"]["view"]["query"] == (
+        f"SELECT * FROM `{history_id}` WHERE _FILE_NAME IN (SELECT filename FROM `{manifest_id}`)"
+    )
+    history_columns = {f["name"] for f in resources["t_history"]["schema"]["fields"]}
+    assert "_hoodie_file_name" not in history_columns and history_columns
+
+
+def _older_manifest(table: HudiTable) -> Any:
+    first = table.completed_commits()[0].requested_time
+    store = ManifestStore(table)
+    return store.publish(store.build(as_of=first), make_latest=False)
+
+
+def test_rerun_is_a_noop_and_the_target_never_moves_backwards(upload, client, dataset) -> None:  # type: ignore[no-untyped-def]
+    uploaded = upload(_one("cow/v9_txns_simple_meta"))
+    table = uploaded.open()
+    target = _target(client, dataset)
+    older = _older_manifest(table)
+    _plan, result = target.sync(table, older)
+    assert result.action == "create"
+    manifest_id = f"{client.project}.{dataset}.t_manifest"
+    assert _external(client, manifest_id)["sourceUris"] == [older.files_uri]
+
+    report = sync_table(table, [target])
+    assert report.results[0].action == "update"
+    assert _external(client, manifest_id)["sourceUris"] == [
+        f"{uploaded.uri}/.hoodie/manifest/snapshots/{report.instant}/files.csv"
+    ]
+    assert client.get_table(f"{client.project}.{dataset}.t").labels["hudi_sync_instant"] == (
+        report.instant
+    )
+    assert sync_table(table, [target]).results[0].action == "noop"
+    assert target.sync(table, older)[1].action == "skip-older"
+    assert target.sync(table, older, force=True)[1].action == "update"
+    assert _external(client, manifest_id)["sourceUris"] == [older.files_uri]
+
+
+def test_dataset_is_created_in_its_location_or_refused_when_it_differs(  # type: ignore[no-untyped-def]
+    upload, client, dataset
+) -> None:
+    from google.cloud import bigquery
+
+    uploaded = upload(_one("cow/v6_nonpartitioned"))
+    existing = bigquery.Dataset(f"{client.project}.{dataset}")
+    existing.location = "EU"
+    client.create_dataset(existing)
+    with pytest.raises(BadInputError, match=f"{dataset} is in EU.*dataset_location is US"):
+        sync_table(uploaded.open(), [_target(client, dataset, dataset_location="US")])
+    assert _tables(client, dataset) == set()
+
+
+def test_objects_not_created_by_hudi_sync_are_not_replaced(upload, client, dataset) -> None:  # type: ignore[no-untyped-def]
+    from google.cloud import bigquery
+
+    uploaded = upload(_one("cow/v6_nonpartitioned"))
+    client.create_dataset(dataset)
+    schema = [bigquery.SchemaField("x", "STRING")]
+    client.create_table(bigquery.Table(f"{client.project}.{dataset}.t_history", schema=schema))
+    with pytest.raises(BadInputError, match="t_history exists and was not created by hudi_sync"):
+        sync_table(uploaded.open(), [_target(client, dataset)])
+    assert _tables(client, dataset) == {"t_history"}
+
+
+def test_changing_mode_recreates_the_objects(upload, client, dataset) -> None:  # type: ignore[no-untyped-def]
+    uploaded = upload(_one("cow/v6_complexkeygen_hivestyle"))
+    table = uploaded.open()
+    sync_table(table, [_target(client, dataset)])
+    assert _tables(client, dataset) == {"t", "t_manifest", "t_history"}
+    report = sync_table(table, [_target(client, dataset, use_bq_manifest_file="true")])
+    assert report.results[0].action == "recreate"
+    assert _tables(client, dataset) == {"t"}
+    assert _external(client, f"{client.project}.{dataset}.t")["fileSetSpecType"] == (
+        MANIFEST_FILE_SET
+    )
+    report = sync_table(table, [_target(client, dataset)])
+    assert report.results[0].action == "recreate"
+    assert _tables(client, dataset) == {"t", "t_manifest", "t_history"}
+
+
+def test_as_of_objects_are_suffixed(upload, client, dataset) -> None:  # type: ignore[no-untyped-def]
+    uploaded = upload(_one("cow/v9_txns_simple_meta"))
+    table = uploaded.open()
+    first = table.completed_commits()[0].requested_time
+    report = sync_table(table, [_target(client, dataset)], as_of=first)
+    suffix = f"t_as_of_{first}"
+    assert _tables(client, dataset) == {suffix, f"{suffix}_manifest", f"{suffix}_history"}
+    _materialise(client, f"{client.project}.{dataset}.{suffix}_history")
+    _materialise(client, f"{client.project}.{dataset}.{suffix}_manifest")
+    rows = _query(client, f"SELECT * FROM `{client.project}.{dataset}.{suffix}`")
+    ours, theirs = same_columns(rows, hudi_rs_rows(str(uploaded.local), as_of=first))  # type: ignore[arg-type]
+    assert canonical(ours) == canonical(theirs)
+    assert report.instant == first
+
+
+def test_dry_run_prints_the_plan_and_changes_nothing(upload, client, dataset) -> None:  # type: ignore[no-untyped-def]
+    uploaded = upload(_one("cow/v6_nonpartitioned"))
+    report = sync_table(uploaded.open(), [_target(client, dataset)], dry_run=True)
+    steps = report.plans[0].steps
+    assert [s.split(" ", 2)[:2] for s in steps] == [
+        ["create-dataset", f"{client.project}.{dataset}"],
+        ["create", f"{client.project}.{dataset}.t_history"],
+        ["create", f"{client.project}.{dataset}.t_manifest"],
+        ["create", f"{client.project}.{dataset}.t"],
+    ]
+    resource = json.loads(steps[1].split(" ", 2)[2])
+    assert resource["externalDataConfiguration"]["sourceFormat"] == "PARQUET"
+    assert report.results[0].action == "dry-run"
+    assert dataset not in {d.dataset_id for d in client.list_datasets()}
+    assert not uploaded.gcs.fs().exists(f"{uploaded.uri.removeprefix('gs://')}/.hoodie/manifest")
+
+
+def test_a_sync_stopped_at_any_step_converges_on_rerun(  # type: ignore[no-untyped-def]
+    upload, client, dataset, monkeypatch
+) -> None:
+    from hudi_sync.errors import HudiSyncError
+
+    uploaded = upload(_one("cow/v9_txns_simple_meta"))
+    table = uploaded.open()
+    target = _target(client, dataset)
+    older = _older_manifest(table)
+    target.sync(table, older)
+    view_id = f"{client.project}.{dataset}.t"
+    original = BigQueryTarget._apply
+    for stop_at in range(3):  # history, manifest, view
+        calls = []
+
+        def failing(self, step, stop_at=stop_at, calls=calls):  # type: ignore[no-untyped-def]
+            if len(calls) == stop_at:
+                raise HudiSyncError(f"BigQuery {step.verb} {step.object_id} failed: injected")
+            calls.append(step)
+            original(self, step)
+
+        monkeypatch.setattr(BigQueryTarget, "_apply", failing)
+        with pytest.raises(HudiSyncError, match="injected"):
+            sync_table(table, [target])
+        # The view was not stamped: it still claims the older instant.
+        assert client.get_table(view_id).labels["hudi_sync_instant"] == older.manifest.instant
+        monkeypatch.setattr(BigQueryTarget, "_apply", original)
+        report = sync_table(table, [target])
+        assert report.results[0].action == "update"
+        assert client.get_table(view_id).labels["hudi_sync_instant"] == report.instant
+        target.sync(table, older, force=True)  # back to the older snapshot for the next round
+
+
+def test_schema_evolution_updates_the_objects(upload, client, dataset, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    uploaded = upload(_one("cow/v6_nonpartitioned"))
+    table = uploaded.open()
+    target = _target(client, dataset)
+    sync_table(table, [target])
+    evolved = dict(table.avro_schema)
+    evolved["fields"] = [*evolved["fields"], {"name": "added", "type": ["null", "string"]}]
+    monkeypatch.setitem(table.__dict__, "avro_schema", evolved)  # a cached property
+    report = sync_table(table, [target], force=True)
+    assert report.results[0].action == "update"
+    history = client.get_table(f"{client.project}.{dataset}.t_history")
+    assert history.schema[-1].name == "added" and history.schema[-1].mode == "NULLABLE"
+
+
+def test_cli_syncs_to_the_emulator(upload, client, dataset, bigquery_emulator, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from hudi_sync.cli.app import app
+
+    uploaded = upload(_one("cow/v6_nonpartitioned"))
+    props = tmp_path / "bq.properties"
+    props.write_text(
+        f"hoodie.gcp.bigquery.sync.project_id={client.project}\n"
+        f"hoodie.gcp.bigquery.sync.dataset_name={dataset}\n"
+        "hoodie.gcp.bigquery.sync.table_name=from_file\n"
+    )
+    storage = [f"-o endpoint_url={uploaded.gcs.endpoint_url}", "-o token=anon"]
+    args = ["sync", "bigquery", uploaded.uri, "--props", str(props), "--table-name", "trips"]
+    args += ["--api-endpoint", bigquery_emulator.endpoint_url]
+    args += [a for pair in storage for a in pair.split(" ", 1)]
+    runner = CliRunner()
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["results"][0]["objects"] == [
+        "trips",
+        "trips_manifest",
+        "trips_history",
+    ]
+    assert _tables(client, dataset) == {"trips", "trips_manifest", "trips_history"}
+    bad = runner.invoke(app, [*args, "--table-name", "tri`ps"])
+    assert bad.exit_code == 2
+    assert bad.stderr.strip().count("\n") == 0 and "table_name" in bad.stderr
