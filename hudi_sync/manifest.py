@@ -6,7 +6,10 @@ Layout under ``<table>/.hoodie/manifest/``:
 - ``snapshots/<instant>/uris.csv`` — the same files as absolute URIs (BigQuery
   manifest-file tables);
 - ``latest_snapshot_files.csv`` — copy of the newest ``files.csv`` (the RFC's name);
-- ``latest.json`` — pointer to the newest snapshot, written last.
+- ``snapshots/<instant>/snapshot.json`` — instant, pending writes, file count; written
+  last, so a snapshot folder without it is incomplete;
+- ``latest.json`` — pointer to the newest snapshot (a copy of its ``snapshot.json``),
+  written last.
 
 Snapshot files are immutable and each is written under a temporary name and then moved
 into place (an atomic rename locally, a single PUT on object stores), so a reader sees
@@ -22,9 +25,12 @@ that was pending at the previous publication has completed since).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from hudi_sync.errors import BadInputError, CorruptTableError
@@ -34,6 +40,7 @@ from hudi_sync.table.instant import Action, comparable_instant
 MANIFEST_FOLDER = ".hoodie/manifest"
 LATEST_FILES = "latest_snapshot_files.csv"
 POINTER = "latest.json"
+SNAPSHOT_META = "snapshot.json"
 DEFAULT_KEEP = 5
 
 
@@ -216,25 +223,65 @@ class ManifestStore:
         )
 
     def publish(self, manifest: Manifest, make_latest: bool = True) -> PublishedManifest:
-        """Write the immutable snapshot files, then (optionally) switch the pointers."""
+        """Write the immutable snapshot files, then (optionally) switch the pointers.
+
+        The pointers never move backwards: a publisher that lost a race to a newer
+        snapshot (a sync that started before the latest commit) points them at the
+        newest complete snapshot instead of its own, and checks again after writing.
+        """
         if manifest.instant is None:
             raise BadInputError(f"{self.table.uri}: the table has no completed commit to publish")
         instant = manifest.instant
         names = "".join(f"{n}\n" for n in manifest.names())
         uris = "".join(f"{self.table.location.uri_of(p)}\n" for p in manifest.relative_paths())
+        meta = {"instant": instant, "pending": list(manifest.pending), "files": len(manifest.files)}
         self._write_once(self._path("snapshots", instant, "files.csv"), names)
         self._write_once(self._path("snapshots", instant, "uris.csv"), uris)
+        # Written last: a snapshot folder without it is incomplete and never pointed at.
+        self._write_once(self._path("snapshots", instant, SNAPSHOT_META), json.dumps(meta))
         if make_latest:
-            self._write_atomic(self._path(LATEST_FILES), names)
-            pointer = {
-                "instant": instant,
-                "pending": list(manifest.pending),
-                "files": len(manifest.files),
-            }
-            self._write_atomic(self._path(POINTER), json.dumps(pointer))
-            self._prune(instant)
+            newest = instant
+            for _attempt in range(3):
+                newest = self._newest_snapshot(instant)
+                self._point_at(newest)
+                if self._newest_snapshot(instant) == newest:
+                    break
+            self._prune(newest)
         files_uri, uris_uri = self.snapshot_uris(instant)
         return PublishedManifest(manifest, files_uri, uris_uri)
+
+    def _point_at(self, instant: str) -> None:
+        fs = self.table.location.fs
+        names = bytes(fs.cat_file(self._path("snapshots", instant, "files.csv"))).decode()
+        meta = bytes(fs.cat_file(self._path("snapshots", instant, SNAPSHOT_META))).decode()
+        self._write_atomic(self._path(LATEST_FILES), names)
+        self._write_atomic(self._path(POINTER), meta)
+
+    def _snapshot_instants(self) -> list[str]:
+        try:
+            entries = self.table.location.fs.ls(self._path("snapshots"), detail=False)
+        except FileNotFoundError:
+            return []
+        instants = (str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries)
+        return sorted((i for i in instants if i.isdigit()), key=comparable_instant)
+
+    def _newest_snapshot(self, own: str) -> str:
+        """The newest complete snapshot at or after ``own`` whose instant is a completed
+        write on a fresh read of the timeline (a restore can remove a newer one)."""
+        newer = [
+            i for i in self._snapshot_instants() if comparable_instant(i) > comparable_instant(own)
+        ]
+        if not newer:
+            return own
+        fs = self.table.location.fs
+        fresh = HudiTable(self.table.location, self.table.config).timeline
+        completed = {i.requested_time for i in fresh.completed_writes}
+        for candidate in reversed(newer):
+            if candidate in completed and fs.exists(
+                self._path("snapshots", candidate, SNAPSHOT_META)
+            ):
+                return candidate
+        return own
 
     def _write_once(self, path: str, text: str) -> None:
         """Immutable files: an existing one (same instant, same content) is left as is."""
@@ -259,20 +306,28 @@ class ManifestStore:
         fs.mv(temporary, path)
 
     def _prune(self, current: str) -> None:
+        """Keep the newest ``keep`` snapshots up to ``current``; snapshots after it are
+        in-flight publications of newer commits or were restored away, and stay."""
         fs = self.table.location.fs
-        try:
-            entries = fs.ls(self._path("snapshots"), detail=False)
-        except FileNotFoundError:
-            return
-        instants = sorted(
-            (str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries),
-            key=comparable_instant,
-        )
-        instants = [i for i in instants if i.isdigit()]
-        keep = set(instants[-self.keep :]) | {current}
-        for instant in instants:
-            if instant not in keep:
+        instants = [
+            i
+            for i in self._snapshot_instants()
+            if comparable_instant(i) <= comparable_instant(current)
+        ]
+        for instant in instants[: -self.keep]:
+            if instant != current:
                 fs.rm(self._path("snapshots", instant), recursive=True)
+        if self.table.location.is_local:
+            self._remove_stale_temporaries()
+
+    def _remove_stale_temporaries(self, older_than_seconds: float = 600.0) -> None:
+        """Temporary files of a publisher killed mid-write (local file systems only; an
+        old age so a concurrent publisher's file is never taken from under it)."""
+        deadline = time.time() - older_than_seconds
+        for path in Path(self.folder).rglob(".tmp-*"):
+            with contextlib.suppress(FileNotFoundError):
+                if path.stat().st_mtime < deadline:
+                    path.unlink()
 
 
 def manifest_summary(published: PublishedManifest) -> dict[str, Any]:

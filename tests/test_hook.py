@@ -14,6 +14,7 @@ from hudi_sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS, run_post_c
 from hudi_sync.table import HudiTable
 from hudi_sync.watch import watch
 from tests.fixture_tables import fixture_tables
+from tests.timeline_files import HeldBackCommits
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
 
 
@@ -21,21 +22,6 @@ def _view(database: Path, view: str):  # type: ignore[no-untyped-def]
     with duckdb.connect(str(database)) as con:
         con.execute("SET TimeZone = 'UTC'")
         return con.execute(f'SELECT * FROM "{view}"').to_arrow_table()
-
-
-def _hide_commits_after(path: Path, keep: int) -> list[Path]:
-    """Move every timeline file of the commits after the first ``keep`` out of the
-    timeline (oldest first), returning them so a test can 'complete' them one by one."""
-    table = HudiTable.open(str(path))
-    later = {i.requested_time for i in table.completed_commits()[keep:]}
-    timeline = path / ".hoodie" / ("timeline" if (path / ".hoodie" / "timeline").is_dir() else "")
-    hidden = path.parent / f"{path.name}-hidden"
-    hidden.mkdir()
-    moved = []
-    for file in sorted(timeline.iterdir()):
-        if file.is_file() and file.name.split("_")[0].split(".")[0] in later:
-            moved.append(Path(shutil.move(str(file), hidden / file.name)))
-    return moved
 
 
 def test_hook_syncs_the_configured_targets(fixture_copy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -83,25 +69,20 @@ def test_unknown_sync_tool_is_named(fixture_copy) -> None:  # type: ignore[no-un
 def test_watch_syncs_each_new_commit(fixture_copy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     path = fixture_copy("cow/v8_simplekeygen_nonhivestyle")
     database = tmp_path / "w.duckdb"
-    commits = [i.requested_time for i in HudiTable.open(str(path)).completed_commits()]
-    hidden = _hide_commits_after(path, 1)
+    held = HeldBackCommits(path, keep=1)
     options = {SYNC_TOOLS: "duckdb", DUCKDB_DATABASE: str(database), DUCKDB_TABLE: "t"}
     seen: list[str | None] = []
-    timeline = hidden[0].parent.parent / path.name / ".hoodie"
-    timeline = timeline / "timeline" if (timeline / "timeline").is_dir() else timeline
 
     def on_report(report) -> None:  # type: ignore[no-untyped-def]
         assert report.ok, report.errors
         seen.append(report.instant)
-        # "Complete" the next commit: put its timeline files back, requested first.
-        pending = sorted({f.name.split(".")[0].split("_")[0] for f in hidden if f.exists()})
-        if pending:
-            for file in sorted(f for f in hidden if f.name.startswith(pending[0])):
-                shutil.move(str(file), timeline / file.name)
+        held.complete_next()  # the table gains its next commit
 
-    syncs = watch(str(path), options, interval=0.01, max_syncs=len(commits), on_report=on_report)
-    assert syncs == len(commits)
-    assert seen == commits
+    syncs = watch(
+        str(path), options, interval=0.01, max_syncs=len(held.commits), on_report=on_report
+    )
+    assert syncs == len(held.commits)
+    assert seen == held.commits
     ours, theirs = same_columns(_view(database, "t"), hudi_rs_rows(str(path)))
     assert canonical(ours) == canonical(theirs)
 

@@ -133,3 +133,39 @@ def write_lsm_history(history_dir: Path, rows: list[dict[str, Any]], version: in
     manifest = {"files": [{"fileName": name, "fileLen": (history_dir / name).stat().st_size}]}
     (history_dir / f"manifest_{version}").write_text(json.dumps(manifest, indent=2))
     (history_dir / "_version_").write_text(str(version))
+
+
+class HeldBackCommits:
+    """Completed commits taken off a table's timeline, to be put back one at a time:
+    a table that gains commits while a test watches (files stay on disk; without their
+    timeline files the commits are invisible, as a writer's are before completion)."""
+
+    def __init__(self, table_path: Path, keep: int) -> None:
+        from hudi_sync.table import HudiTable
+
+        table = HudiTable.open(str(table_path))
+        self.timeline = table_path / ".hoodie"
+        if (self.timeline / "timeline").is_dir():
+            self.timeline = self.timeline / "timeline"
+        self.commits = [i.requested_time for i in table.completed_commits()]
+        self.store = table_path.parent / f"{table_path.name}.held-back"
+        self.store.mkdir()
+        later = set(self.commits[keep:])
+        for file in sorted(self.timeline.iterdir()):
+            if file.is_file() and file.name.split(".")[0].split("_")[0] in later:
+                file.rename(self.store / file.name)
+
+    @property
+    def remaining(self) -> list[str]:
+        return sorted({f.name.split(".")[0].split("_")[0] for f in self.store.iterdir()})
+
+    def complete_next(self) -> str | None:
+        """Put the oldest held-back commit back (requested, inflight, completed order)."""
+        remaining = self.remaining
+        if not remaining:
+            return None
+        files = sorted(f for f in self.store.iterdir() if f.name.startswith(remaining[0]))
+        order = {"requested": 0, "inflight": 1}
+        for file in sorted(files, key=lambda f: order.get(f.name.rsplit(".", 1)[-1], 2)):
+            file.rename(self.timeline / file.name)
+        return remaining[0]

@@ -8,6 +8,7 @@ one transaction, so a failure leaves the previous objects as they were.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +22,11 @@ from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult
 
 SOURCE_FILE_COLUMN = "__hudi_sync_source_file"
+BUSY_TIMEOUT_SECONDS = 60.0
+
+
+class _DatabaseBusy(Exception):
+    """Another process holds the database file's lock, or a concurrent transaction won."""
 
 
 def quote_identifier(name: str) -> str:
@@ -47,6 +53,10 @@ class DuckDBTarget:
     def _connect(self) -> duckdb.DuckDBPyConnection:
         try:
             return duckdb.connect(self.database)
+        except duckdb.IOException as exc:
+            if "lock" in str(exc).lower():
+                raise _DatabaseBusy(str(exc)) from exc
+            raise HudiSyncError(f"DuckDB database {self.database}: {exc}") from exc
         except duckdb.Error as exc:
             raise HudiSyncError(f"DuckDB database {self.database}: {exc}") from exc
 
@@ -96,6 +106,31 @@ class DuckDBTarget:
         force: bool = False,
         dry_run: bool = False,
     ) -> tuple[SyncPlan, SyncResult]:
+        """Plan and apply in one transaction. DuckDB lets one process write a database
+        file at a time: while another sync holds it, wait and re-plan (the other sync may
+        have brought the objects to this instant or past it already)."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+        pause = 0.02
+        while True:
+            try:
+                return self._sync_once(table, published, as_of, force, dry_run)
+            except _DatabaseBusy as exc:
+                if time.monotonic() > deadline:
+                    raise HudiSyncError(
+                        f"DuckDB database {self.database} stayed locked for "
+                        f"{BUSY_TIMEOUT_SECONDS:.0f} s: {exc}"
+                    ) from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
+
+    def _sync_once(
+        self,
+        table: HudiTable,
+        published: PublishedManifest,
+        as_of: bool,
+        force: bool,
+        dry_run: bool,
+    ) -> tuple[SyncPlan, SyncResult]:
         plan = self.plan(table, published, as_of=as_of, force=force)
         instant = published.manifest.instant
         names = self.object_names(published, as_of)
@@ -111,6 +146,9 @@ class DuckDBTarget:
                 for statement in plan.steps:
                     con.execute(statement)
                 con.execute("COMMIT")
+            except duckdb.TransactionException as exc:  # a concurrent sync's conflict
+                con.execute("ROLLBACK")
+                raise _DatabaseBusy(str(exc)) from exc
             except duckdb.Error as exc:
                 con.execute("ROLLBACK")
                 raise HudiSyncError(
