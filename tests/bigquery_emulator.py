@@ -13,6 +13,7 @@ configuration but read no files: see ``tests/test_bigquery_emulator.py`` for wha
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
@@ -127,14 +128,11 @@ def _wait_for_emulator(
     raise RuntimeError(f"local-bigquery did not answer at {url} within {timeout} s")
 
 
-@pytest.fixture(scope="session")
-def bigquery_emulator(
-    gcs_server: GcsStore, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[BigQueryEmulator]:
-    """Run local-bigquery on 127.0.0.1 (free ports) for the session, reading ``gs://`` from
-    ``gcs_server``'s filesystem root."""
+@contextlib.contextmanager
+def running_bigquery_emulator(gcs_server: GcsStore, base: Path) -> Iterator[BigQueryEmulator]:
+    """Run local-bigquery on 127.0.0.1 (free ports), reading ``gs://`` from
+    ``gcs_server``'s filesystem root; its state lives under ``base``."""
     binary = ensure_venv()
-    base = tmp_path_factory.mktemp("bigquery-emulator")
     log_path = base / "server.log"
     env = emulator_env(gcs_server.root)
     for _attempt in range(3):  # a free port may be taken by the time the server binds it
@@ -168,3 +166,33 @@ def bigquery_emulator(
         yield BigQueryEmulator(url, PROJECT, log_path, startup_seconds)
     finally:
         _stop_process(process)
+
+
+@pytest.fixture(scope="session")
+def bigquery_emulator(
+    gcs_server: GcsStore, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BigQueryEmulator]:
+    """local-bigquery for the session, over the session's fake-gcs-server."""
+    with running_bigquery_emulator(gcs_server, tmp_path_factory.mktemp("bigquery")) as emulator:
+        yield emulator
+
+
+def materialise(client: bigquery.Client, table_id: str, uris: list[str] | None = None) -> None:
+    """Replace an external table by a native one loaded from the same files and options."""
+    from google.cloud import bigquery
+
+    table = client.get_table(table_id)
+    external = dict(table.external_data_configuration.to_api_repr())
+    # The emulator's parquet load fails on an explicit BYTES column ("from_base64(BLOB)");
+    # such tables are loaded with the schema read from the files instead.
+    has_bytes = any(f.field_type == "BYTES" for f in table.schema)
+    schema = None if has_bytes else table.schema
+    config = bigquery.LoadJobConfig(source_format=external["sourceFormat"], schema=schema)
+    if external["sourceFormat"] == "CSV":
+        config.skip_leading_rows = 0
+    if "hivePartitioningOptions" in external:
+        config.hive_partitioning = bigquery.HivePartitioningOptions.from_api_repr(
+            external["hivePartitioningOptions"]
+        )
+    client.delete_table(table_id)
+    client.load_table_from_uri(uris or external["sourceUris"], table_id, job_config=config).result()

@@ -11,6 +11,7 @@ Servers live for the whole session; use a fresh bucket per test instead of reset
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import logging
@@ -275,12 +276,11 @@ def s3_server() -> Iterator[S3Store]:
         server.stop()
 
 
-@pytest.fixture(scope="session")
-def gcs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GcsStore]:
-    """Run fake-gcs-server on 127.0.0.1 (free port, filesystem backend) for the session."""
+@contextlib.contextmanager
+def running_gcs_server(base: Path) -> Iterator[GcsStore]:
+    """Run fake-gcs-server on 127.0.0.1 (free port, filesystem backend under ``base``)."""
     os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"
     _use_core_gcsfs()
-    base = tmp_path_factory.mktemp("fake-gcs")
     root = base / "data"
     binary = gcs_binary()
     for _attempt in range(3):  # the free port may be taken by the time the server binds it
@@ -306,6 +306,13 @@ def gcs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GcsStore]:
         yield GcsStore(url, root)
     finally:
         _stop_process(process)
+
+
+@pytest.fixture(scope="session")
+def gcs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GcsStore]:
+    """fake-gcs-server for the session."""
+    with running_gcs_server(tmp_path_factory.mktemp("fake-gcs")) as store:
+        yield store
 
 
 def _use_core_gcsfs() -> None:

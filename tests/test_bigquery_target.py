@@ -36,7 +36,7 @@ from hudi_sync.warehouse.bigquery_target import (
     BigQuerySyncConfig,
     BigQueryTarget,
 )
-from tests.bigquery_emulator import BigQueryEmulator
+from tests.bigquery_emulator import BigQueryEmulator, materialise
 from tests.fixture_tables import fixture_tables
 from tests.objectstores import GcsStore
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
@@ -92,27 +92,6 @@ def _target(client: Any, dataset: str, **options: Any) -> BigQueryTarget:
 
 def _external(client: Any, table_id: str) -> dict[str, Any]:
     return dict(client.get_table(table_id).external_data_configuration.to_api_repr())
-
-
-def _materialise(client: Any, table_id: str, uris: list[str] | None = None) -> None:
-    """Replace an external table by a native one loaded from the same files and options."""
-    from google.cloud import bigquery
-
-    table = client.get_table(table_id)
-    external = _external(client, table_id)
-    # The emulator's parquet load fails on an explicit BYTES column ("from_base64(BLOB)");
-    # such tables are loaded with the schema read from the files instead.
-    has_bytes = any(f.field_type == "BYTES" for f in table.schema)
-    schema = None if has_bytes else table.schema
-    config = bigquery.LoadJobConfig(source_format=external["sourceFormat"], schema=schema)
-    if external["sourceFormat"] == "CSV":
-        config.skip_leading_rows = 0
-    if "hivePartitioningOptions" in external:
-        config.hive_partitioning = bigquery.HivePartitioningOptions.from_api_repr(
-            external["hivePartitioningOptions"]
-        )
-    client.delete_table(table_id)
-    client.load_table_from_uri(uris or external["sourceUris"], table_id, job_config=config).result()
 
 
 def _query(client: Any, sql: str) -> pa.Table:
@@ -203,8 +182,8 @@ def test_view_mode_shows_hudi_rs_snapshot(fixture, upload, client, dataset) -> N
 
     # Behaviour: the same configuration materialised by the emulator's load jobs, and the
     # real view queried through the emulator.
-    _materialise(client, history_id)
-    _materialise(client, manifest_id)
+    materialise(client, history_id)
+    materialise(client, manifest_id)
     rows = _query(client, f"SELECT * FROM `{view_id}`")
     expected = hudi_rs_rows(str(uploaded.local), read_optimized=table.config.is_mor)
     ours, theirs = same_columns(rows, expected)  # type: ignore[arg-type]
@@ -237,7 +216,7 @@ def test_manifest_mode_shows_hudi_rs_snapshot(fixture, upload, client, dataset) 
     assert [r.objects for r in report.results] == [("t",)]
     listed = uploaded.gcs.fs().cat_file(uris_uri.removeprefix("gs://")).decode().split()
     assert all(u.startswith(uploaded.uri + "/") and u.endswith(".parquet") for u in listed)
-    _materialise(client, table_id, uris=listed)
+    materialise(client, table_id, uris=listed)
     expected = hudi_rs_rows(str(uploaded.local), read_optimized=table.config.is_mor)
     ours, theirs = same_columns(_query(client, f"SELECT * FROM `{table_id}`"), expected)  # type: ignore[arg-type]
     normalise = _maps_as_dicts(theirs)
@@ -362,8 +341,8 @@ def test_as_of_objects_are_suffixed(upload, client, dataset) -> None:  # type: i
     report = sync_table(table, [_target(client, dataset)], as_of=first)
     suffix = f"t_as_of_{first}"
     assert _tables(client, dataset) == {suffix, f"{suffix}_manifest", f"{suffix}_history"}
-    _materialise(client, f"{client.project}.{dataset}.{suffix}_history")
-    _materialise(client, f"{client.project}.{dataset}.{suffix}_manifest")
+    materialise(client, f"{client.project}.{dataset}.{suffix}_history")
+    materialise(client, f"{client.project}.{dataset}.{suffix}_manifest")
     rows = _query(client, f"SELECT * FROM `{client.project}.{dataset}.{suffix}`")
     ours, theirs = same_columns(rows, hudi_rs_rows(str(uploaded.local), as_of=first))  # type: ignore[arg-type]
     assert canonical(ours) == canonical(theirs)
