@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,10 @@ import pytest
 from tests.bigquery_emulator import bigquery_emulator  # noqa: F401  (session fixture)
 from tests.fixture_tables import FixtureTable, unpack
 from tests.objectstores import gcs_server, s3_server  # noqa: F401  (session fixtures)
+
+# Opt-in tests against real services: not collected (neither run nor skipped) unless
+# their credentials are given.
+collect_ignore = [] if os.environ.get("HUDI_SYNC_BIGQUERY_PROJECT") else ["test_bigquery_real.py"]
 
 
 @pytest.fixture(scope="session")
