@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.objectstores import GcsStore, _free_port, _opener, _stop_process
+from tests.objectstores import GcsStore, _free_port, _stop_process, wait_for_http
 
 if TYPE_CHECKING:
     from google.cloud import bigquery
@@ -108,26 +108,6 @@ def emulator_env(gcs_root: Path) -> dict[str, str]:
     return env
 
 
-def _wait_for_emulator(
-    process: subprocess.Popen[bytes], url: str, project: str, timeout: float = 60.0
-) -> bool:
-    """Wait until the emulator lists datasets (which opens its DuckDB catalog and loads its
-    extensions); return False if it exited first (e.g. a port was taken)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            return False
-        try:
-            with _opener.open(f"{url}/bigquery/v2/projects/{project}/datasets", timeout=10) as r:
-                if r.status == 200:
-                    return True
-        except OSError:
-            time.sleep(0.05)  # not up yet (an HTTP error is an OSError too)
-            continue
-        time.sleep(0.05)
-    raise RuntimeError(f"local-bigquery did not answer at {url} within {timeout} s")
-
-
 @contextlib.contextmanager
 def running_bigquery_emulator(gcs_server: GcsStore, base: Path) -> Iterator[BigQueryEmulator]:
     """Run local-bigquery on 127.0.0.1 (free ports), reading ``gs://`` from
@@ -149,7 +129,9 @@ def running_bigquery_emulator(gcs_server: GcsStore, base: Path) -> Iterator[BigQ
                 args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=base
             )
         try:
-            if _wait_for_emulator(process, url, PROJECT):
+            # Listing datasets opens its DuckDB catalog and loads the extensions.
+            datasets = f"{url}/bigquery/v2/projects/{PROJECT}/datasets"
+            if wait_for_http(process, datasets, "local-bigquery", 60.0, 10.0):
                 startup_seconds = time.monotonic() - started
                 break
         except Exception as exc:  # it did not answer in time

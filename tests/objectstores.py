@@ -233,21 +233,23 @@ def gcs_binary() -> str:
     return found
 
 
-def _wait_for_gcs(process: subprocess.Popen[bytes], url: str, timeout: float = 20.0) -> bool:
-    """Wait until fake-gcs-server answers; return False if it exited first."""
+def wait_for_http(
+    process: subprocess.Popen[bytes], url: str, name: str, timeout: float, request_timeout: float
+) -> bool:
+    """Wait until ``url`` answers 200; return False if ``process`` exited first (e.g. its
+    port was taken), raise if it does not answer within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             return False
         try:
-            with _opener.open(f"{url}/storage/v1/b", timeout=2) as response:
+            with _opener.open(url, timeout=request_timeout) as response:
                 if response.status == 200:
                     return True
         except OSError:
-            time.sleep(0.05)  # not up yet
-            continue
+            pass  # not up yet (an HTTP error is an OSError too)
         time.sleep(0.05)
-    raise RuntimeError(f"fake-gcs-server did not answer at {url} within {timeout} s")
+    raise RuntimeError(f"{name} did not answer at {url} within {timeout} s")
 
 
 def _stop_process(process: subprocess.Popen[bytes]) -> None:
@@ -294,7 +296,7 @@ def running_gcs_server(base: Path) -> Iterator[GcsStore]:
         with open(base / "server.log", "ab") as log:
             process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         try:
-            if _wait_for_gcs(process, url):
+            if wait_for_http(process, f"{url}/storage/v1/b", "fake-gcs-server", 20.0, 2.0):
                 break
         except BaseException:
             _stop_process(process)
