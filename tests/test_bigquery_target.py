@@ -441,3 +441,23 @@ def test_cli_syncs_to_the_emulator(upload, client, dataset, bigquery_emulator, t
     bad = runner.invoke(app, [*args, "--table-name", "tri`ps"])
     assert bad.exit_code == 2
     assert bad.stderr.strip().count("\n") == 0 and "table_name" in bad.stderr
+
+
+def test_a_table_opened_through_another_path_is_described_by_its_gcs_location(  # type: ignore[no-untyped-def]
+    fixture_copy, client, dataset
+) -> None:
+    """E.g. a bucket mounted locally: ``source_uri_prefix`` is where BigQuery finds it."""
+    path = fixture_copy("cow/v6_complexkeygen_hivestyle")
+    target = _target(client, dataset, source_uri_prefix="gs://lake-bucket/t")
+    report = sync_table(str(path), [target], dry_run=True)
+    resources = {
+        r["tableReference"]["tableId"]: r
+        for r in (json.loads(s.split(" ", 2)[2]) for s in report.plans[0].steps[1:])
+    }
+    manifest = resources["t_manifest"]["externalDataConfiguration"]["sourceUris"]
+    assert manifest == [f"gs://lake-bucket/t/.hoodie/manifest/snapshots/{report.instant}/files.csv"]
+    history = resources["t_history"]["externalDataConfiguration"]
+    assert history["sourceUris"] == ["gs://lake-bucket/t/b*.parquet"]
+    assert history["hivePartitioningOptions"]["sourceUriPrefix"] == (
+        "gs://lake-bucket/t/{byteField:INTEGER}/{shortField:INTEGER}"
+    )

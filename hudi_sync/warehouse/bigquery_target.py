@@ -298,6 +298,12 @@ class BigQueryTarget:
         self, table: HudiTable, published: PublishedManifest, names: ObjectNames, marker: SyncMarker
     ) -> list[dict[str, Any]]:
         """REST resources of the objects, in the order they must be applied."""
+
+        def seen_by_bigquery(uri: str) -> str:
+            """A manifest's URI under ``source_uri_prefix`` (the table may be opened
+            through another path, e.g. a local mount of the bucket)."""
+            return marker.base + uri[len(table.uri.rstrip("/")) :]
+
         stamp = {"description": marker.render(), "labels": _labels(marker)}
         hive = self._hive_partitioning(table, marker.base)
         excluded = frozenset(self._partition_names(table)) if hive else frozenset()
@@ -339,7 +345,9 @@ class BigQueryTarget:
                 "sourceFormat": "CSV",
                 # Tables without meta fields filter on the _FILE_NAME pseudo column,
                 # which holds absolute URIs: their manifest is the URI list.
-                "sourceUris": [published.files_uri if with_meta else published.uris_uri],
+                "sourceUris": [
+                    seen_by_bigquery(published.files_uri if with_meta else published.uris_uri)
+                ],
                 "csvOptions": {"skipLeadingRows": "0", "fieldDelimiter": ",", "quote": ""},
                 "autodetect": False,
             },
