@@ -26,6 +26,18 @@ commit and key) costs seconds; hardlinking one template would be faster still bu
 make the meta columns wrong. The expected snapshot (count and a SHA-256 of the sorted
 ``partition\\tfile id\\tbase file`` lines) goes to ``<name>.expected.json`` next to the
 table. Run ``python -m benchmarks.gen_table OUT_DIR [--preset small|full]``.
+
+``--empty-base-files`` (``TableSpec.empty_base_files``) is for benchmarks that only
+list file names (manifests of a million files): every base file is then a zero-byte
+file, a hard link to one of a few empty templates in ``<name>.empty/`` next to the
+table (creating an inode costs 60-180 us on this machine's ext4, a link about 11 us).
+Names, timeline and commit metadata are the same as in a parquet table; only the
+base files' bytes are missing, so such a table must not be read by a query engine.
+
+``append_upsert(table)`` adds one more completed UPSERT to a generated table (used by
+``bench_sync``): a new base file version of the file groups the latest completed
+commit wrote, written like the generator's upserts (requested, inflight, base files,
+then the completed ``.commit``).
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
+import errno
 import hashlib
 import io
 import json
@@ -79,6 +92,7 @@ class TableSpec:
     failed_writes: int = 2
     seed: int = 20240101
     name: str = "bench_cow"
+    empty_base_files: bool = False  # zero-byte base files: for listing benchmarks only
 
     def validate(self) -> None:
         """Raise ``ValueError`` for sizes the commit pattern cannot honour."""
@@ -127,6 +141,41 @@ def instant_time(index: int) -> str:
 
 def partition_path(index: int) -> str:
     return f"part={index:05d}"
+
+
+class EmptyFiles:
+    """Creates zero-byte files as hard links to a few empty templates in ``directory``.
+
+    A template takes links until the file system refuses (``EMLINK``: 65,000 on ext4),
+    then a new one is made. Files that cannot be linked (another file system) are
+    created empty instead.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.template: Path | None = None
+
+    def _new_template(self) -> Path:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        template = self.directory / f"empty-{uuid.uuid4().hex}"
+        template.write_bytes(b"")
+        self.template = template
+        return template
+
+    def create(self, path: Path) -> None:
+        template = self.template or self._new_template()
+        try:
+            os.link(template, path)
+        except OSError as exc:
+            if exc.errno != errno.EMLINK:
+                path.write_bytes(b"")
+                return
+            os.link(self._new_template(), path)
+
+
+def empty_files_dir(root: Path) -> Path:
+    """Where the empty templates of the table at ``root`` live (next to it)."""
+    return root.parent / f"{root.name}.empty"
 
 
 def table_checksum(database: str, name: str) -> int:
@@ -271,12 +320,32 @@ def _write_stat(group: _Group, relative: str, prev_commit: str | None, size: int
     }
 
 
+def base_file_bytes(
+    partition: str, key: str, name: str, commit_time: str, token: str, ts: int
+) -> bytes:
+    """A one-row parquet base file whose meta columns name this file, commit and key."""
+    row = {
+        "_hoodie_commit_time": [commit_time],
+        "_hoodie_commit_seqno": [f"{commit_time}_{token.split('-', 1)[0]}_0"],
+        "_hoodie_record_key": [key],
+        "_hoodie_partition_path": [partition],
+        "_hoodie_file_name": [name],
+        "id": [key],
+        "ts": [ts],
+        "part": [partition.split("=", 1)[1]],
+    }
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_pydict(row, schema=PARQUET_SCHEMA), sink, compression="NONE")
+    return sink.getvalue()
+
+
 class _TableWriter:
     """Writes one table: timeline files, partition metadata and base files."""
 
     def __init__(self, root: Path, spec: TableSpec) -> None:
         self.root = root
         self.spec = spec
+        self.empty_files = EmptyFiles(empty_files_dir(root)) if spec.empty_base_files else None
         self.hoodie = root / ".hoodie"
         self.rng = random.Random(spec.seed)
         self.schema_json = json.dumps(data_avro_schema(spec.name), separators=(",", ":"))
@@ -333,25 +402,19 @@ class _TableWriter:
     def write_base_file(
         self, group: _Group, commit_time: str, token: str, ts: int
     ) -> tuple[str, int]:
-        """Write a one-row parquet base file of ``group``; returns (relative path, size)."""
+        """Write a one-row parquet base file of ``group`` (a zero-byte one with
+        ``empty_base_files``); returns (relative path, size)."""
         name = f"{group.file_id}_{token}_{commit_time}.parquet"
-        value = group.partition.split("=", 1)[1]
-        row = {
-            "_hoodie_commit_time": [commit_time],
-            "_hoodie_commit_seqno": [f"{commit_time}_{token.split('-', 1)[0]}_0"],
-            "_hoodie_record_key": [group.key],
-            "_hoodie_partition_path": [group.partition],
-            "_hoodie_file_name": [name],
-            "id": [group.key],
-            "ts": [ts],
-            "part": [value],
-        }
-        sink = io.BytesIO()
-        pq.write_table(pa.Table.from_pydict(row, schema=PARQUET_SCHEMA), sink, compression="NONE")
-        data = sink.getvalue()
         relative = f"{group.partition}/{name}"
-        (self.root / relative).write_bytes(data)
         self.base_files += 1
+        if self.spec.empty_base_files:
+            if self.empty_files is not None:
+                self.empty_files.create(self.root / relative)
+            else:
+                (self.root / relative).write_bytes(b"")
+            return relative, 0
+        data = base_file_bytes(group.partition, group.key, name, commit_time, token, ts)
+        (self.root / relative).write_bytes(data)
         return relative, len(data)
 
     def write_files(
@@ -567,17 +630,98 @@ def load_manifest(out_dir: Path, spec: TableSpec) -> dict[str, Any] | None:
     manifest: dict[str, Any] = json.loads(path.read_text())
     if manifest.get("format") != MANIFEST_FORMAT:
         return None
-    if manifest.get("spec") != dataclasses.asdict(spec):
+    # Manifests written before a TableSpec field existed hold its default value.
+    stored = dataclasses.asdict(TableSpec()) | dict(manifest.get("spec") or {})
+    if stored != dataclasses.asdict(spec):
         return None
     if not (out_dir / spec.name / ".hoodie" / "hoodie.properties").is_file():
         return None
     return manifest
 
 
+@dataclass(frozen=True)
+class AppendedCommit:
+    """One commit added by ``append_upsert``."""
+
+    instant: str
+    commit_file: Path
+    # (partition, file id, previous base file, new base file) per rewritten group
+    changes: tuple[tuple[str, str, str, str], ...]
+
+
+def _instant_index(instant: str) -> int:
+    """Inverse of ``instant_time`` (whole seconds after ``START``)."""
+    moment = dt.datetime.strptime(instant[:14], "%Y%m%d%H%M%S").replace(tzinfo=dt.UTC)
+    return int((moment - START).total_seconds())
+
+
+def append_upsert(root: Path, updates: int = 5) -> AppendedCommit:
+    """Add one completed UPSERT to the generated table at ``root``.
+
+    It rewrites up to ``updates`` of the file groups the latest completed commit wrote
+    (their newest committed versions, so ``prevCommit`` is that commit), at the instant
+    one second after the newest one on the timeline, with the same file names, write
+    stats and timeline files as the generator's upserts. A table of zero-byte base
+    files gets zero-byte new versions; otherwise the record key is read back from the
+    previous version, as a copy-on-write upsert would.
+    """
+    hoodie = root / ".hoodie"
+    names = os.listdir(hoodie)
+    instants = [n.split(".", 1)[0] for n in names if n[:17].isdigit() and n[17:18] == "."]
+    completed = [n for n in names if n[:17].isdigit() and n[17:] in (".commit", ".replacecommit")]
+    if not completed:
+        raise ValueError(f"{root}: no completed commit to build on")
+    latest = max(completed)
+    previous = json.loads((hoodie / latest).read_bytes())
+    stats = [
+        stat
+        for partition_stats in previous["partitionToWriteStats"].values()
+        for stat in partition_stats
+    ]
+    stats.sort(key=lambda stat: (stat["partitionPath"], stat["fileId"]))
+    chosen = stats[: max(0, updates)]
+    table_name = ""
+    for line in (hoodie / "hoodie.properties").read_text().splitlines():
+        if line.startswith("hoodie.table.name="):
+            table_name = line.split("=", 1)[1]
+    index = _instant_index(max(instants)) + 1
+    commit_time = instant_time(index)
+    empty = any(os.path.getsize(root / stat["path"]) == 0 for stat in chosen)
+    spec = TableSpec(name=table_name, empty_base_files=empty)
+    writer = _TableWriter(root, spec)
+    writer.empty_files = None  # a handful of files: plain empty files, no templates
+    writes: list[tuple[_Group, bool]] = []
+    for stat in chosen:
+        key = ""
+        if not empty:
+            column = pq.read_table(root / stat["path"], columns=["_hoodie_record_key"])
+            key = str(column.column(0)[0])
+        writer.created_partitions.add(stat["partitionPath"])
+        group = _Group(stat["fileId"], stat["partitionPath"], key, latest.split(".", 1)[0])
+        group.base_name = stat["path"].rsplit("/", 1)[1]
+        writes.append((group, True))
+    old_names = [g.base_name for g, _ in writes]
+    writer.timeline_file(f"{commit_time}.commit.requested")
+    writer.timeline_file(f"{commit_time}.inflight", _jackson(writer.inflight_metadata("UPSERT")))
+    meta = writer.commit_metadata(writer.write_files(index, writes), "UPSERT")
+    writer.timeline_file(f"{commit_time}.commit", _jackson(meta))
+    changes = tuple(
+        (g.partition, g.file_id, old, g.base_name)
+        for (g, _), old in zip(writes, old_names, strict=True)
+    )
+    return AppendedCommit(commit_time, hoodie / f"{commit_time}.commit", changes)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", type=Path, help="directory to write the table into")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="small")
+    parser.add_argument(
+        "--empty-base-files",
+        action="store_true",
+        dest="empty_base_files",
+        help="zero-byte base files (hard links to empty templates): listing benchmarks only",
+    )
     for field in ("commits", "partitions", "file_groups", "insert_commits", "updates_per_commit"):
         parser.add_argument(f"--{field.replace('_', '-')}", type=int, dest=field)
     args = parser.parse_args(argv)

@@ -133,7 +133,11 @@ _OPTION_KEYS = {
     "partition_fields",
     "require_partition_filter",
     "big_lake_connection_id",
+    # Hudi's keys that need nothing here: the table is the one being synced, and its
+    # files are listed from the timeline either way.
     "base_path",
+    "use_file_listing_from_metadata",
+    "assume_date_partitioning",
 }
 
 
