@@ -232,8 +232,9 @@ class ManifestStore:
         if manifest.instant is None:
             raise BadInputError(f"{self.table.uri}: the table has no completed commit to publish")
         instant = manifest.instant
-        names = "".join(f"{n}\n" for n in manifest.names())
-        uris = "".join(f"{self.table.location.uri_of(p)}\n" for p in manifest.relative_paths())
+        names = "\n".join(manifest.names()) + "\n" if manifest.files else ""
+        base = self.table.location.uri.rstrip("/") + "/"
+        uris = "".join(f"{base}{p}\n" for p in manifest.relative_paths())
         meta = {"instant": instant, "pending": list(manifest.pending), "files": len(manifest.files)}
         self._write_once(self._path("snapshots", instant, "files.csv"), names)
         self._write_once(self._path("snapshots", instant, "uris.csv"), uris)
@@ -243,16 +244,19 @@ class ManifestStore:
             newest = instant
             for _attempt in range(3):
                 newest = self._newest_snapshot(instant)
-                self._point_at(newest)
+                self._point_at(newest, names if newest == instant else None)
                 if self._newest_snapshot(instant) == newest:
                     break
             self._prune(newest)
         files_uri, uris_uri = self.snapshot_uris(instant)
         return PublishedManifest(manifest, files_uri, uris_uri)
 
-    def _point_at(self, instant: str) -> None:
+    def _point_at(self, instant: str, names: str | None = None) -> None:
+        """Copy a complete snapshot's names and meta to the pointer files (``names``
+        when the caller has them in hand)."""
         fs = self.table.location.fs
-        names = bytes(fs.cat_file(self._path("snapshots", instant, "files.csv"))).decode()
+        if names is None:
+            names = bytes(fs.cat_file(self._path("snapshots", instant, "files.csv"))).decode()
         meta = bytes(fs.cat_file(self._path("snapshots", instant, SNAPSHOT_META))).decode()
         self._write_atomic(self._path(LATEST_FILES), names)
         self._write_atomic(self._path(POINTER), meta)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from hudi_sync.errors import CorruptTableError
 
@@ -18,8 +19,9 @@ _LOG_FILE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class BaseFile:
+class BaseFile(NamedTuple):
+    """A parsed base file name (a tuple: tables list millions of them)."""
+
     name: str
     file_id: str
     write_token: str
@@ -39,6 +41,11 @@ class LogFile:
 
 
 def parse_base_file(name: str, size: int = 0) -> BaseFile:
+    # str.split is several times faster than the regex; the regex judges odd names.
+    stem, dot, extension = name.rpartition(".")
+    parts = stem.split("_")
+    if dot and len(parts) == 3 and all(parts) and parts[2].isdigit() and extension.isalpha():
+        return BaseFile(name, parts[0], parts[1], parts[2], size)
     match = _BASE_FILE.match(name)
     if match is None:
         raise CorruptTableError(

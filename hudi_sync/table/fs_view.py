@@ -180,7 +180,14 @@ class FileSystemView:
             for file_id, slices in groups.items():
                 if (partition, file_id) in replaced:
                     continue
-                chosen = _latest_slice(slices, visible, pending_compactions, read_optimized)
+                if len(slices) == 1:  # most groups: one slice, nothing to order or merge
+                    (only,) = slices.values()
+                    usable = visible(only.base_instant) and (
+                        only.base_file is not None or not read_optimized
+                    )
+                    chosen = only if usable else None
+                else:
+                    chosen = _latest_slice(slices, visible, pending_compactions, read_optimized)
                 if chosen is None:
                     continue
                 logs = () if read_optimized else tuple(sorted(chosen.log_files, key=_log_order))
