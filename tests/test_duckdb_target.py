@@ -127,3 +127,25 @@ def test_failed_sync_leaves_previous_objects(fixture_copy, tmp_path: Path, monke
         target.sync(table, older, force=True)
     assert canonical(_view_rows(database, "t")) == before
     assert target.current_marker(ObjectNames.for_table("t")) == marker_before
+
+
+def test_a_new_snapshot_replaces_only_the_manifest_view(fixture_copy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Binding a view over the history reads every footer: only the first sync (or a
+    changed history SQL) creates it; later syncs swap the manifest view."""
+    from tests.timeline_files import HeldBackCommits
+
+    path = fixture_copy("cow/v9_txns_simple_meta")
+    held = HeldBackCommits(path, keep=1)
+    target = DuckDBTarget(str(tmp_path / "w.duckdb"), "t")
+    first = sync_table(str(path), [target]).plans[0].steps
+    assert sum(s.startswith("CREATE OR REPLACE VIEW") for s in first) == 3
+    held.complete_next()
+    report = sync_table(str(path), [target])
+    creates = [s for s in report.plans[0].steps if s.startswith("CREATE")]
+    assert creates == [s for s in creates if s.startswith('CREATE OR REPLACE VIEW "t_manifest"')]
+    assert len(creates) == 1
+    ours, theirs = same_columns(
+        _view_rows(tmp_path / "w.duckdb", "t"),
+        hudi_rs_rows(str(path)),  # type: ignore[arg-type]
+    )
+    assert canonical(ours) == canonical(theirs)

@@ -8,6 +8,7 @@ one transaction, so a failure leaves the previous objects as they were.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -64,13 +65,18 @@ class DuckDBTarget:
         """Live objects, or ``_as_of_<instant>`` ones for a time-travel sync."""
         return ObjectNames.for_table(self.table_name, published.manifest.instant if as_of else None)
 
-    def current_marker(self, names: ObjectNames) -> SyncMarker | None:
+    def _comments(self, names: ObjectNames) -> dict[str, str]:
         with self._connect() as con:
-            row = con.execute(
-                "SELECT comment FROM duckdb_views() WHERE view_name = ? AND NOT internal",
-                [names.view],
-            ).fetchone()
-        return SyncMarker.parse(row[0]) if row else None
+            rows = con.execute(
+                "SELECT view_name, comment FROM duckdb_views() "
+                "WHERE view_name IN (?, ?, ?) AND NOT internal",
+                [names.view, names.manifest, names.history],
+            ).fetchall()
+        return {str(name): str(comment or "") for name, comment in rows}
+
+    def current_marker(self, names: ObjectNames) -> SyncMarker | None:
+        comment = self._comments(names).get(names.view)
+        return SyncMarker.parse(comment) if comment is not None else None
 
     def plan(
         self,
@@ -82,7 +88,8 @@ class DuckDBTarget:
         instant = published.manifest.instant or ""
         names = self.object_names(published, as_of)
         marker = SyncMarker(instant, table.uri, self.mode)
-        current = self.current_marker(names)
+        comments = self._comments(names)
+        current = SyncMarker.parse(comments[names.view]) if names.view in comments else None
         target = self.name
         if current == marker and not force:
             return SyncPlan(target, "noop", [], f"{names.view} already shows {instant}")
@@ -95,7 +102,7 @@ class DuckDBTarget:
             return SyncPlan(
                 target, "skip-older", [], f"{names.view} shows newer {current.instant}; use --force"
             )
-        steps = self._statements(table, published, names, marker)
+        steps = self._statements(table, published, names, marker, comments if not force else {})
         return SyncPlan(target, "create" if current is None else "update", steps)
 
     def sync(
@@ -163,7 +170,12 @@ class DuckDBTarget:
             con.register_filesystem(table.location.fs)
 
     def _statements(
-        self, table: HudiTable, published: PublishedManifest, names: ObjectNames, marker: SyncMarker
+        self,
+        table: HudiTable,
+        published: PublishedManifest,
+        names: ObjectNames,
+        marker: SyncMarker,
+        current: dict[str, str],
     ) -> list[str]:
         manifest_sql = (
             f"SELECT filename FROM read_csv({quote_literal(published.files_uri)}, header = false, "
@@ -181,15 +193,23 @@ class DuckDBTarget:
             f"SELECT * EXCLUDE ({SOURCE_FILE_COLUMN}) FROM {quote_identifier(names.history)} "
             f"WHERE {file_column} IN (SELECT filename FROM {quote_identifier(names.manifest)})"
         )
-        comment = quote_literal(marker.render())
-        return [
-            f"CREATE OR REPLACE VIEW {quote_identifier(names.manifest)} AS {manifest_sql}",
-            f"CREATE OR REPLACE VIEW {quote_identifier(names.history)} AS {history_sql}",
-            f"CREATE OR REPLACE VIEW {quote_identifier(names.view)} AS {view_sql}",
-            f"COMMENT ON VIEW {quote_identifier(names.manifest)} IS {comment}",
-            f"COMMENT ON VIEW {quote_identifier(names.history)} IS {comment}",
-            f"COMMENT ON VIEW {quote_identifier(names.view)} IS {comment}",
-        ]
+        # Creating a view over the history binds it, which reads every base file's
+        # footer: the history and the view are re-created only when their SQL changed
+        # (its digest is kept in their comments); a new snapshot replaces the manifest
+        # view alone, and the view reads it by name.
+        statements = []
+        for name, select in (
+            (names.manifest, manifest_sql),
+            (names.history, history_sql),
+            (names.view, view_sql),
+        ):
+            create = f"CREATE OR REPLACE VIEW {quote_identifier(name)} AS {select}"
+            digest = hashlib.sha256(create.encode()).hexdigest()[:16]
+            if name == names.manifest or f"sql={digest}" not in current.get(name, ""):
+                statements.append(create)
+            comment = quote_literal(f"{marker.render()} sql={digest}")
+            statements.append(f"COMMENT ON VIEW {quote_identifier(name)} IS {comment}")
+        return statements
 
     def _history_select(self, table: HudiTable, published: PublishedManifest) -> str:
         globs = partition_globs(table.location.uri, published.manifest.relative_paths())

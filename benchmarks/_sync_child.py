@@ -1,0 +1,228 @@
+"""One measured step of ``bench_sync`` in a fresh interpreter.
+
+``python -m benchmarks._sync_child MODE ARGS... [--profile OUT]`` imports what the
+step needs, then times only the step and prints one JSON line: wall and CPU seconds,
+the step's own breakdown, and peak RSS in KiB (``VmHWM``, see
+``benchmarks._child.peak_rss_kib``) after imports and after the step. Modes:
+
+* ``publish TABLE``: hudi_sync's manifest publication, i.e. what
+  ``hudi_sync.sync.publish_manifest(HudiTable.open(TABLE))`` runs, split into its three
+  calls so the report can break it down: ``HudiTable.open``, ``ManifestStore.build()``
+  (a full listing without a previous manifest, else the incremental derivation) and
+  ``ManifestStore.publish(manifest)``;
+* ``ref-full TABLE OUT_DIR``: the plain-Python floor of a full publication: list the
+  partition folders with ``os.scandir`` and write every ``.parquet`` name found in the
+  three manifest files (names, absolute URIs, latest copy) under ``OUT_DIR``;
+* ``ref-incremental TABLE PREVIOUS_URIS COMMIT_FILE OUT_DIR``: the floor of an
+  incremental publication: read the previous URI list, apply the new commit's write
+  stats (plain ``json``), write the same three files;
+* ``sync TABLE DB``: ``hudi_sync.sync.sync_table(TABLE, [DuckDBTarget(DB, "t")])``,
+  the target wrapped only to time its share;
+* ``statements TABLE DB``: the DuckDB statements a forced sync of the last published
+  manifest would run, each timed, inside a transaction that is rolled back.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks._child import peak_rss_kib
+
+Step = Callable[[], dict[str, Any]]
+
+
+def _publish(table: str) -> Step:
+    from hudi_sync.manifest import ManifestStore
+    from hudi_sync.table import HudiTable
+
+    def step() -> dict[str, Any]:
+        t0 = time.perf_counter()
+        opened = HudiTable.open(table)
+        t1 = time.perf_counter()
+        store = ManifestStore(opened)
+        manifest = store.build()
+        t2 = time.perf_counter()
+        store.publish(manifest)
+        t3 = time.perf_counter()
+        return {
+            "open_s": t1 - t0,
+            "build_s": t2 - t1,
+            "write_s": t3 - t2,
+            "instant": manifest.instant,
+            "files": len(manifest.files),
+            "incremental": manifest.derived_incrementally,
+            "full_listing_reason": manifest.full_listing_reason,
+        }
+
+    return step
+
+
+def _write_manifest_files(out_dir: Path, table: str, rows: list[tuple[str, str]]) -> None:
+    """The three files a publication writes, each to a temporary name then renamed."""
+    names = "".join(f"{name}\n" for name in sorted(name for _, name in rows))
+    relative = sorted(f"{partition}/{name}" for partition, name in rows)
+    uris = "".join(f"{table}/{path}\n" for path in relative)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for file_name, text in (("files.csv", names), ("uris.csv", uris), ("latest.csv", names)):
+        temporary = out_dir / f".tmp-{file_name}"
+        temporary.write_text(text)
+        os.replace(temporary, out_dir / file_name)
+
+
+def _ref_full(table: str, out_dir: str) -> Step:
+    def step() -> dict[str, Any]:
+        t0 = time.perf_counter()
+        rows: list[tuple[str, str]] = []
+        with os.scandir(table) as top:
+            partitions = [e.name for e in top if e.is_dir() and not e.name.startswith(".")]
+        for partition in partitions:
+            with os.scandir(os.path.join(table, partition)) as entries:
+                rows += [(partition, e.name) for e in entries if e.name.endswith(".parquet")]
+        t1 = time.perf_counter()
+        _write_manifest_files(Path(out_dir), table, rows)
+        t2 = time.perf_counter()
+        return {"list_s": t1 - t0, "write_s": t2 - t1, "files": len(rows)}
+
+    return step
+
+
+def _ref_incremental(table: str, previous_uris: str, commit_file: str, out_dir: str) -> Step:
+    def step() -> dict[str, Any]:
+        t0 = time.perf_counter()
+        prefix = table.rstrip("/") + "/"
+        files: dict[tuple[str, str], str] = {}
+        with open(previous_uris, encoding="utf-8") as lines:
+            for line in lines:
+                partition, _, name = line.rstrip("\n")[len(prefix) :].rpartition("/")
+                files[(partition, name.split("_", 1)[0])] = name
+        with open(commit_file, "rb") as handle:
+            commit = json.load(handle)
+        for stats in commit["partitionToWriteStats"].values():
+            for stat in stats:
+                files[(stat["partitionPath"], stat["fileId"])] = stat["path"].rsplit("/", 1)[1]
+        t1 = time.perf_counter()
+        _write_manifest_files(Path(out_dir), table, [(p, n) for (p, _), n in files.items()])
+        t2 = time.perf_counter()
+        return {"read_s": t1 - t0, "write_s": t2 - t1, "files": len(files)}
+
+    return step
+
+
+def _sync(table: str, database: str) -> Step:
+    from hudi_sync.sync import sync_table
+    from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+
+    class TimedDuckDBTarget(DuckDBTarget):
+        """The DuckDB target, recording how long its ``sync`` took."""
+
+        target_seconds = 0.0
+
+        def sync(self, *args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return super().sync(*args, **kwargs)
+            finally:
+                self.target_seconds += time.perf_counter() - t0
+
+    def step() -> dict[str, Any]:
+        target = TimedDuckDBTarget(database, "t")
+        t0 = time.perf_counter()
+        report = sync_table(table, [target])
+        total = time.perf_counter() - t0
+        return {
+            "target_s": target.target_seconds,
+            "publish_s": total - target.target_seconds,
+            "instant": report.instant,
+            "files": report.manifest_files,
+            "incremental": report.incremental,
+            "actions": [r.action for r in report.results],
+            "errors": dict(report.errors),
+        }
+
+    return step
+
+
+def _statements(table: str, database: str) -> Step:
+    import duckdb
+
+    from hudi_sync.manifest import ManifestStore, PublishedManifest
+    from hudi_sync.table import HudiTable
+    from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+
+    def step() -> dict[str, Any]:
+        opened = HudiTable.open(table)
+        store = ManifestStore(opened)
+        manifest = store.latest()
+        if manifest is None or manifest.instant is None:
+            raise RuntimeError(f"{table}: no published manifest")
+        files_uri, uris_uri = store.snapshot_uris(manifest.instant)
+        published = PublishedManifest(manifest, files_uri, uris_uri)
+        plan = DuckDBTarget(database, "t").plan(opened, published, force=True)
+        timings = []
+        with duckdb.connect(database) as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                for statement in plan.steps:
+                    t0 = time.perf_counter()
+                    con.execute(statement)
+                    timings.append([time.perf_counter() - t0, statement])
+            finally:
+                con.execute("ROLLBACK")
+        return {"statements": timings}
+
+    return step
+
+
+MODES: dict[str, Callable[..., Step]] = {
+    "publish": _publish,
+    "ref-full": _ref_full,
+    "ref-incremental": _ref_incremental,
+    "sync": _sync,
+    "statements": _statements,
+}
+
+
+def main(argv: list[str]) -> int:
+    """Run one step; see the module docstring for arguments."""
+    profile_out = None
+    if "--profile" in argv:
+        at = argv.index("--profile")
+        profile_out = argv[at + 1]
+        argv = argv[:at] + argv[at + 2 :]
+    mode, *args = argv
+    step = MODES[mode](*args)
+    rss_after_imports = peak_rss_kib()
+    profiler = cProfile.Profile() if profile_out else None
+
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    if profiler is not None:
+        profiler.enable()
+    details = step()
+    if profiler is not None:
+        profiler.disable()
+    seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - cpu0
+    peak = peak_rss_kib()
+
+    if profiler is not None and profile_out:
+        profiler.dump_stats(profile_out)
+    report = {
+        "mode": mode,
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
+        "rss_after_imports_kib": rss_after_imports,
+        "peak_rss_kib": peak,
+        "details": details,
+    }
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
