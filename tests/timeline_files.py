@@ -169,3 +169,10 @@ class HeldBackCommits:
         for file in sorted(files, key=lambda f: order.get(f.name.rsplit(".", 1)[-1], 2)):
             file.rename(self.timeline / file.name)
         return remaining[0]
+
+    def complete_all(self) -> list[str]:
+        """Put every held-back commit back, oldest first; return their instants."""
+        completed = []
+        while (instant := self.complete_next()) is not None:
+            completed.append(instant)
+        return completed
