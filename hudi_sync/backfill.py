@@ -21,7 +21,6 @@ def discover_tables(
     a table's own folders are not searched further, hidden folders never."""
     location = open_location(root, storage_options)
     fs = location.fs
-    found: list[str] = []
 
     def visit(path: str, relative: str, depth: int) -> Iterator[str]:
         if fs.exists(f"{path}/{PROPERTIES}"):
@@ -34,9 +33,7 @@ def discover_tables(
             if entry["type"] == "directory" and not name.startswith((".", "_")):
                 yield from visit(f"{path}/{name}", f"{relative}/{name}".strip("/"), depth + 1)
 
-    for relative in visit(location.path.rstrip("/"), "", 0):
-        found.append(location.uri_of(relative))
-    return found
+    return [location.uri_of(relative) for relative in visit(location.path.rstrip("/"), "", 0)]
 
 
 def warehouse_name(root_uri: str, table_uri: str) -> str:

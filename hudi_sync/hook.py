@@ -19,12 +19,10 @@ from hudi_sync.manifest import DEFAULT_KEEP
 from hudi_sync.sync import SyncReport, Target, sync_table
 from hudi_sync.table import HudiTable
 
-SYNC_ENABLE = "hoodie.datasource.meta.sync.enable"
 SYNC_TOOLS = "hoodie.meta.sync.client.tool.class"
 MANIFEST_KEEP = "hoodie.manifest.snapshots.retained"
 DUCKDB_DATABASE = "hoodie.duckdb.sync.database"
 DUCKDB_TABLE = "hoodie.duckdb.sync.table_name"
-BIGQUERY_ENDPOINT = "hoodie.gcp.bigquery.sync.api_endpoint"
 _TOOL_ALIASES = {
     "bigquery": "bigquery",
     "org.apache.hudi.gcp.bigquery.bigquerysynctool": "bigquery",
@@ -54,13 +52,9 @@ def build_target(name: str, options: Mapping[str, Any], table: HudiTable) -> Tar
         if not database:
             raise BadInputError(f"the duckdb sync target needs {DUCKDB_DATABASE}")
         return DuckDBTarget(str(database), str(options.get(DUCKDB_TABLE) or table.config.name))
-    from hudi_sync.warehouse.bigquery_target import PREFIX, BigQuerySyncConfig, BigQueryTarget
+    from hudi_sync.warehouse.bigquery_target import BigQueryTarget
 
-    scoped = {k: v for k, v in options.items() if k.startswith(PREFIX) and k != BIGQUERY_ENDPOINT}
-    scoped.setdefault(f"{PREFIX}table_name", table.config.name)
-    config = BigQuerySyncConfig.from_options(scoped)
-    endpoint = options.get(BIGQUERY_ENDPOINT)
-    return BigQueryTarget(config, api_endpoint=str(endpoint) if endpoint else None)
+    return BigQueryTarget.from_options(options, default_table_name=table.config.name)
 
 
 def run_post_commit_hook(

@@ -47,6 +47,10 @@ class SyncReport:
     def ok(self) -> bool:
         return not self.errors
 
+    def error_summary(self) -> str:
+        """``target: message; ...`` (empty when every target succeeded)."""
+        return "; ".join(f"{where}: {message}" for where, message in self.errors.items())
+
     @classmethod
     def failed(cls, table: str, where: str, message: str) -> SyncReport:
         return cls(table, None, 0, False, (), (), {where: message})

@@ -22,7 +22,8 @@ from hudi_sync.manifest import DEFAULT_KEEP, manifest_summary
 from hudi_sync.sync import SyncReport, Target, publish_manifest, sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.properties import parse_java_properties
-from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
+from hudi_sync.warehouse.bigquery_target import PREFIX as BIGQUERY_PREFIX
+from hudi_sync.warehouse.bigquery_target import BigQueryTarget
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 from hudi_sync.watch import watch
 
@@ -268,12 +269,12 @@ ConfOption = Annotated[
     list[str] | None,
     typer.Option("--conf", "-c", help="A hoodie.* option KEY=VALUE (repeatable)."),
 ]
-BQ = "hoodie.gcp.bigquery.sync."
 
 
 def _bq_option(name: str, help_text: str) -> Any:
     return typer.Option(
-        f"--{name.replace('_', '-').replace('.', '-')}", help=f"{BQ}{name}: {help_text}"
+        f"--{name.replace('_', '-').replace('.', '-')}",
+        help=f"{BIGQUERY_PREFIX}{name}: {help_text}",
     )
 
 
@@ -333,18 +334,25 @@ def sync_bigquery(
         "partition_fields": partition_fields,
         "require_partition_filter": require_partition_filter,
         "big_lake_connection_id": big_lake_connection_id,
+        "api_endpoint": api_endpoint,
     }
 
     def targets() -> list[Target]:
-        options: dict[str, Any] = {
-            k: v for k, v in _options(props, conf).items() if k.startswith(BQ)
-        }
-        options.update({BQ + k: v for k, v in flags.items() if v is not None})
-        endpoint = options.pop(BQ + "api_endpoint", None) or api_endpoint
-        config = BigQuerySyncConfig.from_options(options)
-        return [BigQueryTarget(config, api_endpoint=endpoint)]
+        options: dict[str, Any] = _options(props, conf)
+        options.update({BIGQUERY_PREFIX + k: v for k, v in flags.items() if v is not None})
+        return [BigQueryTarget.from_options(options)]
 
     _sync(uri, targets, storage_option, as_of, keep, force, dry_run, as_json)
+
+
+def _hook_options(
+    props: str | None, conf: list[str] | None, storage_option: list[str] | None
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """The hook's options and storage options, with the configured targets checked."""
+    options = _run(lambda: _options(props, conf))
+    storage = _run(lambda: parse_storage_options(storage_option))
+    _run(lambda: target_names(options))
+    return options, storage
 
 
 @app.command("watch")
@@ -360,14 +368,12 @@ def watch_command(
 ) -> None:
     """Poll the timeline; on each new commit run the configured sync targets (the hook's
     options: hoodie.meta.sync.client.tool.class=duckdb,bigquery and theirs)."""
-    options = _run(lambda: _options(props, conf))
-    storage = _run(lambda: parse_storage_options(storage_option))
-    _run(lambda: target_names(options))
+    options, storage = _hook_options(props, conf, storage_option)
     failures = 0
 
     def report(result: SyncReport) -> None:
         nonlocal failures
-        status = "ok" if result.ok else "; ".join(f"{k}: {v}" for k, v in result.errors.items())
+        status = "ok" if result.ok else result.error_summary()
         failures += 0 if result.ok else 1
         typer.echo(f"{result.table} {result.instant}: {status}")
 
@@ -386,17 +392,14 @@ def backfill_command(
 ) -> None:
     """Find every Hudi table under ROOT and sync each one to the configured targets; each
     table's warehouse name is its path under ROOT with '/' replaced by '_'."""
-    options = _run(lambda: _options(props, conf))
-    storage = _run(lambda: parse_storage_options(storage_option))
-    _run(lambda: target_names(options))
+    options, storage = _hook_options(props, conf, storage_option)
     tables = _run(lambda: discover_tables(root, storage))
     rows: list[dict[str, Any]] = []
     with Progress(transient=True, disable=as_json) as progress:
         task = progress.add_task("syncing", total=len(tables))
 
         def done(uri: str, result: SyncReport) -> None:
-            errors = "; ".join(f"{k}: {v}" for k, v in result.errors.items())
-            rows.append({"table": uri, "instant": result.instant, "errors": errors})
+            rows.append({"table": uri, "instant": result.instant, "errors": result.error_summary()})
             progress.advance(task)
 
         _run(lambda: backfill(root, options, storage, done))

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from google.cloud import bigquery
 
 PREFIX = "hoodie.gcp.bigquery.sync."
+# Not a Hudi key: the BigQuery API endpoint, for emulators (reached without credentials).
+API_ENDPOINT = f"{PREFIX}api_endpoint"
 MANIFEST_FILE_SET = "FILE_SET_SPEC_TYPE_NEW_LINE_DELIMITED_MANIFEST"
 # Project ids: lowercase, digits, hyphens (optionally domain-scoped); datasets: letters,
 # digits and underscores; tables: letters, marks, digits, connectors, dashes and spaces.
@@ -166,6 +168,18 @@ class BigQueryTarget:
         self.config = config
         self._client = client
         self.api_endpoint = api_endpoint
+
+    @classmethod
+    def from_options(
+        cls, options: Mapping[str, Any], default_table_name: str | None = None
+    ) -> BigQueryTarget:
+        """From every option given (the ``hoodie.gcp.bigquery.sync.*`` ones are used,
+        plus ``api_endpoint``); the table name defaults to ``default_table_name``."""
+        scoped = {k: v for k, v in options.items() if k.startswith(PREFIX) and k != API_ENDPOINT}
+        if default_table_name:
+            scoped.setdefault(f"{PREFIX}table_name", default_table_name)
+        endpoint = options.get(API_ENDPOINT)
+        return cls(BigQuerySyncConfig.from_options(scoped), api_endpoint=endpoint or None)
 
     @property
     def name(self) -> str:
