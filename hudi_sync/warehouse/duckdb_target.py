@@ -54,11 +54,9 @@ class DuckDBTarget:
     def _connect(self) -> duckdb.DuckDBPyConnection:
         try:
             return duckdb.connect(self.database)
-        except duckdb.IOException as exc:
-            if "lock" in str(exc).lower():
-                raise _DatabaseBusy(str(exc)) from exc
-            raise HudiSyncError(f"DuckDB database {self.database}: {exc}") from exc
         except duckdb.Error as exc:
+            if isinstance(exc, duckdb.IOException) and "lock" in str(exc).lower():
+                raise _DatabaseBusy(str(exc)) from exc
             raise HudiSyncError(f"DuckDB database {self.database}: {exc}") from exc
 
     def object_names(self, published: PublishedManifest, as_of: bool) -> ObjectNames:
@@ -75,8 +73,7 @@ class DuckDBTarget:
         return {str(name): str(comment or "") for name, comment in rows}
 
     def current_marker(self, names: ObjectNames) -> SyncMarker | None:
-        comment = self._comments(names).get(names.view)
-        return SyncMarker.parse(comment) if comment is not None else None
+        return SyncMarker.parse(self._comments(names).get(names.view))
 
     def plan(
         self,
@@ -89,7 +86,7 @@ class DuckDBTarget:
         names = self.object_names(published, as_of)
         marker = SyncMarker(instant, table.uri, self.mode)
         comments = self._comments(names)
-        current = SyncMarker.parse(comments[names.view]) if names.view in comments else None
+        current = SyncMarker.parse(comments.get(names.view))
         target = self.name
         if current == marker and not force:
             return SyncPlan(target, "noop", [], f"{names.view} already shows {instant}")
