@@ -245,10 +245,7 @@ def test_table_without_meta_fields_filters_on_the_file_name_pseudo_column(  # ty
     checks the exact resources of the dry-run plan instead of stored objects."""
     uploaded = upload(_one("cow/v8_simplekeygen_hivestyle_no_metafields"))
     report = sync_table(uploaded.open(), [_target(client, dataset)], dry_run=True)
-    resources = {
-        r["tableReference"]["tableId"]: r
-        for r in (json.loads(s.split(" ", 2)[2]) for s in report.plans[0].steps[1:])
-    }
+    resources = _planned_tables(report)
     manifest_id = f"{client.project}.{dataset}.t_manifest"
     history_id = f"{client.project}.{dataset}.t_history"
     # _FILE_NAME holds absolute URIs, so the manifest table reads the URI list.
@@ -260,6 +257,12 @@ def test_table_without_meta_fields_filters_on_the_file_name_pseudo_column(  # ty
     )
     history_columns = {f["name"] for f in resources["t_history"]["schema"]["fields"]}
     assert "_hoodie_file_name" not in history_columns and history_columns
+
+
+def _planned_tables(report: Any) -> dict[str, dict[str, Any]]:
+    """The table resources of a dry-run plan (steps ``verb id {json}``), by table id."""
+    resources = [json.loads(s.split(" ", 2)[2]) for s in report.plans[0].steps]
+    return {r["tableReference"]["tableId"]: r for r in resources if "tableReference" in r}
 
 
 def _older_manifest(table: HudiTable) -> Any:
@@ -450,10 +453,7 @@ def test_a_table_opened_through_another_path_is_described_by_its_gcs_location(  
     path = fixture_copy("cow/v6_complexkeygen_hivestyle")
     target = _target(client, dataset, source_uri_prefix="gs://lake-bucket/t")
     report = sync_table(str(path), [target], dry_run=True)
-    resources = {
-        r["tableReference"]["tableId"]: r
-        for r in (json.loads(s.split(" ", 2)[2]) for s in report.plans[0].steps[1:])
-    }
+    resources = _planned_tables(report)
     manifest = resources["t_manifest"]["externalDataConfiguration"]["sourceUris"]
     assert manifest == [f"gs://lake-bucket/t/.hoodie/manifest/snapshots/{report.instant}/files.csv"]
     history = resources["t_history"]["externalDataConfiguration"]
