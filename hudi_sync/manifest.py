@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -74,10 +75,7 @@ def build_manifest(table: HudiTable, as_of: str | None = None) -> Manifest:
     """Full listing: the base files of the latest snapshot, or as of a time."""
     _require_parquet(table)
     instant = table.as_of_commit(as_of) if as_of is not None else table.latest_instant()
-    slices = table.view.slices_as_of(instant, read_optimized=True) if instant else []
-    files = {
-        (s.partition_path, s.file_id): s.base_file.name for s in slices if s.base_file is not None
-    }
+    files = table.view.base_files_as_of(instant) if instant else {}
     return Manifest(instant, files, _pending_writes(table, instant))
 
 
@@ -244,21 +242,27 @@ class ManifestStore:
             newest = instant
             for _attempt in range(3):
                 newest = self._newest_snapshot(instant)
-                self._point_at(newest, names if newest == instant else None)
+                self._point_at(newest)
                 if self._newest_snapshot(instant) == newest:
                     break
             self._prune(newest)
         files_uri, uris_uri = self.snapshot_uris(instant)
         return PublishedManifest(manifest, files_uri, uris_uri)
 
-    def _point_at(self, instant: str, names: str | None = None) -> None:
-        """Copy a complete snapshot's names and meta to the pointer files (``names``
-        when the caller has them in hand)."""
+    def _point_at(self, instant: str) -> None:
+        """Make a complete snapshot the latest: its names become
+        ``latest_snapshot_files.csv`` (a hard link locally, a server-side copy on object
+        stores: no second write of a million names), then its meta the pointer."""
         fs = self.table.location.fs
-        if names is None:
-            names = bytes(fs.cat_file(self._path("snapshots", instant, "files.csv"))).decode()
+        names = self._path("snapshots", instant, "files.csv")
+        latest = self._path(LATEST_FILES)
+        if self.table.location.is_local:
+            temporary = self._temporary_path(latest)
+            os.link(names, temporary)
+            os.replace(temporary, latest)
+        else:
+            fs.copy(names, latest)
         meta = bytes(fs.cat_file(self._path("snapshots", instant, SNAPSHOT_META))).decode()
-        self._write_atomic(self._path(LATEST_FILES), names)
         self._write_atomic(self._path(POINTER), meta)
 
     def _snapshot_instants(self) -> list[str]:
@@ -298,16 +302,20 @@ class ManifestStore:
         """Locally: write a temporary file and rename it over ``path``. Object stores
         publish an object in one PUT (readers see the old or the new object, never a
         part), and their "rename" is a copy, so there the object is written directly."""
-        fs = self.table.location.fs
-        parent = path.rsplit("/", 1)[0]
         if not self.table.location.is_local:
-            fs.pipe_file(path, text.encode())
+            self.table.location.fs.pipe_file(path, text.encode())
             return
-        fs.makedirs(parent, exist_ok=True)
-        temporary = f"{parent}/.tmp-{uuid.uuid4().hex}"
-        with fs.open(temporary, "wb") as handle:
-            handle.write(text.encode())
-        fs.mv(temporary, path)
+        temporary = self._temporary_path(path)
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+
+    @staticmethod
+    def _temporary_path(path: str) -> str:
+        """A fresh temporary name beside ``path`` (its folder created if needed)."""
+        parent = path.rsplit("/", 1)[0]
+        os.makedirs(parent, exist_ok=True)
+        return f"{parent}/.tmp-{uuid.uuid4().hex}"
 
     def _prune(self, current: str) -> None:
         """Keep the newest ``keep`` snapshots up to ``current``; snapshots after it are

@@ -43,6 +43,19 @@ def test_manifest_is_the_read_optimized_snapshot(unpack_table) -> None:  # type:
         assert manifest.names() == expected, fixture.name
 
 
+def test_base_file_listing_equals_read_optimized_slices_at_every_commit(unpack_table) -> None:  # type: ignore[no-untyped-def]
+    # The manifest's fast path reads names without building slices; the slice rules
+    # (uncommitted and newer files hidden, replaced groups dropped) must agree.
+    for fixture in MULTI_COMMIT:
+        table = HudiTable.open(str(unpack_table(fixture)))
+        for instant in [None, *(i.requested_time for i in table.completed_commits())]:
+            slices = table.view.slices_as_of(instant, read_optimized=True)
+            expected = {
+                (s.partition_path, s.file_id): s.base_file.name for s in slices if s.base_file
+            }
+            assert table.view.base_files_as_of(instant) == expected, (fixture.name, instant)
+
+
 def _publish_all(path: Path, keep: int) -> list[Any]:
     table = HudiTable.open(str(path))
     store = ManifestStore(table, keep=keep)

@@ -92,20 +92,20 @@ def test_a_reader_polling_during_50_syncs_never_sees_a_mixed_file_set(
 KILLER = textwrap.dedent(
     """
     import os, sys
-    from hudi_sync.manifest import ManifestStore
     from hudi_sync.sync import sync_table
     from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 
     table, database, stop_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    writes = 0
-    write = ManifestStore._write_atomic
+    # Every local manifest file is published by renaming a complete temporary file.
+    moves = 0
+    replace = os.replace
 
-    def dying_write(self, path, text):
-        global writes
-        if writes == stop_at:
+    def dying_replace(source, destination):
+        global moves
+        if moves == stop_at:
             os._exit(9)
-        writes += 1
-        write(self, path, text)
+        moves += 1
+        replace(source, destination)
 
     class DyingConnection:
         # Dies inside the DuckDB transaction, after the views were replaced.
@@ -122,14 +122,14 @@ KILLER = textwrap.dedent(
         def __getattr__(self, name):
             return getattr(self.con, name)
 
-    ManifestStore._write_atomic = dying_write
+    os.replace = dying_replace
     if stop_at == 99:
         connect = DuckDBTarget._connect
         DuckDBTarget._connect = lambda self: DyingConnection(connect(self))
     sync_table(table, [DuckDBTarget(database, "t")])
     """
 )
-# The manifest writes of a sync, in order, then a kill inside the DuckDB transaction.
+# The manifest files a sync moves into place, in order, then a kill inside the DuckDB transaction.
 KILL_POINTS = {
     "files.csv": 0,
     "uris.csv": 1,

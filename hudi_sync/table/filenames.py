@@ -41,17 +41,28 @@ class LogFile:
 
 
 def parse_base_file(name: str, size: int = 0) -> BaseFile:
+    file_id, token, instant = _base_file_parts(name)
+    return BaseFile(name, file_id, token, instant, size)
+
+
+def base_file_key(name: str) -> tuple[str, str]:
+    """``(file id, instant)`` of a base file name, for listings too large for tuples."""
+    file_id, _, instant = _base_file_parts(name)
+    return file_id, instant
+
+
+def _base_file_parts(name: str) -> tuple[str, str, str]:
     # str.split is several times faster than the regex; the regex judges odd names.
     stem, dot, extension = name.rpartition(".")
     parts = stem.split("_")
     if dot and len(parts) == 3 and all(parts) and parts[2].isdigit() and extension.isalpha():
-        return BaseFile(name, parts[0], parts[1], parts[2], size)
+        return parts[0], parts[1], parts[2]
     match = _BASE_FILE.match(name)
     if match is None:
         raise CorruptTableError(
             f"base file name {name!r} is not <fileId>_<writeToken>_<instant>.<ext>"
         )
-    return BaseFile(name, match["file_id"], match["token"], match["instant"], size)
+    return match["file_id"], match["token"], match["instant"]
 
 
 def parse_log_file(name: str, size: int = 0) -> LogFile | None:

@@ -22,6 +22,7 @@ from hudi_sync.storage import Location
 from hudi_sync.table.filenames import (
     BaseFile,
     LogFile,
+    base_file_key,
     is_log_file_name,
     parse_base_file,
     parse_log_file,
@@ -87,21 +88,27 @@ class FileSystemView:
     # -- listing -------------------------------------------------------------------------
     @cached_property
     def partitions(self) -> dict[str, PartitionFiles]:
-        """``partition path -> files``, for every partition directory of the table.
+        """``partition path -> files``, for every partition directory of the table."""
+        return {
+            relative_dir: self._classify(relative_dir, names)
+            for relative_dir, names in self._partition_listings.items()
+        }
+
+    @cached_property
+    def _partition_listings(self) -> dict[str, list[tuple[str, int]]]:
+        """``partition path -> [(file name, size)]`` of the partition directories.
 
         Like Hudi, a directory is a partition when it holds a partition metadata file;
         a non-partitioned table has the single partition ``""``.
         """
-        listing = self._list_tree()
-        result: dict[str, PartitionFiles] = {}
-        for relative_dir, names in listing.items():
-            is_partition = any(n.startswith(PARTITION_METAFILE_PREFIX) for n, _ in names)
+        result: dict[str, list[tuple[str, int]]] = {}
+        for relative_dir, names in self._list_tree().items():
             if not self.config.is_partitioned:
                 if relative_dir != "":
                     continue
-            elif not is_partition:
+            elif not any(n.startswith(PARTITION_METAFILE_PREFIX) for n, _ in names):
                 continue
-            result[relative_dir] = self._classify(relative_dir, names)
+            result[relative_dir] = names
         return result
 
     def _classify(self, relative_dir: str, names: Iterable[tuple[str, int]]) -> PartitionFiles:
@@ -135,29 +142,16 @@ class FileSystemView:
         self, as_of: str | None = None, read_optimized: bool = False
     ) -> list[FileSlice]:
         """The file slices of the snapshot at instant ``as_of`` (latest when ``None``)."""
+        rules = self._visibility(as_of)
+        if rules is None:
+            return []
+        as_of, committed, visible, completion_of = rules
         timeline = self.timeline
-        writes = timeline.completed_writes
-        if as_of is None:
-            if not writes:
-                return []
-            as_of = writes[-1].requested_time
-        limit = comparable_instant(as_of)
-        completion_of = {i.requested_time: i.completion_time or i.requested_time for i in writes}
-        timeline_start = self._timeline_start()
         pending_compactions = {
             i.requested_time
             for i in timeline.instants
             if i.action in (Action.COMPACTION, Action.LOG_COMPACTION) and not i.is_completed
         }
-
-        def committed(ts: str) -> bool:
-            return ts in completion_of or (
-                timeline_start is not None and comparable_instant(ts) < timeline_start
-            )
-
-        def visible(ts: str) -> bool:
-            return comparable_instant(ts) <= limit and committed(ts)
-
         replaced = timeline.replaced_file_ids(as_of)
         layout_one = self.config.timeline_layout_version == 1
         result: list[FileSlice] = []
@@ -196,6 +190,71 @@ class FileSystemView:
                 )
         result.sort(key=lambda s: (s.partition_path, s.file_id))
         return result
+
+    def base_files_as_of(self, as_of: str | None = None) -> dict[tuple[str, str], str]:
+        """``(partition, file id) -> base file name`` of the read-optimized snapshot.
+
+        The same files as the base files of ``slices_as_of(as_of, read_optimized=True)``
+        (the newest visible base file of each file group that was not replaced), taken
+        straight from the listed names: manifests of a million files need no slice
+        objects.
+        """
+        rules = self._visibility(as_of)
+        if rules is None:
+            return {}
+        as_of, _, visible, _ = rules
+        replaced = self.timeline.replaced_file_ids(as_of)
+        visible_instants: dict[str, bool] = {}  # a few instants wrote a million files
+        extension = self.base_extension
+        result: dict[tuple[str, str], str] = {}
+        for partition, names in self._partition_listings.items():
+            newest: dict[str, tuple[str, str]] = {}
+            for name, _ in names:
+                if name.startswith(".") or not name.endswith(extension):
+                    continue
+                try:
+                    file_id, instant = base_file_key(name)
+                except CorruptTableError as exc:
+                    where = f"{partition}/{name}" if partition else name
+                    raise CorruptTableError(f"{self.location.uri}: {where}: {exc}") from None
+                shown = visible_instants.get(instant)
+                if shown is None:
+                    shown = visible_instants[instant] = visible(instant)
+                if not shown:
+                    continue
+                key = comparable_instant(instant)
+                current = newest.get(file_id)
+                if current is None or key > current[0]:
+                    newest[file_id] = (key, name)
+            for file_id, (_, name) in newest.items():
+                if (partition, file_id) not in replaced:
+                    result[(partition, file_id)] = name
+        return result
+
+    def _visibility(
+        self, as_of: str | None
+    ) -> tuple[str, Callable[[str], bool], Callable[[str], bool], dict[str, str]] | None:
+        """For a query at ``as_of`` (latest when ``None``): the instant, whether a file
+        instant is committed, whether it is visible at the query instant, and each
+        completed write's completion time. ``None`` when nothing has been written."""
+        writes = self.timeline.completed_writes
+        if as_of is None:
+            if not writes:
+                return None
+            as_of = writes[-1].requested_time
+        limit = comparable_instant(as_of)
+        completion_of = {i.requested_time: i.completion_time or i.requested_time for i in writes}
+        timeline_start = self._timeline_start()
+
+        def committed(ts: str) -> bool:
+            return ts in completion_of or (
+                timeline_start is not None and comparable_instant(ts) < timeline_start
+            )
+
+        def visible(ts: str) -> bool:
+            return comparable_instant(ts) <= limit and committed(ts)
+
+        return as_of, committed, visible, completion_of
 
     def _timeline_start(self) -> str | None:
         """Instants older than the first write-type instant of the active timeline were
