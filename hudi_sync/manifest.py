@@ -191,12 +191,10 @@ class ManifestStore:
             ) from None
         base = self.table.location.uri.rstrip("/") + "/"
         files: dict[tuple[str, str], str] = {}
-        for line in text.splitlines():
-            if not line:
-                continue
-            relative = line[len(base) :] if line.startswith(base) else line
-            partition, _, name = relative.rpartition("/")
-            files[(partition, name.split("_", 1)[0])] = name
+        for line in text.replace(base, "").splitlines():
+            if line:
+                partition, _, name = line.rpartition("/")
+                files[(partition, name[: name.find("_")])] = name
         return Manifest(instant, files, pending)
 
     def build(self, as_of: str | None = None) -> Manifest:

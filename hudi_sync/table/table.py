@@ -75,7 +75,7 @@ class HudiTable:
     def instants(self, include_archived: bool = False) -> list[Instant]:
         """Active-timeline instants (all states); with ``include_archived``, archived
         completed instants first."""
-        active = list(self.timeline.instants)
+        active = self.timeline.with_completion_times()
         if not include_archived:
             return active
         seen = {i.requested_time for i in active}

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Iterable
+from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
@@ -14,7 +16,6 @@ from hudi_sync.table.instant import (
     Instant,
     State,
     comparable_instant,
-    make_instant,
     parse_instant_file_name,
 )
 from hudi_sync.table.metadata import (
@@ -70,39 +71,55 @@ class Timeline:
 
     # -- listing -------------------------------------------------------------------------
     @cached_property
-    def _listing(self) -> dict[str, dict[str, Any]]:
-        """``file name -> fsspec info`` of the timeline folder's files."""
+    def _listing(self) -> dict[str, dict[str, Any] | None]:
+        """``file name -> fsspec info`` of the timeline folder's files; locally the info
+        is ``None`` (names only: a stat per file is what a sync of a long timeline would
+        spend most of its time on, and only layout-1 completion times need it)."""
+        if self.location.is_local:
+            try:
+                with os.scandir(self.folder) as entries:
+                    return {e.name: None for e in entries if not e.is_dir()}
+            except FileNotFoundError:
+                return {}
         try:
-            entries = self.location.fs.ls(self.folder, detail=True)
+            listed = self.location.fs.ls(self.folder, detail=True)
         except FileNotFoundError:
-            entries = []
+            listed = []
         return {
             str(info["name"]).rstrip("/").rsplit("/", 1)[-1]: info
-            for info in entries
+            for info in listed
             if info.get("type") != "directory"
         }
 
     @cached_property
     def instants(self) -> tuple[Instant, ...]:
-        """Every instant of the active timeline in its latest state, by requested time."""
-        zone = timeline_zone(self.config)
+        """Every instant of the active timeline in its latest state, by requested time.
+
+        Layout-1 file names carry no completion time; see ``with_completion_times``."""
         latest: dict[str, Instant] = {}
-        for name, info in self._listing.items():
+        for name in self._listing:
             instant = parse_instant_file_name(name)
             if instant is None:
                 continue
-            if instant.is_completed and instant.completion_time is None:
-                instant = make_instant(
-                    instant.requested_time,
-                    instant.action,
-                    instant.state,
-                    _modification_instant(info, zone),
-                    instant.file_name,
-                )
             current = latest.get(instant.requested_time)
             if current is None or instant.state_rank > current.state_rank:
                 latest[instant.requested_time] = instant
         return tuple(sorted(latest.values(), key=lambda i: comparable_instant(i.requested_time)))
+
+    def with_completion_times(self) -> list[Instant]:
+        """``instants``, completed ones given a completion time: the file name's
+        (layout 2), else the completed file's modification time, as Hudi shows it."""
+        zone = timeline_zone(self.config)
+        return [
+            replace(i, completion_time=self._modification_instant(i.file_name, zone))
+            if i.is_completed and i.completion_time is None
+            else i
+            for i in self.instants
+        ]
+
+    def _modification_instant(self, name: str, zone: dt.tzinfo | None) -> str | None:
+        info = self._listing.get(name) or self.location.fs.info(f"{self.folder}/{name}")
+        return _modification_instant(info, zone)
 
     def completed(self, actions: Iterable[str] | None = None) -> list[Instant]:
         wanted = frozenset(actions) if actions is not None else None
