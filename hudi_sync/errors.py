@@ -30,3 +30,15 @@ class CorruptTableError(BadInputError):
 
 class TimeTravelError(BadInputError):
     """A time-travel timestamp is malformed or cannot be served (cleaned, pending)."""
+
+
+class WriteError(HudiSyncError):
+    """A write failed; the table is left readable at its previous snapshot."""
+
+
+class WriteConflictError(WriteError):
+    """Another writer committed changes to the same file groups first."""
+
+
+class LockTimeoutError(WriteError):
+    """Another writer held the table lock for longer than the wait allowed."""

@@ -38,6 +38,7 @@ class WriteStat:
     base_file: str | None = None
     log_files: tuple[str, ...] = ()
     cdc_stats: Mapping[str, int] = field(default_factory=dict)
+    prev_base_file: str | None = None
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], partition: str) -> WriteStat:
@@ -58,7 +59,27 @@ class WriteStat:
             base_file=record.get("baseFile") or None,
             log_files=tuple(record.get("logFiles") or ()),
             cdc_stats=dict(record.get("cdcStats") or {}),
+            prev_base_file=record.get("prevBaseFile") or None,
         )
+
+    def to_record(self) -> dict[str, Any]:
+        """Hudi's HoodieWriteStat fields (a Copy-on-Write base file)."""
+        return {
+            "fileId": self.file_id,
+            "path": self.path,
+            "prevCommit": self.prev_commit or NULL_COMMIT,
+            "numWrites": self.num_writes,
+            "numDeletes": self.num_deletes,
+            "numUpdateWrites": self.num_updates,
+            "numInserts": self.num_inserts,
+            "totalWriteBytes": self.total_write_bytes,
+            "totalWriteErrors": 0,
+            "partitionPath": self.partition_path,
+            "fileSizeInBytes": self.file_size,
+            "cdcStats": dict(self.cdc_stats) or None,
+            "prevBaseFile": self.prev_base_file,
+            "numUpdates": self.num_updates,
+        }
 
     @property
     def file_name(self) -> str:

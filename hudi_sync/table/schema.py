@@ -48,15 +48,38 @@ def schema_from_parquet_footer(fs: Any, path: str) -> dict[str, Any]:
         if avro_text:
             return parse_avro_schema(avro_text.decode(), path)
         arrow_schema = parquet.schema_arrow
-    fields = [
-        {"name": f.name, "type": ["null", _arrow_to_avro(f.type)], "default": None}
-        for f in arrow_schema
-        if f.name not in META_FIELDS
-    ]
-    return {"type": "record", "name": "hoodie_record", "fields": fields}
+    data_fields = [f for f in arrow_schema if f.name not in META_FIELDS]
+    return arrow_to_avro_schema(data_fields, "hoodie_record", "hoodie")
 
 
-def _arrow_to_avro(arrow_type: Any) -> Any:
+def arrow_to_avro_schema(fields: Any, name: str, namespace: str) -> dict[str, Any]:
+    """A Hudi-style Avro record schema for arrow fields: every field a ``["null", T]``
+    union defaulting to null, nested records named by their path (Avro names must be
+    unique), decimals as fixed, timestamps as micros (local- when zone-less)."""
+    return {
+        "type": "record",
+        "name": name,
+        "namespace": namespace,
+        "fields": [
+            {
+                "name": f.name,
+                "type": ["null", _arrow_to_avro(f.type, f"{namespace}.{name}", f.name)],
+                "default": None,
+            }
+            for f in fields
+        ],
+    }
+
+
+def _decimal_size(precision: int) -> int:
+    """Bytes of the smallest two's-complement fixed that holds ``precision`` digits."""
+    size = 1
+    while 2 ** (8 * size - 1) <= 10**precision:
+        size += 1
+    return size
+
+
+def _arrow_to_avro(arrow_type: Any, namespace: str, name: str) -> Any:
     import pyarrow as pa
 
     if pa.types.is_boolean(arrow_type):
@@ -86,24 +109,22 @@ def _arrow_to_avro(arrow_type: Any) -> Any:
         return {"type": "long", "logicalType": logical}
     if pa.types.is_decimal(arrow_type):
         return {
-            "type": "bytes",
+            "type": "fixed",
+            "name": "fixed",
+            "namespace": f"{namespace}.{name}",
+            "size": _decimal_size(arrow_type.precision),
             "logicalType": "decimal",
             "precision": arrow_type.precision,
             "scale": arrow_type.scale,
         }
     if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-        return {"type": "array", "items": ["null", _arrow_to_avro(arrow_type.value_type)]}
+        items = _arrow_to_avro(arrow_type.value_type, namespace, name)
+        return {"type": "array", "items": ["null", items]}
     if pa.types.is_map(arrow_type):
-        return {"type": "map", "values": ["null", _arrow_to_avro(arrow_type.item_type)]}
+        values = _arrow_to_avro(arrow_type.item_type, namespace, name)
+        return {"type": "map", "values": ["null", values]}
     if pa.types.is_struct(arrow_type):
-        return {
-            "type": "record",
-            "name": "struct",
-            "fields": [
-                {"name": f.name, "type": ["null", _arrow_to_avro(f.type)], "default": None}
-                for f in arrow_type
-            ],
-        }
+        return arrow_to_avro_schema(list(arrow_type), name, namespace)
     return "string"
 
 

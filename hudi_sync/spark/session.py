@@ -1,0 +1,25 @@
+"""A local Spark session set up for hudi_sync (UTC, this interpreter for workers)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+
+def local_session(app_name: str = "hudi_sync", cores: int = 2) -> SparkSession:
+    """``local[cores]`` with UTC session time and Python workers on this interpreter
+    (they import pyarrow and hudi_sync)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    return (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(app_name)
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", str(max(2, cores * 2)))
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.driver.memory", os.environ.get("HUDI_SYNC_SPARK_DRIVER_MEMORY", "2g"))
+        .getOrCreate()
+    )

@@ -1,0 +1,634 @@
+"""``write(df, path, options)``: Copy-on-Write Hudi writes from PySpark.
+
+Steps of one write (Hudi's, see docs/hudi-format §8):
+
+1. Create the table on first write, else check the options against it.
+2. Under the table lock: roll back failed writes (pending instants whose writer is
+   gone), take a new instant and write ``<instant>.<action>.requested``. Then mark it
+   inflight and keep a heartbeat while the write runs.
+3. Spark: key the rows, deduplicate by the ordering field, tag each key with the file
+   group that stores it (a join against the snapshot's ``_hoodie_record_key``), route
+   new keys into small files, then into new file groups sized by
+   ``hoodie.parquet.max.file.size``. Spark's Python workers merge each touched file
+   group (``merge.merge_file_group``) and write its new base file under its Hudi name,
+   after a marker that lets a rollback find it.
+4. Under the lock: fail with ``WriteConflictError`` if a commit completed meanwhile
+   touched the same file groups; else write the completed instant, last and atomically.
+5. Clean by ``hoodie.cleaner.commits.retained``; run the sync hook when
+   ``hoodie.datasource.meta.sync.enable`` is true (a failed sync is reported, the
+   commit stays).
+
+A write that fails before step 4 is rolled back at once; one that dies is rolled back
+by the next writer. Readers never see it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from hudi_sync.errors import (
+    BadInputError,
+    HudiSyncError,
+    TableNotFoundError,
+    WriteConflictError,
+    WriteError,
+)
+from hudi_sync.hook import run_post_commit_hook
+from hudi_sync.spark import options as opt
+from hudi_sync.spark.keys import partition_path_column, record_key_column
+from hudi_sync.spark.merge import (
+    DELETE_FLAG,
+    FILE_NAME,
+    IS_DELETED,
+    PARTITION_PATH,
+    RECORD_KEY,
+    merge_file_group,
+)
+from hudi_sync.spark.options import WriteOptions
+from hudi_sync.sync import SyncReport
+from hudi_sync.table import HudiTable
+from hudi_sync.table.cleaner import clean
+from hudi_sync.table.concurrency import Heartbeat, TableLock, writer_is_gone
+from hudi_sync.table.create import (
+    TableSettings,
+    create_table,
+    partition_metadata_text,
+    write_file_atomically,
+)
+from hudi_sync.table.instant import Action
+from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.rollback import marker_folder, roll_back, write_marker
+from hudi_sync.table.schema import META_FIELDS, arrow_to_avro_schema
+from hudi_sync.table.timeline_writer import CommitRecord, TimelineWriter
+
+FILE_ID = "__hudi_sync_file_id"
+REPLACE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table", "delete_partition")
+_STATS_SCHEMA = (
+    "partition string, file_id string, path string, prev_commit string, num_writes long, "
+    "num_deletes long, num_update_writes long, num_inserts long, file_size long, "
+    "prev_base_file string"
+)
+
+
+@dataclass
+class WriteResult:
+    """What a write committed."""
+
+    instant: str
+    action: str
+    operation: str
+    stats: list[WriteStat]
+    replaced_file_ids: dict[str, list[str]]
+    rolled_back: list[str] = field(default_factory=list)
+    clean_instant: str | None = None
+    sync: SyncReport | None = None
+
+
+def local_base_path(path: str) -> str:
+    """Spark writes ``file://`` here (no object-store jars): a local path or URI."""
+    if path.startswith("file://"):
+        path = path[len("file://") :]
+    elif "://" in path:
+        raise BadInputError(
+            f"{path}: the Spark writer writes local tables (file://) only; sync them to "
+            "object stores with hudi-sync"
+        )
+    return os.path.abspath(path)
+
+
+def write(
+    df: DataFrame,
+    path: str,
+    options: Mapping[str, object],
+    storage_options: Mapping[str, Any] | None = None,
+) -> WriteResult:
+    """Write ``df`` to the Hudi table at ``path`` with Hudi's write options."""
+    write_options = WriteOptions.parse(options)
+    return _Write(df, local_base_path(path), write_options, storage_options).run()
+
+
+class _Write:
+    def __init__(
+        self,
+        df: DataFrame,
+        base: str,
+        options: WriteOptions,
+        storage_options: Mapping[str, Any] | None,
+    ) -> None:
+        self.df = df
+        self.spark: SparkSession = df.sparkSession
+        self.base = base
+        self.options = options
+        self.storage_options = storage_options
+        self.operation = options.operation
+        self.action = (
+            Action.REPLACE_COMMIT if self.operation in REPLACE_OPERATIONS else Action.COMMIT
+        )
+        self.data_columns = [c for c in df.columns if c not in META_FIELDS]
+
+    # -- orchestration -------------------------------------------------------------------
+    def run(self) -> WriteResult:
+        self._check_columns()
+        table = self._open_or_create()
+        config = table.config
+        self.ordering = self.options.ordering_field or (
+            config.ordering_fields[0] if config.ordering_fields else None
+        )
+        self.hoodie = os.path.join(self.base, ".hoodie")
+        folder = self.hoodie if config.version == 6 else os.path.join(self.hoodie, "timeline")
+        self.timeline = TimelineWriter(folder, config.version)
+        lock = TableLock(self.hoodie, wait_ms=self.options.lock_wait_ms)
+        with lock:
+            rolled_back = self._roll_back_failed_writes()
+            table = HudiTable.open(self.base)
+            instant = self.timeline.new_instant_time()
+            self.timeline.request(instant, self.action, opt.OPERATION_TYPES[self.operation])
+        self.instant = instant
+        try:
+            with Heartbeat(self.hoodie, instant, self.options.heartbeat_interval_ms):
+                self.timeline.mark_inflight(instant, self.action, self.operation.upper())
+                schema = self._writer_schema(table)
+                stats, replaced = self._write_files(table, schema)
+                self._write_partition_metadata({s.partition_path for s in stats})
+                with lock:
+                    self._check_conflicts(table, stats, replaced)
+                    self._discard_unreported_files(stats)
+                    self.timeline.complete(
+                        instant,
+                        self.action,
+                        CommitRecord(
+                            self.operation.upper(),
+                            json_schema(schema, config.name),
+                            stats,
+                            replaced,
+                        ),
+                    )
+        except BaseException as exc:
+            self._abort(exc)
+            raise
+        shutil.rmtree(marker_folder(self.base, instant), ignore_errors=True)
+        result = WriteResult(instant, self.action, self.operation, stats, replaced, rolled_back)
+        if self.options.auto_clean:
+            with lock:
+                result.clean_instant = clean(
+                    HudiTable.open(self.base),
+                    self.base,
+                    self.timeline,
+                    self.options.commits_retained,
+                )
+        if self.options.meta_sync:
+            result.sync = run_post_commit_hook(self.base, self.options.raw, self.storage_options)
+        return result
+
+    def _abort(self, exc: BaseException) -> None:
+        """Roll back this write now (the next writer would otherwise do it)."""
+        with (
+            contextlib.suppress(Exception),
+            TableLock(self.hoodie, wait_ms=self.options.lock_wait_ms),
+        ):
+            roll_back(self.base, self.timeline, self.instant, self.action)
+        if not isinstance(exc, HudiSyncError | KeyboardInterrupt | SystemExit):
+            first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise WriteError(
+                f"{self.base}: write {self.instant} failed and was rolled back: {first_line}"
+            ) from exc
+
+    def _roll_back_failed_writes(self) -> list[str]:
+        table = HudiTable.open(self.base)
+        rolled_back = []
+        for pending in table.timeline.pending:
+            if pending.action not in (Action.COMMIT, Action.REPLACE_COMMIT, Action.DELTA_COMMIT):
+                continue
+            if writer_is_gone(
+                self.hoodie,
+                pending.requested_time,
+                self.options.heartbeat_interval_ms,
+                self.options.heartbeat_misses,
+            ):
+                roll_back(self.base, self.timeline, pending.requested_time, pending.action)
+                rolled_back.append(pending.requested_time)
+        return rolled_back
+
+    # -- table and schema ----------------------------------------------------------------
+    def _check_columns(self) -> None:
+        needed = list(self.options.record_key_fields)
+        if self.operation != "delete_partition" or not self.options.partitions_to_delete:
+            needed += list(self.options.partition_fields)
+        if self.operation not in ("delete", "delete_partition") and self.options.ordering_field:
+            needed.append(self.options.ordering_field)
+        missing = [c for c in needed if c not in self.df.columns]
+        if missing and self.operation != "delete_partition":
+            raise BadInputError(
+                f"the data has no column {', '.join(missing)} (named in the options)"
+            )
+
+    def _open_or_create(self) -> HudiTable:
+        try:
+            table = HudiTable.open(self.base)
+        except TableNotFoundError:
+            if self.operation in ("delete", "delete_partition"):
+                raise BadInputError(
+                    f"{self.base} is not a Hudi table: nothing to {self.operation}"
+                ) from None
+            settings = TableSettings(
+                name=self.options.table_name,
+                version=self.options.table_version,
+                record_key_fields=self.options.record_key_fields,
+                ordering_field=self.options.ordering_field,
+                partition_fields=self.options.partition_fields,
+                hive_style_partitioning=self.options.hive_style_partitioning,
+                create_schema=json_schema(self._incoming_arrow_schema(), self.options.table_name),
+            )
+            os.makedirs(self.base, exist_ok=True)
+            with contextlib.suppress(FileExistsError):  # a concurrent writer created it
+                create_table(self.base, settings)
+            table = HudiTable.open(self.base)
+        self.options.check_table(table.config, self.base)
+        if "hoodie.write.table.version" in self.options.raw and (
+            self.options.table_version != table.config.version
+        ):
+            raise BadInputError(
+                f"{self.base}: hoodie.write.table.version={self.options.table_version} but the "
+                f"table is version {table.config.version} (hudi_sync does not upgrade tables)"
+            )
+        if not table.config.populate_meta_fields:
+            raise BadInputError(
+                f"{self.base}: hoodie.populate.meta.fields=false tables cannot be written"
+            )
+        return table
+
+    def _incoming_arrow_schema(self) -> pa.Schema:
+        data = self.df.select(*self.data_columns).schema
+        return to_arrow_schema(data, timestamp_utc=True, prefers_large_types=False)
+
+    def _writer_schema(self, table: HudiTable) -> pa.Schema:
+        """Meta fields, the table's columns in order, then new nullable columns."""
+        incoming = self._incoming_arrow_schema()
+        existing = self._existing_arrow_schema(table)
+        if self.operation in ("delete", "delete_partition") and existing is not None:
+            return existing
+        meta = [pa.field(name, pa.string()) for name in META_FIELDS]
+        if existing is None:
+            return pa.schema(meta + [f.with_nullable(True) for f in incoming])
+        fields = []
+        for stored in existing:
+            if stored.name in META_FIELDS:
+                continue
+            if stored.name not in incoming.names:
+                raise BadInputError(
+                    f"{self.base}: the data has no column {stored.name} (the table has it; "
+                    "add it as null to keep it)"
+                )
+            new_type = incoming.field(stored.name).type
+            if not _same_type(new_type, stored.type):
+                raise BadInputError(
+                    f"{self.base}: column {stored.name} changes type from {stored.type} to "
+                    f"{new_type} (only new nullable columns can be added)"
+                )
+            fields.append(stored)
+        added = [f.with_nullable(True) for f in incoming if f.name not in existing.names]
+        return pa.schema(meta + fields + added)
+
+    def _existing_arrow_schema(self, table: HudiTable) -> pa.Schema | None:
+        files = table.view.base_files_as_of()
+        for (partition, _), name in sorted(files.items()):
+            return pq.read_schema(os.path.join(self.base, partition, name)).remove_metadata()
+        return None
+
+    # -- the Spark job ---------------------------------------------------------------------
+    def _keyed(self) -> DataFrame:
+        o = self.options
+        columns = [F.col(c) for c in self.data_columns]
+        if self.operation == "delete":
+            delete_flag = F.lit(True)
+        elif IS_DELETED in self.data_columns:
+            delete_flag = F.coalesce(F.col(IS_DELETED).cast("boolean"), F.lit(False))
+        else:
+            delete_flag = F.lit(False)
+        keyed = self.df.select(
+            *columns,
+            record_key_column(o.record_key_fields).alias(RECORD_KEY),
+            partition_path_column(o.partition_fields, o.hive_style_partitioning).alias(
+                PARTITION_PATH
+            ),
+            delete_flag.alias(DELETE_FLAG),
+        )
+        if keyed.where(F.col(RECORD_KEY).isNull()).limit(1).count():
+            raise BadInputError(
+                f"{self.base}: a row has a null record key "
+                f"({opt.RECORD_KEY}={','.join(o.record_key_fields)})"
+            )
+        return keyed
+
+    def _deduplicated(self, keyed: DataFrame) -> DataFrame:
+        """One row per key: the highest ordering value, ties to the later row."""
+        sequence = "__hudi_sync_seq"
+        order = [F.col(sequence).desc()]
+        if self.ordering and self.operation != "delete":
+            order.insert(0, F.col(self.ordering).desc_nulls_last())
+        window = Window.partitionBy(PARTITION_PATH, RECORD_KEY).orderBy(*order)
+        return (
+            keyed.withColumn(sequence, F.monotonically_increasing_id())
+            .withColumn("__hudi_sync_rank", F.row_number().over(window))
+            .where(F.col("__hudi_sync_rank") == 1)
+            .drop("__hudi_sync_rank", sequence)
+        )
+
+    def _write_files(
+        self, table: HudiTable, schema: pa.Schema
+    ) -> tuple[list[WriteStat], dict[str, list[str]]]:
+        snapshot = table.view.base_files_as_of()
+        operation = self.operation
+        if operation == "delete_partition":
+            partitions = set(self.options.partitions_to_delete)
+            if not partitions:
+                partitions = {
+                    r[0] for r in self._keyed().select(PARTITION_PATH).distinct().collect()
+                }
+            return [], _group_ids(snapshot, lambda p: p in partitions)
+        keyed = self._keyed()
+        deduplicate = operation in ("upsert", "delete") or self.options.combine_before_insert
+        rows = self._deduplicated(keyed) if deduplicate else keyed
+        partitions = {r[0] for r in rows.select(PARTITION_PATH).distinct().collect()}
+        replaced: dict[str, list[str]] = {}
+        if operation == "insert_overwrite":
+            replaced = _group_ids(snapshot, lambda p: p in partitions)
+        elif operation == "insert_overwrite_table":
+            replaced = _group_ids(snapshot, lambda p: True)
+        if operation in ("upsert", "delete"):
+            tagged = self._tag(rows, snapshot, partitions)
+        else:
+            tagged = rows.withColumn(FILE_ID, F.lit(None).cast("string"))
+        updates = tagged.where(F.col(FILE_ID).isNotNull())
+        inserts = tagged.where(F.col(FILE_ID).isNull() & ~F.col(DELETE_FLAG)).drop(FILE_ID)
+        use_small_files = operation in ("insert", "upsert")
+        routed = self._route_inserts(inserts, table, snapshot, use_small_files)
+        to_write = updates.unionByName(routed) if routed is not None else updates
+        stats = self._merge_groups(to_write, snapshot, schema)
+        return stats, replaced
+
+    def _tag(
+        self, rows: DataFrame, snapshot: Mapping[tuple[str, str], str], partitions: set[str]
+    ) -> DataFrame:
+        """Each incoming key's file group: a join against the stored keys."""
+        files = [
+            os.path.join(self.base, p, name) for (p, _), name in snapshot.items() if p in partitions
+        ]
+        if not files:
+            return rows.withColumn(FILE_ID, F.lit(None).cast("string"))
+        stored = self.spark.read.parquet(*files).select(
+            F.col(PARTITION_PATH).alias("__stored_partition"),
+            F.col(RECORD_KEY).alias("__stored_key"),
+            F.split(F.col(FILE_NAME), "_").getItem(0).alias(FILE_ID),
+        )
+        joined = rows.join(
+            stored,
+            (rows[PARTITION_PATH] == stored["__stored_partition"])
+            & (rows[RECORD_KEY] == stored["__stored_key"]),
+            "left",
+        )
+        return joined.drop("__stored_partition", "__stored_key")
+
+    def _record_size(self, table: HudiTable) -> int:
+        """Average bytes per record of recent commits, else the configured estimate."""
+        for instant in reversed(table.timeline.completed_writes[-5:]):
+            stats = table.timeline.commit_metadata(instant).write_stats
+            records = sum(s.num_writes for s in stats)
+            size = sum(s.file_size for s in stats)
+            if records > 0 and size > 0:
+                return max(1, size // records)
+        return self.options.record_size_estimate
+
+    def _route_inserts(
+        self,
+        inserts: DataFrame,
+        table: HudiTable,
+        snapshot: Mapping[tuple[str, str], str],
+        use_small_files: bool,
+    ) -> DataFrame | None:
+        """New keys to file groups: small files first, then new groups of
+        ``max.file.size / record size`` records each (Hudi's upsert partitioner)."""
+        counts = {r[0]: int(r[1]) for r in inserts.groupBy(PARTITION_PATH).count().collect()}
+        if not counts:
+            return None
+        record_size = self._record_size(table)
+        per_file = max(1, self.options.max_file_size // record_size)
+        buckets: list[tuple[str, int, int, str]] = []
+        for partition, count in sorted(counts.items()):
+            start = 0
+            if use_small_files:
+                for (p, file_id), name in sorted(snapshot.items()):
+                    if p != partition or start >= count:
+                        continue
+                    size = os.path.getsize(os.path.join(self.base, p, name))
+                    if size < self.options.small_file_limit:
+                        room = max(0, (self.options.max_file_size - size) // record_size)
+                        if room:
+                            buckets.append((partition, start, start + room, file_id))
+                            start += room
+            while start < count:
+                buckets.append((partition, start, start + per_file, f"{uuid.uuid4()}-0"))
+                start += per_file
+        ranges = self.spark.createDataFrame(
+            buckets, "__bucket_partition string, __lo long, __hi long, __bucket_file string"
+        )
+        numbered = inserts.withColumn(
+            "__hudi_sync_row",
+            F.row_number().over(Window.partitionBy(PARTITION_PATH).orderBy(RECORD_KEY)) - 1,
+        )
+        condition = (
+            (numbered[PARTITION_PATH] == ranges["__bucket_partition"])
+            & (numbered["__hudi_sync_row"] >= ranges["__lo"])
+            & (numbered["__hudi_sync_row"] < ranges["__hi"])
+        )
+        return (
+            numbered.join(F.broadcast(ranges), condition)
+            .withColumn(FILE_ID, F.col("__bucket_file"))
+            .drop("__hudi_sync_row", "__bucket_partition", "__lo", "__hi", "__bucket_file")
+        )
+
+    def _merge_groups(
+        self, rows: DataFrame, snapshot: Mapping[tuple[str, str], str], schema: pa.Schema
+    ) -> list[WriteStat]:
+        merge = _group_merger(
+            self.base,
+            self.instant,
+            schema,
+            None if self.operation == "delete" else self.ordering,
+            {f"{p}\0{f}": name for (p, f), name in snapshot.items()},
+        )
+        collected = rows.groupBy(PARTITION_PATH, FILE_ID).applyInArrow(merge, _STATS_SCHEMA)
+        return [
+            WriteStat(
+                partition_path=r["partition"],
+                file_id=r["file_id"],
+                path=r["path"],
+                prev_commit=r["prev_commit"],
+                num_writes=r["num_writes"],
+                num_deletes=r["num_deletes"],
+                num_updates=r["num_update_writes"],
+                num_inserts=r["num_inserts"],
+                total_write_bytes=r["file_size"],
+                file_size=r["file_size"],
+                prev_base_file=r["prev_base_file"],
+            )
+            for r in collected.collect()
+        ]
+
+    # -- commit ------------------------------------------------------------------------------
+    def _write_partition_metadata(self, partitions: set[str]) -> None:
+        for partition in partitions:
+            path = os.path.join(self.base, partition, ".hoodie_partition_metadata")
+            if not os.path.exists(path):
+                depth = len([p for p in partition.split("/") if p])
+                write_file_atomically(path, partition_metadata_text(self.instant, depth).encode())
+
+    def _check_conflicts(
+        self, started_from: HudiTable, stats: list[WriteStat], replaced: Mapping[str, list[str]]
+    ) -> None:
+        """Optimistic concurrency: commits completed since this write read the snapshot
+        must not have touched the file groups it rewrote or replaced."""
+        ours = {(s.partition_path, s.file_id) for s in stats if s.prev_commit}
+        ours |= {(p, f) for p, ids in replaced.items() for f in ids}
+        seen = {i.requested_time for i in started_from.timeline.completed_writes}
+        fresh = HudiTable.open(self.base).timeline
+        for instant in fresh.completed_writes:
+            if instant.requested_time in seen:
+                continue
+            metadata = fresh.commit_metadata(instant)
+            theirs = {(s.partition_path, s.file_id) for s in metadata.write_stats}
+            theirs |= {
+                (p, f) for p, ids in metadata.partition_to_replace_file_ids.items() for f in ids
+            }
+            overlap = ours & theirs
+            if overlap:
+                partition, file_id = sorted(overlap)[0]
+                raise WriteConflictError(
+                    f"{self.base}: write {self.instant} conflicts with commit "
+                    f"{instant.requested_time}, which changed {len(overlap)} of the same file "
+                    f"groups (e.g. {partition}/{file_id}); retry the write"
+                )
+
+    def _discard_unreported_files(self, stats: list[WriteStat]) -> None:
+        """Files of retried Spark task attempts: announced by a marker, not in the stats."""
+        from hudi_sync.table.rollback import files_written_by
+
+        reported = {s.path for s in stats}
+        for partition, names in files_written_by(self.base, self.instant).items():
+            for name in names:
+                relative = f"{partition}/{name}" if partition else name
+                if relative not in reported:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(os.path.join(self.base, relative))
+
+
+def _same_type(new: pa.DataType, stored: pa.DataType) -> bool:
+    if new == stored:
+        return True
+    if pa.types.is_timestamp(new) and pa.types.is_timestamp(stored):
+        return (new.tz is None) == (stored.tz is None)
+    if pa.types.is_integer(new) and pa.types.is_integer(stored):
+        return bool(new.bit_width == stored.bit_width)
+    return str(new).replace(" not null", "") == str(stored).replace(" not null", "")
+
+
+def _group_ids(
+    snapshot: Mapping[tuple[str, str], str], wanted: Callable[[str], bool]
+) -> dict[str, list[str]]:
+    replaced: dict[str, list[str]] = {}
+    for partition, file_id in sorted(snapshot):
+        if wanted(partition):
+            replaced.setdefault(partition, []).append(file_id)
+    return replaced
+
+
+def json_schema(schema: pa.Schema, table_name: str) -> str:
+    """The Avro schema (without meta fields) Hudi records in commits and properties."""
+    import json
+
+    fields = [f for f in schema if f.name not in META_FIELDS]
+    return json.dumps(
+        arrow_to_avro_schema(fields, f"{table_name}_record", f"hoodie.{table_name}"),
+        separators=(",", ":"),
+    )
+
+
+def _group_merger(
+    base: str,
+    instant: str,
+    schema: pa.Schema,
+    ordering: str | None,
+    stored_names: Mapping[str, str],
+) -> Callable[[pa.Table], Iterator[pa.RecordBatch] | pa.Table]:
+    """The function Spark's Python workers run for each touched file group."""
+
+    def merge(rows: pa.Table) -> pa.Table:
+        from pyspark import TaskContext
+
+        partition = rows.column(PARTITION_PATH)[0].as_py()
+        file_id = rows.column(FILE_ID)[0].as_py()
+        stored = stored_names.get(f"{partition}\0{file_id}")
+        folder = os.path.join(base, partition)
+        old = pq.read_table(os.path.join(folder, stored)) if stored else None
+        context = TaskContext.get()
+        task = (
+            (context.partitionId(), context.stageId(), context.attemptNumber())
+            if context
+            else (0, 0, 0)
+        )
+        name = f"{file_id}_{task[0]}-{task[1]}-{task[2]}_{instant}.parquet"
+        result = merge_file_group(
+            old,
+            rows,
+            schema,
+            instant=instant,
+            file_name=name,
+            seqno_prefix=f"{instant}_{task[0]}",
+            ordering_field=ordering,
+        )
+        table = result.table
+        keys = table.column(RECORD_KEY)
+        if table.num_rows:
+            import pyarrow.compute as pc
+
+            bounds = pc.min_max(keys)
+            table = table.replace_schema_metadata(
+                {
+                    "hoodie_min_record_key": bounds["min"].as_py(),
+                    "hoodie_max_record_key": bounds["max"].as_py(),
+                }
+            )
+        write_marker(base, instant, partition, name)
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, name)
+        pq.write_table(table, path)
+        relative = f"{partition}/{name}" if partition else name
+        prev_commit = stored.rsplit("_", 1)[1].split(".")[0] if stored else None
+        return pa.table(
+            {
+                "partition": pa.array([partition], pa.string()),
+                "file_id": pa.array([file_id], pa.string()),
+                "path": pa.array([relative], pa.string()),
+                "prev_commit": pa.array([prev_commit], pa.string()),
+                "num_writes": pa.array([table.num_rows], pa.int64()),
+                "num_deletes": pa.array([result.num_deletes], pa.int64()),
+                "num_update_writes": pa.array([result.num_updates], pa.int64()),
+                "num_inserts": pa.array([result.num_inserts], pa.int64()),
+                "file_size": pa.array([os.path.getsize(path)], pa.int64()),
+                "prev_base_file": pa.array([stored], pa.string()),
+            }
+        )
+
+    return merge

@@ -1,0 +1,56 @@
+"""The cleaner (KEEP_LATEST_COMMITS): delete file versions no retained query can read."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from hudi_sync.table import HudiTable
+from hudi_sync.table.instant import comparable_instant
+from hudi_sync.table.timeline_writer import TimelineWriter
+
+
+def clean(table: HudiTable, base_path: str, timeline: TimelineWriter, retained: int) -> str | None:
+    """Keep what queries as of the last ``retained`` commits need: every version written
+    at or after the earliest retained commit, plus the version visible at it; drop file
+    groups replaced before it. Returns the clean instant, or ``None`` if nothing to do."""
+    writes = table.timeline.completed_writes
+    if len(writes) <= retained:
+        return None
+    earliest = writes[-retained].requested_time
+    limit = comparable_instant(earliest)
+    committed = {i.requested_time for i in writes}
+    replaced_before = {
+        key
+        for key, instant in table.timeline.replaced_file_ids().items()
+        if comparable_instant(instant) < limit
+    }
+    deleted: dict[str, list[str]] = {}
+    for partition, files in table.view.partitions.items():
+        versions: dict[str, list[tuple[str, str]]] = {}
+        for base in files.base_files:
+            if base.instant in committed:
+                versions.setdefault(base.file_id, []).append(
+                    (comparable_instant(base.instant), base.name)
+                )
+        for file_id, group in versions.items():
+            group.sort()
+            if (partition, file_id) in replaced_before:
+                doomed = [name for _, name in group]
+            else:
+                older = [name for key, name in group if key < limit]
+                doomed = older[:-1]  # the newest older version is visible at `earliest`
+            for name in doomed:
+                deleted.setdefault(partition, []).append(
+                    f"{partition}/{name}" if partition else name
+                )
+    if not deleted:
+        return None
+    # Recorded before deleting: once a file may be gone, time travel before `earliest`
+    # must already be refused (a crash in between leaves only extra files).
+    instant = timeline.clean(earliest, writes[-1].requested_time, deleted)
+    for relative_paths in deleted.values():
+        for relative in relative_paths:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(base_path, relative))
+    return instant

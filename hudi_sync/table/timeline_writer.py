@@ -1,0 +1,340 @@
+"""The write side of the timeline: instant files in the order Hudi writers create them.
+
+A write moves through ``T.<action>.requested`` → inflight → completed; the completed
+file is written last and atomically (temporary file, then rename), so readers see the
+write entirely or not at all. v6 tables serialize commit metadata as JSON, v8 tables as
+Avro; rollback and clean metadata are Avro in both. Avro schemas here name Hudi's
+records and carry the fields hudi_sync fills; readers resolve fields by name.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import fastavro
+
+from hudi_sync.table.create import write_file_atomically
+from hudi_sync.table.instant import Action, comparable_instant, parse_instant_file_name
+from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.timeline import format_instant
+
+_NAMESPACE = "org.apache.hudi.avro.model"
+_STRING = {"type": "string", "avro.java.string": "String"}
+
+
+def _nullable(name: str, avro_type: Any) -> dict[str, Any]:
+    return {"name": name, "type": ["null", avro_type], "default": None}
+
+
+_WRITE_STAT = {
+    "type": "record",
+    "name": "HoodieWriteStat",
+    "fields": [
+        _nullable("fileId", _STRING),
+        _nullable("path", _STRING),
+        _nullable("prevCommit", _STRING),
+        _nullable("numWrites", "long"),
+        _nullable("numDeletes", "long"),
+        _nullable("numUpdateWrites", "long"),
+        _nullable("totalWriteBytes", "long"),
+        _nullable("totalWriteErrors", "long"),
+        _nullable("partitionPath", _STRING),
+        _nullable("numInserts", "long"),
+        _nullable("fileSizeInBytes", "long"),
+        _nullable("cdcStats", {"type": "map", "values": "long"}),
+        _nullable("prevBaseFile", _STRING),
+        _nullable("numUpdates", "long"),
+    ],
+}
+_COMMON_COMMIT_FIELDS = [
+    _nullable(
+        "partitionToWriteStats", {"type": "map", "values": {"type": "array", "items": _WRITE_STAT}}
+    ),
+    _nullable("compacted", "boolean"),
+    _nullable("extraMetadata", {"type": "map", "values": _STRING}),
+    {"name": "version", "type": ["int", "null"], "default": 1},
+    _nullable("operationType", _STRING),
+]
+COMMIT_SCHEMA = fastavro.parse_schema(
+    {
+        "type": "record",
+        "name": "HoodieCommitMetadata",
+        "namespace": _NAMESPACE,
+        "fields": _COMMON_COMMIT_FIELDS,
+    }
+)
+REPLACE_COMMIT_SCHEMA = fastavro.parse_schema(
+    {
+        "type": "record",
+        "name": "HoodieReplaceCommitMetadata",
+        "namespace": _NAMESPACE,
+        "fields": [
+            *_COMMON_COMMIT_FIELDS,
+            _nullable(
+                "partitionToReplaceFileIds",
+                {"type": "map", "values": {"type": "array", "items": _STRING}},
+            ),
+        ],
+    }
+)
+REQUESTED_REPLACE_SCHEMA = fastavro.parse_schema(
+    {
+        "type": "record",
+        "name": "HoodieRequestedReplaceMetadata",
+        "namespace": _NAMESPACE,
+        "fields": [
+            _nullable("operationType", _STRING),
+            _nullable("extraMetadata", {"type": "map", "values": _STRING}),
+            {"name": "version", "type": ["int", "null"], "default": 1},
+        ],
+    }
+)
+_PARTITION_FILES = {
+    "type": "record",
+    "fields": [
+        {"name": "partitionPath", "type": _STRING},
+        {"name": "successDeleteFiles", "type": {"type": "array", "items": _STRING}},
+        {"name": "failedDeleteFiles", "type": {"type": "array", "items": _STRING}},
+    ],
+}
+ROLLBACK_SCHEMA = fastavro.parse_schema(
+    {
+        "type": "record",
+        "name": "HoodieRollbackMetadata",
+        "namespace": _NAMESPACE,
+        "fields": [
+            {"name": "startRollbackTime", "type": _STRING},
+            {"name": "timeTakenInMillis", "type": "long"},
+            {"name": "totalFilesDeleted", "type": "int"},
+            {"name": "commitsRollback", "type": {"type": "array", "items": _STRING}},
+            {
+                "name": "partitionMetadata",
+                "type": {
+                    "type": "map",
+                    "values": {**_PARTITION_FILES, "name": "HoodieRollbackPartitionMetadata"},
+                },
+            },
+            {"name": "version", "type": ["int", "null"], "default": 1},
+            {
+                "name": "instantsRollback",
+                "type": {
+                    "type": "array",
+                    "items": {
+                        "type": "record",
+                        "name": "HoodieInstantInfo",
+                        "fields": [
+                            {"name": "commitTime", "type": _STRING},
+                            {"name": "action", "type": _STRING},
+                        ],
+                    },
+                },
+                "default": [],
+            },
+        ],
+    }
+)
+CLEAN_SCHEMA = fastavro.parse_schema(
+    {
+        "type": "record",
+        "name": "HoodieCleanMetadata",
+        "namespace": _NAMESPACE,
+        "fields": [
+            {"name": "startCleanTime", "type": _STRING},
+            {"name": "timeTakenInMillis", "type": "long"},
+            {"name": "totalFilesDeleted", "type": "int"},
+            {"name": "earliestCommitToRetain", "type": _STRING},
+            {"name": "lastCompletedCommitTimestamp", "type": _STRING, "default": ""},
+            {
+                "name": "partitionMetadata",
+                "type": {
+                    "type": "map",
+                    "values": {
+                        "type": "record",
+                        "name": "HoodieCleanPartitionMetadata",
+                        "fields": [
+                            {"name": "partitionPath", "type": _STRING},
+                            {"name": "policy", "type": _STRING},
+                            {
+                                "name": "deletePathPatterns",
+                                "type": {"type": "array", "items": _STRING},
+                            },
+                            *_PARTITION_FILES["fields"][1:],
+                        ],
+                    },
+                },
+            },
+            {"name": "version", "type": ["int", "null"], "default": 1},
+        ],
+    }
+)
+
+
+def avro_bytes(schema: Any, record: Mapping[str, Any]) -> bytes:
+    """One record in an Avro object-container file, as Hudi stores instant metadata."""
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, schema, [dict(record)])
+    return buffer.getvalue()
+
+
+@dataclass(frozen=True)
+class CommitRecord:
+    """The completed file's content for a commit or replacecommit."""
+
+    operation: str
+    schema: str
+    stats: Sequence[WriteStat]
+    replaced_file_ids: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    extra_metadata: Mapping[str, str] = field(default_factory=dict)
+
+    def to_record(self, replace: bool) -> dict[str, Any]:
+        by_partition: dict[str, list[dict[str, Any]]] = {}
+        for stat in self.stats:
+            by_partition.setdefault(stat.partition_path, []).append(stat.to_record())
+        record: dict[str, Any] = {
+            "partitionToWriteStats": by_partition,
+            "compacted": False,
+            "extraMetadata": {"schema": self.schema, **self.extra_metadata},
+            "version": 1,
+            "operationType": self.operation,
+        }
+        if replace:
+            record["partitionToReplaceFileIds"] = {
+                p: list(ids) for p, ids in self.replaced_file_ids.items()
+            }
+        return record
+
+
+def now_instant() -> str:
+    return format_instant(dt.datetime.now(dt.UTC))
+
+
+class TimelineWriter:
+    """Creates instant files in a local table's timeline folder."""
+
+    def __init__(self, timeline_folder: str, version: int) -> None:
+        self.folder = timeline_folder
+        self.version = version
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self.folder, name)
+
+    def new_instant_time(self) -> str:
+        """Now (UTC, ms), but always after every instant already on the timeline."""
+        latest = ""
+        for name in os.listdir(self.folder):
+            instant = parse_instant_file_name(name)
+            if instant is None:
+                continue
+            for ts in (instant.requested_time, instant.completion_time or ""):
+                latest = max(latest, comparable_instant(ts)) if ts else latest
+        candidate = now_instant()
+        if latest and candidate <= latest:
+            moment = dt.datetime.strptime(latest[:17], "%Y%m%d%H%M%S%f") + dt.timedelta(
+                milliseconds=1
+            )
+            candidate = format_instant(moment)
+        return candidate
+
+    # -- commits -------------------------------------------------------------------------
+    def request(self, instant: str, action: str, operation: str) -> None:
+        if action == Action.REPLACE_COMMIT:
+            data = avro_bytes(REQUESTED_REPLACE_SCHEMA, {"operationType": operation})
+        else:
+            data = b""
+        write_file_atomically(self._path(f"{instant}.{action}.requested"), data, exclusive=True)
+
+    def mark_inflight(self, instant: str, action: str, operation: str) -> None:
+        name = f"{instant}.inflight" if action == Action.COMMIT else f"{instant}.{action}.inflight"
+        record = CommitRecord(operation, "", ()).to_record(action == Action.REPLACE_COMMIT)
+        write_file_atomically(self._path(name), self._commit_bytes(record, action))
+
+    def complete(self, instant: str, action: str, commit: CommitRecord) -> str:
+        """Write the completed file (last, atomically); returns its file name."""
+        record = commit.to_record(action == Action.REPLACE_COMMIT)
+        data = self._commit_bytes(record, action)
+        return self._complete_file(instant, action, data)
+
+    def _complete_file(self, instant: str, action: str, data: bytes) -> str:
+        if self.version == 6:
+            name = f"{instant}.{action}"
+        else:
+            completion = max(now_instant(), self._after(instant))
+            name = f"{instant}_{completion}.{action}"
+        write_file_atomically(self._path(name), data)
+        return name
+
+    @staticmethod
+    def _after(instant: str) -> str:
+        moment = dt.datetime.strptime(instant[:17], "%Y%m%d%H%M%S%f")
+        return format_instant(moment + dt.timedelta(milliseconds=1))
+
+    def _commit_bytes(self, record: dict[str, Any], action: str) -> bytes:
+        if self.version == 6:
+            return json.dumps(record, indent=2).encode()
+        schema = REPLACE_COMMIT_SCHEMA if action == Action.REPLACE_COMMIT else COMMIT_SCHEMA
+        return avro_bytes(schema, record)
+
+    def remove_pending(self, instant: str) -> None:
+        """Delete a never-completed instant's requested and inflight files."""
+        for name in os.listdir(self.folder):
+            parsed = parse_instant_file_name(name)
+            if parsed is not None and parsed.requested_time == instant and not parsed.is_completed:
+                os.unlink(self._path(name))
+
+    # -- table services ------------------------------------------------------------------
+    def rollback(
+        self, rolled_back: str, action: str, deleted: Mapping[str, Sequence[str]], started: float
+    ) -> str:
+        """Record a completed rollback of ``rolled_back``; returns the rollback instant."""
+        instant = self.new_instant_time()
+        record = {
+            "startRollbackTime": instant,
+            "timeTakenInMillis": int((dt.datetime.now(dt.UTC).timestamp() - started) * 1000),
+            "totalFilesDeleted": sum(len(files) for files in deleted.values()),
+            "commitsRollback": [rolled_back],
+            "partitionMetadata": {
+                p: {"partitionPath": p, "successDeleteFiles": list(f), "failedDeleteFiles": []}
+                for p, f in deleted.items()
+            },
+            "version": 1,
+            "instantsRollback": [{"commitTime": rolled_back, "action": action}],
+        }
+        self._service(instant, Action.ROLLBACK, avro_bytes(ROLLBACK_SCHEMA, record))
+        return instant
+
+    def clean(
+        self, earliest_retained: str, last_completed: str, deleted: Mapping[str, Sequence[str]]
+    ) -> str:
+        """Record a completed clean; returns the clean instant."""
+        instant = self.new_instant_time()
+        record = {
+            "startCleanTime": instant,
+            "timeTakenInMillis": 0,
+            "totalFilesDeleted": sum(len(files) for files in deleted.values()),
+            "earliestCommitToRetain": earliest_retained,
+            "lastCompletedCommitTimestamp": last_completed,
+            "partitionMetadata": {
+                p: {
+                    "partitionPath": p,
+                    "policy": "KEEP_LATEST_COMMITS",
+                    "deletePathPatterns": list(f),
+                    "successDeleteFiles": list(f),
+                    "failedDeleteFiles": [],
+                }
+                for p, f in deleted.items()
+            },
+            "version": 2,
+        }
+        self._service(instant, Action.CLEAN, avro_bytes(CLEAN_SCHEMA, record))
+        return instant
+
+    def _service(self, instant: str, action: str, data: bytes) -> None:
+        write_file_atomically(self._path(f"{instant}.{action}.requested"), b"", exclusive=True)
+        write_file_atomically(self._path(f"{instant}.{action}.inflight"), b"")
+        self._complete_file(instant, action, data)
