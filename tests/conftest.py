@@ -43,3 +43,14 @@ def fixture_copy(unpack_table, tmp_path: Path):  # type: ignore[no-untyped-def]
         return target
 
     return _copy
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """One local Spark session for the whole run (starting one takes seconds)."""
+    from hudi_sync.spark import local_session
+
+    session = local_session("hudi_sync-tests")
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

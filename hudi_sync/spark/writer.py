@@ -149,6 +149,10 @@ class _Write:
         self.hoodie = os.path.join(self.base, ".hoodie")
         folder = self.hoodie if config.version == 6 else os.path.join(self.hoodie, "timeline")
         self.timeline = TimelineWriter(folder, config.version)
+        # Bad input is refused before the timeline is touched.
+        schema = self._writer_schema(table)
+        if self.operation != "delete_partition":
+            self._check_record_keys()
         lock = TableLock(self.hoodie, wait_ms=self.options.lock_wait_ms)
         with lock:
             rolled_back = self._roll_back_failed_writes()
@@ -159,7 +163,6 @@ class _Write:
         try:
             with Heartbeat(self.hoodie, instant, self.options.heartbeat_interval_ms):
                 self.timeline.mark_inflight(instant, self.action, self.operation.upper())
-                schema = self._writer_schema(table)
                 stats, replaced = self._write_files(table, schema)
                 self._write_partition_metadata({s.partition_path for s in stats})
                 with lock:
@@ -325,12 +328,15 @@ class _Write:
             ),
             delete_flag.alias(DELETE_FLAG),
         )
-        if keyed.where(F.col(RECORD_KEY).isNull()).limit(1).count():
+        return keyed
+
+    def _check_record_keys(self) -> None:
+        key = record_key_column(self.options.record_key_fields)
+        if self.df.where(key.isNull()).limit(1).count():
             raise BadInputError(
                 f"{self.base}: a row has a null record key "
-                f"({opt.RECORD_KEY}={','.join(o.record_key_fields)})"
+                f"({opt.RECORD_KEY}={','.join(self.options.record_key_fields)})"
             )
-        return keyed
 
     def _deduplicated(self, keyed: DataFrame) -> DataFrame:
         """One row per key: the highest ordering value, ties to the later row."""

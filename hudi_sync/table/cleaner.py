@@ -38,8 +38,10 @@ def clean(table: HudiTable, base_path: str, timeline: TimelineWriter, retained: 
             if (partition, file_id) in replaced_before:
                 doomed = [name for _, name in group]
             else:
-                older = [name for key, name in group if key < limit]
-                doomed = older[:-1]  # the newest older version is visible at `earliest`
+                # Queries as of `earliest` or later read the newest version at or
+                # before `earliest`, or a later one.
+                older = [name for key, name in group if key <= limit]
+                doomed = older[:-1]
             for name in doomed:
                 deleted.setdefault(partition, []).append(
                     f"{partition}/{name}" if partition else name

@@ -1,0 +1,250 @@
+"""The PySpark writer against an in-memory model, hudi-rs and our own reader."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from hudi_sync.errors import BadInputError, TimeTravelError, WriteError
+from hudi_sync.spark import read, write
+from hudi_sync.table import HudiTable
+from tests.spark_model import TableModel, table_rows
+from tests.warehouse_rows import hudi_rs_rows
+
+SCHEMA = "id int, p string, name string, ts long"
+EXTRA_SCHEMA = SCHEMA + ", extra string"
+PARTITIONS = ("a", "b", "c")
+
+
+def options(name: str, version: int, operation: str, **extra: object) -> dict[str, object]:
+    return {
+        "hoodie.table.name": name,
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.partitionpath.field": "p",
+        "hoodie.datasource.write.hive_style_partitioning": str(version == 8).lower(),
+        "hoodie.write.table.version": version,
+        "hoodie.datasource.write.operation": operation,
+        # Small files so that inserts spread over several file groups.
+        "hoodie.parquet.max.file.size": 6000,
+        "hoodie.parquet.small.file.limit": 3000,
+        "hoodie.copyonwrite.record.size.estimate": 400,
+        "hoodie.cleaner.commits.retained": 50,
+        **extra,
+    }
+
+
+def frame(spark: SparkSession, rows: list[dict[str, Any]], with_extra: bool) -> DataFrame:
+    schema = EXTRA_SCHEMA if with_extra else SCHEMA
+    columns = ["id", "p", "name", "ts"] + (["extra"] if with_extra else [])
+    return spark.createDataFrame([tuple(r.get(c) for c in columns) for r in rows], schema)
+
+
+def our_rows(spark: SparkSession, path: Path, with_extra: bool, **read_options: str) -> list[Any]:
+    return table_rows(read(spark, str(path), read_options).toArrow(), with_extra)
+
+
+def hudi_rs(path: Path, with_extra: bool, as_of: str | None = None) -> list[Any]:
+    table = hudi_rs_rows(str(path), as_of=as_of)
+    if with_extra and "extra" not in table.column_names:
+        table = table.append_column("extra", pa.nulls(table.num_rows, pa.string()))
+    return table_rows(table, with_extra)
+
+
+class RandomWorkload:
+    """Random operations with the model's expected outcome of each."""
+
+    def __init__(self, spark: SparkSession, path: Path, version: int, seed: int) -> None:
+        self.spark, self.path, self.version = spark, path, version
+        self.random = random.Random(seed)
+        self.model = TableModel()
+        self.next_key = 0
+        self.history: list[tuple[str, TableModel]] = []
+
+    def _new_rows(self, count: int) -> list[dict[str, Any]]:
+        rows = []
+        for _ in range(count):
+            rows.append(self._row(self.next_key, self.random.choice(PARTITIONS)))
+            self.next_key += 1
+        return rows
+
+    def _row(self, key: int, partition: str) -> dict[str, Any]:
+        row = {
+            "id": key,
+            "p": partition,
+            "name": f"n{self.random.randrange(1000)}",
+            "ts": self.random.randrange(4),  # few values: ordering ties are common
+        }
+        if self.model.has_extra:
+            row["extra"] = self.random.choice([None, "x", "y"])
+        return row
+
+    def _write(self, rows: list[dict[str, Any]], operation: str, **extra: object) -> str:
+        df = frame(self.spark, rows, self.model.has_extra)
+        name = f"t{self.version}"
+        return write(df, str(self.path), options(name, self.version, operation, **extra)).instant
+
+    def step(self, operation: str) -> str | None:
+        model, existing = self.model, sorted(self.model.rows)
+        if operation == "insert":
+            rows = self._new_rows(self.random.randint(1, 25))
+            instant = self._write(rows, "insert")
+            model.insert(rows, instant)
+        elif operation == "upsert":
+            picked = self.random.sample(existing, min(len(existing), self.random.randint(1, 12)))
+            rows = [self._row(k, model.rows[k]["p"]) for k in picked]
+            rows += [dict(r, name=r["name"] + "-dup") for r in rows[: len(rows) // 3]]
+            rows += self._new_rows(self.random.randint(0, 8))
+            self.random.shuffle(rows)
+            instant = self._write(rows, "upsert")
+            model.upsert(rows, instant)
+        elif operation == "delete":
+            picked = self.random.sample(existing, min(len(existing), self.random.randint(1, 6)))
+            rows = [dict(model.rows[k]) for k in picked] + [self._row(10_000, "a")]
+            instant = self._write(rows, "delete")
+            model.delete(picked)
+        elif operation == "insert_overwrite":
+            partition = self.random.choice(PARTITIONS)
+            rows = [dict(r, p=partition) for r in self._new_rows(self.random.randint(1, 6))]
+            instant = self._write(rows, "insert_overwrite")
+            model.overwrite_partitions(rows, instant)
+        elif operation == "delete_partition":
+            partition = self.random.choice(PARTITIONS)
+            partition_path = f"p={partition}" if self.version == 8 else partition
+            instant = self._write(
+                [],
+                "delete_partition",
+                **{"hoodie.datasource.write.partitions.to.delete": partition_path},
+            )
+            model.delete_partition(partition)
+        elif operation == "add_column":
+            model.has_extra = True
+            picked = self.random.sample(existing, min(len(existing), 3))
+            rows = [self._row(k, model.rows[k]["p"]) for k in picked] + self._new_rows(2)
+            instant = self._write(rows, "upsert")
+            model.upsert(rows, instant)
+        elif operation == "failed_upsert":
+            rows = [self._row(k, model.rows[k]["p"]) for k in existing[:3]] + self._new_rows(2)
+            df = frame(self.spark, rows, model.has_extra)
+            boom = F.udf(lambda name: (_ for _ in ()).throw(RuntimeError("worker died")), "string")
+            with pytest.raises(WriteError, match="rolled back"):
+                write(
+                    df.withColumn("name", boom("name")),
+                    str(self.path),
+                    options(f"t{self.version}", self.version, "upsert"),
+                )
+            return None
+        else:  # pragma: no cover - the test's own list
+            raise AssertionError(operation)
+        self.history.append((instant, model.copy()))
+        return instant
+
+
+OPERATIONS = ["upsert", "upsert", "insert", "delete", "insert_overwrite", "upsert"]
+
+
+@pytest.mark.parametrize("version,seed", [(6, 1), (8, 2)])
+def test_random_operations_match_the_model_in_every_reader(  # type: ignore[no-untyped-def]
+    spark, tmp_path, version, seed
+) -> None:
+    workload = RandomWorkload(spark, tmp_path / "table", version, seed)
+    sequence = ["insert", *workload.random.choices(OPERATIONS, k=7), "add_column", "upsert"]
+    sequence.insert(5, "delete_partition")
+    sequence.insert(3, "failed_upsert")
+    for operation in sequence:
+        instant = workload.step(operation)
+        extra = workload.model.has_extra
+        expected = workload.model.snapshot()
+        assert our_rows(spark, workload.path, extra) == expected, (operation, instant)
+        assert hudi_rs(workload.path, extra) == expected, (operation, instant)
+    # Time travel to every commit, in both readers.
+    table = HudiTable.open(str(workload.path))
+    completed = {i.requested_time: i for i in table.timeline.completed_writes}
+    for instant, model in workload.history:
+        expected = model.snapshot()
+        extra = model.has_extra
+        assert our_rows(spark, workload.path, extra, **{"as.of.instant": instant}) == expected
+        as_of = completed[instant].completion_time or instant
+        assert hudi_rs(workload.path, extra, as_of=as_of) == expected, instant
+    assert any(i.action == "rollback" for i in table.timeline.instants)
+    assert len(table.timeline.completed_writes) == len(workload.history)
+
+
+def test_table_files_are_only_hudi_base_files(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    workload = RandomWorkload(spark, tmp_path / "t", 6, 3)
+    for operation in ("insert", "upsert", "delete"):
+        workload.step(operation)
+    for path in (tmp_path / "t").rglob("*"):
+        if ".hoodie" in path.relative_to(tmp_path / "t").parts or path.is_dir():
+            continue
+        assert path.name == ".hoodie_partition_metadata" or path.name.endswith(".parquet")
+        assert not path.name.startswith(("part-", "_SUCCESS", "_temporary")), path
+
+
+def test_unchanged_rows_keep_commit_time_and_seqno(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = str(tmp_path / "t")
+    rows = [{"id": i, "p": "a", "name": f"n{i}", "ts": 1} for i in range(5)]
+    first = write(frame(spark, rows, False), path, options("t", 6, "upsert")).instant
+    before = {r["id"]: r for r in read(spark, path).toArrow().to_pylist()}
+    second = write(
+        frame(spark, [dict(rows[0], ts=2, name="new")], False), path, options("t", 6, "upsert")
+    )
+    after = {r["id"]: r for r in read(spark, path).toArrow().to_pylist()}
+    assert after[0]["_hoodie_commit_time"] == second.instant != first
+    for key in range(1, 5):
+        assert after[key]["_hoodie_commit_time"] == before[key]["_hoodie_commit_time"] == first
+        assert after[key]["_hoodie_commit_seqno"] == before[key]["_hoodie_commit_seqno"]
+        assert after[key]["_hoodie_file_name"] != before[key]["_hoodie_file_name"]
+    (stat,) = second.stats
+    assert (stat.num_updates, stat.num_inserts, stat.prev_commit) == (1, 0, first)
+
+
+def test_cleaner_keeps_the_retained_commits_and_refuses_older_time_travel(  # type: ignore[no-untyped-def]
+    spark, tmp_path
+) -> None:
+    path = str(tmp_path / "t")
+    instants = []
+    for ts in range(5):
+        rows = [{"id": 1, "p": "a", "name": f"v{ts}", "ts": ts}]
+        result = write(
+            frame(spark, rows, False),
+            path,
+            options("t", 6, "upsert", **{"hoodie.cleaner.commits.retained": 2}),
+        )
+        instants.append(result.instant)
+    files = sorted(p.name for p in (tmp_path / "t" / "a").glob("*.parquet"))
+    # Queries as of the last two commits need their two versions; older ones are gone.
+    assert [f.rsplit("_", 1)[1][:-8] for f in files] == instants[-2:]
+    assert our_rows(spark, tmp_path / "t", False, **{"as.of.instant": instants[-2]})[0][2] == "v3"
+    with pytest.raises(TimeTravelError, match="cleaned"):
+        read(spark, path, {"as.of.instant": instants[0]})
+
+
+def test_options_that_contradict_the_table_fail_clearly(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = str(tmp_path / "t")
+    rows = [{"id": 1, "p": "a", "name": "x", "ts": 1}]
+    write(frame(spark, rows, False), path, options("t", 6, "upsert"))
+    changed_key = {**options("t", 6, "upsert"), "hoodie.datasource.write.recordkey.field": "name"}
+    with pytest.raises(BadInputError, match="recordkey.field=name"):
+        write(frame(spark, rows, False), path, changed_key)
+    retyped = spark.createDataFrame(
+        [(1, "a", "x", "late")], "id int, p string, name string, ts string"
+    )
+    with pytest.raises(BadInputError, match="column ts changes type"):
+        write(retyped, path, options("t", 6, "upsert"))
+    with pytest.raises(BadInputError, match="no column name"):
+        write(frame(spark, rows, False).drop("name"), path, options("t", 6, "upsert"))
+    with pytest.raises(BadInputError, match="null record key"):
+        write(frame(spark, [dict(rows[0], id=None)], False), path, options("t", 6, "upsert"))
+    with pytest.raises(BadInputError, match="local tables"):
+        write(frame(spark, rows, False), "s3://bucket/t", options("t", 6, "upsert"))
+    with pytest.raises(BadInputError, match="operation"):
+        write(frame(spark, rows, False), path, options("t", 6, "merge"))
+    # Nothing of the refused writes reached the timeline.
+    assert len(HudiTable.open(path).timeline.instants) == 1
