@@ -231,7 +231,7 @@ def test_options_that_contradict_the_table_fail_clearly(spark, tmp_path) -> None
     rows = [{"id": 1, "p": "a", "name": "x", "ts": 1}]
     write(frame(spark, rows, False), path, options("t", 6, "upsert"))
     changed_key = {**options("t", 6, "upsert"), "hoodie.datasource.write.recordkey.field": "name"}
-    with pytest.raises(BadInputError, match="recordkey.field=name"):
+    with pytest.raises(BadInputError, match=r"recordkey\.field=name"):
         write(frame(spark, rows, False), path, changed_key)
     retyped = spark.createDataFrame(
         [(1, "a", "x", "late")], "id int, p string, name string, ts string"
