@@ -1,0 +1,92 @@
+"""The Spark reader on Apache Hudi's own tables, and the writer's post-commit sync."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from hudi_sync.errors import BadInputError
+from hudi_sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS
+from hudi_sync.spark import read, write
+from hudi_sync.table import HudiTable
+from tests.fixture_tables import fixture_tables
+from tests.test_spark_writer import frame, options
+from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
+
+# Tables hudi-rs reads (the DuckDB tests' list), with meta fields.
+READABLE = [t for t in fixture_tables() if "empty" not in t.name and "no_metafields" not in t.name]
+
+
+@pytest.mark.parametrize("fixture", READABLE, ids=[t.id for t in READABLE])
+def test_reader_equals_hudi_rs_on_fixture_tables(spark, unpack_table, fixture) -> None:  # type: ignore[no-untyped-def]
+    path = str(unpack_table(fixture))
+    table = HudiTable.open(path)
+    query = "read_optimized" if table.config.is_mor else "snapshot"
+    ours = read(spark, path, {"hoodie.datasource.query.type": query}).toArrow()
+    theirs = hudi_rs_rows(path, read_optimized=table.config.is_mor)
+    ours, theirs = same_columns(ours, theirs)
+    assert canonical(ours) == canonical(theirs)
+    if table.config.is_mor:
+        return
+    commits = [i.requested_time for i in table.completed_commits()]
+    first = read(spark, path, {"as.of.instant": commits[0]}).toArrow()
+    assert canonical(same_columns(first, hudi_rs_rows(path, as_of=commits[0]))[0]) == canonical(
+        hudi_rs_rows(path, as_of=commits[0])
+    )
+    # Incremental after the first commit: exactly the rows later commits wrote (the
+    # range is by completion time on layout-2 tables, as in Hudi 1.x).
+    first_commit = table.timeline.completed_writes[0]
+    begin = first_commit.completion_time or first_commit.requested_time
+    later = read(
+        spark,
+        path,
+        {
+            "hoodie.datasource.query.type": "incremental",
+            "hoodie.datasource.read.begin.instanttime": begin,
+        },
+    ).toArrow()
+    snapshot_rows = ours.to_pylist()
+    expected = [r for r in snapshot_rows if r["_hoodie_commit_time"] > commits[0]]
+    assert sorted(r["_hoodie_record_key"] for r in later.to_pylist()) == sorted(
+        r["_hoodie_record_key"] for r in expected
+    )
+
+
+def test_reader_refuses_merge_on_read_snapshots(spark, unpack_table) -> None:  # type: ignore[no-untyped-def]
+    mor = next(t for t in READABLE if "/mor/" in t.name)
+    with pytest.raises(BadInputError, match="read_optimized"):
+        read(spark, str(unpack_table(mor)))
+
+
+def test_write_with_meta_sync_updates_the_duckdb_view(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path, database = str(tmp_path / "t"), str(tmp_path / "w.duckdb")
+    sync = {
+        "hoodie.datasource.meta.sync.enable": "true",
+        SYNC_TOOLS: "duckdb",
+        DUCKDB_DATABASE: database,
+        DUCKDB_TABLE: "trips",
+    }
+    for ts, names in enumerate((["a", "b", "c"], ["a2", "b", "c"])):
+        rows = [{"id": i, "p": "x" if i else "y", "name": n, "ts": ts} for i, n in enumerate(names)]
+        result = write(frame(spark, rows, False), path, options("t", 6, "upsert", **sync))
+        assert result.sync is not None and result.sync.ok, result.sync
+        with duckdb.connect(database) as con:
+            view = con.execute('SELECT * FROM "trips"').to_arrow_table()
+        ours = read(spark, path).toArrow()
+        assert canonical(same_columns(view, ours)[0]) == canonical(ours)
+        assert sorted(view.column("name").to_pylist()) == sorted(names)
+
+
+def test_a_failed_sync_does_not_undo_the_commit(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = str(tmp_path / "t")
+    broken = {
+        "hoodie.datasource.meta.sync.enable": "true",
+        SYNC_TOOLS: "duckdb",
+        DUCKDB_DATABASE: str(tmp_path / "missing-folder" / "w.duckdb"),
+    }
+    rows = [{"id": 1, "p": "x", "name": "kept", "ts": 1}]
+    result = write(frame(spark, rows, False), path, options("t", 6, "upsert", **broken))
+    assert result.sync is not None and not result.sync.ok
+    assert [r["name"] for r in read(spark, path).toArrow().to_pylist()] == ["kept"]
