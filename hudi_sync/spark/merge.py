@@ -144,12 +144,11 @@ def merge_file_group(
         pa.array([file_name] * merged.num_rows, pa.string()),
     )
 
-    count = pc.sum
     return MergeResult(
         merged,
-        num_inserts=int(count(inserted).as_py() or 0),
-        num_updates=int(count(updated).as_py() or 0),
-        num_deletes=int(count(removed).as_py() or 0),
+        num_inserts=_count(inserted),
+        num_updates=_count(updated),
+        num_deletes=_count(removed),
         _keys=new_keys,
         _position=position,
         _inserted=inserted,
@@ -157,3 +156,7 @@ def merge_file_group(
         _removed=removed,
         _kept_rows=kept.num_rows,
     )
+
+
+def _count(flags: pa.Array) -> int:
+    return int(pc.sum(flags).as_py() or 0)

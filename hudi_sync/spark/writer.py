@@ -25,6 +25,7 @@ by the next writer. Readers never see it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import uuid
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -69,7 +71,7 @@ from hudi_sync.table.create import (
 )
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
-from hudi_sync.table.rollback import marker_folder, roll_back, write_marker
+from hudi_sync.table.rollback import files_written_by, marker_folder, roll_back, write_marker
 from hudi_sync.table.schema import META_FIELDS, arrow_to_avro_schema
 from hudi_sync.table.timeline_writer import CommitRecord, TimelineWriter
 
@@ -529,8 +531,6 @@ class _Write:
 
     def _discard_unreported_files(self, stats: list[WriteStat]) -> None:
         """Files of retried Spark task attempts: announced by a marker, not in the stats."""
-        from hudi_sync.table.rollback import files_written_by
-
         reported = {s.path for s in stats}
         for partition, names in files_written_by(self.base, self.instant).items():
             for name in names:
@@ -562,8 +562,6 @@ def _group_ids(
 
 def json_schema(schema: pa.Schema, table_name: str) -> str:
     """The Avro schema (without meta fields) Hudi records in commits and properties."""
-    import json
-
     fields = [f for f in schema if f.name not in META_FIELDS]
     return json.dumps(
         arrow_to_avro_schema(fields, f"{table_name}_record", f"hoodie.{table_name}"),
@@ -607,8 +605,6 @@ def _group_merger(
         table = result.table
         keys = table.column(RECORD_KEY)
         if table.num_rows:
-            import pyarrow.compute as pc
-
             bounds = pc.min_max(keys)
             table = table.replace_schema_metadata(
                 {
