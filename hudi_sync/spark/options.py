@@ -36,8 +36,6 @@ OPERATIONS = (
     "insert_overwrite_table",
     "delete_partition",
 )
-# Hudi's names of the operations in commit metadata.
-OPERATION_TYPES = {op: op.upper() for op in OPERATIONS}
 
 
 def _split(value: str | None) -> tuple[str, ...]:

@@ -29,7 +29,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +59,7 @@ from hudi_sync.spark.merge import (
     merge_file_group,
 )
 from hudi_sync.spark.options import WriteOptions
+from hudi_sync.storage import write_file_atomically
 from hudi_sync.sync import SyncReport
 from hudi_sync.table import HudiTable
 from hudi_sync.table.cleaner import clean
@@ -67,7 +68,6 @@ from hudi_sync.table.create import (
     TableSettings,
     create_table,
     partition_metadata_text,
-    write_file_atomically,
 )
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
@@ -151,21 +151,23 @@ class _Write:
         self.hoodie = os.path.join(self.base, ".hoodie")
         folder = self.hoodie if config.version == 6 else os.path.join(self.hoodie, "timeline")
         self.timeline = TimelineWriter(folder, config.version)
+        # One snapshot serves the schema check, the tagging and the conflict check (a
+        # commit that completes after it is caught at commit time).
+        snapshot = table.view.base_files_as_of()
         # Bad input is refused before the timeline is touched.
-        schema = self._writer_schema(table)
+        schema = self._writer_schema(snapshot)
         if self.operation != "delete_partition":
             self._check_record_keys()
         lock = TableLock(self.hoodie, wait_ms=self.options.lock_wait_ms)
         with lock:
-            rolled_back = self._roll_back_failed_writes()
-            table = HudiTable.open(self.base)
+            rolled_back = self._roll_back_failed_writes(table)
             instant = self.timeline.new_instant_time()
-            self.timeline.request(instant, self.action, opt.OPERATION_TYPES[self.operation])
+            self.timeline.request(instant, self.action, self.operation.upper())
         self.instant = instant
         try:
             with Heartbeat(self.hoodie, instant, self.options.heartbeat_interval_ms):
                 self.timeline.mark_inflight(instant, self.action, self.operation.upper())
-                stats, replaced = self._write_files(table, schema)
+                stats, replaced = self._write_files(table, snapshot, schema)
                 self._write_partition_metadata({s.partition_path for s in stats})
                 with lock:
                     self._check_conflicts(table, stats, replaced)
@@ -210,8 +212,7 @@ class _Write:
                 f"{self.base}: write {self.instant} failed and was rolled back: {first_line}"
             ) from exc
 
-    def _roll_back_failed_writes(self) -> list[str]:
-        table = HudiTable.open(self.base)
+    def _roll_back_failed_writes(self, table: HudiTable) -> list[str]:
         rolled_back = []
         for pending in table.timeline.pending:
             if pending.action not in (Action.COMMIT, Action.REPLACE_COMMIT, Action.DELTA_COMMIT):
@@ -228,13 +229,13 @@ class _Write:
 
     # -- table and schema ----------------------------------------------------------------
     def _check_columns(self) -> None:
-        needed = list(self.options.record_key_fields)
-        if self.operation != "delete_partition" or not self.options.partitions_to_delete:
-            needed += list(self.options.partition_fields)
-        if self.operation not in ("delete", "delete_partition") and self.options.ordering_field:
+        if self.operation == "delete_partition":
+            return  # partitions come from the option, or from whatever rows are given
+        needed = [*self.options.record_key_fields, *self.options.partition_fields]
+        if self.operation != "delete" and self.options.ordering_field:
             needed.append(self.options.ordering_field)
         missing = [c for c in needed if c not in self.df.columns]
-        if missing and self.operation != "delete_partition":
+        if missing:
             raise BadInputError(
                 f"the data has no column {', '.join(missing)} (named in the options)"
             )
@@ -278,10 +279,10 @@ class _Write:
         data = self.df.select(*self.data_columns).schema
         return to_arrow_schema(data, timestamp_utc=True, prefers_large_types=False)
 
-    def _writer_schema(self, table: HudiTable) -> pa.Schema:
+    def _writer_schema(self, snapshot: Mapping[tuple[str, str], str]) -> pa.Schema:
         """Meta fields, the table's columns in order, then new nullable columns."""
         incoming = self._incoming_arrow_schema()
-        existing = self._existing_arrow_schema(table)
+        existing = self._existing_arrow_schema(snapshot)
         if self.operation in ("delete", "delete_partition") and existing is not None:
             return existing
         meta = [pa.field(name, pa.string()) for name in META_FIELDS]
@@ -306,11 +307,12 @@ class _Write:
         added = [f.with_nullable(True) for f in incoming if f.name not in existing.names]
         return pa.schema(meta + fields + added)
 
-    def _existing_arrow_schema(self, table: HudiTable) -> pa.Schema | None:
-        files = table.view.base_files_as_of()
-        for (partition, _), name in sorted(files.items()):
-            return pq.read_schema(os.path.join(self.base, partition, name)).remove_metadata()
-        return None
+    def _existing_arrow_schema(self, snapshot: Mapping[tuple[str, str], str]) -> pa.Schema | None:
+        """The stored files' schema (the newest file, the latest columns)."""
+        if not snapshot:
+            return None
+        (partition, _), name = max(snapshot.items(), key=lambda item: item[1].rsplit("_", 1)[1])
+        return pq.read_schema(os.path.join(self.base, partition, name)).remove_metadata()
 
     # -- the Spark job ---------------------------------------------------------------------
     def _keyed(self) -> DataFrame:
@@ -355,9 +357,8 @@ class _Write:
         )
 
     def _write_files(
-        self, table: HudiTable, schema: pa.Schema
+        self, table: HudiTable, snapshot: Mapping[tuple[str, str], str], schema: pa.Schema
     ) -> tuple[list[WriteStat], dict[str, list[str]]]:
-        snapshot = table.view.base_files_as_of()
         operation = self.operation
         if operation == "delete_partition":
             partitions = set(self.options.partitions_to_delete)
@@ -433,19 +434,23 @@ class _Write:
             return None
         record_size = self._record_size(table)
         per_file = max(1, self.options.max_file_size // record_size)
+        groups_by_partition: dict[str, list[tuple[str, str]]] = {}
+        if use_small_files:
+            for (partition, file_id), name in snapshot.items():
+                if partition in counts:
+                    groups_by_partition.setdefault(partition, []).append((file_id, name))
         buckets: list[tuple[str, int, int, str]] = []
         for partition, count in sorted(counts.items()):
             start = 0
-            if use_small_files:
-                for (p, file_id), name in sorted(snapshot.items()):
-                    if p != partition or start >= count:
-                        continue
-                    size = os.path.getsize(os.path.join(self.base, p, name))
-                    if size < self.options.small_file_limit:
-                        room = max(0, (self.options.max_file_size - size) // record_size)
-                        if room:
-                            buckets.append((partition, start, start + room, file_id))
-                            start += room
+            for file_id, name in sorted(groups_by_partition.get(partition, ())):
+                if start >= count:
+                    break
+                size = os.path.getsize(os.path.join(self.base, partition, name))
+                if size < self.options.small_file_limit:
+                    room = max(0, (self.options.max_file_size - size) // record_size)
+                    if room:
+                        buckets.append((partition, start, start + room, file_id))
+                        start += room
             while start < count:
                 buckets.append((partition, start, start + per_file, f"{uuid.uuid4()}-0"))
                 start += per_file
@@ -575,7 +580,7 @@ def _group_merger(
     schema: pa.Schema,
     ordering: str | None,
     stored_names: Mapping[str, str],
-) -> Callable[[pa.Table], Iterator[pa.RecordBatch] | pa.Table]:
+) -> Callable[[pa.Table], pa.Table]:
     """The function Spark's Python workers run for each touched file group."""
 
     def merge(rows: pa.Table) -> pa.Table:

@@ -111,13 +111,13 @@ class Timeline:
         (layout 2), else the completed file's modification time, as Hudi shows it."""
         zone = timeline_zone(self.config)
         return [
-            replace(i, completion_time=self._modification_instant(i.file_name, zone))
+            replace(i, completion_time=self._completion_from_mtime(i.file_name, zone))
             if i.is_completed and i.completion_time is None
             else i
             for i in self.instants
         ]
 
-    def _modification_instant(self, name: str, zone: dt.tzinfo | None) -> str | None:
+    def _completion_from_mtime(self, name: str, zone: dt.tzinfo | None) -> str | None:
         info = self._listing.get(name) or self.location.fs.info(f"{self.folder}/{name}")
         return _modification_instant(info, zone)
 
