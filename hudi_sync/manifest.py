@@ -29,12 +29,12 @@ import contextlib
 import json
 import os
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hudi_sync.errors import BadInputError, CorruptTableError
+from hudi_sync.storage import temporary_path_beside, write_file_atomically
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action, comparable_instant
 
@@ -255,7 +255,7 @@ class ManifestStore:
         names = self._path("snapshots", instant, "files.csv")
         latest = self._path(LATEST_FILES)
         if self.table.location.is_local:
-            temporary = self._temporary_path(latest)
+            temporary = temporary_path_beside(latest)
             os.link(names, temporary)
             os.replace(temporary, latest)
         else:
@@ -300,20 +300,10 @@ class ManifestStore:
         """Locally: write a temporary file and rename it over ``path``. Object stores
         publish an object in one PUT (readers see the old or the new object, never a
         part), and their "rename" is a copy, so there the object is written directly."""
-        if not self.table.location.is_local:
+        if self.table.location.is_local:
+            write_file_atomically(path, text.encode())
+        else:
             self.table.location.fs.pipe_file(path, text.encode())
-            return
-        temporary = self._temporary_path(path)
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temporary, path)
-
-    @staticmethod
-    def _temporary_path(path: str) -> str:
-        """A fresh temporary name beside ``path`` (its folder created if needed)."""
-        parent = path.rsplit("/", 1)[0]
-        os.makedirs(parent, exist_ok=True)
-        return f"{parent}/.tmp-{uuid.uuid4().hex}"
 
     def _prune(self, current: str) -> None:
         """Keep the newest ``keep`` snapshots up to ``current``; snapshots after it are

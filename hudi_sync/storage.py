@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,3 +49,28 @@ def open_location(uri: str, storage_options: Mapping[str, Any] | None = None) ->
     else:
         display = uri.rstrip("/")
     return Location(fs=fs, path=path.rstrip("/") or "/", uri=display, storage_options=options)
+
+
+def temporary_path_beside(path: str) -> str:
+    """A fresh ``.tmp-<uuid>`` name in ``path``'s local folder (created if needed)."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, f".tmp-{uuid.uuid4().hex}")
+
+
+def write_file_atomically(path: str, data: bytes, exclusive: bool = False) -> None:
+    """Write a local file under a temporary name and move it into place, so readers
+    never see a part. With ``exclusive``, an existing file is an error
+    (``FileExistsError``): the link that publishes it is a conditional create."""
+    temporary = temporary_path_beside(path)
+    with open(temporary, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    if exclusive:
+        try:
+            os.link(temporary, path)
+        finally:
+            os.unlink(temporary)
+    else:
+        os.replace(temporary, path)

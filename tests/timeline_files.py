@@ -7,52 +7,15 @@ readers decode with the writer schema each file carries, as Hudi's do.
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
-import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_sync.table.logfile import BlockType, encode_avro_block
-
-CLEAN_METADATA_SCHEMA: dict[str, Any] = {
-    "type": "record",
-    "name": "HoodieCleanMetadata",
-    "namespace": "org.apache.hudi.avro.model",
-    "fields": [
-        {"name": "startCleanTime", "type": "string"},
-        {"name": "timeTakenInMillis", "type": "long"},
-        {"name": "totalFilesDeleted", "type": "int"},
-        {"name": "earliestCommitToRetain", "type": "string"},
-        {
-            "name": "partitionMetadata",
-            "type": {
-                "type": "map",
-                "values": {
-                    "type": "record",
-                    "name": "HoodieCleanPartitionMetadata",
-                    "fields": [
-                        {"name": "partitionPath", "type": "string"},
-                        {"name": "policy", "type": "string"},
-                        {
-                            "name": "deletePathPatterns",
-                            "type": {"type": "array", "items": "string"},
-                        },
-                        {
-                            "name": "successDeleteFiles",
-                            "type": {"type": "array", "items": "string"},
-                        },
-                        {"name": "failedDeleteFiles", "type": {"type": "array", "items": "string"}},
-                    ],
-                },
-            },
-        },
-        {"name": "version", "type": ["int", "null"], "default": 1},
-    ],
-}
+from hudi_sync.table.timeline_writer import CLEAN_SCHEMA, avro_bytes
 
 ARCHIVED_ENTRY_SCHEMA: dict[str, Any] = {
     "type": "record",
@@ -66,12 +29,6 @@ ARCHIVED_ENTRY_SCHEMA: dict[str, Any] = {
         {"name": "stateTransitionTime", "type": ["null", "string"], "default": None},
     ],
 }
-
-
-def avro_container(schema: dict[str, Any], record: dict[str, Any]) -> bytes:
-    buffer = io.BytesIO()
-    fastavro.writer(buffer, fastavro.parse_schema(schema), [record])
-    return buffer.getvalue()
 
 
 def write_clean(
@@ -88,7 +45,7 @@ def write_clean(
     (timeline_dir / f"{instant}.clean.requested").write_bytes(b"")
     (timeline_dir / f"{instant}.clean.inflight").write_bytes(b"")
     (timeline_dir / (completed_name or f"{instant}.clean")).write_bytes(
-        avro_container(CLEAN_METADATA_SCHEMA, record)
+        avro_bytes(CLEAN_SCHEMA, record)
     )
 
 

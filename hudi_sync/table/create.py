@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hudi_sync.errors import BadInputError
+from hudi_sync.storage import write_file_atomically
 from hudi_sync.table.properties import LAYOUT_FOR_VERSION, table_checksum
 
 WRITABLE_VERSIONS = (6, 8)
@@ -126,24 +127,6 @@ def create_table(base_path: str, settings: TableSettings) -> None:
         java_properties_text(settings.properties()).encode(),
         exclusive=True,
     )
-
-
-def write_file_atomically(path: str, data: bytes, exclusive: bool = False) -> None:
-    """Write a temporary file and move it into place, so readers never see a part.
-    With ``exclusive``, an existing file is an error (``FileExistsError``)."""
-    folder = os.path.dirname(path)
-    temporary = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    with open(temporary, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    if exclusive:
-        try:
-            os.link(temporary, path)
-        finally:
-            os.unlink(temporary)
-    else:
-        os.replace(temporary, path)
 
 
 def partition_metadata_text(instant: str, depth: int) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 import fastavro
 
-from hudi_sync.table.create import write_file_atomically
+from hudi_sync.storage import write_file_atomically
 from hudi_sync.table.instant import Action, comparable_instant, parse_instant_file_name
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.timeline import format_instant
@@ -214,6 +214,11 @@ def now_instant() -> str:
     return format_instant(dt.datetime.now(dt.UTC))
 
 
+def _one_ms_after(instant: str) -> str:
+    moment = dt.datetime.strptime(comparable_instant(instant)[:17], "%Y%m%d%H%M%S%f")
+    return format_instant(moment + dt.timedelta(milliseconds=1))
+
+
 class TimelineWriter:
     """Creates instant files in a local table's timeline folder."""
 
@@ -234,12 +239,7 @@ class TimelineWriter:
             for ts in (instant.requested_time, instant.completion_time or ""):
                 latest = max(latest, comparable_instant(ts)) if ts else latest
         candidate = now_instant()
-        if latest and candidate <= latest:
-            moment = dt.datetime.strptime(latest[:17], "%Y%m%d%H%M%S%f") + dt.timedelta(
-                milliseconds=1
-            )
-            candidate = format_instant(moment)
-        return candidate
+        return _one_ms_after(latest) if latest and candidate <= latest else candidate
 
     # -- commits -------------------------------------------------------------------------
     def request(self, instant: str, action: str, operation: str) -> None:
@@ -264,15 +264,10 @@ class TimelineWriter:
         if self.version == 6:
             name = f"{instant}.{action}"
         else:
-            completion = max(now_instant(), self._after(instant))
+            completion = max(now_instant(), _one_ms_after(instant))
             name = f"{instant}_{completion}.{action}"
         write_file_atomically(self._path(name), data)
         return name
-
-    @staticmethod
-    def _after(instant: str) -> str:
-        moment = dt.datetime.strptime(instant[:17], "%Y%m%d%H%M%S%f")
-        return format_instant(moment + dt.timedelta(milliseconds=1))
 
     def _commit_bytes(self, record: dict[str, Any], action: str) -> bytes:
         if self.version == 6:
