@@ -36,6 +36,8 @@ def options(name: str, version: int, operation: str, **extra: object) -> dict[st
         "hoodie.parquet.small.file.limit": 3000,
         "hoodie.copyonwrite.record.size.estimate": 400,
         "hoodie.cleaner.commits.retained": 50,
+        "hoodie.keep.min.commits": 60,
+        "hoodie.keep.max.commits": 70,
         **extra,
     }
 
@@ -60,8 +62,11 @@ def hudi_rs(path: Path, with_extra: bool, as_of: str | None = None) -> list[Any]
 class RandomWorkload:
     """Random operations with the model's expected outcome of each."""
 
-    def __init__(self, spark: SparkSession, path: Path, version: int, seed: int) -> None:
+    def __init__(
+        self, spark: SparkSession, path: Path, version: int, seed: int, **extra: object
+    ) -> None:
         self.spark, self.path, self.version = spark, path, version
+        self.extra = extra
         self.random = random.Random(seed)
         self.model = TableModel()
         self.next_key = 0
@@ -88,7 +93,8 @@ class RandomWorkload:
     def _write(self, rows: list[dict[str, Any]], operation: str, **extra: object) -> str:
         df = frame(self.spark, rows, self.model.has_extra)
         name = f"t{self.version}"
-        return write(df, str(self.path), options(name, self.version, operation, **extra)).instant
+        all_options = options(name, self.version, operation, **{**self.extra, **extra})
+        return write(df, str(self.path), all_options).instant
 
     def step(self, operation: str) -> str | None:
         model, existing = self.model, sorted(self.model.rows)
@@ -174,6 +180,59 @@ def test_random_operations_match_the_model_in_every_reader(  # type: ignore[no-u
         assert hudi_rs(workload.path, extra, as_of=as_of) == expected, instant
     assert any(i.action == "rollback" for i in table.timeline.instants)
     assert len(table.timeline.completed_writes) == len(workload.history)
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_archival_bounds_the_active_timeline_and_every_reader_agrees(  # type: ignore[no-untyped-def]
+    spark, tmp_path, version
+) -> None:
+    retention = {
+        "hoodie.cleaner.commits.retained": 2,
+        "hoodie.keep.min.commits": 3,
+        "hoodie.keep.max.commits": 4,
+    }
+    workload = RandomWorkload(spark, tmp_path / "t", version, 7, **retention)
+    sequence = ["insert", "insert_overwrite", "upsert", "delete", "insert", "upsert"]
+    for operation in sequence * 2:
+        instant = workload.step(operation)
+        active = HudiTable.open(str(workload.path)).timeline.completed_writes
+        assert len(active) <= 4, (operation, instant)
+        expected = workload.model.snapshot()
+        assert our_rows(spark, workload.path, False) == expected, (operation, instant)
+        assert hudi_rs(workload.path, False) == expected, (operation, instant)
+
+    table = HudiTable.open(str(workload.path))
+    written = [instant for instant, _ in workload.history]
+    everything = table.instants(include_archived=True)
+    # Nothing is lost: every commit is on the active timeline or in the archive.
+    assert [i.requested_time for i in everything if i.is_write] == written
+    active = [i.requested_time for i in table.timeline.completed_writes]
+    archived = written[: len(written) - len(active)]
+    assert len(archived) >= 6 and active == written[len(archived) :]
+    assert any(i.action == "clean" for i in everything if i not in table.timeline.instants)
+    if version == 6:
+        assert list((workload.path / ".hoodie" / "archived").glob(".commits_.archive.*"))
+    else:
+        assert (workload.path / ".hoodie" / "timeline" / "history" / "_version_").exists()
+    completed = {i.requested_time: i for i in table.timeline.completed_writes}
+    for instant, model in workload.history[-2:]:
+        expected = model.snapshot()
+        assert our_rows(spark, workload.path, False, **{"as.of.instant": instant}) == expected
+        as_of = completed[instant].completion_time or instant
+        assert hudi_rs(workload.path, False, as_of=as_of) == expected, instant
+    with pytest.raises(TimeTravelError):
+        read(spark, str(workload.path), {"as.of.instant": archived[0]})
+
+
+def test_archival_options_follow_hudis_rules(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    rows = [{"id": 1, "p": "a", "name": "x", "ts": 1}]
+    too_few = options("t", 6, "upsert", **{"hoodie.keep.min.commits": 50})
+    with pytest.raises(BadInputError, match=r"keep\.min\.commits=50 must be greater"):
+        write(frame(spark, rows, False), str(tmp_path / "t"), too_few)
+    inverted = options("t", 6, "upsert", **{"hoodie.keep.max.commits": 60})
+    with pytest.raises(BadInputError, match=r"keep\.max\.commits=60 must be greater"):
+        write(frame(spark, rows, False), str(tmp_path / "t"), inverted)
+    assert not (tmp_path / "t").exists()
 
 
 def test_table_files_are_only_hudi_base_files(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]

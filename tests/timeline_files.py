@@ -7,28 +7,11 @@ readers decode with the writer schema each file carries, as Hudi's do.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from hudi_sync.table.logfile import BlockType, encode_avro_block
+from hudi_sync.table.archiver import add_lsm_history_layer, append_archive_log
 from hudi_sync.table.timeline_writer import CLEAN_SCHEMA, avro_bytes
-
-ARCHIVED_ENTRY_SCHEMA: dict[str, Any] = {
-    "type": "record",
-    "name": "HoodieArchivedMetaEntry",
-    "namespace": "org.apache.hudi.avro.model",
-    "fields": [
-        {"name": "commitTime", "type": ["null", "string"], "default": None},
-        {"name": "actionType", "type": ["null", "string"], "default": None},
-        {"name": "version", "type": ["int", "null"], "default": 1},
-        {"name": "actionState", "type": ["null", "string"], "default": None},
-        {"name": "stateTransitionTime", "type": ["null", "string"], "default": None},
-    ],
-}
 
 
 def write_clean(
@@ -49,47 +32,17 @@ def write_clean(
     )
 
 
-def write_v1_archive(
-    archive_dir: Path, entries: list[tuple[str, str, str]], number: int = 1
-) -> Path:
+def write_v1_archive(archive_dir: Path, entries: list[tuple[str, str, str]]) -> Path:
     """An archive log file with one Avro block of (commitTime, action, state) entries."""
-    archive_dir.mkdir(parents=True, exist_ok=True)
     records = [
-        {
-            "commitTime": t,
-            "actionType": a,
-            "version": 1,
-            "actionState": s,
-            "stateTransitionTime": None,
-        }
-        for t, a, s in entries
+        {"commitTime": t, "actionType": a, "version": 1, "actionState": s} for t, a, s in entries
     ]
-    block = encode_avro_block(records, ARCHIVED_ENTRY_SCHEMA, {}, BlockType.AVRO_DATA)
-    path = archive_dir / f".commits_.archive.{number}_1-0-1"
-    path.write_bytes(block)
-    return path
+    return Path(append_archive_log(str(archive_dir), records))
 
 
-def write_lsm_history(history_dir: Path, rows: list[dict[str, Any]], version: int = 1) -> None:
+def write_lsm_history(history_dir: Path, rows: list[dict[str, Any]]) -> None:
     """One level-0 parquet file of completed instants plus ``manifest_<v>`` and ``_version_``."""
-    history_dir.mkdir(parents=True, exist_ok=True)
-    times = sorted(r["instantTime"] for r in rows)
-    name = f"{times[0]}_{times[-1]}_0.parquet"
-    schema = pa.schema(
-        [
-            ("instantTime", pa.string()),
-            ("completionTime", pa.string()),
-            ("action", pa.string()),
-            ("metadata", pa.binary()),
-            ("plan", pa.binary()),
-            ("version", pa.int32()),
-        ]
-    )
-    table = pa.Table.from_pylist([{"plan": None, "version": 1, **r} for r in rows], schema=schema)
-    pq.write_table(table, history_dir / name)
-    manifest = {"files": [{"fileName": name, "fileLen": (history_dir / name).stat().st_size}]}
-    (history_dir / f"manifest_{version}").write_text(json.dumps(manifest, indent=2))
-    (history_dir / "_version_").write_text(str(version))
+    add_lsm_history_layer(str(history_dir), [{"plan": None, "version": 1, **r} for r in rows])
 
 
 class HeldBackCommits:

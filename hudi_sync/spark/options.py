@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hudi_sync.errors import BadInputError
+from hudi_sync.table.archiver import ArchivalPolicy
 from hudi_sync.table.properties import TableConfig
 
 TABLE_NAME = "hoodie.table.name"
@@ -20,6 +21,9 @@ SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
 RECORD_SIZE_ESTIMATE = "hoodie.copyonwrite.record.size.estimate"
 COMMITS_RETAINED = "hoodie.cleaner.commits.retained"
 AUTO_CLEAN = "hoodie.clean.automatic"
+KEEP_MIN_COMMITS = "hoodie.keep.min.commits"
+KEEP_MAX_COMMITS = "hoodie.keep.max.commits"
+AUTO_ARCHIVE = "hoodie.archive.automatic"
 PARTITIONS_TO_DELETE = "hoodie.datasource.write.partitions.to.delete"
 META_SYNC = "hoodie.datasource.meta.sync.enable"
 LOCK_WAIT_MS = "hoodie.write.lock.wait_time_ms"
@@ -78,6 +82,8 @@ class WriteOptions:
     record_size_estimate: int
     commits_retained: int
     auto_clean: bool
+    archival: ArchivalPolicy
+    auto_archive: bool
     partitions_to_delete: tuple[str, ...]
     meta_sync: bool
     lock_wait_ms: int
@@ -98,6 +104,14 @@ class WriteOptions:
         keys = _split(raw.get(RECORD_KEY))
         if not keys:
             raise BadInputError(f"{RECORD_KEY} is required")
+        commits_retained = _integer(raw, COMMITS_RETAINED, 10, minimum=1)
+        archival = ArchivalPolicy(
+            _integer(raw, KEEP_MIN_COMMITS, 20, minimum=1),
+            _integer(raw, KEEP_MAX_COMMITS, 30, minimum=1),
+        )
+        auto_archive = _flag(raw, AUTO_ARCHIVE, True)
+        if auto_archive:
+            archival.check(commits_retained)
         return cls(
             table_name=name,
             record_key_fields=keys,
@@ -109,8 +123,10 @@ class WriteOptions:
             max_file_size=_integer(raw, MAX_FILE_SIZE, 120 * 1024 * 1024, minimum=1),
             small_file_limit=_integer(raw, SMALL_FILE_LIMIT, 100 * 1024 * 1024),
             record_size_estimate=_integer(raw, RECORD_SIZE_ESTIMATE, 1024, minimum=1),
-            commits_retained=_integer(raw, COMMITS_RETAINED, 10, minimum=1),
+            commits_retained=commits_retained,
             auto_clean=_flag(raw, AUTO_CLEAN, True),
+            archival=archival,
+            auto_archive=auto_archive,
             partitions_to_delete=_split(raw.get(PARTITIONS_TO_DELETE)),
             meta_sync=_flag(raw, META_SYNC, False),
             lock_wait_ms=_integer(raw, LOCK_WAIT_MS, 60_000),

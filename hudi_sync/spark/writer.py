@@ -14,7 +14,8 @@ Steps of one write (Hudi's, see docs/hudi-format §8):
    after a marker that lets a rollback find it.
 4. Under the lock: fail with ``WriteConflictError`` if a commit completed meanwhile
    touched the same file groups; else write the completed instant, last and atomically.
-5. Clean by ``hoodie.cleaner.commits.retained``; run the sync hook when
+5. Clean by ``hoodie.cleaner.commits.retained``, archive by ``hoodie.keep.min.commits``
+   / ``hoodie.keep.max.commits``; run the sync hook when
    ``hoodie.datasource.meta.sync.enable`` is true (a failed sync is reported, the
    commit stays).
 
@@ -62,6 +63,7 @@ from hudi_sync.spark.options import WriteOptions
 from hudi_sync.storage import write_file_atomically
 from hudi_sync.sync import SyncReport
 from hudi_sync.table import HudiTable
+from hudi_sync.table.archiver import archive
 from hudi_sync.table.cleaner import clean
 from hudi_sync.table.concurrency import Heartbeat, TableLock, writer_is_gone
 from hudi_sync.table.create import (
@@ -95,6 +97,7 @@ class WriteResult:
     replaced_file_ids: dict[str, list[str]]
     rolled_back: list[str] = field(default_factory=list)
     clean_instant: str | None = None
+    archived: list[str] = field(default_factory=list)
     sync: SyncReport | None = None
 
 
@@ -187,14 +190,17 @@ class _Write:
             raise
         shutil.rmtree(marker_folder(self.base, instant), ignore_errors=True)
         result = WriteResult(instant, self.action, self.operation, stats, replaced, rolled_back)
-        if self.options.auto_clean:
+        if self.options.auto_clean or self.options.auto_archive:
             with lock:
-                result.clean_instant = clean(
-                    HudiTable.open(self.base),
-                    self.base,
-                    self.timeline,
-                    self.options.commits_retained,
-                )
+                if self.options.auto_clean:
+                    result.clean_instant = clean(
+                        HudiTable.open(self.base),
+                        self.base,
+                        self.timeline,
+                        self.options.commits_retained,
+                    )
+                if self.options.auto_archive:
+                    result.archived = archive(HudiTable.open(self.base), self.options.archival)
         if self.options.meta_sync:
             result.sync = run_post_commit_hook(self.base, self.options.raw, self.storage_options)
         return result

@@ -19,7 +19,6 @@ def clean(table: HudiTable, base_path: str, timeline: TimelineWriter, retained: 
         return None
     earliest = writes[-retained].requested_time
     limit = comparable_instant(earliest)
-    committed = {i.requested_time for i in writes}
     replaced_before = {
         key
         for key, instant in table.timeline.replaced_file_ids().items()
@@ -29,7 +28,7 @@ def clean(table: HudiTable, base_path: str, timeline: TimelineWriter, retained: 
     for partition, files in table.view.partitions.items():
         versions: dict[str, list[tuple[str, str]]] = {}
         for base in files.base_files:
-            if base.instant in committed:
+            if table.view.is_committed(base.instant):
                 versions.setdefault(base.file_id, []).append(
                     (comparable_instant(base.instant), base.name)
                 )

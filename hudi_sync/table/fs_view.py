@@ -244,18 +244,26 @@ class FileSystemView:
             as_of = writes[-1].requested_time
         limit = comparable_instant(as_of)
         completion_of = {i.requested_time: i.completion_time or i.requested_time for i in writes}
-        timeline_start = self._timeline_start()
-
-        def committed(ts: str) -> bool:
-            return ts in completion_of or (
-                timeline_start is not None and comparable_instant(ts) < timeline_start
-            )
+        committed = self.is_committed
 
         def visible(ts: str) -> bool:
             return comparable_instant(ts) <= limit and committed(ts)
 
         return as_of, committed, visible, completion_of
 
+    def is_committed(self, instant: str) -> bool:
+        """Whether files written at ``instant`` are committed: a completed write, or
+        one older than the active timeline (archived)."""
+        if instant in self._completed_write_times:
+            return True
+        start = self._timeline_start
+        return start is not None and comparable_instant(instant) < start
+
+    @cached_property
+    def _completed_write_times(self) -> frozenset[str]:
+        return frozenset(i.requested_time for i in self.timeline.completed_writes)
+
+    @cached_property
     def _timeline_start(self) -> str | None:
         """Instants older than the first write-type instant of the active timeline were
         archived; Hudi treats files they wrote as committed."""

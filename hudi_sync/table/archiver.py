@@ -1,0 +1,226 @@
+"""Archival: move old instants off the active timeline, as Hudi's timeline archiver does.
+
+A timeline that only grows makes every reader list and parse more files. Once more than
+``hoodie.keep.max.commits`` completed writes are active, the oldest are archived down to
+``hoodie.keep.min.commits``, with the clean and rollback instants older than the newest
+archived write. Archival never passes the oldest pending write, nor the earliest commit
+the latest clean retains (files written before it may already be gone, which is what
+makes time travel refuse those instants). Without a clean it stops before the first
+replacecommit: the file groups it replaced would otherwise become visible again.
+
+Archives are written first, then the instant files are deleted (pending states first,
+the completed file last), so a crash in between leaves an instant in both places, which
+readers merge. Layout 1 (v6) appends one archive log file of ``HoodieArchivedMetaEntry``
+records per run; layout 2 (v8) adds a parquet file to the LSM history and publishes a
+new ``manifest_<N>`` through ``_version_``. The LSM tree is never compacted here: each
+archival adds a level-0 file, which the readers accept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hudi_sync.errors import BadInputError
+from hudi_sync.storage import write_file_atomically
+from hudi_sync.table.instant import Action, Instant, State, comparable_instant
+from hudi_sync.table.logfile import BlockType, encode_avro_block
+from hudi_sync.table.table import HudiTable
+
+ARCHIVED_ENTRY_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "HoodieArchivedMetaEntry",
+    "namespace": "org.apache.hudi.avro.model",
+    "fields": [
+        {"name": "commitTime", "type": ["null", "string"], "default": None},
+        {"name": "actionType", "type": ["null", "string"], "default": None},
+        {"name": "version", "type": ["int", "null"], "default": 1},
+        {"name": "actionState", "type": ["null", "string"], "default": None},
+        {"name": "stateTransitionTime", "type": ["null", "string"], "default": None},
+    ],
+}
+
+LSM_INSTANT_SCHEMA = pa.schema(
+    [
+        ("instantTime", pa.string()),
+        ("completionTime", pa.string()),
+        ("action", pa.string()),
+        ("metadata", pa.binary()),
+        ("plan", pa.binary()),
+        ("version", pa.int32()),
+    ]
+)
+
+_ARCHIVE_LOG = re.compile(r"^\.commits_\.archive\.(\d+)_")
+_MANIFEST = re.compile(r"^manifest_(\d+)$")
+
+
+@dataclass(frozen=True)
+class ArchivalPolicy:
+    """``hoodie.keep.min.commits`` / ``hoodie.keep.max.commits``."""
+
+    min_commits: int = 20
+    max_commits: int = 30
+
+    def check(self, commits_retained: int) -> None:
+        """Hudi's own rule: archiving a commit the cleaner retains would lose data that
+        incremental and time-travel queries are promised."""
+        if self.min_commits <= commits_retained:
+            raise BadInputError(
+                f"hoodie.keep.min.commits={self.min_commits} must be greater than "
+                f"hoodie.cleaner.commits.retained={commits_retained}"
+            )
+        if self.max_commits <= self.min_commits:
+            raise BadInputError(
+                f"hoodie.keep.max.commits={self.max_commits} must be greater than "
+                f"hoodie.keep.min.commits={self.min_commits}"
+            )
+
+
+def instants_to_archive(table: HudiTable, policy: ArchivalPolicy) -> list[Instant]:
+    """The completed instants the policy moves off ``table``'s active timeline."""
+    timeline = table.timeline
+    writes = list(timeline.completed_writes)
+    if len(writes) <= policy.max_commits:
+        return []
+    pending_writes = [
+        i for i in timeline.pending if i.action not in (Action.CLEAN, Action.ROLLBACK)
+    ]
+    bound = comparable_instant(pending_writes[0].requested_time) if pending_writes else None
+    latest_clean = timeline.latest_clean()
+    retained = (
+        timeline.clean_metadata(latest_clean).earliest_commit_to_retain if latest_clean else None
+    )
+    if retained is not None:
+        bound = min(bound, comparable_instant(retained)) if bound else comparable_instant(retained)
+    archived: list[Instant] = []
+    for instant in writes[: len(writes) - policy.min_commits]:
+        if bound is not None and comparable_instant(instant.requested_time) >= bound:
+            break
+        if latest_clean is None and instant.action == Action.REPLACE_COMMIT:
+            break
+        archived.append(instant)
+    if not archived:
+        return []
+    newest = comparable_instant(archived[-1].requested_time)
+    services = [
+        i
+        for i in timeline.completed([Action.CLEAN, Action.ROLLBACK])
+        if comparable_instant(i.requested_time) < newest
+    ]
+    return sorted(archived + services, key=lambda i: comparable_instant(i.requested_time))
+
+
+def archive(table: HudiTable, policy: ArchivalPolicy) -> list[str]:
+    """Archive what the policy allows on a local table; returns the archived instants.
+    The caller holds the table lock."""
+    doomed = instants_to_archive(table, policy)
+    if not doomed:
+        return []
+    timeline = table.timeline
+    times = {i.requested_time for i in doomed}
+    files = {
+        i.requested_time: sorted(
+            (n for n in timeline.file_names if n.split(".")[0].split("_")[0] == i.requested_time),
+            key=_state_order,
+        )
+        for i in doomed
+    }
+    hoodie = os.path.join(table.location.path, ".hoodie")
+    config = table.config
+    if config.timeline_layout_version == 1:
+        # Layout-1 completion times are the completed files' modification times.
+        completion = {i.requested_time: i.completion_time for i in timeline.with_completion_times()}
+        entries = [
+            {
+                "commitTime": i.requested_time,
+                "actionType": i.action,
+                "version": 1,
+                "actionState": state.value,
+                "stateTransitionTime": (
+                    completion.get(i.requested_time) if state is State.COMPLETED else None
+                ),
+            }
+            for i in doomed
+            for state in (State.REQUESTED, State.INFLIGHT, State.COMPLETED)
+        ]
+        append_archive_log(os.path.join(hoodie, config.archive_folder), entries)
+    else:
+        rows = [
+            {
+                "instantTime": i.requested_time,
+                "completionTime": i.completion_time,
+                "action": i.action,
+                "metadata": timeline.read_file(i.file_name),
+                "plan": _requested_plan(timeline.folder, files[i.requested_time]),
+                "version": 1,
+            }
+            for i in doomed
+        ]
+        add_lsm_history_layer(
+            os.path.join(hoodie, config.timeline_path, config.timeline_history_path), rows
+        )
+    folder = timeline.folder
+    for requested_time in sorted(times):
+        for name in files[requested_time]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(folder, name))
+    return sorted(times, key=comparable_instant)
+
+
+def _state_order(name: str) -> int:
+    """Delete requested, then inflight, then the completed file."""
+    if name.endswith(".requested"):
+        return 0
+    return 1 if name.endswith(".inflight") else 2
+
+
+def _requested_plan(folder: str, names: Sequence[str]) -> bytes | None:
+    requested = [n for n in names if n.endswith(".requested")]
+    if not requested:
+        return None
+    with open(os.path.join(folder, requested[0]), "rb") as handle:
+        return handle.read() or None
+
+
+def append_archive_log(folder: str, entries: Sequence[Mapping[str, Any]]) -> str:
+    """A new layout-1 archive log file holding one Avro block of ``entries``; returns
+    its path. Numbered after the existing ones so none is ever rewritten."""
+    os.makedirs(folder, exist_ok=True)
+    numbers = [int(m.group(1)) for n in os.listdir(folder) if (m := _ARCHIVE_LOG.match(n))]
+    path = os.path.join(folder, f".commits_.archive.{max(numbers, default=0) + 1}_1-0-1")
+    block = encode_avro_block(list(entries), ARCHIVED_ENTRY_SCHEMA, {}, BlockType.AVRO_DATA)
+    write_file_atomically(path, block, exclusive=True)
+    return path
+
+
+def add_lsm_history_layer(folder: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """Write one level-0 parquet file of archived instants to the layout-2 history and
+    publish it: a new ``manifest_<N>`` listing every live file, then ``_version_``."""
+    os.makedirs(folder, exist_ok=True)
+    times = sorted(str(r["instantTime"]) for r in rows)
+    name = f"{times[0]}_{times[-1]}_0.parquet"
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pylist(list(rows), schema=LSM_INSTANT_SCHEMA), sink)
+    write_file_atomically(os.path.join(folder, name), sink.getvalue().to_pybytes())
+    names = os.listdir(folder)
+    live: list[dict[str, Any]] = []
+    if "_version_" in names:
+        with open(os.path.join(folder, "_version_")) as handle:
+            current = handle.read().strip()
+        with open(os.path.join(folder, f"manifest_{current}")) as handle:
+            live = [f for f in json.load(handle)["files"] if f["fileName"] != name]
+    live.append({"fileName": name, "fileLen": os.path.getsize(os.path.join(folder, name))})
+    version = max((int(m.group(1)) for n in names if (m := _MANIFEST.match(n))), default=0) + 1
+    manifest = json.dumps({"files": live}, indent=2).encode()
+    write_file_atomically(os.path.join(folder, f"manifest_{version}"), manifest)
+    write_file_atomically(os.path.join(folder, "_version_"), str(version).encode())
+    return name
