@@ -345,6 +345,50 @@ def sync_bigquery(
     _sync(uri, targets, storage_option, as_of, keep, force, dry_run, as_json)
 
 
+@app.command("write")
+def write_command(
+    table: Annotated[str, typer.Argument(help="Table base path (local; created if missing)")],
+    sources: Annotated[list[str], typer.Argument(help="Data files or folders to write")],
+    props: PropsOption = None,
+    conf: ConfOption = None,
+    file_format: Annotated[
+        str | None,
+        typer.Option(
+            "--format", help="parquet, json (lines) or csv (header row); default by suffix."
+        ),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Write data files to a Copy-on-Write Hudi table with PySpark, by Hudi's write options
+    (hoodie.table.name, hoodie.datasource.write.*, ...). With
+    hoodie.datasource.meta.sync.enable=true the sync hook runs after the commit; a failed
+    sync keeps the commit and exits 1."""
+    options = _run(lambda: _options(props, conf))
+
+    def body() -> dict[str, Any]:
+        from hudi_sync.spark import local_session, write
+        from hudi_sync.spark.files import load_files, source_format
+        from hudi_sync.spark.options import WriteOptions
+
+        WriteOptions.parse(options)  # bad options fail before Spark starts
+        kind = source_format(sources, file_format)
+        spark = local_session("hudi-sync write")
+        result = write(load_files(spark, sources, kind), table, options)
+        return result.summary()
+
+    summary = _run(body)
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    else:
+        _emit([{"": k, "value": v} for k, v in summary.items()], False, f"write to {table}")
+    if summary["sync_errors"]:
+        typer.echo(
+            f"error: committed {summary['instant']}, but the sync failed: {summary['sync_errors']}",
+            err=True,
+        )
+        raise typer.Exit(1)
+
+
 def _hook_options(
     props: str | None, conf: list[str] | None, storage_option: list[str] | None
 ) -> tuple[dict[str, str], dict[str, Any]]:

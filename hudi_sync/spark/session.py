@@ -19,6 +19,8 @@ def local_session(app_name: str = "hudi_sync", cores: int = 2) -> SparkSession:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", str(max(2, cores * 2)))
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.log.level", os.environ.get("HUDI_SYNC_SPARK_LOG_LEVEL", "ERROR"))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.driver.memory", os.environ.get("HUDI_SYNC_SPARK_DRIVER_MEMORY", "2g"))
         .getOrCreate()

@@ -100,6 +100,23 @@ class WriteResult:
     archived: list[str] = field(default_factory=list)
     sync: SyncReport | None = None
 
+    def summary(self) -> dict[str, Any]:
+        """One flat record of the write, for people and for ``--json``."""
+        return {
+            "instant": self.instant,
+            "action": self.action,
+            "operation": self.operation,
+            "files_written": len(self.stats),
+            "inserts": sum(s.num_inserts for s in self.stats),
+            "updates": sum(s.num_updates for s in self.stats),
+            "deletes": sum(s.num_deletes for s in self.stats),
+            "replaced_file_groups": sum(len(v) for v in self.replaced_file_ids.values()),
+            "rolled_back": ",".join(self.rolled_back),
+            "clean": self.clean_instant or "",
+            "archived": len(self.archived),
+            "sync_errors": self.sync.error_summary() if self.sync else "",
+        }
+
 
 def local_base_path(path: str) -> str:
     """Spark writes ``file://`` here (no object-store jars): a local path or URI."""

@@ -55,7 +55,12 @@ class DuckDBTarget:
         try:
             return duckdb.connect(self.database)
         except duckdb.Error as exc:
-            if isinstance(exc, duckdb.IOException) and "lock" in str(exc).lower():
+            # "Could not set lock on file ...: Conflicting lock is held in ..." (the
+            # message, not the path, which may itself contain "lock").
+            message = str(exc).lower()
+            if isinstance(exc, duckdb.IOException) and (
+                "could not set lock" in message or "conflicting lock" in message
+            ):
                 raise _DatabaseBusy(str(exc)) from exc
             raise HudiSyncError(f"DuckDB database {self.database}: {exc}") from exc
 
