@@ -159,8 +159,14 @@ def bigquery_emulator(
         yield emulator
 
 
-def materialise(client: bigquery.Client, table_id: str, uris: list[str] | None = None) -> None:
-    """Replace an external table by a native one loaded from the same files and options."""
+def materialise(
+    client: bigquery.Client,
+    table_id: str,
+    uris: list[str] | None = None,
+    destination: str | None = None,
+) -> None:
+    """Replace an external table by a native one loaded from the same files and options
+    (or, with ``destination``, load that table instead and keep the external one)."""
     from google.cloud import bigquery
 
     table = client.get_table(table_id)
@@ -176,5 +182,9 @@ def materialise(client: bigquery.Client, table_id: str, uris: list[str] | None =
         config.hive_partitioning = bigquery.HivePartitioningOptions.from_api_repr(
             external["hivePartitioningOptions"]
         )
-    client.delete_table(table_id)
-    client.load_table_from_uri(uris or external["sourceUris"], table_id, job_config=config).result()
+    if destination is None:
+        client.delete_table(table_id)
+    else:
+        client.delete_table(destination, not_found_ok=True)
+    target = destination or table_id
+    client.load_table_from_uri(uris or external["sourceUris"], target, job_config=config).result()

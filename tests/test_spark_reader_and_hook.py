@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import duckdb
@@ -11,6 +12,7 @@ from hudi_sync.errors import BadInputError
 from hudi_sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS
 from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
+from tests.bigquery_emulator import materialise
 from tests.fixture_tables import fixture_tables
 from tests.test_spark_writer import frame, options
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
@@ -77,6 +79,55 @@ def test_write_with_meta_sync_updates_the_duckdb_view(spark, tmp_path: Path) -> 
         ours = read(spark, path).toArrow()
         assert canonical(same_columns(view, ours)[0]) == canonical(ours)
         assert sorted(view.column("name").to_pylist()) == sorted(names)
+
+
+def test_write_with_meta_sync_updates_the_bigquery_emulator_view(  # type: ignore[no-untyped-def]
+    spark, tmp_path: Path, gcs_server, bigquery_emulator
+) -> None:
+    """Spark writes ``file://`` only and BigQuery reads ``gs://`` only: the table sits in a
+    folder that stands for a mounted bucket (``source_uri_prefix``, Hudi's option, tells
+    BigQuery where it is). The test copies the folder to fake-gcs-server after each write,
+    which is what the mount would do. The emulator reads no files through external tables,
+    so each check loads the history and manifest files into native tables and runs the
+    stored view query over them."""
+    path = tmp_path / "trips"
+    bucket = gcs_server.make_bucket()
+    prefix = f"gs://{bucket}/lake/trips"
+    client = bigquery_emulator.client()
+    dataset = f"ds_{uuid.uuid4().hex[:10]}"
+    sync = {
+        "hoodie.datasource.meta.sync.enable": "true",
+        SYNC_TOOLS: "bigquery",
+        "hoodie.gcp.bigquery.sync.project_id": client.project,
+        "hoodie.gcp.bigquery.sync.dataset_name": dataset,
+        "hoodie.gcp.bigquery.sync.table_name": "trips",
+        "hoodie.gcp.bigquery.sync.dataset_location": "US",
+        "hoodie.gcp.bigquery.sync.source_uri_prefix": prefix,
+        "hoodie.gcp.bigquery.sync.api_endpoint": bigquery_emulator.endpoint_url,
+    }
+    table_id = f"{client.project}.{dataset}.trips"
+    inserted = [{"id": i, "p": "xy"[i % 2], "name": f"n{i}", "ts": 1} for i in range(6)]
+    upserted = [dict(inserted[0], name="n0-new", ts=2), {"id": 9, "p": "y", "name": "n9", "ts": 2}]
+    batches = (("insert", inserted), ("upsert", upserted), ("delete", [inserted[1]]))
+    try:
+        for operation, rows in batches:
+            result = write(frame(spark, rows, False), str(path), options("t", 8, operation, **sync))
+            assert result.sync is not None and result.sync.ok, result.sync
+            gcs_server.upload_dir(path, bucket, "lake/trips")
+            view = client.get_table(table_id)
+            assert f"instant={result.instant}" in (view.description or "")
+            materialise(client, f"{table_id}_history", destination=f"{table_id}_h")
+            materialise(client, f"{table_id}_manifest", destination=f"{table_id}_m")
+            query = view.view_query.replace(f"{table_id}_history", f"{table_id}_h").replace(
+                f"{table_id}_manifest", f"{table_id}_m"
+            )
+            shown = client.query_and_wait(query).to_arrow()
+            expected = hudi_rs_rows(str(path))
+            ours, theirs = same_columns(shown, expected)  # type: ignore[arg-type]
+            assert canonical(ours) == canonical(theirs), operation
+            assert theirs.num_rows > 0
+    finally:
+        client.delete_dataset(dataset, delete_contents=True, not_found_ok=True)
 
 
 def test_a_failed_sync_does_not_undo_the_commit(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
