@@ -37,6 +37,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -84,6 +85,9 @@ _STATS_SCHEMA = (
     "num_deletes long, num_update_writes long, num_inserts long, file_size long, "
     "prev_base_file string"
 )
+
+# Record-key hashes are mapped onto [0, 1) in steps of 1 / _HASH_SPAN.
+_HASH_SPAN = 1 << 30
 
 
 @dataclass
@@ -176,8 +180,7 @@ class _Write:
         snapshot = table.view.base_files_as_of()
         # Bad input is refused before the timeline is touched.
         schema = self._writer_schema(snapshot)
-        if self.operation != "delete_partition":
-            self._check_record_keys()
+        partitions = self._incoming_partitions()
         lock = TableLock(self.hoodie, wait_ms=self.options.lock_wait_ms)
         with lock:
             rolled_back = self._roll_back_failed_writes(table)
@@ -187,7 +190,7 @@ class _Write:
         try:
             with Heartbeat(self.hoodie, instant, self.options.heartbeat_interval_ms):
                 self.timeline.mark_inflight(instant, self.action, self.operation.upper())
-                stats, replaced = self._write_files(table, snapshot, schema)
+                stats, replaced = self._write_files(table, snapshot, schema, partitions)
                 self._write_partition_metadata({s.partition_path for s in stats})
                 with lock:
                     self._check_conflicts(table, stats, replaced)
@@ -357,13 +360,26 @@ class _Write:
         )
         return keyed
 
-    def _check_record_keys(self) -> None:
+    def _incoming_partitions(self) -> set[str]:
+        """The partitions the rows go to, and (in the same Spark job) the check that
+        every row has a record key: both are needed before the timeline is touched."""
+        if self.operation == "delete_partition" and self.options.partitions_to_delete:
+            return set(self.options.partitions_to_delete)
         key = record_key_column(self.options.record_key_fields)
-        if self.df.where(key.isNull()).limit(1).count():
+        partition = partition_path_column(
+            self.options.partition_fields, self.options.hive_style_partitioning
+        )
+        found = (
+            self.df.groupBy(partition.alias(PARTITION_PATH))
+            .agg(F.max(key.isNull().cast("int")).alias("null_key"))
+            .collect()
+        )
+        if self.operation != "delete_partition" and any(r["null_key"] for r in found):
             raise BadInputError(
                 f"{self.base}: a row has a null record key "
                 f"({opt.RECORD_KEY}={','.join(self.options.record_key_fields)})"
             )
+        return {r[PARTITION_PATH] for r in found}
 
     def _deduplicated(self, keyed: DataFrame) -> DataFrame:
         """One row per key: the highest ordering value, ties to the later row."""
@@ -380,20 +396,18 @@ class _Write:
         )
 
     def _write_files(
-        self, table: HudiTable, snapshot: Mapping[tuple[str, str], str], schema: pa.Schema
+        self,
+        table: HudiTable,
+        snapshot: Mapping[tuple[str, str], str],
+        schema: pa.Schema,
+        partitions: set[str],
     ) -> tuple[list[WriteStat], dict[str, list[str]]]:
         operation = self.operation
         if operation == "delete_partition":
-            partitions = set(self.options.partitions_to_delete)
-            if not partitions:
-                partitions = {
-                    r[0] for r in self._keyed().select(PARTITION_PATH).distinct().collect()
-                }
             return [], _group_ids(snapshot, lambda p: p in partitions)
         keyed = self._keyed()
         deduplicate = operation in ("upsert", "delete") or self.options.combine_before_insert
         rows = self._deduplicated(keyed) if deduplicate else keyed
-        partitions = {r[0] for r in rows.select(PARTITION_PATH).distinct().collect()}
         replaced: dict[str, list[str]] = {}
         if operation == "insert_overwrite":
             replaced = _group_ids(snapshot, lambda p: p in partitions)
@@ -403,12 +417,17 @@ class _Write:
             tagged = self._tag(rows, snapshot, partitions)
         else:
             tagged = rows.withColumn(FILE_ID, F.lit(None).cast("string"))
-        updates = tagged.where(F.col(FILE_ID).isNotNull())
-        inserts = tagged.where(F.col(FILE_ID).isNull() & ~F.col(DELETE_FLAG)).drop(FILE_ID)
-        use_small_files = operation in ("insert", "upsert")
-        routed = self._route_inserts(inserts, table, snapshot, use_small_files)
-        to_write = updates.unionByName(routed) if routed is not None else updates
-        stats = self._merge_groups(to_write, snapshot, schema)
+        # Computed once: routing counts the inserts, then the merge job reads it again.
+        tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            updates = tagged.where(F.col(FILE_ID).isNotNull())
+            inserts = tagged.where(F.col(FILE_ID).isNull() & ~F.col(DELETE_FLAG)).drop(FILE_ID)
+            use_small_files = operation in ("insert", "upsert")
+            routed = self._route_inserts(inserts, table, snapshot, use_small_files)
+            to_write = updates.unionByName(routed) if routed is not None else updates
+            stats = self._merge_groups(to_write, snapshot, schema)
+        finally:
+            tagged.unpersist()
         return stats, replaced
 
     def _tag(
@@ -462,37 +481,46 @@ class _Write:
             for (partition, file_id), name in snapshot.items():
                 if partition in counts:
                     groups_by_partition.setdefault(partition, []).append((file_id, name))
-        buckets: list[tuple[str, int, int, str]] = []
+        # Hudi's upsert partitioner: each bucket takes a share of the partition's inserts
+        # by weight, and a record goes to the bucket its key's hash falls in, so no
+        # ordering of the inserts is needed (bucket sizes are near, not exactly, equal).
+        buckets: list[tuple[str, float, float, str]] = []
         for partition, count in sorted(counts.items()):
-            start = 0
+            shares: list[tuple[int, str]] = []
+            assigned = 0
             for file_id, name in sorted(groups_by_partition.get(partition, ())):
-                if start >= count:
+                if assigned >= count:
                     break
                 size = os.path.getsize(os.path.join(self.base, partition, name))
                 if size < self.options.small_file_limit:
-                    room = max(0, (self.options.max_file_size - size) // record_size)
-                    if room:
-                        buckets.append((partition, start, start + room, file_id))
-                        start += room
-            while start < count:
-                buckets.append((partition, start, start + per_file, f"{uuid.uuid4()}-0"))
-                start += per_file
+                    room = min(count - assigned, (self.options.max_file_size - size) // record_size)
+                    if room > 0:
+                        shares.append((room, file_id))
+                        assigned += room
+            while assigned < count:
+                room = min(per_file, count - assigned)
+                shares.append((room, f"{uuid.uuid4()}-0"))
+                assigned += room
+            low = 0
+            for room, file_id in shares:
+                high = low + room
+                upper = 1.0 if high >= count else high / count
+                buckets.append((partition, low / count, upper, file_id))
+                low = high
         ranges = self.spark.createDataFrame(
-            buckets, "__bucket_partition string, __lo long, __hi long, __bucket_file string"
+            buckets, "__bucket_partition string, __lo double, __hi double, __bucket_file string"
         )
-        numbered = inserts.withColumn(
-            "__hudi_sync_row",
-            F.row_number().over(Window.partitionBy(PARTITION_PATH).orderBy(RECORD_KEY)) - 1,
-        )
+        position = F.pmod(F.xxhash64(RECORD_KEY), F.lit(_HASH_SPAN)) / F.lit(float(_HASH_SPAN))
+        hashed = inserts.withColumn("__hudi_sync_position", position)
         condition = (
-            (numbered[PARTITION_PATH] == ranges["__bucket_partition"])
-            & (numbered["__hudi_sync_row"] >= ranges["__lo"])
-            & (numbered["__hudi_sync_row"] < ranges["__hi"])
+            (hashed[PARTITION_PATH] == ranges["__bucket_partition"])
+            & (hashed["__hudi_sync_position"] >= ranges["__lo"])
+            & (hashed["__hudi_sync_position"] < ranges["__hi"])
         )
         return (
-            numbered.join(F.broadcast(ranges), condition)
+            hashed.join(F.broadcast(ranges), condition)
             .withColumn(FILE_ID, F.col("__bucket_file"))
-            .drop("__hudi_sync_row", "__bucket_partition", "__lo", "__hi", "__bucket_file")
+            .drop("__hudi_sync_position", "__bucket_partition", "__lo", "__hi", "__bucket_file")
         )
 
     def _merge_groups(

@@ -1,0 +1,285 @@
+"""Upsert benchmark: the PySpark writer against plain Spark rewriting the same files.
+
+``python -m benchmarks.bench_writer [--preset small|full] [--repeat N]``
+
+The base table (full preset: 10,000,000 rows in 20 ``day`` partitions, one base file
+each, written once by our ``bulk_insert`` and cached under ``benchmarks/results/tables``)
+receives an upsert of 1,000,000 rows: 10 % update keys of the two newest days (late
+changes), 90 % are new keys of a new day. Each measured write runs in a fresh process
+on its own hard-linked copy of the base table:
+
+- **ours**: ``hudi_sync.spark.write(..., upsert)``: tag keys, deduplicate, merge, commit.
+- **reference**: plain Spark, told which files the upsert touches (the two newest days'
+  base files): read them, drop the updated keys, union the incoming rows, write parquet
+  partitioned by ``day``. No index, no ordering field, no commit protocol.
+
+Times cover the write only (the Spark session is started and warmed up first). Peak
+memory is the highest summed RSS of the child's process tree (the Python driver, the
+JVM and Spark's Python workers) during the write. Reported as medians and ratios of the
+same run; results also go to ``benchmarks/results/writer.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+KEY, PARTITION, ORDERING = "key", "day", "ts"
+
+
+@dataclass(frozen=True)
+class Preset:
+    base_rows: int
+    upsert_rows: int
+    days: int = 20
+    update_fraction: float = 0.1
+    update_days: int = 2
+
+    @property
+    def label(self) -> str:
+        return f"base{self.base_rows}_upsert{self.upsert_rows}_days{self.days}"
+
+
+PRESETS = {
+    "small": Preset(base_rows=200_000, upsert_rows=20_000),
+    "full": Preset(base_rows=10_000_000, upsert_rows=1_000_000),
+}
+
+
+def write_options(operation: str) -> dict[str, str]:
+    return {
+        "hoodie.table.name": "bench",
+        "hoodie.datasource.write.recordkey.field": KEY,
+        "hoodie.datasource.write.precombine.field": ORDERING,
+        "hoodie.datasource.write.partitionpath.field": PARTITION,
+        "hoodie.datasource.write.hive_style_partitioning": "true",
+        "hoodie.datasource.write.operation": operation,
+        # About what the rows take in parquet, so the base table gets one file per day.
+        "hoodie.copyonwrite.record.size.estimate": "40",
+    }
+
+
+# -- process-tree memory --------------------------------------------------------------------
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            tree.setdefault(int(fields[1]), []).append(int(entry))
+    return tree
+
+
+def tree_rss_bytes(root: int) -> int:
+    """Summed RSS of ``root`` and all its descendants."""
+    tree, total, stack = _children(), 0, [root]
+    while stack:
+        pid = stack.pop()
+        stack.extend(tree.get(pid, ()))
+        try:
+            with open(f"/proc/{pid}/statm") as handle:
+                total += int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except OSError:
+            continue
+    return total
+
+
+class PeakSampler:
+    """Samples this process tree's RSS every 0.1 s while active."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, tree_rss_bytes(os.getpid()))
+            self._stop.wait(0.1)
+
+    def __enter__(self) -> PeakSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, tree_rss_bytes(os.getpid()))
+
+
+# -- data -------------------------------------------------------------------------------------
+def generate(preset: Preset, cache: Path) -> tuple[Path, Path, list[str]]:
+    """The cached base table, the incoming rows (parquet) and the touched partitions."""
+    folder = cache / f"writer_{preset.label}"
+    table, incoming = folder / "table", folder / "incoming"
+    update_days = [f"{preset.days - 1 - i:02d}" for i in range(preset.update_days)]
+    touched = [f"{PARTITION}={d}" for d in sorted(update_days)]
+    if (folder / "done").exists():
+        return table, incoming, touched
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    from pyspark.sql import functions as F
+
+    from hudi_sync.spark import local_session, write
+
+    spark = local_session("bench-writer-generate")
+    per_day = preset.base_rows // preset.days
+    base = _rows(spark.range(preset.base_rows), per_day, 1)
+    started = time.monotonic()
+    write(base, str(table), write_options("bulk_insert"))
+    print(f"generated {preset.base_rows:,} rows in {time.monotonic() - started:.0f} s")
+    updates = int(preset.upsert_rows * preset.update_fraction)
+    first_updated = (preset.days - preset.update_days) * per_day
+    span = preset.update_days * per_day
+    updated_ids = spark.range(updates).select(
+        (F.lit(first_updated) + (F.col("id") * 7919) % span).alias("id")
+    )
+    new_ids = spark.range(preset.base_rows, preset.base_rows + preset.upsert_rows - updates)
+    incoming_rows = _rows(updated_ids, per_day, 2).unionByName(
+        _rows(new_ids, per_day, 2).withColumn(PARTITION, F.lit(f"{preset.days:02d}"))
+    )
+    incoming_rows.write.parquet(str(incoming))
+    spark.stop()
+    (folder / "done").write_text("")
+    return table, incoming, touched
+
+
+def _rows(ids: Any, per_day: int, ts: int) -> Any:
+    from pyspark.sql import functions as F
+
+    return ids.select(
+        F.format_string("k%010d", "id").alias(KEY),
+        F.format_string("%02d", (F.col("id") / per_day).cast("int")).alias(PARTITION),
+        F.lit(ts).cast("long").alias(ORDERING),
+        (F.col("id") * 31 % 1000).cast("double").alias("amount"),
+        F.concat(F.lit("rider-"), (F.col("id") % 10_000).cast("string")).alias("rider"),
+    )
+
+
+def link_copy(source: Path, target: Path) -> None:
+    """A copy whose data files are hard links (Hudi never rewrites a file in place)."""
+    shutil.copytree(source, target, copy_function=os.link)
+
+
+# -- one measured write (child process) --------------------------------------------------------
+def child(mode: str, table: str, incoming: str, touched: list[str], out: str) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    from hudi_sync.spark import local_session, write
+    from hudi_sync.table import HudiTable
+
+    spark = local_session(f"bench-writer-{mode}")
+    spark.range(1000).groupBy((F.col("id") % 3).alias("g")).count().collect()  # warm up
+    rows = spark.read.parquet(incoming)
+    result: dict[str, Any] = {"mode": mode}
+    with PeakSampler() as sampler:
+        started = time.monotonic()
+        if mode == "ours":
+            written = write(rows, table, write_options("upsert"))
+            result["files_written"] = len(written.stats)
+            result["files_rewritten"] = sum(1 for s in written.stats if s.prev_commit)
+        else:
+            snapshot = HudiTable.open(table).view.base_files_as_of()
+            files = [
+                os.path.join(table, partition, name)
+                for (partition, _), name in snapshot.items()
+                if partition in touched
+            ]
+            old = spark.read.parquet(*files).select(*rows.columns)
+            merged = old.join(rows.select(KEY), KEY, "left_anti").unionByName(rows)
+            merged.write.partitionBy(PARTITION).mode("overwrite").parquet(out)
+            result["files_rewritten"] = len(files)
+        result["seconds"] = time.monotonic() - started
+    result["peak_rss_bytes"] = sampler.peak
+    spark.stop()
+    return result
+
+
+def run_child(
+    mode: str, table: Path, incoming: Path, touched: list[str], out: Path
+) -> dict[str, Any]:
+    command = [sys.executable, "-m", "benchmarks.bench_writer", "--child", mode]
+    command += [str(table), str(incoming), ",".join(touched), str(out)]
+    env = {
+        **os.environ,
+        "HUDI_SYNC_SPARK_DRIVER_MEMORY": os.environ.get("HUDI_SYNC_SPARK_DRIVER_MEMORY", "4g"),
+    }
+    done = subprocess.run(command, check=True, capture_output=True, text=True, env=env)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="small")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cache", type=Path, default=RESULTS_DIR / "tables")
+    parser.add_argument("--results", type=Path, default=RESULTS_DIR / "writer.json")
+    parser.add_argument("--child", nargs=5, metavar=("MODE", "TABLE", "INCOMING", "TOUCHED", "OUT"))
+    args = parser.parse_args(argv)
+    if args.child:
+        mode, table, incoming, touched, out = args.child
+        print(json.dumps(child(mode, table, incoming, touched.split(","), out)))
+        return 0
+    preset = PRESETS[args.preset]
+    table, incoming, touched = generate(preset, args.cache)
+    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "reference": []}
+    work = args.cache / "writer_work"
+    for attempt in range(args.repeat):
+        for mode in ("ours", "reference"):  # alternated, so drift affects both alike
+            shutil.rmtree(work, ignore_errors=True)
+            link_copy(table, work / "table")
+            run = run_child(mode, work / "table", incoming, touched, work / "out")
+            runs[mode].append(run)
+            print(
+                f"run {attempt + 1} {mode}: {run['seconds']:.1f} s, "
+                f"peak {run['peak_rss_bytes'] / 2**30:.2f} GiB"
+            )
+    shutil.rmtree(work, ignore_errors=True)
+    summary = {
+        mode: {
+            "median_seconds": statistics.median(r["seconds"] for r in mode_runs),
+            "peak_rss_gib": max(r["peak_rss_bytes"] for r in mode_runs) / 2**30,
+            "files_rewritten": mode_runs[0]["files_rewritten"],
+        }
+        for mode, mode_runs in runs.items()
+    }
+    ratio = summary["ours"]["median_seconds"] / summary["reference"]["median_seconds"]
+    memory_ratio = summary["ours"]["peak_rss_gib"] / summary["reference"]["peak_rss_gib"]
+    report = {
+        "preset": asdict(preset),
+        "summary": summary,
+        "time_ratio": ratio,
+        "memory_ratio": memory_ratio,
+        "runs": runs,
+    }
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(report, indent=2))
+    print(
+        f"\nupsert of {preset.upsert_rows:,} rows ({preset.update_fraction:.0%} updates) "
+        f"into {preset.base_rows:,} rows, medians of {args.repeat}:"
+    )
+    for mode, s in summary.items():
+        print(
+            f"  {mode:<10} {s['median_seconds']:7.1f} s  peak {s['peak_rss_gib']:.2f} GiB  "
+            f"files rewritten {s['files_rewritten']}"
+        )
+    print(f"  ratio      {ratio:7.2f}x time, {memory_ratio:.2f}x peak memory (target <= 1.3x time)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
