@@ -26,6 +26,7 @@ class PartitionField:
 
     name: str
     avro_type: Any
+    formatted: bool = False  # the path holds a formatted value, not the field's own
 
 
 def parse_avro_schema(text: str, where: str) -> dict[str, Any]:
@@ -136,6 +137,10 @@ def partition_fields(
     by_name = {f["name"]: f["type"] for f in schema.get("fields", [])}
     formatted = bool(key_generator) and "TIMESTAMP" in (key_generator or "").upper()
     return [
-        PartitionField(name, "string" if formatted or name not in by_name else by_name[name])
+        PartitionField(
+            name,
+            "string" if formatted or name not in by_name else by_name[name],
+            formatted and name in by_name,
+        )
         for name in names
     ]
