@@ -15,7 +15,6 @@ fakesnow read alike.
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import json
 from collections.abc import Iterator
@@ -169,7 +168,7 @@ def test_type_map(avro: Any, expected: str) -> None:
 
 def test_unmappable_types_name_the_column() -> None:
     too_wide = {"type": "bytes", "logicalType": "decimal", "precision": 40, "scale": 2}
-    with pytest.raises(UnsupportedTableError, match="column 'price'.*NUMBER\\(38\\)"):
+    with pytest.raises(UnsupportedTableError, match=r"column 'price'.*NUMBER\(38\)"):
         snowflake_type(too_wide, "price")
     with pytest.raises(UnsupportedTableError, match="column 'u'"):
         snowflake_type(["null", "int", "string"], "u")
