@@ -14,6 +14,8 @@ import duckdb
 from typer.testing import CliRunner
 
 from hudi_sync.cli.app import app
+from hudi_sync.hook import DUCKDB_DATABASE, SYNC_TOOLS
+from hudi_sync.spark.options import META_SYNC
 from tests.warehouse_rows import canonical, hudi_rs_rows
 
 runner = CliRunner()
@@ -23,9 +25,9 @@ PROPS = ["--props", str(SAMPLE / "trips.properties")]
 
 def _hook(database: Path) -> list[str]:
     pairs = [
-        "hoodie.datasource.meta.sync.enable=true",
-        "hoodie.meta.sync.client.tool.class=duckdb",
-        f"hoodie.duckdb.sync.database={database}",
+        f"{META_SYNC}=true",
+        f"{SYNC_TOOLS}=duckdb",
+        f"{DUCKDB_DATABASE}={database}",
     ]
     return [arg for pair in pairs for arg in ("--conf", pair)]
 

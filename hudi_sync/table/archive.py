@@ -20,8 +20,8 @@ from hudi_sync.table.instant import Instant, State, comparable_instant, make_ins
 from hudi_sync.table.logfile import BlockType, read_blocks
 from hudi_sync.table.properties import TableConfig
 
-_ARCHIVE_FILE = re.compile(r"^\.commits_\.archive\.(\d+)(_.*)?$")
-_MANIFEST_FILE = re.compile(r"^manifest_(\d+)$")
+ARCHIVE_LOG_FILE = re.compile(r"^\.commits_\.archive\.(\d+)(_.*)?$")
+HISTORY_MANIFEST_FILE = re.compile(r"^manifest_(\d+)$")
 
 
 def read_archived_instants(location: Location, config: TableConfig) -> list[Instant]:
@@ -45,7 +45,7 @@ def _read_v1_archive(location: Location, config: TableConfig) -> list[Instant]:
     files = sorted(
         (int(m.group(1)), name)
         for name in _list_names(location, folder)
-        if (m := _ARCHIVE_FILE.match(name))
+        if (m := ARCHIVE_LOG_FILE.match(name))
     )
     latest: dict[str, Instant] = {}
     for _, name in files:
@@ -90,7 +90,7 @@ def _read_lsm_history(location: Location, config: TableConfig) -> list[Instant]:
             raise CorruptTableError(f"{location.uri}: timeline history _version_ is {text!r}")
         version = int(text)
     else:
-        numbers = [int(m.group(1)) for n in names if (m := _MANIFEST_FILE.match(n))]
+        numbers = [int(m.group(1)) for n in names if (m := HISTORY_MANIFEST_FILE.match(n))]
         version = max(numbers) if numbers else None
     if version is None:
         return []

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,9 +30,17 @@ import pyarrow.parquet as pq
 
 from hudi_sync.errors import BadInputError
 from hudi_sync.storage import write_file_atomically
-from hudi_sync.table.instant import Action, Instant, State, comparable_instant
+from hudi_sync.table.archive import ARCHIVE_LOG_FILE, HISTORY_MANIFEST_FILE
+from hudi_sync.table.instant import (
+    Action,
+    Instant,
+    State,
+    comparable_instant,
+    parse_instant_file_name,
+)
 from hudi_sync.table.logfile import BlockType, encode_avro_block
 from hudi_sync.table.table import HudiTable
+from hudi_sync.table.timeline import Timeline
 
 ARCHIVED_ENTRY_SCHEMA: dict[str, Any] = {
     "type": "record",
@@ -59,8 +66,7 @@ LSM_INSTANT_SCHEMA = pa.schema(
     ]
 )
 
-_ARCHIVE_LOG = re.compile(r"^\.commits_\.archive\.(\d+)_")
-_MANIFEST = re.compile(r"^manifest_(\d+)$")
+SERVICE_ACTIONS = (Action.CLEAN, Action.ROLLBACK)
 
 
 @dataclass(frozen=True)
@@ -91,16 +97,13 @@ def instants_to_archive(table: HudiTable, policy: ArchivalPolicy) -> list[Instan
     writes = list(timeline.completed_writes)
     if len(writes) <= policy.max_commits:
         return []
-    pending_writes = [
-        i for i in timeline.pending if i.action not in (Action.CLEAN, Action.ROLLBACK)
-    ]
-    bound = comparable_instant(pending_writes[0].requested_time) if pending_writes else None
+    # Never past the oldest pending write, nor the latest clean's earliest retained commit.
+    bounds = [i.requested_time for i in timeline.pending if i.action not in SERVICE_ACTIONS][:1]
     latest_clean = timeline.latest_clean()
-    retained = (
-        timeline.clean_metadata(latest_clean).earliest_commit_to_retain if latest_clean else None
-    )
-    if retained is not None:
-        bound = min(bound, comparable_instant(retained)) if bound else comparable_instant(retained)
+    if latest_clean is not None:
+        retained = timeline.clean_metadata(latest_clean).earliest_commit_to_retain
+        bounds += [retained] if retained else []
+    bound = min((comparable_instant(b) for b in bounds), default=None)
     archived: list[Instant] = []
     for instant in writes[: len(writes) - policy.min_commits]:
         if bound is not None and comparable_instant(instant.requested_time) >= bound:
@@ -113,7 +116,7 @@ def instants_to_archive(table: HudiTable, policy: ArchivalPolicy) -> list[Instan
     newest = comparable_instant(archived[-1].requested_time)
     services = [
         i
-        for i in timeline.completed([Action.CLEAN, Action.ROLLBACK])
+        for i in timeline.completed(SERVICE_ACTIONS)
         if comparable_instant(i.requested_time) < newest
     ]
     return sorted(archived + services, key=lambda i: comparable_instant(i.requested_time))
@@ -127,13 +130,14 @@ def archive(table: HudiTable, policy: ArchivalPolicy) -> list[str]:
         return []
     timeline = table.timeline
     times = {i.requested_time for i in doomed}
-    files = {
-        i.requested_time: sorted(
-            (n for n in timeline.file_names if n.split(".")[0].split("_")[0] == i.requested_time),
-            key=_state_order,
-        )
-        for i in doomed
-    }
+    # Each archived instant's state files, requested first and the completed file last.
+    states: dict[str, list[Instant]] = {t: [] for t in times}
+    for name in timeline.file_names:
+        parsed = parse_instant_file_name(name)
+        if parsed is not None and parsed.requested_time in states:
+            states[parsed.requested_time].append(parsed)
+    for files in states.values():
+        files.sort(key=lambda state_file: state_file.state_rank)
     hoodie = os.path.join(table.location.path, ".hoodie")
     config = table.config
     if config.timeline_layout_version == 1:
@@ -160,7 +164,7 @@ def archive(table: HudiTable, policy: ArchivalPolicy) -> list[str]:
                 "completionTime": i.completion_time,
                 "action": i.action,
                 "metadata": timeline.read_file(i.file_name),
-                "plan": _requested_plan(timeline.folder, files[i.requested_time]),
+                "plan": _requested_plan(timeline, states[i.requested_time]),
                 "version": 1,
             }
             for i in doomed
@@ -168,34 +172,23 @@ def archive(table: HudiTable, policy: ArchivalPolicy) -> list[str]:
         add_lsm_history_layer(
             os.path.join(hoodie, config.timeline_path, config.timeline_history_path), rows
         )
-    folder = timeline.folder
     for requested_time in sorted(times):
-        for name in files[requested_time]:
+        for state_file in states[requested_time]:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(folder, name))
+                os.unlink(os.path.join(timeline.folder, state_file.file_name))
     return sorted(times, key=comparable_instant)
 
 
-def _state_order(name: str) -> int:
-    """Delete requested, then inflight, then the completed file."""
-    if name.endswith(".requested"):
-        return 0
-    return 1 if name.endswith(".inflight") else 2
-
-
-def _requested_plan(folder: str, names: Sequence[str]) -> bytes | None:
-    requested = [n for n in names if n.endswith(".requested")]
-    if not requested:
-        return None
-    with open(os.path.join(folder, requested[0]), "rb") as handle:
-        return handle.read() or None
+def _requested_plan(timeline: Timeline, states: Sequence[Instant]) -> bytes | None:
+    requested = [s for s in states if s.state is State.REQUESTED]
+    return (timeline.read_file(requested[0].file_name) or None) if requested else None
 
 
 def append_archive_log(folder: str, entries: Sequence[Mapping[str, Any]]) -> str:
     """A new layout-1 archive log file holding one Avro block of ``entries``; returns
     its path. Numbered after the existing ones so none is ever rewritten."""
     os.makedirs(folder, exist_ok=True)
-    numbers = [int(m.group(1)) for n in os.listdir(folder) if (m := _ARCHIVE_LOG.match(n))]
+    numbers = [int(m.group(1)) for n in os.listdir(folder) if (m := ARCHIVE_LOG_FILE.match(n))]
     path = os.path.join(folder, f".commits_.archive.{max(numbers, default=0) + 1}_1-0-1")
     block = encode_avro_block(list(entries), ARCHIVED_ENTRY_SCHEMA, {}, BlockType.AVRO_DATA)
     write_file_atomically(path, block, exclusive=True)
@@ -219,7 +212,10 @@ def add_lsm_history_layer(folder: str, rows: Sequence[Mapping[str, Any]]) -> str
         with open(os.path.join(folder, f"manifest_{current}")) as handle:
             live = [f for f in json.load(handle)["files"] if f["fileName"] != name]
     live.append({"fileName": name, "fileLen": os.path.getsize(os.path.join(folder, name))})
-    version = max((int(m.group(1)) for n in names if (m := _MANIFEST.match(n))), default=0) + 1
+    version = (
+        max((int(m.group(1)) for n in names if (m := HISTORY_MANIFEST_FILE.match(n))), default=0)
+        + 1
+    )
     manifest = json.dumps({"files": live}, indent=2).encode()
     write_file_atomically(os.path.join(folder, f"manifest_{version}"), manifest)
     write_file_atomically(os.path.join(folder, "_version_"), str(version).encode())
