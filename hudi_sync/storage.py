@@ -48,7 +48,20 @@ def open_location(uri: str, storage_options: Mapping[str, Any] | None = None) ->
         display = path
     else:
         display = uri.rstrip("/")
+        forget_listings(fs, path)
     return Location(fs=fs, path=path.rstrip("/") or "/", uri=display, storage_options=options)
+
+
+def forget_listings(fs: fsspec.AbstractFileSystem, path: str) -> None:
+    """Drop cached listings of ``path``, its parents and everything under it. fsspec
+    shares one instance (and its listings cache) per set of options, and a table opened
+    again must see the files written since, by this process or any other."""
+    root = path.rstrip("/")
+    cache = getattr(fs, "dircache", None)
+    if cache is not None:
+        for key in [k for k in list(cache) if k == root or str(k).startswith(root + "/")]:
+            cache.pop(key, None)
+    fs.invalidate_cache(root)
 
 
 def temporary_path_beside(path: str) -> str:

@@ -15,7 +15,6 @@ fakesnow read alike.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import shutil
 from collections.abc import Iterator
@@ -41,6 +40,7 @@ from hudi_sync.warehouse.snowflake_schema import (
     value_column,
 )
 from tests.fixture_tables import fixture_tables
+from tests.snowflake_emulation import create_source_table, insert_rows
 from tests.warehouse_rows import hudi_rs_rows
 
 COW = [t for t in fixture_tables() if "/cow/" in t.name and "empty" not in t.name]
@@ -56,35 +56,13 @@ def cursor() -> Iterator[Any]:
         connection.close()
 
 
-def _json_value(value: Any) -> Any:
-    """A parquet value as Snowflake's parquet reader puts it in ``VALUE``."""
-    if isinstance(value, bytes):
-        return value.hex().upper()
-    if isinstance(value, Decimal | dt.date | dt.datetime | dt.time):
-        return str(value)
-    if isinstance(value, dict):
-        return {k: _json_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [
-            {"key": _json_value(v[0]), "value": _json_value(v[1])}
-            if isinstance(v, tuple)
-            else _json_value(v)
-            for v in value
-        ]
-    return value
-
-
 def _load_files(cursor: Any, root: Path) -> int:
-    cursor.execute('CREATE TABLE src (VALUE VARIANT, "METADATA$FILENAME" VARCHAR)')
+    create_source_table(cursor, "src")
     rows = 0
     for file in sorted(root.rglob("*.parquet")):
         relative = file.relative_to(root).as_posix()
-        if relative.startswith(".hoodie"):
-            continue
-        for row in pq.read_table(file).to_pylist():
-            value = json.dumps({k: _json_value(v) for k, v in row.items()})
-            cursor.execute("INSERT INTO src SELECT PARSE_JSON(%s), %s", (value, relative))
-            rows += 1
+        if not relative.startswith(".hoodie"):
+            rows += insert_rows(cursor, "src", pq.read_table(file).to_pylist(), relative)
     return rows
 
 

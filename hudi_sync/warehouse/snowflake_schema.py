@@ -15,6 +15,7 @@ stay semi-structured (``OBJECT``, ``ARRAY``, maps as ``VARIANT``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,11 +53,25 @@ _MAX_PRECISION = 38
 # Partition values Snowflake can cast from the path text; others stay VARCHAR.
 _PARTITION_TYPES = ("NUMBER", "DATE", "BOOLEAN", "VARCHAR")
 FILENAME = "METADATA$FILENAME"
+# What Snowflake accepts unquoted, and stores upper-cased.
+_UNQUOTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
 
 
 def quote_identifier(name: str) -> str:
     """A Snowflake identifier, always double-quoted (embedded quotes doubled)."""
     return exp.to_identifier(name, quoted=True).sql(dialect="snowflake")
+
+
+def object_name(name: str) -> str:
+    """The stored name of an identifier given as users write it: names Snowflake accepts
+    unquoted resolve upper-cased (``trips`` is ``TRIPS``, so ``SELECT rider FROM trips``
+    works); any other name is kept exactly and must be quoted by its users."""
+    return name.upper() if _UNQUOTED.match(name) else name
+
+
+def sql_name(name: str) -> str:
+    """``object_name(name)``, quoted: safe in any statement."""
+    return quote_identifier(object_name(name))
 
 
 def quote_literal(text: str) -> str:
@@ -105,7 +120,7 @@ class Column:
     is_partition: bool = False
 
     def definition(self) -> str:
-        return f"{quote_identifier(self.name)} {self.type} AS ({self.expression})"
+        return f"{sql_name(self.name)} {self.type} AS ({self.expression})"
 
 
 def value_column(name: str, sf_type: str) -> Column:

@@ -1,0 +1,532 @@
+"""Snowflake target: an external stage, two external tables and a view per Hudi table.
+
+- the stage ``<t>_stage`` over the table's location (``s3://``, ``gcs://``, ``azure://``),
+  through a storage integration or credentials (or an existing stage, by name);
+- ``<t>_history``: an external table over every parquet base file version in the
+  partition folders, typed columns from the Hudi Avro schema, partition columns parsed
+  from ``METADATA$FILENAME`` and ``PARTITION BY`` them;
+- ``<t>_manifest``: an external table over the published manifest of one instant
+  (``.hoodie/manifest/snapshots/<instant>/files.csv``), ``filename`` from ``VALUE:c1``;
+- the view ``<t>``: the history rows whose ``_hoodie_file_name`` is in the manifest.
+
+Snowflake commits each DDL statement on its own, so the order is what keeps readers
+consistent, as in the BigQuery target: the history table (a superset of every snapshot's
+files) is refreshed first, then the manifest table is replaced by one over the new
+immutable manifest (``CREATE OR REPLACE`` is atomic), then the view's comment records the
+instant. A sync that stops anywhere leaves the view on the old or the new snapshot, and
+the next run converges. The marker (instant, stage URL, mode and the digests of the
+history and view definitions) is the view's COMMENT.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from hudi_sync.errors import BadInputError, HudiSyncError
+from hudi_sync.manifest import PublishedManifest
+from hudi_sync.table import HudiTable
+from hudi_sync.table.instant import comparable_instant
+from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult
+from hudi_sync.warehouse.snowflake_schema import (
+    Column,
+    history_columns,
+    object_name,
+    quote_literal,
+    sql_name,
+)
+
+PREFIX = "hoodie.snowflake.sync."
+ENV_PREFIX = "SNOWFLAKE_"
+MODE = "view"
+# Passed to snowflake.connector.connect as they are.
+CONNECTION_KEYS = (
+    "account",
+    "user",
+    "password",
+    "role",
+    "warehouse",
+    "database",
+    "schema",
+    "authenticator",
+    "private_key_file",
+    "private_key_file_pwd",
+    "token",
+    "host",
+)
+# Never printed, logged or put in an error message.
+SECRET_KEYS = frozenset(
+    {"password", "private_key_file_pwd", "token", "aws_secret_key", "aws_token", "azure_sas_token"}
+)
+_STAGE_KEYS = (
+    "stage_name",
+    "stage_url",
+    "storage_integration",
+    "aws_key_id",
+    "aws_secret_key",
+    "aws_token",
+    "azure_sas_token",
+)
+OPTION_KEYS = frozenset({*CONNECTION_KEYS, *_STAGE_KEYS, "table_name"})
+# Parquet base files (<file id>_<write token>_<instant>.parquet) in any folder that is not
+# hidden, so .hoodie (timeline, metadata table, manifests) never matches. Anchored at both
+# ends, so it means the same whether Snowflake matches it against the path or within it.
+BASE_FILE_PATTERN = r"^/?([^./][^/]*/)*[^./][^/]*_[0-9]{14,17}[.]parquet$"
+MANIFEST_PATTERN = r"^(.*/)?files[.]csv$"
+_MARKER_DIGESTS = re.compile(r"history=(?P<history>\w+) view=(?P<view>\w+)")
+_CLOUD_URL = re.compile(r"^(s3|gcs|azure)://[^/]+(/.*)?$")
+
+
+def _schemes(uri: str) -> str:
+    """The table's URI as a stage URL: ``s3a://``/``s3n://`` are ``s3://``, ``gs://`` is
+    ``gcs://``, and ``abfs[s]://container@account.dfs.core.windows.net/p`` is
+    ``azure://account.blob.core.windows.net/container/p``."""
+    for alias in ("s3a://", "s3n://"):
+        if uri.startswith(alias):
+            return "s3://" + uri[len(alias) :]
+    if uri.startswith("gs://"):
+        return "gcs://" + uri[len("gs://") :]
+    match = re.match(r"^abfss?://([^@/]+)@([^./]+)\.dfs\.core\.windows\.net(/.*)?$", uri)
+    if match:
+        return f"azure://{match[2]}.blob.core.windows.net/{match[1]}{match[3] or ''}"
+    return uri
+
+
+@dataclass(frozen=True)
+class SnowflakeSyncConfig:
+    """The sync's options, as ``hoodie.snowflake.sync.*`` keys or ``SNOWFLAKE_*`` variables."""
+
+    database: str
+    schema: str
+    table_name: str
+    stage_name: str | None = None
+    stage_url: str | None = None
+    storage_integration: str | None = None
+    # Everything handed to the connector, and the stage credentials: kept out of repr.
+    connection: Mapping[str, str] = field(default_factory=dict, repr=False)
+    credentials: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_options(
+        cls,
+        options: Mapping[str, Any],
+        environ: Mapping[str, str] | None = None,
+        default_table_name: str | None = None,
+    ) -> SnowflakeSyncConfig:
+        """Options win over ``SNOWFLAKE_<KEY>`` environment variables (``SNOWFLAKE_ACCOUNT``,
+        ``SNOWFLAKE_PASSWORD``, ...); the table name defaults to ``default_table_name``."""
+        environ = os.environ if environ is None else environ
+        values = {
+            k.removeprefix(PREFIX): str(v)
+            for k, v in options.items()
+            if k.startswith(PREFIX) and v not in (None, "")
+        }
+        unknown = set(values) - OPTION_KEYS
+        if unknown:
+            raise BadInputError(f"unknown Snowflake sync option {PREFIX}{sorted(unknown)[0]}")
+        for key in sorted(OPTION_KEYS - set(values)):
+            if environ.get(ENV_PREFIX + key.upper()):
+                values[key] = environ[ENV_PREFIX + key.upper()]
+        if default_table_name:
+            values.setdefault("table_name", default_table_name)
+        for required in ("database", "schema", "table_name"):
+            if required not in values:
+                raise BadInputError(
+                    f"missing Snowflake sync option {PREFIX}{required} "
+                    f"(or {ENV_PREFIX}{required.upper()})"
+                )
+        credentials = {k: values[k] for k in _STAGE_KEYS[3:] if k in values}
+        config = cls(
+            database=values["database"],
+            schema=values["schema"],
+            table_name=values["table_name"],
+            stage_name=values.get("stage_name"),
+            stage_url=values.get("stage_url"),
+            storage_integration=values.get("storage_integration"),
+            connection={k: values[k] for k in CONNECTION_KEYS if k in values},
+            credentials=credentials,
+        )
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        for key in ("database", "schema", "table_name", "stage_name", "storage_integration"):
+            value = getattr(self, key)
+            if value is not None and (not value or "\x00" in value):
+                raise BadInputError(f"{PREFIX}{key} {value!r} is empty or has a NUL byte")
+        if self.stage_url is not None and not _CLOUD_URL.match(self.stage_url):
+            raise BadInputError(
+                f"{PREFIX}stage_url {self.stage_url!r} is not an s3://, gcs:// or azure:// URL"
+            )
+        if self.stage_name and (self.storage_integration or self.credentials):
+            raise BadInputError(
+                f"{PREFIX}stage_name names an existing stage; its storage integration or "
+                "credentials are the stage's own, not the sync's"
+            )
+        if self.storage_integration and self.credentials:
+            raise BadInputError(
+                f"{PREFIX}storage_integration and stage credentials exclude each other"
+            )
+        if self.credentials and not (
+            {"aws_key_id", "aws_secret_key"} <= set(self.credentials)
+            or set(self.credentials) == {"azure_sas_token"}
+        ):
+            raise BadInputError(
+                f"stage credentials are {PREFIX}aws_key_id with {PREFIX}aws_secret_key "
+                f"(and optionally {PREFIX}aws_token), or {PREFIX}azure_sas_token"
+            )
+
+    def secrets(self) -> list[str]:
+        """Secret values to scrub from anything printed."""
+        values = {**self.connection, **self.credentials}
+        return [v for k, v in values.items() if k in SECRET_KEYS and v]
+
+
+class Cursor(Protocol):
+    """The part of a DB-API cursor the target uses."""
+
+    description: Any
+
+    def execute(self, command: str, params: Any = None) -> Any: ...
+
+    def fetchall(self) -> Sequence[Any]: ...
+
+    def close(self) -> Any: ...
+
+
+class Connection(Protocol):
+    def cursor(self) -> Any: ...
+
+    def close(self) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One SQL statement of a sync; ``shown`` is its text with secrets masked."""
+
+    sql: str
+    shown: str
+    what: str  # "create stage X", "refresh X", ... for error messages
+
+
+@dataclass(frozen=True)
+class _State:
+    """What exists now: the view's marker and digests, and the stage's URL."""
+
+    marker: SyncMarker | None
+    history_digest: str | None
+    view_digest: str | None
+    view_exists: bool
+    stage_url: str | None
+
+
+class SnowflakeTarget:
+    """Syncs a table's published manifest into Snowflake external tables and a view."""
+
+    def __init__(
+        self,
+        config: SnowflakeSyncConfig,
+        connect: Callable[[], Connection] | None = None,
+    ) -> None:
+        self.config = config
+        self._connect = connect or self._connector
+
+    @classmethod
+    def from_options(
+        cls,
+        options: Mapping[str, Any],
+        default_table_name: str | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> SnowflakeTarget:
+        return cls(SnowflakeSyncConfig.from_options(options, environ, default_table_name))
+
+    @property
+    def name(self) -> str:
+        return f"snowflake:{object_name(self.config.database)}.{object_name(self.config.schema)}"
+
+    def _connector(self) -> Connection:
+        try:
+            import snowflake.connector
+        except ImportError:
+            raise HudiSyncError(
+                "the Snowflake target needs snowflake-connector-python "
+                "(pip install 'hudi-sync[snowflake]')"
+            ) from None
+        try:
+            connection: Connection = snowflake.connector.connect(
+                **self.config.connection, application="hudi_sync"
+            )
+        except snowflake.connector.errors.Error as exc:
+            raise self._failure("connect", exc) from None
+        return connection
+
+    # -- naming --------------------------------------------------------------------------
+    def _qualified(self, name: str) -> str:
+        return ".".join(sql_name(n) for n in (self.config.database, self.config.schema, name))
+
+    def object_names(self, published: PublishedManifest, as_of: bool) -> ObjectNames:
+        return ObjectNames.for_table(
+            self.config.table_name, published.manifest.instant if as_of else None
+        )
+
+    def _stage(self) -> str:
+        return self.config.stage_name or f"{self.config.table_name}_stage"
+
+    def stage_url(self, table: HudiTable) -> str:
+        """Where Snowflake reads the table: ``stage_url``, else the table's own URI."""
+        url = self.config.stage_url or _schemes(table.uri)
+        if not _CLOUD_URL.match(url):
+            raise BadInputError(
+                f"{table.uri}: Snowflake reads s3://, gcs:// or azure:// locations; set "
+                f"{PREFIX}stage_url to the table's location as Snowflake sees it"
+            )
+        return url.rstrip("/") + "/"
+
+    # -- reading the current state -------------------------------------------------------
+    def _show(self, cursor: Cursor, kind: str, name: str) -> dict[str, Any] | None:
+        """The ``SHOW <kind> LIKE`` row of the object named exactly ``name``, by column."""
+        schema = ".".join(sql_name(n) for n in (self.config.database, self.config.schema))
+        stored = object_name(name)
+        self._execute(
+            cursor,
+            Statement(
+                f"SHOW {kind} LIKE {quote_literal(stored)} IN SCHEMA {schema}",
+                "",
+                f"list {kind.lower()} in {schema}",
+            ),
+        )
+        columns = [str(d[0]).lower() for d in cursor.description]
+        for row in cursor.fetchall():
+            record = dict(zip(columns, row, strict=True))
+            if record.get("name") == stored:
+                return record
+        return None
+
+    def _state(self, cursor: Cursor, names: ObjectNames) -> _State:
+        view = self._show(cursor, "VIEWS", names.view)
+        stage = self._show(cursor, "STAGES", self._stage())
+        comment = str(view.get("comment") or "") if view else ""
+        digests = _MARKER_DIGESTS.search(comment)
+        return _State(
+            marker=SyncMarker.parse(comment),
+            history_digest=digests["history"] if digests else None,
+            view_digest=digests["view"] if digests else None,
+            view_exists=view is not None,
+            stage_url=str(stage["url"]) if stage else None,
+        )
+
+    # -- planning ------------------------------------------------------------------------
+    def _plan(
+        self,
+        cursor: Cursor,
+        table: HudiTable,
+        published: PublishedManifest,
+        as_of: bool,
+        force: bool,
+    ) -> tuple[SyncPlan, list[Statement]]:
+        instant = published.manifest.instant or ""
+        names = self.object_names(published, as_of)
+        url = self.stage_url(table)
+        marker = SyncMarker(instant, url, MODE)
+        state = self._state(cursor, names)
+        target = self.name
+        if state.view_exists and state.marker is None and not force:
+            raise BadInputError(
+                f"{self._qualified(names.view)} exists and was not created by hudi_sync; "
+                "drop it or use --force"
+            )
+        columns = history_columns(
+            table.avro_schema,
+            table.partition_fields,
+            table.config.hive_style_partitioning,
+            table.config.populate_meta_fields,
+        )
+        history_sql = self._history_sql(names.history, columns)
+        view_sql = self._view_sql(names, columns)
+        history_digest, view_digest = _digest(history_sql), _digest(view_sql)
+        current = state.marker
+        same_objects = current is not None and (current.base, current.mode) == (url, MODE)
+        unchanged = same_objects and (state.history_digest, state.view_digest) == (
+            history_digest,
+            view_digest,
+        )
+        if current == marker and unchanged and not force:
+            return SyncPlan(target, "noop", [], f"{names.view} already shows {instant}"), []
+        if (
+            same_objects
+            and current is not None
+            and comparable_instant(current.instant) > comparable_instant(instant)
+            and not force
+        ):
+            reason = f"{names.view} shows newer {current.instant}; use --force"
+            return SyncPlan(target, "skip-older", [], reason), []
+
+        statements = self._stage_statements(state, url, same_objects, force)
+        history = self._qualified(names.history)
+        if same_objects and state.history_digest == history_digest and not force:
+            refresh = f"ALTER EXTERNAL TABLE {history} REFRESH"
+            statements.append(Statement(refresh, refresh, f"refresh {history}"))
+        else:  # new, changed schema or stage: replaced, and its files listed on creation
+            statements.append(Statement(history_sql, history_sql, f"create {history}"))
+        manifest_sql = self._manifest_sql(table, published, names.manifest)
+        statements.append(
+            Statement(manifest_sql, manifest_sql, f"create {self._qualified(names.manifest)}")
+        )
+        view = self._qualified(names.view)
+        comment = quote_literal(f"{marker.render()} history={history_digest} view={view_digest}")
+        if same_objects and state.view_digest == view_digest and not force:
+            sql = f"ALTER VIEW {view} SET COMMENT = {comment}"
+        else:
+            sql = view_sql.replace(" COPY GRANTS AS ", f" COPY GRANTS COMMENT = {comment} AS ", 1)
+        statements.append(Statement(sql, sql, f"create {view}"))
+        action = "create" if current is None else ("update" if same_objects else "recreate")
+        return SyncPlan(target, action, [s.shown for s in statements]), statements
+
+    def _stage_statements(
+        self, state: _State, url: str, same_objects: bool, force: bool
+    ) -> list[Statement]:
+        """The managed stage is created, or replaced when its URL changed; a stage named
+        by ``stage_name`` must exist and is never altered."""
+        stage = self._qualified(self._stage())
+        if self.config.stage_name:
+            if state.stage_url is None:
+                raise BadInputError(f"stage {stage} ({PREFIX}stage_name) does not exist")
+            return []
+        if state.stage_url is not None and state.stage_url.rstrip("/") + "/" != url:
+            if not (force or (state.marker is not None and not same_objects)):
+                raise BadInputError(
+                    f"stage {stage} exists over {state.stage_url}, not {url}; "
+                    "drop it, name another with "
+                    f"{PREFIX}stage_name, or use --force"
+                )
+        elif state.stage_url is not None and same_objects and not force:
+            return []
+        access = ""
+        shown = ""
+        if self.config.storage_integration:
+            access = f" STORAGE_INTEGRATION = {sql_name(self.config.storage_integration)}"
+            shown = access
+        elif self.config.credentials:
+            pairs = " ".join(
+                f"{k.upper()} = {quote_literal(v)}" for k, v in self.config.credentials.items()
+            )
+            masked = " ".join(
+                f"{k.upper()} = {quote_literal('***' if k in SECRET_KEYS else v)}"
+                for k, v in self.config.credentials.items()
+            )
+            access, shown = f" CREDENTIALS = ({pairs})", f" CREDENTIALS = ({masked})"
+        head = f"CREATE OR REPLACE STAGE {stage} URL = {quote_literal(url)}"
+        tail = " FILE_FORMAT = (TYPE = PARQUET) COMMENT = 'hudi_sync stage'"
+        return [Statement(head + access + tail, head + shown + tail, f"create stage {stage}")]
+
+    def _history_sql(self, name: str, columns: list[Column]) -> str:
+        partitions = [c for c in columns if c.is_partition]
+        partition_by = (
+            f" PARTITION BY ({', '.join(sql_name(c.name) for c in partitions)})"
+            if partitions
+            else ""
+        )
+        return (
+            f"CREATE OR REPLACE EXTERNAL TABLE {self._qualified(name)} "
+            f"({', '.join(c.definition() for c in columns)}){partition_by} "
+            f"WITH LOCATION = @{self._qualified(self._stage())}/ "
+            "REFRESH_ON_CREATE = TRUE AUTO_REFRESH = FALSE "
+            f"PATTERN = {quote_literal(BASE_FILE_PATTERN)} "
+            "FILE_FORMAT = (TYPE = PARQUET) COPY GRANTS"
+        )
+
+    def _manifest_sql(self, table: HudiTable, published: PublishedManifest, name: str) -> str:
+        """Over the immutable manifest folder of this instant: replacing the table is the
+        one atomic switch from the previous snapshot to this one."""
+        root = table.uri.rstrip("/") + "/"
+        if not published.files_uri.startswith(root):
+            raise HudiSyncError(f"manifest {published.files_uri} is not under {table.uri}")
+        folder = published.files_uri[len(root) :].rsplit("/", 1)[0]
+        if not re.fullmatch(r"[\w./-]+", folder):
+            raise HudiSyncError(f"manifest folder {folder!r} cannot be a stage path")
+        return (
+            f"CREATE OR REPLACE EXTERNAL TABLE {self._qualified(name)} "
+            f"({sql_name('filename')} VARCHAR AS (VALUE['c1']::VARCHAR)) "
+            f"WITH LOCATION = @{self._qualified(self._stage())}/{folder}/ "
+            "REFRESH_ON_CREATE = TRUE AUTO_REFRESH = FALSE "
+            f"PATTERN = {quote_literal(MANIFEST_PATTERN)} "
+            "FILE_FORMAT = (TYPE = CSV FIELD_DELIMITER = NONE SKIP_HEADER = 0 "
+            "FIELD_OPTIONALLY_ENCLOSED_BY = NONE) COPY GRANTS"
+        )
+
+    def _view_sql(self, names: ObjectNames, columns: list[Column]) -> str:
+        """Every column but the external table's ``VALUE`` variant."""
+        listed = ", ".join(sql_name(c.name) for c in columns)
+        return (
+            f"CREATE OR REPLACE VIEW {self._qualified(names.view)} COPY GRANTS AS "
+            f"SELECT {listed} FROM {self._qualified(names.history)} "
+            f"WHERE {sql_name('_hoodie_file_name')} IN "
+            f"(SELECT {sql_name('filename')} FROM {self._qualified(names.manifest)})"
+        )
+
+    # -- applying ------------------------------------------------------------------------
+    def plan(
+        self,
+        table: HudiTable,
+        published: PublishedManifest,
+        as_of: bool = False,
+        force: bool = False,
+    ) -> SyncPlan:
+        with self._cursor() as cursor:
+            return self._plan(cursor, table, published, as_of, force)[0]
+
+    def sync(
+        self,
+        table: HudiTable,
+        published: PublishedManifest,
+        as_of: bool = False,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> tuple[SyncPlan, SyncResult]:
+        names = self.object_names(published, as_of)
+        objects = (names.view, names.manifest, names.history)
+        instant = published.manifest.instant
+        with self._cursor() as cursor:
+            plan, statements = self._plan(cursor, table, published, as_of, force)
+            if dry_run or not statements:
+                action = "dry-run" if dry_run else plan.action
+                return plan, SyncResult(plan.target, instant, action, objects, plan.reason)
+            for statement in statements:
+                self._execute(cursor, statement)
+        return plan, SyncResult(plan.target, instant, plan.action, objects)
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Cursor]:
+        connection = self._connect()
+        try:
+            cursor: Cursor = connection.cursor()
+            try:
+                yield cursor
+            finally:
+                cursor.close()
+        finally:
+            connection.close()
+
+    def _execute(self, cursor: Cursor, statement: Statement) -> None:
+        try:
+            cursor.execute(statement.sql)
+        except Exception as exc:
+            if type(exc).__module__.startswith("snowflake."):
+                raise self._failure(statement.what, exc) from None
+            raise
+
+    def _failure(self, action: str, exc: Exception) -> HudiSyncError:
+        """One line, with every secret value masked (connector messages may quote SQL)."""
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        for secret in self.config.secrets():
+            message = message.replace(secret, "***")
+        return HudiSyncError(f"Snowflake {action} failed: {message}")
+
+
+def _digest(sql: str) -> str:
+    return hashlib.sha256(sql.encode()).hexdigest()[:16]
