@@ -1,9 +1,10 @@
 """The post-commit hook: after a commit completes, sync the table to the configured targets.
 
 A writer calls :func:`run_post_commit_hook` with its write options. The targets come from
-``hoodie.meta.sync.client.tool.class`` (Hudi's key; ``bigquery``, ``duckdb`` or Hudi's
-BigQuerySyncTool class name, comma-separated) and each target's own options:
-``hoodie.gcp.bigquery.sync.*`` for BigQuery, ``hoodie.duckdb.sync.database`` and
+``hoodie.meta.sync.client.tool.class`` (Hudi's key; ``bigquery``, ``snowflake``,
+``duckdb`` or Hudi's BigQuerySyncTool class name, comma-separated) and each target's own
+options: ``hoodie.gcp.bigquery.sync.*`` for BigQuery, ``hoodie.snowflake.sync.*`` (or
+``SNOWFLAKE_*`` variables) for Snowflake, ``hoodie.duckdb.sync.database`` and
 ``hoodie.duckdb.sync.table_name`` for DuckDB. A failing target is reported in the result,
 never raised into the writer, and leaves its objects at the previous snapshot (each
 target applies its changes atomically or in reader-safe order).
@@ -27,6 +28,7 @@ _TOOL_ALIASES = {
     "bigquery": "bigquery",
     "org.apache.hudi.gcp.bigquery.bigquerysynctool": "bigquery",
     "duckdb": "duckdb",
+    "snowflake": "snowflake",
 }
 
 
@@ -38,7 +40,9 @@ def target_names(options: Mapping[str, Any]) -> list[str]:
         if not tool:
             continue
         if tool.lower() not in _TOOL_ALIASES:
-            raise BadInputError(f"{SYNC_TOOLS}: unknown sync tool {tool!r} (bigquery, duckdb)")
+            raise BadInputError(
+                f"{SYNC_TOOLS}: unknown sync tool {tool!r} (bigquery, snowflake, duckdb)"
+            )
         names.append(_TOOL_ALIASES[tool.lower()])
     return names
 
@@ -52,6 +56,10 @@ def build_target(name: str, options: Mapping[str, Any], table: HudiTable) -> Tar
         if not database:
             raise BadInputError(f"the duckdb sync target needs {DUCKDB_DATABASE}")
         return DuckDBTarget(str(database), str(options.get(DUCKDB_TABLE) or table.config.name))
+    if name == "snowflake":
+        from hudi_sync.warehouse.snowflake_target import SnowflakeTarget
+
+        return SnowflakeTarget.from_options(options, default_table_name=table.config.name)
     from hudi_sync.warehouse.bigquery_target import BigQueryTarget
 
     return BigQueryTarget.from_options(options, default_table_name=table.config.name)

@@ -11,7 +11,14 @@ from tests.objectstores import gcs_server, s3_server  # noqa: F401  (session fix
 
 # Opt-in tests against real services: not collected (neither run nor skipped) unless
 # their credentials are given.
-collect_ignore = [] if os.environ.get("HUDI_SYNC_BIGQUERY_PROJECT") else ["test_bigquery_real.py"]
+collect_ignore = [
+    name
+    for name, variable in (
+        ("test_bigquery_real.py", "HUDI_SYNC_BIGQUERY_PROJECT"),
+        ("test_snowflake_real.py", "HUDI_SYNC_SNOWFLAKE_TABLE"),
+    )
+    if not os.environ.get(variable)
+]
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,8 @@ from hudi_sync.table.properties import parse_java_properties
 from hudi_sync.warehouse.bigquery_target import PREFIX as BIGQUERY_PREFIX
 from hudi_sync.warehouse.bigquery_target import BigQueryTarget
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.warehouse.snowflake_target import PREFIX as SNOWFLAKE_PREFIX
+from hudi_sync.warehouse.snowflake_target import SnowflakeTarget
 from hudi_sync.watch import watch
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Apache Hudi table tools.")
@@ -341,6 +343,76 @@ def sync_bigquery(
         options: dict[str, Any] = _options(props, conf)
         options.update({BIGQUERY_PREFIX + k: v for k, v in flags.items() if v is not None})
         return [BigQueryTarget.from_options(options)]
+
+    _sync(uri, targets, storage_option, as_of, keep, force, dry_run, as_json)
+
+
+def _sf_option(name: str, help_text: str) -> Any:
+    return typer.Option(
+        f"--{name.replace('_', '-')}",
+        help=f"{SNOWFLAKE_PREFIX}{name} (or SNOWFLAKE_{name.upper()}): {help_text}",
+    )
+
+
+@sync_app.command("snowflake")
+def sync_snowflake(
+    uri: Annotated[str, typer.Argument(help="Table base path or URI (s3://, gs://, abfss://)")],
+    account: Annotated[str | None, _sf_option("account", "account identifier.")] = None,
+    user: Annotated[str | None, _sf_option("user", "login name.")] = None,
+    role: Annotated[str | None, _sf_option("role", "role the sync runs as.")] = None,
+    warehouse: Annotated[str | None, _sf_option("warehouse", "virtual warehouse.")] = None,
+    database: Annotated[str | None, _sf_option("database", "database of the objects.")] = None,
+    schema: Annotated[str | None, _sf_option("schema", "schema of the objects.")] = None,
+    authenticator: Annotated[
+        str | None, _sf_option("authenticator", "e.g. SNOWFLAKE_JWT, externalbrowser.")
+    ] = None,
+    private_key_file: Annotated[
+        str | None, _sf_option("private_key_file", "key-pair authentication key (PEM).")
+    ] = None,
+    table_name: Annotated[
+        str | None, _sf_option("table_name", "view name; default the Hudi table's.")
+    ] = None,
+    stage_url: Annotated[
+        str | None, _sf_option("stage_url", "the table's location as Snowflake reads it.")
+    ] = None,
+    stage_name: Annotated[
+        str | None, _sf_option("stage_name", "an existing stage to use as is.")
+    ] = None,
+    storage_integration: Annotated[
+        str | None, _sf_option("storage_integration", "storage integration of the stage.")
+    ] = None,
+    props: PropsOption = None,
+    conf: ConfOption = None,
+    as_of: AsOfOption = None,
+    keep: KeepOption = DEFAULT_KEEP,
+    force: ForceOption = False,
+    dry_run: DryRunOption = False,
+    as_json: JsonFlag = False,
+    storage_option: StorageOption = None,
+) -> None:
+    """Create a stage, external tables and a view in Snowflake. Secrets (password,
+    private_key_file_pwd, token, aws_secret_key, azure_sas_token) come from SNOWFLAKE_*
+    variables or --props only, never from flags, and are never printed."""
+    flags = {
+        "account": account,
+        "user": user,
+        "role": role,
+        "warehouse": warehouse,
+        "database": database,
+        "schema": schema,
+        "authenticator": authenticator,
+        "private_key_file": private_key_file,
+        "table_name": table_name,
+        "stage_url": stage_url,
+        "stage_name": stage_name,
+        "storage_integration": storage_integration,
+    }
+
+    def targets() -> list[Target]:
+        options: dict[str, Any] = _options(props, conf)
+        options.update({SNOWFLAKE_PREFIX + k: v for k, v in flags.items() if v is not None})
+        hudi_name = HudiTable.open(uri, parse_storage_options(storage_option)).config.name
+        return [SnowflakeTarget.from_options(options, default_table_name=hudi_name)]
 
     _sync(uri, targets, storage_option, as_of, keep, force, dry_run, as_json)
 
