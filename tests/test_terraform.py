@@ -211,6 +211,22 @@ def test_table_prefixes_are_validated(name: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "variable", ["storage_integration_name", "database", "schema", "warehouse", "account_role"]
+)
+def test_snowflake_names_are_the_ones_the_cli_resolves(variable: str) -> None:
+    """The provider quotes names as given; the CLI upper-cases names Snowflake would take
+    unquoted. Only upper-case names mean the same object to both."""
+    from hudi_sync.warehouse.snowflake_schema import object_name
+
+    (validation,) = module("snowflake_sync").variables[variable]["validation"]
+    pattern = re.search(r'regex\("(.+?)", var\.', validation["condition"])
+    assert pattern is not None, validation["condition"]
+    for name in ("HUDI_SYNC", "hudi_sync", "Hudi", "HUDI SYNC"):
+        accepted = re.fullmatch(pattern[1], name) is not None
+        assert accepted == (object_name(name) == name and " " not in name), name
+
+
+@pytest.mark.parametrize(
     ("name", "expected"),
     [("bigquery_sync", BIGQUERY_OUTPUTS), ("snowflake_sync", SNOWFLAKE_OUTPUTS)],
 )

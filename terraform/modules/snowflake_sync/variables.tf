@@ -59,18 +59,18 @@ variable "storage_integration_name" {
   default     = "HUDI_SYNC_S3"
 
   validation {
-    condition     = can(regex("^[A-Za-z_][A-Za-z0-9_$]{0,254}$", var.storage_integration_name))
-    error_message = "storage_integration_name must be a Snowflake identifier (letters, digits, _ and $, not starting with a digit)."
+    condition     = can(regex("^[A-Z_][A-Z0-9_$]{0,254}$", var.storage_integration_name))
+    error_message = "storage_integration_name must be an upper-case Snowflake identifier (A-Z, digits, _ and $, not starting with a digit): the provider quotes names as given, and hudi-sync resolves such names upper-cased, as Snowflake does for unquoted ones."
   }
 }
 
 variable "database" {
-  description = "Snowflake database the sync writes to (hoodie.snowflake.sync.database). Created when create_database is true, otherwise it must exist. Names are used exactly as given (case-sensitive)."
+  description = "Snowflake database the sync writes to (hoodie.snowflake.sync.database). Created when create_database is true, otherwise it must exist. Upper case, so that the provider (which quotes names) and hudi-sync (which upper-cases names Snowflake would take unquoted) name the same object."
   type        = string
 
   validation {
-    condition     = can(regex("^[A-Za-z_][A-Za-z0-9_$]{0,254}$", var.database))
-    error_message = "database must be a Snowflake identifier (letters, digits, _ and $, not starting with a digit)."
+    condition     = can(regex("^[A-Z_][A-Z0-9_$]{0,254}$", var.database))
+    error_message = "database must be an upper-case Snowflake identifier (A-Z, digits, _ and $, not starting with a digit): the provider quotes names as given, and hudi-sync resolves such names upper-cased, as Snowflake does for unquoted ones."
   }
 }
 
@@ -79,8 +79,8 @@ variable "schema" {
   type        = string
 
   validation {
-    condition     = can(regex("^[A-Za-z_][A-Za-z0-9_$]{0,254}$", var.schema))
-    error_message = "schema must be a Snowflake identifier (letters, digits, _ and $, not starting with a digit)."
+    condition     = can(regex("^[A-Z_][A-Z0-9_$]{0,254}$", var.schema))
+    error_message = "schema must be an upper-case Snowflake identifier (A-Z, digits, _ and $, not starting with a digit): the provider quotes names as given, and hudi-sync resolves such names upper-cased, as Snowflake does for unquoted ones."
   }
 }
 
@@ -101,8 +101,8 @@ variable "warehouse" {
   type        = string
 
   validation {
-    condition     = can(regex("^[A-Za-z_][A-Za-z0-9_$]{0,254}$", var.warehouse))
-    error_message = "warehouse must be a Snowflake identifier (letters, digits, _ and $, not starting with a digit)."
+    condition     = can(regex("^[A-Z_][A-Z0-9_$]{0,254}$", var.warehouse))
+    error_message = "warehouse must be an upper-case Snowflake identifier (A-Z, digits, _ and $, not starting with a digit): the provider quotes names as given, and hudi-sync resolves such names upper-cased, as Snowflake does for unquoted ones."
   }
 }
 
@@ -112,8 +112,8 @@ variable "account_role" {
   default     = "HUDI_SYNC"
 
   validation {
-    condition     = can(regex("^[A-Za-z_][A-Za-z0-9_$]{0,254}$", var.account_role))
-    error_message = "account_role must be a Snowflake identifier (letters, digits, _ and $, not starting with a digit)."
+    condition     = can(regex("^[A-Z_][A-Z0-9_$]{0,254}$", var.account_role))
+    error_message = "account_role must be an upper-case Snowflake identifier (A-Z, digits, _ and $, not starting with a digit): the provider quotes names as given, and hudi-sync resolves such names upper-cased, as Snowflake does for unquoted ones."
   }
 }
 
