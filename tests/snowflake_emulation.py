@@ -134,6 +134,9 @@ class EmulatedSnowflake:
             raise snowflake.connector.errors.ProgrammingError(
                 msg=f"SQL execution error: injected failure in: {sql}"
             )
+        if params is not None:  # a query with bound values: never DDL
+            cursor.execute(sql, params)
+            return None
         refresh = _REFRESH.match(sql.strip())
         if refresh:
             table = sqlglot.parse_one(refresh["name"], read="snowflake", into=exp.Table)

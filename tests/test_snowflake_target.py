@@ -20,7 +20,12 @@ from sqlglot import exp
 from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.sync import publish_manifest, sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.warehouse.snowflake_schema import history_columns, object_name, sql_name
+from hudi_sync.warehouse.snowflake_schema import (
+    history_columns,
+    object_name,
+    quote_literal,
+    sql_name,
+)
 from hudi_sync.warehouse.snowflake_target import (
     BASE_FILE_PATTERN,
     PREFIX,
@@ -71,20 +76,37 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
-def _compared(table: HudiTable) -> list[Any]:
-    """Scalar columns hudi-rs also has (without meta fields, the file name is ours)."""
-    with_meta = table.config.populate_meta_fields
-    columns = history_columns(
+def _columns(table: HudiTable) -> list[Any]:
+    return history_columns(
         table.avro_schema,
         table.partition_fields,
         table.config.hive_style_partitioning,
-        with_meta,
+        table.config.populate_meta_fields,
     )
+
+
+def _compared(table: HudiTable) -> list[Any]:
+    """Scalar columns hudi-rs also has (without meta fields, the file name is ours)."""
+    with_meta = table.config.populate_meta_fields
     return [
         c
-        for c in columns
+        for c in _columns(table)
         if c.type.startswith(SCALAR_PREFIXES) and (with_meta or c.name != "_hoodie_file_name")
     ]
+
+
+def _view_columns(view: str = "trips") -> list[str]:
+    """The view's columns, from INFORMATION_SCHEMA.COLUMNS."""
+    connection = snowflake.connector.connect(database=DATABASE, schema=SCHEMA)
+    cursor = connection.cursor()
+    cursor.execute(
+        "SELECT column_name FROM HUDI.INFORMATION_SCHEMA.COLUMNS "
+        f"WHERE table_schema = 'LAKE' AND table_name = {quote_literal(object_name(view))} "
+        "ORDER BY ordinal_position"
+    )
+    names = [str(r[0]) for r in cursor.fetchall()]
+    connection.close()
+    return names
 
 
 def _view_rows(table: HudiTable, view: str = "trips") -> list[tuple[str | None, ...]]:
@@ -134,6 +156,7 @@ def test_view_equals_hudi_rs_on_fixture_tables_in_s3(  # type: ignore[no-untyped
     assert len(expected) > 0
     assert _view_rows(table) == expected
     assert f"instant={report.instant} base={table.uri}/ mode=view" in _view_comment()
+    assert _view_columns() == [object_name(c.name) for c in _columns(table)]  # no VALUE
     for statement in emulation.statements:
         sqlglot.parse_one(statement, read="snowflake")  # every statement is Snowflake SQL
 
