@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +38,9 @@ from hudi_sync.warehouse.snowflake_schema import (
     snowflake_type,
     value_column,
 )
-from tests.fixture_tables import fixture_tables
 from tests.snowflake_emulation import create_source_table, insert_rows
+from tests.test_snowflake_target import COW, SCALAR_PREFIXES, _text
 from tests.warehouse_rows import hudi_rs_rows
-
-COW = [t for t in fixture_tables() if "/cow/" in t.name and "empty" not in t.name]
-# Compared as text after the casts; nested types are semi-structured on both sides.
-SCALAR_PREFIXES = ("VARCHAR", "NUMBER", "BOOLEAN", "FLOAT", "DATE")
 
 
 @pytest.fixture
@@ -64,16 +59,6 @@ def _load_files(cursor: Any, root: Path) -> int:
         if not relative.startswith(".hoodie"):
             rows += insert_rows(cursor, "src", pq.read_table(file).to_pylist(), relative)
     return rows
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, float):
-        return repr(float(value))
-    if isinstance(value, Decimal):
-        return format(value.normalize(), "f")
-    return str(value)
 
 
 @pytest.mark.parametrize("fixture", COW, ids=[t.id for t in COW])

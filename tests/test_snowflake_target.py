@@ -38,6 +38,7 @@ from tests.snowflake_emulation import EmulatedSnowflake
 from tests.warehouse_rows import hudi_rs_rows
 
 COW = [t for t in fixture_tables() if "/cow/" in t.name and "empty" not in t.name]
+# Compared as text after the casts; nested types are semi-structured on both sides.
 SCALAR_PREFIXES = ("VARCHAR", "NUMBER", "BOOLEAN", "FLOAT", "DATE")
 DATABASE, SCHEMA = "hudi", "lake"
 
@@ -217,6 +218,13 @@ def _withhold_latest_commit(local: Path, tmp_path: Path) -> tuple[Path, list[Pat
     return copy, moved, previous, latest
 
 
+def _complete(s3_server: S3Store, uri: str, stashed: list[Path], tmp_path: Path) -> None:
+    """The withheld commit completes: its instant files arrive in the bucket."""
+    fs = s3_server.fs()
+    for path in stashed:
+        fs.put(str(path), f"{uri}/{path.relative_to(tmp_path / 'stash').as_posix()}")
+
+
 def test_new_commit_refreshes_history_and_switches_the_manifest(  # type: ignore[no-untyped-def]
     unpack_table, s3_server, emulation, tmp_path
 ) -> None:
@@ -232,10 +240,7 @@ def test_new_commit_refreshes_history_and_switches_the_manifest(  # type: ignore
     again = sync_table(table, [_target()])
     assert again.results[0].action == "noop"
 
-    # The commit completes: its instant files arrive.
-    fs = s3_server.fs()
-    for path in stashed:
-        fs.put(str(path), f"{uri}/{path.relative_to(tmp_path / 'stash').as_posix()}")
+    _complete(s3_server, uri, stashed, tmp_path)
     count = len(emulation.statements)
     table = HudiTable.open(uri, s3_server.storage_options)
     second = sync_table(table, [_target()])
@@ -267,9 +272,7 @@ def test_failure_midway_leaves_the_previous_snapshot_and_rerun_converges(  # typ
     copy, stashed, previous, _ = _withhold_latest_commit(local, tmp_path)
     uri = s3_server.upload_dir(copy, s3_server.make_bucket(), "trips")
     sync_table(HudiTable.open(uri, s3_server.storage_options), [_target()])
-    fs = s3_server.fs()
-    for path in stashed:
-        fs.put(str(path), f"{uri}/{path.relative_to(tmp_path / 'stash').as_posix()}")
+    _complete(s3_server, uri, stashed, tmp_path)
     table = HudiTable.open(uri, s3_server.storage_options)
 
     emulation.fail_on = r"EXTERNAL TABLE \S+TRIPS_MANIFEST"

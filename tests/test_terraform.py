@@ -457,7 +457,14 @@ def test_no_broad_gcp_roles_anywhere() -> None:
 
 
 def statements(config: Config, document: str) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = config.data["aws_iam_policy_document"][document]["statement"]
+    """A policy document's statements, with those of its ``source_policy_documents``."""
+    body = config.data["aws_iam_policy_document"][document]
+    found: list[dict[str, Any]] = []
+    for source in as_list(body.get("source_policy_documents", [])):
+        reference = re.fullmatch(r"\$\{data\.aws_iam_policy_document\.(\w+)\.json\}", source)
+        assert reference, f"{document}: source {source} is not a policy document of this module"
+        found += statements(config, reference.group(1))
+    found += body["statement"]
     for statement in found:
         assert statement.get("effect", "Allow") == "Allow"
         assert "not_actions" not in statement and "not_resources" not in statement

@@ -117,34 +117,10 @@ resource "aws_iam_role_policy" "snowflake_read" {
 # -- AWS: the policy for the machine that runs hudi-sync ------------------------------------
 
 data "aws_iam_policy_document" "sync_runner" {
-  statement {
-    sid       = "ReadTableObjects"
-    effect    = "Allow"
-    actions   = ["s3:GetObject", "s3:GetObjectVersion"]
-    resources = local.table_object_arns
-  }
+  # Reads the tables with the same statements as Snowflake's role ...
+  source_policy_documents = [data.aws_iam_policy_document.snowflake_read.json]
 
-  statement {
-    sid       = "ListTablePrefixes"
-    effect    = "Allow"
-    actions   = ["s3:ListBucket"]
-    resources = [local.bucket_arn]
-
-    condition {
-      test     = "StringLike"
-      variable = "s3:prefix"
-      values   = local.list_prefixes
-    }
-  }
-
-  statement {
-    sid       = "BucketLocation"
-    effect    = "Allow"
-    actions   = ["s3:GetBucketLocation"]
-    resources = [local.bucket_arn]
-  }
-
-  # The sync publishes each table's manifest itself; nothing else in the bucket is writable.
+  # ... and publishes each table's manifest itself; nothing else in the bucket is writable.
   statement {
     sid       = "WriteManifests"
     effect    = "Allow"
