@@ -82,7 +82,7 @@ _MARKER_DIGESTS = re.compile(r"history=(?P<history>\w+) view=(?P<view>\w+)")
 _CLOUD_URL = re.compile(r"^(s3|gcs|azure)://[^/]+(/.*)?$")
 
 
-def _schemes(uri: str) -> str:
+def snowflake_url(uri: str) -> str:
     """The table's URI as a stage URL: ``s3a://``/``s3n://`` are ``s3://``, ``gs://`` is
     ``gcs://``, and ``abfs[s]://container@account.dfs.core.windows.net/p`` is
     ``azure://account.blob.core.windows.net/container/p``."""
@@ -279,7 +279,7 @@ class SnowflakeTarget:
 
     def stage_url(self, table: HudiTable) -> str:
         """Where Snowflake reads the table: ``stage_url``, else the table's own URI."""
-        url = self.config.stage_url or _schemes(table.uri)
+        url = self.config.stage_url or snowflake_url(table.uri)
         if not _CLOUD_URL.match(url):
             raise BadInputError(
                 f"{table.uri}: Snowflake reads s3://, gcs:// or azure:// locations; set "
@@ -513,12 +513,12 @@ class SnowflakeTarget:
             connection.close()
 
     def _execute(self, cursor: Cursor, statement: Statement) -> None:
+        from snowflake.connector.errors import Error
+
         try:
             cursor.execute(statement.sql)
-        except Exception as exc:
-            if type(exc).__module__.startswith("snowflake."):
-                raise self._failure(statement.what, exc) from None
-            raise
+        except Error as exc:
+            raise self._failure(statement.what, exc) from None
 
     def _failure(self, action: str, exc: Exception) -> HudiSyncError:
         """One line, with every secret value masked (connector messages may quote SQL)."""
