@@ -26,9 +26,14 @@ from typing import TYPE_CHECKING, Any
 from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.manifest import PublishedManifest
 from hudi_sync.table import HudiTable
-from hudi_sync.table.instant import comparable_instant
 from hudi_sync.warehouse.bigquery_schema import partition_key_type, table_schema
-from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult
+from hudi_sync.warehouse.common import (
+    ObjectNames,
+    SyncMarker,
+    SyncPlan,
+    SyncResult,
+    settled_plan,
+)
 
 if TYPE_CHECKING:
     from google.cloud import bigquery
@@ -271,20 +276,10 @@ class BigQueryTarget:
                 "drop it or use --force"
             )
         current = markers.get(names.view)
-        if current == marker and not force:
-            return SyncPlan(target, "noop", [], f"{names.view} already shows {instant}"), []
-        same_objects = current is not None and (current.base, current.mode) == (
-            marker.base,
-            marker.mode,
-        )
-        if (
-            same_objects
-            and current is not None
-            and comparable_instant(current.instant) > comparable_instant(instant)
-            and not force
-        ):
-            reason = f"{names.view} shows newer {current.instant}; use --force"
-            return SyncPlan(target, "skip-older", [], reason), []
+        settled = settled_plan(target, names.view, current, marker, force)
+        if settled is not None:
+            return settled, []
+        same_objects = marker.same_objects(current)
         steps = self._dataset_steps()
         deleted: set[str] = set()
         if current is not None and not same_objects:
@@ -421,11 +416,10 @@ class BigQueryTarget:
         )
         instant = published.manifest.instant
         if dry_run or not plan.steps:
-            action = "dry-run" if dry_run else plan.action
-            return plan, SyncResult(plan.target, instant, action, objects, plan.reason)
+            return plan, plan.result(instant, objects, dry_run)
         for step in calls:
             self._apply(step)
-        return plan, SyncResult(plan.target, instant, plan.action, objects)
+        return plan, plan.result(instant, objects)
 
     def _apply(self, step: _Step) -> None:
         from google.api_core import exceptions

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from hudi_sync.errors import BadInputError
+from hudi_sync.table.instant import comparable_instant
 
 MARKER_PREFIX = "hudi_sync"
 _MARKER = re.compile(r"hudi_sync instant=(?P<instant>\d+) base=(?P<base>\S+) mode=(?P<mode>\S+)")
@@ -39,6 +40,10 @@ class SyncMarker:
     def render(self) -> str:
         return f"{MARKER_PREFIX} instant={self.instant} base={self.base} mode={self.mode}"
 
+    def same_objects(self, other: SyncMarker | None) -> bool:
+        """Same table base and mode: the objects can be updated in place."""
+        return other is not None and (self.base, self.mode) == (other.base, other.mode)
+
     @classmethod
     def parse(cls, text: str | None) -> SyncMarker | None:
         match = _MARKER.search(text or "")
@@ -55,6 +60,35 @@ class SyncPlan:
     action: str  # "create", "update", "noop", "skip-older"
     steps: list[str] = field(default_factory=list)
     reason: str = ""
+
+    def result(
+        self, instant: str | None, objects: tuple[str, ...], dry_run: bool = False
+    ) -> SyncResult:
+        """The result of this plan: applied, or only printed (``dry-run``)."""
+        action = "dry-run" if dry_run else self.action
+        return SyncResult(self.target, instant, action, objects, self.reason)
+
+
+def settled_plan(
+    target: str,
+    view: str,
+    current: SyncMarker | None,
+    wanted: SyncMarker,
+    force: bool,
+    unchanged: bool = True,
+) -> SyncPlan | None:
+    """The plan when the objects stay as they are: the view already shows ``wanted``
+    (and its definitions are ``unchanged``), or the same objects show a newer instant,
+    which a sync never moves back from without ``force``. None when they must change."""
+    if force or current is None:
+        return None
+    if current == wanted and unchanged:
+        return SyncPlan(target, "noop", [], f"{view} already shows {wanted.instant}")
+    newer = comparable_instant(current.instant) > comparable_instant(wanted.instant)
+    if current.same_objects(wanted) and newer:
+        reason = f"{view} shows newer {current.instant}; use --force"
+        return SyncPlan(target, "skip-older", [], reason)
+    return None
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,8 @@ import duckdb
 from hudi_sync.errors import HudiSyncError
 from hudi_sync.manifest import PublishedManifest
 from hudi_sync.table import HudiTable
-from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.schema import META_FIELDS
-from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult
+from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult, settled_plan
 
 SOURCE_FILE_COLUMN = "__hudi_sync_source_file"
 BUSY_TIMEOUT_SECONDS = 60.0
@@ -93,17 +92,9 @@ class DuckDBTarget:
         comments = self._comments(names)
         current = SyncMarker.parse(comments.get(names.view))
         target = self.name
-        if current == marker and not force:
-            return SyncPlan(target, "noop", [], f"{names.view} already shows {instant}")
-        if (
-            current is not None
-            and current.base == marker.base
-            and comparable_instant(current.instant) > comparable_instant(instant)
-            and not force
-        ):
-            return SyncPlan(
-                target, "skip-older", [], f"{names.view} shows newer {current.instant}; use --force"
-            )
+        settled = settled_plan(target, names.view, current, marker, force)
+        if settled is not None:
+            return settled
         steps = self._statements(table, published, names, marker, comments if not force else {})
         return SyncPlan(target, "create" if current is None else "update", steps)
 
@@ -145,9 +136,7 @@ class DuckDBTarget:
         names = self.object_names(published, as_of)
         objects = (names.view, names.manifest, names.history)
         if dry_run or not plan.steps:
-            return plan, SyncResult(
-                plan.target, instant, "dry-run" if dry_run else plan.action, objects, plan.reason
-            )
+            return plan, plan.result(instant, objects, dry_run)
         with self._connect() as con:
             self._register_filesystem(con, table)
             try:
@@ -163,7 +152,7 @@ class DuckDBTarget:
                 raise HudiSyncError(
                     f"DuckDB sync of {table.uri} into {self.database} failed: {exc}"
                 ) from exc
-        return plan, SyncResult(plan.target, instant, plan.action, objects)
+        return plan, plan.result(instant, objects)
 
     @staticmethod
     def _register_filesystem(con: duckdb.DuckDBPyConnection, table: HudiTable) -> None:

@@ -31,8 +31,13 @@ from typing import Any, Protocol
 from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.manifest import PublishedManifest
 from hudi_sync.table import HudiTable
-from hudi_sync.table.instant import comparable_instant
-from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult
+from hudi_sync.warehouse.common import (
+    ObjectNames,
+    SyncMarker,
+    SyncPlan,
+    SyncResult,
+    settled_plan,
+)
 from hudi_sync.warehouse.snowflake_schema import (
     Column,
     history_columns,
@@ -350,22 +355,11 @@ class SnowflakeTarget:
         view_sql = self._view_sql(names, columns)
         history_digest, view_digest = _digest(history_sql), _digest(view_sql)
         current = state.marker
-        same_objects = current is not None and (current.base, current.mode) == (url, MODE)
-        unchanged = same_objects and (state.history_digest, state.view_digest) == (
-            history_digest,
-            view_digest,
-        )
-        if current == marker and unchanged and not force:
-            return SyncPlan(target, "noop", [], f"{names.view} already shows {instant}"), []
-        if (
-            same_objects
-            and current is not None
-            and comparable_instant(current.instant) > comparable_instant(instant)
-            and not force
-        ):
-            reason = f"{names.view} shows newer {current.instant}; use --force"
-            return SyncPlan(target, "skip-older", [], reason), []
-
+        same_objects = marker.same_objects(current)
+        unchanged = (state.history_digest, state.view_digest) == (history_digest, view_digest)
+        settled = settled_plan(target, names.view, current, marker, force, unchanged)
+        if settled is not None:
+            return settled, []
         statements = self._stage_statements(state, url, same_objects, force)
         history = self._qualified(names.history)
         if same_objects and state.history_digest == history_digest and not force:
@@ -494,11 +488,10 @@ class SnowflakeTarget:
         with self._cursor() as cursor:
             plan, statements = self._plan(cursor, table, published, as_of, force)
             if dry_run or not statements:
-                action = "dry-run" if dry_run else plan.action
-                return plan, SyncResult(plan.target, instant, action, objects, plan.reason)
+                return plan, plan.result(instant, objects, dry_run)
             for statement in statements:
                 self._execute(cursor, statement)
-        return plan, SyncResult(plan.target, instant, plan.action, objects)
+        return plan, plan.result(instant, objects)
 
     @contextmanager
     def _cursor(self) -> Iterator[Cursor]:
