@@ -194,7 +194,7 @@ def _print_report(report: SyncReport, dry_run: bool, as_json: bool, uri: str) ->
 
 def _sync(
     uri: str,
-    make_targets: Callable[[], list[Target]],
+    make_targets: Callable[[HudiTable], list[Target]],
     storage_option: list[str] | None,
     as_of: str | None,
     keep: int,
@@ -202,18 +202,15 @@ def _sync(
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """The shape of every ``sync`` command: build targets, sync, print."""
-    report = _run(
-        lambda: sync_table(
-            uri,
-            make_targets(),
-            parse_storage_options(storage_option),
-            as_of=as_of,
-            keep=keep,
-            force=force,
-            dry_run=dry_run,
+    """The shape of every ``sync`` command: open the table, build targets, sync, print."""
+
+    def body() -> SyncReport:
+        table = HudiTable.open(uri, parse_storage_options(storage_option))
+        return sync_table(
+            table, make_targets(table), as_of=as_of, keep=keep, force=force, dry_run=dry_run
         )
-    )
+
+    report = _run(body)
     _print_report(report, dry_run, as_json, uri)
 
 
@@ -232,7 +229,7 @@ def sync_duckdb(
     """Create NAME, NAME_manifest and NAME_history in a DuckDB file."""
     _sync(
         uri,
-        lambda: [DuckDBTarget(database, table_name)],
+        lambda _table: [DuckDBTarget(database, table_name)],
         storage_option,
         as_of,
         keep,
@@ -253,14 +250,21 @@ def load_properties(path: str | None) -> dict[str, str]:
         raise BadInputError(f"properties file {path}: {exc.strerror or exc}") from None
 
 
-def _options(props: str | None, conf: list[str] | None) -> dict[str, str]:
-    """Options from ``--props FILE`` overridden by ``--conf KEY=VALUE`` pairs."""
-    options = load_properties(props)
+def _options(
+    props: str | None,
+    conf: list[str] | None,
+    prefix: str = "",
+    flags: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Options from ``--props FILE``, overridden by ``--conf KEY=VALUE`` pairs, overridden
+    by a command's own flags (named without ``prefix``; unset ones are None)."""
+    options: dict[str, Any] = load_properties(props)
     for pair in conf or []:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise BadInputError(f"option {pair!r} is not KEY=VALUE")
         options[key.strip()] = value
+    options.update({prefix + k: v for k, v in (flags or {}).items() if v is not None})
     return options
 
 
@@ -339,10 +343,8 @@ def sync_bigquery(
         "api_endpoint": api_endpoint,
     }
 
-    def targets() -> list[Target]:
-        options: dict[str, Any] = _options(props, conf)
-        options.update({BIGQUERY_PREFIX + k: v for k, v in flags.items() if v is not None})
-        return [BigQueryTarget.from_options(options)]
+    def targets(_table: HudiTable) -> list[Target]:
+        return [BigQueryTarget.from_options(_options(props, conf, BIGQUERY_PREFIX, flags))]
 
     _sync(uri, targets, storage_option, as_of, keep, force, dry_run, as_json)
 
@@ -408,11 +410,9 @@ def sync_snowflake(
         "storage_integration": storage_integration,
     }
 
-    def targets() -> list[Target]:
-        options: dict[str, Any] = _options(props, conf)
-        options.update({SNOWFLAKE_PREFIX + k: v for k, v in flags.items() if v is not None})
-        hudi_name = HudiTable.open(uri, parse_storage_options(storage_option)).config.name
-        return [SnowflakeTarget.from_options(options, default_table_name=hudi_name)]
+    def targets(table: HudiTable) -> list[Target]:
+        options = _options(props, conf, SNOWFLAKE_PREFIX, flags)
+        return [SnowflakeTarget.from_options(options, default_table_name=table.config.name)]
 
     _sync(uri, targets, storage_option, as_of, keep, force, dry_run, as_json)
 
