@@ -251,15 +251,6 @@ class BigQueryTarget:
         return []
 
     # -- planning ------------------------------------------------------------------------
-    def plan(
-        self,
-        table: HudiTable,
-        published: PublishedManifest,
-        as_of: bool = False,
-        force: bool = False,
-    ) -> SyncPlan:
-        return self._plan(table, published, as_of, force)[0]
-
     def _plan(
         self, table: HudiTable, published: PublishedManifest, as_of: bool, force: bool
     ) -> tuple[SyncPlan, list[_Step]]:

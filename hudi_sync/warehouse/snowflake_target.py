@@ -464,16 +464,6 @@ class SnowflakeTarget:
         )
 
     # -- applying ------------------------------------------------------------------------
-    def plan(
-        self,
-        table: HudiTable,
-        published: PublishedManifest,
-        as_of: bool = False,
-        force: bool = False,
-    ) -> SyncPlan:
-        with self._cursor() as cursor:
-            return self._plan(cursor, table, published, as_of, force)[0]
-
     def sync(
         self,
         table: HudiTable,
