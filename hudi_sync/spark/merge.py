@@ -14,10 +14,12 @@ into the old and new tables): what change-data-capture logging needs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hudi_sync.table.cdc import CdcRecord
 from hudi_sync.table.schema import META_FIELDS
 
 COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_FIELDS
@@ -40,6 +42,7 @@ class Change:
 @dataclass(frozen=True)
 class MergeResult:
     table: pa.Table
+    old: pa.Table  # the stored rows, aligned to the writer schema (before images)
     num_inserts: int
     num_updates: int
     num_deletes: int
@@ -71,6 +74,37 @@ class MergeResult:
             elif removed:
                 result.append(Change(key, "d", position, None))
         return result
+
+
+def cdc_records(result: MergeResult) -> list[CdcRecord]:
+    """The merge's changes as CDC records, with before and after images (rows without
+    meta fields, in the writer schema)."""
+    changes = result.changes()
+    data_columns = [n for n in result.table.column_names if n not in META_FIELDS]
+    befores = _images(result.old, [c.before for c in changes if c.before is not None], data_columns)
+    afters = _images(result.table, [c.after for c in changes if c.after is not None], data_columns)
+    records = []
+    for change in changes:
+        before = next(befores) if change.before is not None else None
+        after = next(afters) if change.after is not None else None
+        records.append(CdcRecord(change.op, change.key, before, after))
+    return records
+
+
+def _images(table: pa.Table, rows: list[int], columns: list[str]) -> Any:
+    """Rows as Python records ready for Avro (arrow maps, listed as pairs, become dicts)."""
+    taken = table.select(columns).take(pa.array(rows, pa.int64()))
+    return iter(_avro_ready(r) for r in taken.to_pylist())
+
+
+def _avro_ready(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _avro_ready(v) for k, v in value.items()}
+    if isinstance(value, list):
+        if value and all(isinstance(v, tuple) and len(v) == 2 for v in value):
+            return {k: _avro_ready(v) for k, v in value}
+        return [_avro_ready(v) for v in value]
+    return value
 
 
 def align(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -146,6 +180,7 @@ def merge_file_group(
 
     return MergeResult(
         merged,
+        old_aligned,
         num_inserts=_count(inserted),
         num_updates=_count(updated),
         num_deletes=_count(removed),

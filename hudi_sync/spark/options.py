@@ -7,6 +7,9 @@ from dataclasses import dataclass
 
 from hudi_sync.errors import BadInputError
 from hudi_sync.table.archiver import ArchivalPolicy
+from hudi_sync.table.cdc import ENABLED_KEY as CDC_ENABLED
+from hudi_sync.table.cdc import MODE_KEY as CDC_MODE
+from hudi_sync.table.cdc import CdcMode, parse_cdc_mode
 from hudi_sync.table.properties import TableConfig
 
 TABLE_NAME = "hoodie.table.name"
@@ -90,6 +93,7 @@ class WriteOptions:
     heartbeat_interval_ms: int
     heartbeat_misses: int
     combine_before_insert: bool
+    cdc_mode: CdcMode | None  # None: CDC off
     raw: Mapping[str, str]
 
     @classmethod
@@ -110,6 +114,7 @@ class WriteOptions:
             _integer(raw, KEEP_MAX_COMMITS, 30, minimum=1),
         )
         auto_archive = _flag(raw, AUTO_ARCHIVE, True)
+        mode = parse_cdc_mode(raw.get(CDC_MODE, "DATA_BEFORE_AFTER"))  # refused even when off
         if auto_archive:
             archival.check(commits_retained)
         return cls(
@@ -133,6 +138,7 @@ class WriteOptions:
             heartbeat_interval_ms=_integer(raw, HEARTBEAT_INTERVAL_MS, 60_000, minimum=1),
             heartbeat_misses=_integer(raw, HEARTBEAT_MISSES, 2),
             combine_before_insert=_flag(raw, COMBINE_BEFORE_INSERT, False),
+            cdc_mode=mode if _flag(raw, CDC_ENABLED, False) else None,
             raw=raw,
         )
 
@@ -159,7 +165,25 @@ class WriteOptions:
                 f"{HIVE_STYLE}={str(self.hive_style_partitioning).lower()} "
                 f"(table: {str(config.hive_style_partitioning).lower()})"
             )
+        mismatches += self._cdc_mismatches(config)
         if config.is_mor:
             mismatches.append("the table is MERGE_ON_READ (hudi_sync writes COPY_ON_WRITE)")
         if mismatches:
             raise BadInputError(f"{where}: options do not match the table: {'; '.join(mismatches)}")
+
+    def _cdc_mismatches(self, config: TableConfig) -> list[str]:
+        """CDC settings are fixed when the table is created; a write may repeat them."""
+        if CDC_ENABLED in self.raw and (self.cdc_mode is not None) != config.cdc_enabled:
+            return [
+                f"{CDC_ENABLED}={str(self.cdc_mode is not None).lower()} "
+                f"(table: {str(config.cdc_enabled).lower()}; fixed at table creation)"
+            ]
+        if CDC_MODE in self.raw and config.cdc_enabled:
+            asked = parse_cdc_mode(self.raw[CDC_MODE])
+            stored = parse_cdc_mode(config.cdc_logging_mode, f"the table's {CDC_MODE}")
+            if asked is not stored:
+                return [
+                    f"{CDC_MODE}={asked.value.lower()} (table: {stored.value.lower()}; "
+                    "fixed at table creation)"
+                ]
+        return []

@@ -3,6 +3,8 @@
 The table core picks the files (the same rules as the sync); Spark reads only those
 parquet files, merging schemas so files written before a column was added read it as
 null. Copy-on-Write tables, and Merge-on-Read tables read-optimized (base files only).
+CDC queries (``hoodie.datasource.query.incremental.format=cdc``) are planned by the
+table core and read split by split in Spark's Python workers.
 """
 
 from __future__ import annotations
@@ -16,14 +18,19 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_sync.errors import BadInputError
+from hudi_sync.storage import open_location
 from hudi_sync.table import HudiTable
+from hudi_sync.table.changes import CHANGE_SCHEMA, ChangeSplit, plan_changes, read_split
 from hudi_sync.table.fs_view import FileSlice
 
 QUERY_TYPE = "hoodie.datasource.query.type"
 AS_OF = "as.of.instant"
 BEGIN = "hoodie.datasource.read.begin.instanttime"
 END = "hoodie.datasource.read.end.instanttime"
+INCREMENTAL_FORMAT = "hoodie.datasource.query.incremental.format"
 QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
+INCREMENTAL_FORMATS = ("latest_state", "cdc")
+CHANGE_COLUMNS = "op string, ts_ms string, before string, after string"
 
 
 def read(
@@ -41,6 +48,8 @@ def read(
     if query == "incremental":
         if BEGIN not in opts:
             raise BadInputError(f"{QUERY_TYPE}=incremental needs {BEGIN}")
+        if incremental_format(opts) == "cdc":
+            return changes(spark, table, opts[BEGIN], opts.get(END))
         return _incremental(spark, table, opts[BEGIN], opts.get(END))
     if table.config.is_mor and query == "snapshot":
         raise BadInputError(
@@ -49,6 +58,39 @@ def read(
         )
     slices = table.file_slices(as_of=opts.get(AS_OF), read_optimized=True)
     return _read_slices(spark, table, slices)
+
+
+def incremental_format(opts: Mapping[str, str]) -> str:
+    value = opts.get(INCREMENTAL_FORMAT, "latest_state").strip().lower()
+    if value not in INCREMENTAL_FORMATS:
+        raise BadInputError(
+            f"{INCREMENTAL_FORMAT}={value!r} is not one of {', '.join(INCREMENTAL_FORMATS)}"
+        )
+    return value
+
+
+def changes(spark: SparkSession, table: HudiTable, begin: str, end: str | None) -> DataFrame:
+    """The CDC rows of the commits in ``(begin, end]``: ``op``, ``ts_ms``, ``before``,
+    ``after``. Each split is read by a Python worker through the table's storage."""
+    plan = plan_changes(table, begin, end)
+    if not plan.splits:
+        return spark.createDataFrame(CHANGE_SCHEMA.empty_table())
+    texts = [(split.to_json(),) for split in plan.splits]
+    slices = max(1, min(len(texts), spark.sparkContext.defaultParallelism))
+    frame = spark.createDataFrame(spark.sparkContext.parallelize(texts, slices), "split string")
+    return frame.mapInArrow(
+        _split_reader(table.uri, dict(table.location.storage_options)), CHANGE_COLUMNS
+    )
+
+
+def _split_reader(uri: str, storage_options: dict[str, Any]) -> Any:
+    def read_batches(batches: Any) -> Any:
+        location = open_location(uri, storage_options)
+        for batch in batches:
+            for text in batch.column(0).to_pylist():
+                yield from read_split(location, ChangeSplit.from_json(text)).to_batches()
+
+    return read_batches
 
 
 def _incremental(spark: SparkSession, table: HudiTable, begin: str, end: str | None) -> DataFrame:

@@ -58,6 +58,7 @@ from hudi_sync.spark.merge import (
     IS_DELETED,
     PARTITION_PATH,
     RECORD_KEY,
+    cdc_records,
     merge_file_group,
 )
 from hudi_sync.spark.options import WriteOptions
@@ -65,6 +66,7 @@ from hudi_sync.storage import write_file_atomically
 from hudi_sync.sync import SyncReport
 from hudi_sync.table import HudiTable
 from hudi_sync.table.archiver import archive
+from hudi_sync.table.cdc import CdcMode, cdc_log_name, encode_cdc_file, parse_cdc_mode
 from hudi_sync.table.cleaner import clean
 from hudi_sync.table.concurrency import Heartbeat, TableLock, writer_is_gone
 from hudi_sync.table.create import (
@@ -83,7 +85,7 @@ REPLACE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table", "delete_part
 _STATS_SCHEMA = (
     "partition string, file_id string, path string, prev_commit string, num_writes long, "
     "num_deletes long, num_update_writes long, num_inserts long, file_size long, "
-    "prev_base_file string"
+    "prev_base_file string, cdc_path string, cdc_size long"
 )
 
 # Record-key hashes are mapped onto [0, 1) in steps of 1 / _HASH_SPAN.
@@ -169,6 +171,7 @@ class _Write:
         self._check_columns()
         table = self._open_or_create()
         config = table.config
+        self.cdc_mode = parse_cdc_mode(config.cdc_logging_mode) if config.cdc_enabled else None
         self.ordering = self.options.ordering_field or (
             config.ordering_fields[0] if config.ordering_fields else None
         )
@@ -282,6 +285,7 @@ class _Write:
                 partition_fields=self.options.partition_fields,
                 hive_style_partitioning=self.options.hive_style_partitioning,
                 create_schema=json_schema(self._incoming_arrow_schema(), self.options.table_name),
+                cdc_mode=self.options.cdc_mode,
             )
             os.makedirs(self.base, exist_ok=True)
             with contextlib.suppress(FileExistsError):  # a concurrent writer created it
@@ -532,6 +536,8 @@ class _Write:
             schema,
             None if self.operation == "delete" else self.ordering,
             {f"{p}\0{f}": name for (p, f), name in snapshot.items()},
+            self.cdc_mode,
+            json.loads(json_schema(schema, self.options.table_name)),
         )
         collected = rows.groupBy(PARTITION_PATH, FILE_ID).applyInArrow(merge, _STATS_SCHEMA)
         return [
@@ -547,6 +553,7 @@ class _Write:
                 total_write_bytes=r["file_size"],
                 file_size=r["file_size"],
                 prev_base_file=r["prev_base_file"],
+                cdc_stats={r["cdc_path"]: r["cdc_size"]} if r["cdc_path"] else {},
             )
             for r in collected.collect()
         ]
@@ -587,7 +594,7 @@ class _Write:
 
     def _discard_unreported_files(self, stats: list[WriteStat]) -> None:
         """Files of retried Spark task attempts: announced by a marker, not in the stats."""
-        reported = {s.path for s in stats}
+        reported = {s.path for s in stats} | {p for s in stats for p in s.cdc_stats}
         for partition, names in files_written_by(self.base, self.instant).items():
             for name in names:
                 relative = f"{partition}/{name}" if partition else name
@@ -631,6 +638,8 @@ def _group_merger(
     schema: pa.Schema,
     ordering: str | None,
     stored_names: Mapping[str, str],
+    cdc_mode: CdcMode | None,
+    data_schema: Mapping[str, Any],
 ) -> Callable[[pa.Table], pa.Table]:
     """The function Spark's Python workers run for each touched file group."""
 
@@ -674,6 +683,19 @@ def _group_merger(
         pq.write_table(table, path)
         relative = f"{partition}/{name}" if partition else name
         prev_commit = stored.rsplit("_", 1)[1].split(".")[0] if stored else None
+        # CDC: a rewritten file group logs its changes; a new one needs no log (readers
+        # infer BASE_FILE_INSERT), as in Hudi.
+        cdc_path, cdc_size = None, None
+        changes = cdc_records(result) if cdc_mode is not None and stored else []
+        if changes:
+            assert cdc_mode is not None
+            cdc_name = cdc_log_name(file_id, instant, f"{task[0]}-{task[1]}-{task[2]}")
+            data = encode_cdc_file(cdc_mode, data_schema, instant, changes)
+            write_marker(base, instant, partition, cdc_name)
+            with open(os.path.join(folder, cdc_name), "wb") as handle:
+                handle.write(data)
+            cdc_path = f"{partition}/{cdc_name}" if partition else cdc_name
+            cdc_size = len(data)
         return pa.table(
             {
                 "partition": pa.array([partition], pa.string()),
@@ -686,6 +708,8 @@ def _group_merger(
                 "num_inserts": pa.array([result.num_inserts], pa.int64()),
                 "file_size": pa.array([os.path.getsize(path)], pa.int64()),
                 "prev_base_file": pa.array([stored], pa.string()),
+                "cdc_path": pa.array([cdc_path], pa.string()),
+                "cdc_size": pa.array([cdc_size], pa.int64()),
             }
         )
 

@@ -26,12 +26,19 @@ def clean(table: HudiTable, base_path: str, timeline: TimelineWriter, retained: 
     }
     deleted: dict[str, list[str]] = {}
     for partition, files in table.view.partitions.items():
+        # A CDC log is part of the slice its commit wrote: cleaned with that base file.
+        cdc_logs: dict[tuple[str, str], list[str]] = {}
+        for log in files.cdc_files:
+            cdc_logs.setdefault((log.file_id, log.instant), []).append(log.name)
         versions: dict[str, list[tuple[str, str]]] = {}
+        names_of: dict[str, list[str]] = {}
         for base in files.base_files:
             if table.view.is_committed(base.instant):
                 versions.setdefault(base.file_id, []).append(
                     (comparable_instant(base.instant), base.name)
                 )
+                version_logs = cdc_logs.get((base.file_id, base.instant), [])
+                names_of[base.name] = [base.name, *version_logs]
         for file_id, group in versions.items():
             group.sort()
             if (partition, file_id) in replaced_before:
@@ -41,7 +48,7 @@ def clean(table: HudiTable, base_path: str, timeline: TimelineWriter, retained: 
                 # before `earliest`, or a later one.
                 older = [name for key, name in group if key <= limit]
                 doomed = older[:-1]
-            for name in doomed:
+            for name in (n for doomed_name in doomed for n in names_of[doomed_name]):
                 deleted.setdefault(partition, []).append(
                     f"{partition}/{name}" if partition else name
                 )

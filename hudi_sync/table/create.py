@@ -9,6 +9,9 @@ from dataclasses import dataclass
 
 from hudi_sync.errors import BadInputError
 from hudi_sync.storage import write_file_atomically
+from hudi_sync.table.cdc import ENABLED_KEY as CDC_ENABLED
+from hudi_sync.table.cdc import MODE_KEY as CDC_MODE
+from hudi_sync.table.cdc import CdcMode
 from hudi_sync.table.properties import LAYOUT_FOR_VERSION, table_checksum
 
 WRITABLE_VERSIONS = (6, 8)
@@ -32,6 +35,7 @@ class TableSettings:
     hive_style_partitioning: bool
     create_schema: str
     database_name: str = "default"
+    cdc_mode: CdcMode | None = None  # hoodie.table.cdc.*: fixed for the table's life
 
     @property
     def key_generator_type(self) -> str:
@@ -67,6 +71,9 @@ class TableSettings:
             "hoodie.table.create.schema": self.create_schema,
             "hoodie.table.checksum": str(table_checksum(self.database_name, self.name)),
         }
+        if self.cdc_mode is not None:
+            props[CDC_ENABLED] = "true"
+            props[CDC_MODE] = self.cdc_mode.stored_value(self.version)
         if self.ordering_field:
             props["hoodie.table.precombine.field"] = self.ordering_field
         if self.partition_fields:

@@ -67,6 +67,8 @@ class PartitionFiles:
 
     base_files: list[BaseFile] = field(default_factory=list)
     log_files: list[LogFile] = field(default_factory=list)
+    # CDC logs belong to the base file of the same file id and instant; never read as data.
+    cdc_files: list[LogFile] = field(default_factory=list)
 
 
 @dataclass
@@ -118,8 +120,8 @@ class FileSystemView:
                 continue
             if is_log_file_name(name):
                 log = parse_log_file(name, size)
-                if log is not None and not log.is_cdc:
-                    files.log_files.append(log)
+                if log is not None:
+                    (files.cdc_files if log.is_cdc else files.log_files).append(log)
                 continue
             if name.startswith(".") or not name.endswith(self.base_extension):
                 continue

@@ -46,11 +46,13 @@ def files_written_by(base_path: str, instant: str) -> dict[str, list[str]]:
                         found.setdefault(partition, []).append(name[: -len(suffix)])
         return found
     suffix = f"_{instant}.parquet"
+    cdc_part = f"_{instant}.log."  # this write's CDC logs: .<fileId>_<instant>.log.1_<token>.cdc
     for folder, dirs, names in os.walk(base_path):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         partition = os.path.relpath(folder, base_path).replace(os.sep, "/")
         partition = "" if partition == "." else partition
         hits = [n for n in names if n.endswith(suffix) and not n.startswith(".")]
+        hits += [n for n in names if n.startswith(".") and cdc_part in n and n.endswith(".cdc")]
         if hits:
             found[partition] = hits
     return found

@@ -1,0 +1,188 @@
+"""Change-data-capture files (RFC-51): logging modes, the CDC log file and its records.
+
+A CDC-enabled Copy-on-Write table writes, next to each rewritten base file, a Hudi log
+file named ``.<fileId>_<instant>.log.1_<writeToken>.cdc`` holding one CDC data block
+(block type 6, an Avro data block) whose header carries the commit instant and the CDC
+schema. What a record holds depends on ``hoodie.table.cdc.supplemental.logging.mode``:
+
+- ``OP_KEY_ONLY``: ``op``, ``record_key`` (readers look both images up in the files);
+- ``DATA_BEFORE``: ``op``, ``record_key``, ``before`` (the after image is looked up);
+- ``DATA_BEFORE_AFTER``: ``op``, ``ts_ms``, ``before``, ``after`` (nothing to look up).
+
+Images are the table's records without the ``_hoodie_*`` meta fields; ``op`` is
+``i``, ``u`` or ``d``. The write stat's ``cdcStats`` maps the file's table-relative path
+to its size, which is how readers find it.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from hudi_sync.errors import BadInputError, CorruptTableError
+from hudi_sync.table.logfile import BlockType, HeaderKey, encode_avro_block, read_blocks
+
+ENABLED_KEY = "hoodie.table.cdc.enabled"
+MODE_KEY = "hoodie.table.cdc.supplemental.logging.mode"
+CDC_SUFFIX = ".cdc"
+
+
+class CdcMode(Enum):
+    """Hudi's supplemental logging modes (``HoodieCDCSupplementalLoggingMode``)."""
+
+    OP_KEY_ONLY = "OP_KEY_ONLY"
+    DATA_BEFORE = "DATA_BEFORE"
+    DATA_BEFORE_AFTER = "DATA_BEFORE_AFTER"
+
+    def stored_value(self, table_version: int) -> str:
+        """How ``hoodie.properties`` spells the mode: Hudi 0.x wrote the enum names in
+        lower case, Hudi 1.x in upper case (both read either)."""
+        return self.value.lower() if table_version < 8 else self.value
+
+
+# Hudi's names, the names of Hudi before 0.13, and RFC-51's spellings.
+_MODE_ALIASES = {
+    "OP_KEY_ONLY": CdcMode.OP_KEY_ONLY,
+    "KEY_OP": CdcMode.OP_KEY_ONLY,
+    "CDC_OP_KEY": CdcMode.OP_KEY_ONLY,
+    "DATA_BEFORE": CdcMode.DATA_BEFORE,
+    "CDC_DATA_BEFORE": CdcMode.DATA_BEFORE,
+    "DATA_BEFORE_AFTER": CdcMode.DATA_BEFORE_AFTER,
+    "DATA_AFTER": CdcMode.DATA_BEFORE_AFTER,
+    "CDC_DATA_BEFORE_AFTER": CdcMode.DATA_BEFORE_AFTER,
+}
+
+
+def parse_cdc_mode(value: str, where: str = MODE_KEY) -> CdcMode:
+    """A logging mode by any of its names, case-insensitively."""
+    mode = _MODE_ALIASES.get(value.strip().upper())
+    if mode is None:
+        raise BadInputError(
+            f"{where}={value!r} is not a CDC logging mode "
+            "(op_key_only, data_before, data_before_after)"
+        )
+    return mode
+
+
+def cdc_log_name(file_id: str, instant: str, write_token: str, version: int = 1) -> str:
+    """The CDC log file a commit writes for one file group (Hudi's log-file name + ``.cdc``)."""
+    return f".{file_id}_{instant}.log.{version}_{write_token}{CDC_SUFFIX}"
+
+
+def _nullable(name: str, avro_type: Any) -> dict[str, Any]:
+    return {"name": name, "type": ["null", avro_type], "doc": "", "default": None}
+
+
+def cdc_schema(mode: CdcMode, data_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The Avro schema of a CDC block's records; ``data_schema`` is the table's record
+    schema without meta fields (the images)."""
+    if mode is CdcMode.OP_KEY_ONLY:
+        return {
+            "type": "record",
+            "name": "Record",
+            "fields": [
+                {"name": "op", "type": ["string", "null"]},
+                {"name": "record_key", "type": ["string", "null"]},
+            ],
+        }
+    image = dict(data_schema)
+    if mode is CdcMode.DATA_BEFORE:
+        fields = [_nullable("op", "string"), _nullable("record_key", "string")]
+        fields.append(_nullable("before", image))
+    else:
+        # An Avro named type is defined once; the second image refers to it by name.
+        full_name = ".".join(p for p in (image.get("namespace"), image["name"]) if p)
+        fields = [_nullable("op", "string"), _nullable("ts_ms", "string")]
+        fields += [_nullable("before", image), _nullable("after", full_name)]
+    return {"type": "record", "name": "CDC", "fields": fields}
+
+
+@dataclass(frozen=True)
+class CdcRecord:
+    """One logged change: ``op`` i/u/d, the record key, and the images the mode keeps."""
+
+    op: str
+    record_key: str
+    before: Mapping[str, Any] | None = None
+    after: Mapping[str, Any] | None = None
+
+
+def encode_cdc_file(
+    mode: CdcMode,
+    data_schema: Mapping[str, Any],
+    instant: str,
+    records: Sequence[CdcRecord],
+) -> bytes:
+    """The bytes of a CDC log file: one CDC data block with every change of the commit."""
+    rows: list[dict[str, Any]] = []
+    for record in records:
+        if mode is CdcMode.OP_KEY_ONLY:
+            rows.append({"op": record.op, "record_key": record.record_key})
+        elif mode is CdcMode.DATA_BEFORE:
+            rows.append({"op": record.op, "record_key": record.record_key, "before": record.before})
+        else:
+            rows.append(
+                {"op": record.op, "ts_ms": instant, "before": record.before, "after": record.after}
+            )
+    return encode_avro_block(
+        rows,
+        cdc_schema(mode, data_schema),
+        {HeaderKey.INSTANT_TIME: instant},
+        block_type=BlockType.CDC_DATA,
+    )
+
+
+def read_cdc_file(data: bytes, where: str) -> list[dict[str, Any]]:
+    """Every record of a CDC log file's CDC data blocks (a truncated file is refused)."""
+    records: list[dict[str, Any]] = []
+    for block in read_blocks(data, where):
+        if block.block_type != BlockType.CDC_DATA:
+            continue
+        try:
+            records.extend(block.avro_records())
+        except (CorruptTableError, EOFError, ValueError, IndexError) as exc:
+            raise CorruptTableError(f"{where}: CDC block cannot be decoded ({exc})") from None
+    return records
+
+
+def json_value(value: Any) -> Any:
+    """A record value as JSON would hold it: timestamps and dates ISO-8601, decimals as
+    numbers, bytes base64, nested records and lists recursively."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value) if value != value.to_integral_value() else int(value)
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        if value and all(isinstance(v, tuple) and len(v) == 2 for v in value):
+            return {str(k): json_value(v) for k, v in value}  # arrow maps: (key, value) pairs
+        return [json_value(v) for v in value]
+    return str(value)
+
+
+def image_json(image: Mapping[str, Any] | None, meta_fields: Sequence[str] = ()) -> str | None:
+    """A before/after image as the compact JSON string a CDC query returns (without
+    the ``_hoodie_*`` meta fields)."""
+    if image is None:
+        return None
+    return json.dumps(
+        {k: json_value(v) for k, v in image.items() if k not in meta_fields},
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )

@@ -1,0 +1,497 @@
+"""The CDC query (RFC-51): what changed, row by row, in the commits of ``(begin, end]``.
+
+Planning (``plan_changes``, on the driver) turns each write stat of each commit in
+range into a ``ChangeSplit`` by Hudi's inference cases:
+
+- ``AS_IS``: the stat lists CDC log files (``cdcStats``); their records are the
+  changes. Images the logging mode did not keep are looked up by key: ``before`` in
+  the file group's previous base file, ``after`` in the one the commit wrote.
+- ``BASE_FILE_INSERT``: a new base file holding only inserts; every row is ``i``.
+- ``BASE_FILE_DELETE``: a delete that emptied a file group; every row of the previous
+  base file is ``d``.
+- ``LOG_FILE`` (Merge-on-Read): the commit's log records diffed against the file
+  group's state just before it (base file plus earlier committed log blocks).
+- ``REPLACE_COMMIT``: every row of a file group a replacecommit replaced is ``d``.
+
+Reading (``read_split``) runs wherever the files can be opened (Spark's Python
+workers), one split at a time, and yields rows ``op``, ``ts_ms`` (the commit's
+instant), ``before``, ``after`` (JSON of the images, without meta fields).
+
+Commits are chosen by requested time, as Hudi's CDC extractor does in every table
+version; compaction and clustering commits carry no changes and are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hudi_sync.errors import BadInputError, CorruptTableError
+from hudi_sync.storage import Location
+from hudi_sync.table.cdc import CdcMode, image_json, parse_cdc_mode, read_cdc_file
+from hudi_sync.table.instant import Action, Instant, comparable_instant
+from hudi_sync.table.log_records import LogRecord, read_log_records
+from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.table import HudiTable
+from hudi_sync.table.time_travel import to_instant_time
+from hudi_sync.table.timeline import timeline_zone
+
+BEGIN = "hoodie.datasource.read.begin.instanttime"
+END = "hoodie.datasource.read.end.instanttime"
+RECORD_KEY = META_FIELDS[2]
+CHANGE_SCHEMA = pa.schema(
+    [
+        pa.field("op", pa.string()),
+        pa.field("ts_ms", pa.string()),
+        pa.field("before", pa.string()),
+        pa.field("after", pa.string()),
+    ]
+)
+# Operations whose commits change rows (Hudi's WriteOperationType.yieldChanges).
+_NO_CHANGE_OPERATIONS = frozenset(
+    {"CLUSTER", "COMPACT", "LOG_COMPACT", "INDEX", "ALTER_SCHEMA", "BOOTSTRAP", "UNKNOWN"}
+)
+
+
+class InferenceCase(StrEnum):
+    AS_IS = "AS_IS"
+    BASE_FILE_INSERT = "BASE_FILE_INSERT"
+    BASE_FILE_DELETE = "BASE_FILE_DELETE"
+    LOG_FILE = "LOG_FILE"
+    REPLACE_COMMIT = "REPLACE_COMMIT"
+
+
+@dataclass(frozen=True)
+class ChangeSplit:
+    """The changes one commit made to one file group, and the files that tell them.
+
+    Paths are relative to the table base. ``committed`` lists, for ``LOG_FILE``, the
+    instants whose log blocks count as the file group's earlier state."""
+
+    instant: str
+    case: InferenceCase
+    partition_path: str
+    file_id: str
+    mode: str = CdcMode.DATA_BEFORE_AFTER.value
+    cdc_files: tuple[str, ...] = ()
+    before_file: str | None = None
+    after_file: str | None = None
+    log_files: tuple[str, ...] = ()
+    committed: tuple[str, ...] = ()
+    ordering_field: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ChangeSplit:
+        raw = json.loads(text)
+        for name in ("cdc_files", "log_files", "committed"):
+            raw[name] = tuple(raw[name])
+        raw["case"] = InferenceCase(raw["case"])
+        return cls(**raw)
+
+
+@dataclass(frozen=True)
+class ChangePlan:
+    """A CDC query's commits and splits."""
+
+    begin: str | None
+    end: str | None
+    instants: tuple[Instant, ...]
+    splits: tuple[ChangeSplit, ...] = field(default_factory=tuple)
+
+
+def plan_changes(table: HudiTable, begin: str | None, end: str | None = None) -> ChangePlan:
+    """Check a CDC query's range against the table and plan its splits.
+
+    ``begin`` is exclusive (``earliest`` or ``0``: the oldest commit still readable),
+    ``end`` inclusive (``None``: the latest commit)."""
+    if not table.config.cdc_enabled:
+        raise BadInputError(
+            f"{table.uri} is not a CDC table (hoodie.table.cdc.enabled is not true); "
+            "use the latest_state incremental query"
+        )
+    mode = parse_cdc_mode(table.config.cdc_logging_mode, f"{table.uri}: hoodie.properties")
+    zone = timeline_zone(table.config)
+    boundary = _earliest_valid_begin(table)
+    if begin is None or begin.strip() in ("", "0", "earliest"):
+        begin_time = boundary
+    else:
+        begin_time = to_instant_time(begin, zone)
+        if boundary is not None and comparable_instant(begin_time) < comparable_instant(boundary):
+            raise BadInputError(
+                f"{table.uri}: {BEGIN}={begin} is before the earliest instant whose changes are "
+                f"still readable; use {boundary} or later"
+            )
+    end_time = to_instant_time(end, zone) if end else None
+    if begin_time and end_time and comparable_instant(begin_time) > comparable_instant(end_time):
+        raise BadInputError(f"{table.uri}: {BEGIN}={begin} is after {END}={end}")
+    instants = tuple(_changing_commits(table, begin_time, end_time))
+    planner = _Planner(table, mode)
+    splits = [s for instant in instants for s in planner.splits_of(instant)]
+    return ChangePlan(begin_time, end_time, instants, tuple(splits))
+
+
+def _earliest_valid_begin(table: HudiTable) -> str | None:
+    """The oldest ``begin`` whose every later commit can still be read: not before the
+    last clean's earliest retained commit (older file versions may be gone), nor before
+    the newest archived commit (older commit metadata left the active timeline)."""
+    candidates: list[str] = []
+    clean = table.timeline.latest_clean()
+    if clean is not None:
+        retained = table.timeline.clean_metadata(clean).earliest_commit_to_retain
+        if retained:
+            candidates.append(retained)
+    writes = table.timeline.completed_writes
+    if writes:
+        first_active = comparable_instant(writes[0].requested_time)
+        archived = [
+            i.requested_time
+            for i in table.instants(include_archived=True)
+            if i.is_write and i.is_completed and comparable_instant(i.requested_time) < first_active
+        ]
+        if archived:
+            candidates.append(max(archived, key=comparable_instant))
+    return max(candidates, key=comparable_instant) if candidates else None
+
+
+def _changing_commits(table: HudiTable, begin: str | None, end: str | None) -> Iterable[Instant]:
+    lo = comparable_instant(begin) if begin else None
+    hi = comparable_instant(end) if end else None
+    for instant in table.timeline.completed_writes:
+        key = comparable_instant(instant.requested_time)
+        if (lo is not None and key <= lo) or (hi is not None and key > hi):
+            continue
+        metadata = table.timeline.commit_metadata(instant)
+        operation = (metadata.operation_type or "").upper()
+        if operation in _NO_CHANGE_OPERATIONS or metadata.compacted:
+            continue
+        yield instant
+
+
+class _Planner:
+    def __init__(self, table: HudiTable, mode: CdcMode) -> None:
+        self.table = table
+        self.mode = mode
+        self.ordering = table.config.ordering_fields[0] if table.config.ordering_fields else None
+        writes = table.timeline.completed_writes
+        self.committed = tuple(i.requested_time for i in writes)
+
+    def splits_of(self, instant: Instant) -> list[ChangeSplit]:
+        metadata = self.table.timeline.commit_metadata(instant)
+        ts = instant.requested_time
+        splits = [self._split(ts, stat) for stat in metadata.write_stats]
+        if instant.action == Action.REPLACE_COMMIT:
+            splits += self._replaced(instant, metadata.partition_to_replace_file_ids)
+        return splits
+
+    def _split(self, ts: str, stat: WriteStat) -> ChangeSplit:
+        def split(case: InferenceCase, **files: Any) -> ChangeSplit:
+            return ChangeSplit(
+                ts, case, stat.partition_path, stat.file_id, self.mode.value, **files
+            )
+
+        if stat.file_name.startswith("."):
+            return split(
+                InferenceCase.LOG_FILE,
+                before_file=self._base_before(stat.partition_path, stat.file_id, ts),
+                log_files=self._log_files(stat.partition_path, stat.file_id),
+                committed=self.committed,
+                ordering_field=self.ordering,
+            )
+        previous = self._previous_base(stat)
+        if stat.cdc_stats:
+            return split(
+                InferenceCase.AS_IS,
+                cdc_files=tuple(sorted(stat.cdc_stats)),
+                before_file=previous,
+                after_file=stat.path,
+            )
+        if stat.num_updates == 0 and stat.num_writes == stat.num_inserts:
+            return split(
+                InferenceCase.BASE_FILE_INSERT,
+                after_file=stat.path,
+            )
+        if stat.num_writes == 0 and stat.num_deletes > 0:
+            return split(
+                InferenceCase.BASE_FILE_DELETE,
+                before_file=previous,
+            )
+        raise CorruptTableError(
+            f"{self.table.uri}: commit {ts} rewrote file group {stat.file_id} "
+            f"({stat.path}) without a CDC log file"
+        )
+
+    def _previous_base(self, stat: WriteStat) -> str | None:
+        """The base file the commit rewrote (the one ``prevCommit`` wrote)."""
+        if stat.prev_commit is None:
+            return None
+        if stat.prev_base_file:
+            name = stat.prev_base_file
+        else:
+            files = self.table.view.partitions.get(stat.partition_path)
+            found = [
+                b.name
+                for b in (files.base_files if files else ())
+                if b.file_id == stat.file_id and b.instant == stat.prev_commit
+            ]
+            if not found:
+                return None
+            name = found[0]
+        return f"{stat.partition_path}/{name}" if stat.partition_path else name
+
+    def _base_before(self, partition: str, file_id: str, ts: str) -> str | None:
+        """The newest committed base file of a file group written before ``ts``."""
+        files = self.table.view.partitions.get(partition)
+        key = comparable_instant(ts)
+        candidates = [
+            b
+            for b in (files.base_files if files else ())
+            if b.file_id == file_id
+            and comparable_instant(b.instant) < key
+            and self.table.view.is_committed(b.instant)
+        ]
+        if not candidates:
+            return None
+        newest = max(candidates, key=lambda b: comparable_instant(b.instant))
+        return f"{partition}/{newest.name}" if partition else newest.name
+
+    def _log_files(self, partition: str, file_id: str) -> tuple[str, ...]:
+        files = self.table.view.partitions.get(partition)
+        logs = sorted(
+            (log for log in (files.log_files if files else ()) if log.file_id == file_id),
+            key=lambda log: (comparable_instant(log.instant), log.version, log.write_token),
+        )
+        return tuple(f"{partition}/{log.name}" if partition else log.name for log in logs)
+
+    def _replaced(
+        self, instant: Instant, replaced: Mapping[str, tuple[str, ...]]
+    ) -> list[ChangeSplit]:
+        """Every replaced file group's rows are deleted, as of the commit before."""
+        if not replaced:
+            return []
+        previous = [
+            w.requested_time
+            for w in self.table.timeline.completed_writes
+            if comparable_instant(w.requested_time) < comparable_instant(instant.requested_time)
+        ]
+        if not previous:
+            return []
+        slices = {
+            (s.partition_path, s.file_id): s
+            for s in self.table.view.slices_as_of(previous[-1], read_optimized=True)
+        }
+        splits = []
+        for partition, file_ids in sorted(replaced.items()):
+            for file_id in file_ids:
+                found = slices.get((partition, file_id))
+                if found is None or found.relative_base_path is None:
+                    continue
+                splits.append(
+                    ChangeSplit(
+                        instant=instant.requested_time,
+                        case=InferenceCase.REPLACE_COMMIT,
+                        partition_path=partition,
+                        file_id=file_id,
+                        mode=self.mode.value,
+                        before_file=found.relative_base_path,
+                    )
+                )
+        return splits
+
+
+# -- reading ------------------------------------------------------------------------------
+Image = Mapping[str, Any]
+Change = tuple[str, Image | None, Image | None]
+
+
+def read_split(location: Location, split: ChangeSplit) -> pa.Table:
+    """The change rows of one split (``CHANGE_SCHEMA``), in the order they were logged."""
+    changes = _split_changes(location, split)
+    ts = split.instant
+    return pa.table(
+        {
+            "op": pa.array([c[0] for c in changes], pa.string()),
+            "ts_ms": pa.array([ts] * len(changes), pa.string()),
+            "before": pa.array([image_json(c[1], META_FIELDS) for c in changes], pa.string()),
+            "after": pa.array([image_json(c[2], META_FIELDS) for c in changes], pa.string()),
+        },
+        schema=CHANGE_SCHEMA,
+    )
+
+
+def _split_changes(location: Location, split: ChangeSplit) -> list[Change]:
+    case = split.case
+    if case is InferenceCase.BASE_FILE_INSERT:
+        return [("i", None, row) for row in _rows(location, split.after_file)]
+    if case in (InferenceCase.BASE_FILE_DELETE, InferenceCase.REPLACE_COMMIT):
+        return [("d", row, None) for row in _rows(location, split.before_file)]
+    if case is InferenceCase.LOG_FILE:
+        return _log_file_changes(location, split)
+    return _as_is_changes(location, split)
+
+
+def _as_is_changes(location: Location, split: ChangeSplit) -> list[Change]:
+    records: list[dict[str, Any]] = []
+    for relative in split.cdc_files:
+        where = location.uri_of(relative)
+        records.extend(read_cdc_file(_read_bytes(location, relative, where), where))
+    mode = CdcMode(split.mode)
+    if mode is CdcMode.DATA_BEFORE_AFTER:
+        return [(r["op"], r.get("before"), r.get("after")) for r in records]
+    needs_after = [str(r["record_key"]) for r in records if r["op"] != "d"]
+    after = _rows_by_key(location, split.after_file, needs_after)
+    if mode is CdcMode.DATA_BEFORE:
+        return [
+            (r["op"], r.get("before"), after.get(str(r["record_key"])) if r["op"] != "d" else None)
+            for r in records
+        ]
+    needs_before = [str(r["record_key"]) for r in records if r["op"] != "i"]
+    before = _rows_by_key(location, split.before_file, needs_before)
+    return [
+        (
+            r["op"],
+            before.get(str(r["record_key"])) if r["op"] != "i" else None,
+            after.get(str(r["record_key"])) if r["op"] != "d" else None,
+        )
+        for r in records
+    ]
+
+
+def _log_file_changes(location: Location, split: ChangeSplit) -> list[Change]:
+    """LOG_FILE: this commit's log records against the state before it."""
+    base_instant = _instant_of(split.before_file) if split.before_file else None
+    ts = comparable_instant(split.instant)
+    earlier = {
+        c
+        for c in split.committed
+        if comparable_instant(c) < ts
+        and (base_instant is None or comparable_instant(c) > comparable_instant(base_instant))
+    }
+    prior: dict[str, dict[str, Any]] = {
+        str(row[RECORD_KEY]): row for row in _rows(location, split.before_file)
+    }
+    current: list[LogRecord] = []
+    for relative in split.log_files:
+        where = location.uri_of(relative)
+        data = _read_bytes(location, relative, where)
+        for record in read_log_records(data, where, (earlier | {split.instant}).__contains__):
+            if record.instant == split.instant:
+                current.append(record)
+            elif record.is_delete:
+                prior.pop(record.key, None)
+            elif record.values is not None:
+                prior[record.key] = dict(record.values)
+    return infer_log_changes(prior, current, split.ordering_field)
+
+
+def infer_log_changes(
+    prior: Mapping[str, Image], records: Iterable[LogRecord], ordering_field: str | None
+) -> list[Change]:
+    """Hudi's LOG_FILE rules: a delete of a stored key is ``d`` (of a missing key,
+    nothing); a record for a new key is ``i``; for a stored key ``u`` when the merged
+    record differs (event-time ordering: an older record loses and changes nothing)."""
+    state: dict[str, Image] = dict(prior)
+    changes: list[Change] = []
+    for record in records:
+        before = state.get(record.key)
+        if record.is_delete:
+            if before is not None:
+                changes.append(("d", before, None))
+                del state[record.key]
+            continue
+        after = record.values
+        if after is None:
+            continue
+        if before is None:
+            changes.append(("i", None, after))
+        else:
+            if ordering_field and _older(after.get(ordering_field), before.get(ordering_field)):
+                continue
+            if _data(after) == _data(before):
+                continue
+            changes.append(("u", before, after))
+        state[record.key] = after
+    return changes
+
+
+def _older(incoming: Any, stored: Any) -> bool:
+    try:
+        return incoming is not None and stored is not None and bool(incoming < stored)
+    except TypeError:
+        return False
+
+
+def _data(image: Image) -> dict[str, Any]:
+    return {k: v for k, v in image.items() if k not in META_FIELDS}
+
+
+def _instant_of(relative: str) -> str:
+    name = relative.rsplit("/", 1)[-1]
+    return name.rsplit("_", 1)[-1].split(".", 1)[0]
+
+
+def _read_bytes(location: Location, relative: str, where: str) -> bytes:
+    try:
+        return bytes(location.fs.cat_file(location.join(relative)))
+    except FileNotFoundError:
+        raise CorruptTableError(f"{where}: file listed by the commit is missing") from None
+
+
+def _read_table(location: Location, relative: str | None) -> pa.Table | None:
+    if relative is None:
+        return None
+    path = location.join(relative)
+    try:
+        with location.fs.open(path, "rb") as handle:
+            return pq.read_table(handle)
+    except FileNotFoundError:
+        raise CorruptTableError(
+            f"{location.uri_of(relative)}: base file needed by the CDC query is missing "
+            "(cleaned?)"
+        ) from None
+
+
+def _rows(location: Location, relative: str | None) -> list[dict[str, Any]]:
+    table = _read_table(location, relative)
+    return table.to_pylist() if table is not None else []
+
+
+def _rows_by_key(
+    location: Location, relative: str | None, keys: list[str]
+) -> dict[str, dict[str, Any]]:
+    """Rows of a base file whose record key is one of ``keys``."""
+    if not keys:
+        return {}
+    table = _read_table(location, relative)
+    if table is None:
+        return {}
+    wanted = table.filter(pc.is_in(table.column(RECORD_KEY), value_set=pa.array(keys)))
+    return {str(row[RECORD_KEY]): row for row in wanted.to_pylist()}
+
+
+def change_rows(location: Location, splits: Iterable[ChangeSplit]) -> pa.Table:
+    """Every split's rows, in split order (for callers without Spark)."""
+    tables = [read_split(location, split) for split in splits]
+    return pa.concat_tables(tables) if tables else CHANGE_SCHEMA.empty_table()
+
+
+__all__ = [
+    "CHANGE_SCHEMA",
+    "ChangePlan",
+    "ChangeSplit",
+    "InferenceCase",
+    "change_rows",
+    "infer_log_changes",
+    "plan_changes",
+    "read_split",
+]

@@ -1,0 +1,298 @@
+"""The records of a Merge-on-Read log file: upserts and deletes, in file order.
+
+A change-data-capture query over a MOR table needs, for each log file a commit wrote
+(its ``LOG_FILE`` case), the records that commit appended: data blocks carry whole
+records (upserts), delete blocks carry keys. Like Hudi's log record reader
+(``AbstractHoodieLogRecordReader``), blocks of instants that did not commit are
+skipped, and a rollback command block cancels the earlier blocks of the instant it
+names.
+
+A delete block's content is int32 version | int32 length | one Avro datum of
+``HoodieDeleteRecordList``. The type of its ``orderingVal`` field changed between
+Hudi releases (a union of wrapper records up to 1.0, an array of that union in 1.1)
+and the block does not say which one it holds, so both schemas are tried and the one
+that consumes exactly the datum's bytes wins.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hudi_sync.errors import CorruptTableError, UnsupportedTableError
+from hudi_sync.table.logfile import BlockType, HeaderKey, LogBlock, read_blocks
+
+RECORD_KEY_FIELD = "_hoodie_record_key"
+PARTITION_PATH_FIELD = "_hoodie_partition_path"
+DELETE_BLOCK_VERSION = 3
+ROLLBACK_COMMAND = "0"  # HoodieCommandBlockTypeEnum.ROLLBACK_BLOCK
+
+_NAMESPACE = "org.apache.hudi.avro.model"
+# Hudi's ordering-value wrappers, in their union order. Logical types are left out on
+# purpose: the ordering value is only decoded to be skipped, and raw types cannot fail
+# a logical conversion.
+_WRAPPERS = (
+    ("BooleanWrapper", "boolean"),
+    ("IntWrapper", "int"),
+    ("LongWrapper", "long"),
+    ("FloatWrapper", "float"),
+    ("DoubleWrapper", "double"),
+    ("BytesWrapper", "bytes"),
+    ("StringWrapper", "string"),
+    ("DateWrapper", "int"),
+    ("DecimalWrapper", "bytes"),
+    ("TimeMicrosWrapper", "long"),
+    ("TimestampMicrosWrapper", "long"),
+)
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """One record of a log file: an upsert (``values`` set) or a delete of ``key``."""
+
+    instant: str  # the block's INSTANT_TIME header
+    key: str  # _hoodie_record_key (data blocks) or the delete record's recordKey
+    partition_path: str | None
+    is_delete: bool
+    values: dict[str, Any] | None  # the full record (data blocks), None for deletes
+
+
+def _ordering_union() -> list[Any]:
+    wrappers: list[Any] = [
+        {
+            "type": "record",
+            "name": name,
+            "namespace": _NAMESPACE,
+            "fields": [{"name": "value", "type": value_type}],
+        }
+        for name, value_type in _WRAPPERS
+    ]
+    return ["null", *wrappers]
+
+
+def _delete_list_schema(ordering_type: Any) -> Any:
+    return fastavro.parse_schema(
+        {
+            "type": "record",
+            "name": "HoodieDeleteRecordList",
+            "namespace": _NAMESPACE,
+            "fields": [
+                {
+                    "name": "deleteRecordList",
+                    "type": {
+                        "type": "array",
+                        "items": {
+                            "type": "record",
+                            "name": "HoodieDeleteRecord",
+                            "fields": [
+                                {"name": "recordKey", "type": ["null", "string"]},
+                                {"name": "partitionPath", "type": ["null", "string"]},
+                                {"name": "orderingVal", "type": ordering_type},
+                            ],
+                        },
+                    },
+                }
+            ],
+        }
+    )
+
+
+# Hudi 0.14 to 1.0 first (most tables), then Hudi 1.1.
+_DELETE_SCHEMAS = (
+    ("union", _delete_list_schema(_ordering_union())),
+    ("array", _delete_list_schema(["null", {"type": "array", "items": _ordering_union()}])),
+)
+
+
+def read_log_records(
+    data: bytes, where: str, committed: Callable[[str], bool] | None = None
+) -> list[LogRecord]:
+    """All records of one log file, in file order.
+
+    Blocks whose instant is not committed (when ``committed`` is given) are skipped,
+    as Hudi skips the leftovers of failed writes; so are blocks cancelled by a later
+    rollback command block (``COMMAND_BLOCK_TYPE`` 0, ``TARGET_INSTANT_TIME`` the
+    cancelled instant) and CDC blocks, which describe changes rather than hold data.
+    """
+    return read_slice_log_records([(data, where)], committed)
+
+
+def read_slice_log_records(
+    files: Iterable[tuple[bytes, str]], committed: Callable[[str], bool] | None = None
+) -> list[LogRecord]:
+    """All records of a file slice's log files (``(data, where)`` in slice order), in
+    the order a merge applies them.
+
+    Hudi scans a file group's logs as one sequence: a rollback block in a later file
+    cancels blocks of earlier files (a rolled-back write's blocks stay on disk), and
+    a log-compaction block replaces the blocks of the instants it compacted, taking
+    the place of the newest of them.
+    """
+    order: list[str] = []  # instants in order of their first block
+    blocks_of: dict[str, list[tuple[LogBlock, str]]] = {}
+    for data, where in files:
+        for block in read_blocks(data, where):
+            if block.block_type == BlockType.COMMAND:
+                target = _rollback_target(block, where)
+                if blocks_of.pop(target, None) is not None:
+                    order.remove(target)
+                continue
+            if block.block_type == BlockType.CDC_DATA:
+                continue
+            instant = block.instant_time
+            if instant is None:
+                raise CorruptTableError(
+                    f"{where}: {_block_name(block.block_type)} block has no INSTANT_TIME header"
+                )
+            if committed is not None and not committed(instant):
+                continue
+            if instant not in blocks_of:
+                order.append(instant)
+                blocks_of[instant] = []
+            blocks_of[instant].append((block, where))
+    records: list[LogRecord] = []
+    for instant in _merge_order(order, blocks_of):
+        for block, where in blocks_of[instant]:
+            records.extend(_block_records(block, where))
+    return records
+
+
+def _rollback_target(block: LogBlock, where: str) -> str:
+    """The instant a rollback command block cancels (Hudi repeats the block when a
+    rollback fails halfway, so extra ones are harmless)."""
+    command = block.header.get(HeaderKey.COMMAND_BLOCK_TYPE)
+    if command != ROLLBACK_COMMAND:
+        raise UnsupportedTableError(f"{where}: unknown log command block type {command!r}")
+    target = block.header.get(HeaderKey.TARGET_INSTANT_TIME)
+    if target is None:
+        raise CorruptTableError(f"{where}: rollback command block has no TARGET_INSTANT_TIME")
+    return target
+
+
+def _merge_order(order: list[str], blocks_of: dict[str, list[tuple[LogBlock, str]]]) -> list[str]:
+    """The instants whose blocks are applied, oldest first: Hudi's placement of
+    log-compacted blocks (``COMPACTED_BLOCK_TIMES``), found walking back from the newest
+    instant, where each compacted instant maps to its final compacted block."""
+    final_of: dict[str, str] = {}
+    chosen: list[str] = []  # newest first
+    seen: set[str] = set()
+    for instant in reversed(order):
+        header = blocks_of[instant][0][0].header
+        compacted = header.get(HeaderKey.COMPACTED_BLOCK_TIMES)
+        if compacted is not None:
+            final = final_of.get(instant, instant)
+            for original in compacted.split(","):
+                final_of[original.strip()] = final
+            continue
+        applied = final_of.get(instant, instant)
+        if applied not in seen:
+            seen.add(applied)
+            chosen.append(applied)
+    chosen.reverse()
+    return chosen
+
+
+def _block_records(block: LogBlock, where: str) -> list[LogRecord]:
+    instant = block.instant_time or ""
+    if block.block_type == BlockType.AVRO_DATA:
+        try:
+            rows = block.avro_records()
+        except CorruptTableError as exc:
+            raise CorruptTableError(f"{where}: {exc}") from None
+        except (ValueError, EOFError, KeyError, TypeError, IndexError) as exc:
+            raise CorruptTableError(f"{where}: cannot decode Avro log block: {exc}") from None
+        return _data_records(rows, instant, where)
+    if block.block_type == BlockType.PARQUET_DATA:
+        return _data_records(_parquet_rows(block.content, where), instant, where)
+    if block.block_type == BlockType.DELETE:
+        return [
+            LogRecord(instant, key, partition, True, None)
+            for key, partition in _delete_keys(block.content, where)
+        ]
+    raise UnsupportedTableError(
+        f"{where}: {_block_name(block.block_type)} log blocks are not supported"
+    )
+
+
+def _data_records(rows: Iterable[dict[str, Any]], instant: str, where: str) -> list[LogRecord]:
+    records: list[LogRecord] = []
+    for row in rows:
+        key = row.get(RECORD_KEY_FIELD)
+        if not isinstance(key, str):
+            raise CorruptTableError(f"{where}: log data record has no {RECORD_KEY_FIELD}")
+        partition = row.get(PARTITION_PATH_FIELD)
+        records.append(
+            LogRecord(instant, key, partition if isinstance(partition, str) else None, False, row)
+        )
+    return records
+
+
+def _parquet_rows(content: bytes, where: str) -> list[dict[str, Any]]:
+    """A Parquet data block's content is a whole Parquet file."""
+    try:
+        table = pq.read_table(pa.BufferReader(content))
+    except (pa.ArrowException, OSError) as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise CorruptTableError(f"{where}: cannot read Parquet log block: {message}") from None
+    rows: list[dict[str, Any]] = table.to_pylist()
+    return rows
+
+
+def _delete_keys(content: bytes, where: str) -> list[tuple[str, str | None]]:
+    """``(record key, partition path)`` of each record of a delete block."""
+    if len(content) < 4:
+        raise CorruptTableError(f"{where}: delete block truncated while reading version")
+    (version,) = struct.unpack(">i", content[:4])
+    if version < DELETE_BLOCK_VERSION:
+        raise UnsupportedTableError(
+            f"{where}: delete block version {version} (Java Kryo serialization, "
+            "Hudi before 0.12) is not supported"
+        )
+    if version > DELETE_BLOCK_VERSION:
+        raise UnsupportedTableError(f"{where}: delete block version {version} is not supported")
+    if len(content) < 8:
+        raise CorruptTableError(f"{where}: delete block truncated while reading length")
+    (length,) = struct.unpack(">i", content[4:8])
+    datum = content[8 : 8 + length]
+    if length < 0 or len(datum) != length:
+        raise CorruptTableError(f"{where}: delete block truncated while reading records")
+    decoded = _decode_delete_list(datum)
+    if decoded is None:
+        raise CorruptTableError(
+            f"{where}: delete block does not decode as HoodieDeleteRecordList "
+            "(neither the Hudi 0.14-1.0 nor the Hudi 1.1 schema fits)"
+        )
+    result: list[tuple[str, str | None]] = []
+    for entry in decoded["deleteRecordList"]:
+        key = entry["recordKey"]
+        if key is None:
+            raise CorruptTableError(f"{where}: delete record has no recordKey")
+        result.append((key, entry["partitionPath"]))
+    return result
+
+
+def _decode_delete_list(datum: bytes) -> dict[str, Any] | None:
+    """The datum decoded with the first schema that consumes exactly all of it."""
+    for _, schema in _DELETE_SCHEMAS:
+        stream = io.BytesIO(datum)
+        try:
+            decoded = fastavro.schemaless_reader(stream, schema, None)
+        except Exception:  # a wrong schema fails in many ways
+            continue
+        if stream.tell() == len(datum) and isinstance(decoded, dict):
+            return decoded
+    return None
+
+
+def _block_name(block_type: int) -> str:
+    try:
+        return BlockType(block_type).name
+    except ValueError:
+        return f"type {block_type}"
