@@ -10,10 +10,10 @@ from pyspark.sql import SparkSession
 
 def local_session(app_name: str = "hudi_sync", cores: int = 2) -> SparkSession:
     """``local[cores]`` with UTC session time and Python workers on this interpreter
-    (they import pyarrow and hudi_sync)."""
+    (they import pyarrow and hudi_sync); ``format("hudi")`` reads through hudi_sync."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    return (
+    spark = (
         SparkSession.builder.master(f"local[{cores}]")
         .appName(app_name)
         .config("spark.sql.session.timeZone", "UTC")
@@ -25,3 +25,7 @@ def local_session(app_name: str = "hudi_sync", cores: int = 2) -> SparkSession:
         .config("spark.driver.memory", os.environ.get("HUDI_SYNC_SPARK_DRIVER_MEMORY", "2g"))
         .getOrCreate()
     )
+    from hudi_sync.spark.datasource import register  # imports pyspark's data source API
+
+    register(spark)  # spark.read.format("hudi")
+    return spark

@@ -37,7 +37,7 @@ from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.storage import Location
 from hudi_sync.table.cdc import CdcMode, image_json, parse_cdc_mode, read_cdc_file
 from hudi_sync.table.instant import Action, Instant, comparable_instant
-from hudi_sync.table.log_records import LogRecord, read_log_records
+from hudi_sync.table.log_records import LogRecord, read_slice_log_records
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.table import HudiTable
@@ -381,16 +381,18 @@ def _log_file_changes(location: Location, split: ChangeSplit) -> list[Change]:
         str(row[RECORD_KEY]): row for row in _rows(location, split.before_file)
     }
     current: list[LogRecord] = []
-    for relative in split.log_files:
-        where = location.uri_of(relative)
-        data = _read_bytes(location, relative, where)
-        for record in read_log_records(data, where, (earlier | {split.instant}).__contains__):
-            if record.instant == split.instant:
-                current.append(record)
-            elif record.is_delete:
-                prior.pop(record.key, None)
-            elif record.values is not None:
-                prior[record.key] = dict(record.values)
+    files = [
+        (_read_bytes(location, relative, location.uri_of(relative)), location.uri_of(relative))
+        for relative in split.log_files
+    ]
+    # Read as one slice: a rollback block in a later file cancels blocks of earlier ones.
+    for record in read_slice_log_records(files, (earlier | {split.instant}).__contains__):
+        if record.instant == split.instant:
+            current.append(record)
+        elif record.is_delete:
+            prior.pop(record.key, None)
+        elif record.values is not None:
+            prior[record.key] = dict(record.values)
     return infer_log_changes(prior, current, split.ordering_field)
 
 

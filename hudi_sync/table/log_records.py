@@ -235,9 +235,11 @@ def _data_records(rows: Iterable[dict[str, Any]], instant: str, where: str) -> l
 
 
 def _parquet_rows(content: bytes, where: str) -> list[dict[str, Any]]:
-    """A Parquet data block's content is a whole Parquet file."""
+    """A Parquet data block's content is a whole Parquet file. (``ParquetFile``, not
+    ``read_table``: pyarrow 26's dataset path over an in-memory buffer often aborts
+    the interpreter at exit.)"""
     try:
-        table = pq.read_table(pa.BufferReader(content))
+        table = pq.ParquetFile(pa.BufferReader(content)).read()
     except (pa.ArrowException, OSError) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise CorruptTableError(f"{where}: cannot read Parquet log block: {message}") from None

@@ -1,0 +1,257 @@
+"""``spark.read.format("hudi")`` and ``spark.readStream.format("hudi")``: a PySpark 4
+Python Data Source over the table core.
+
+The driver plans (file slices, or CDC splits) with the table core; Spark's Python
+workers read each planned piece through the table's storage (fsspec), so no Hadoop
+connector is needed. Options are Hudi's:
+
+- batch: ``hoodie.datasource.query.type`` (snapshot, read_optimized, incremental),
+  ``as.of.instant``, ``hoodie.datasource.read.begin.instanttime`` / ``end.instanttime``,
+  ``hoodie.datasource.query.incremental.format`` (latest_state, cdc);
+- streaming: ``hoodie.datasource.query.incremental.format`` (latest_state, as in
+  Hudi, or cdc) and ``hoodie.datasource.streaming.startOffset`` (earliest, latest or an
+  instant). Offsets are instants; a micro-batch covers the commits in
+  ``(start, end]``, and ``end`` never passes a pending write, so a commit that completes
+  late is not skipped;
+- ``storage.<key>=<value>``: fsspec storage options (dotted keys nest).
+
+Writes go through ``hudi_sync.spark.write(df, path, options)``: the writer runs its own
+Spark jobs (tagging join, grouped merge) and commits on the driver, which a Data
+Source writer (per-partition Python code, no session) cannot do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from hudi_sync.errors import BadInputError
+from hudi_sync.spark.merge import align
+from hudi_sync.spark.reader import (
+    AS_OF,
+    BEGIN,
+    END,
+    QUERY_TYPE,
+    QUERY_TYPES,
+    incremental_format,
+)
+from hudi_sync.storage import Location, open_location
+from hudi_sync.table import HudiTable
+from hudi_sync.table.changes import CHANGE_SCHEMA, ChangeSplit, plan_changes, read_split
+from hudi_sync.table.instant import comparable_instant
+from hudi_sync.table.schema import META_FIELDS
+
+START_OFFSET = "hoodie.datasource.streaming.startOffset"
+STORAGE_PREFIX = "storage."
+
+
+def register(spark: SparkSession) -> None:
+    """Make ``format("hudi")`` read through hudi_sync in this session."""
+    spark.dataSource.register(HudiDataSource)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """What a read needs from the options: where the table is and how to open it."""
+
+    uri: str
+    storage_options: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, options: Mapping[str, str]) -> _Source:
+        uri = options.get("path")
+        if not uri:
+            raise BadInputError('format("hudi") needs the table path: .load(PATH)')
+        storage: dict[str, Any] = {}
+        for key, value in options.items():
+            if key.lower().startswith(STORAGE_PREFIX):
+                target = storage
+                *parents, leaf = key[len(STORAGE_PREFIX) :].split(".")
+                for parent in parents:
+                    target = target.setdefault(parent, {})
+                target[leaf] = value
+        return cls(uri, storage)
+
+    def table(self) -> HudiTable:
+        return HudiTable.open(self.uri, self.storage_options)
+
+    def location(self) -> Location:
+        return open_location(self.uri, self.storage_options)
+
+
+@dataclass(frozen=True)
+class _FilePart(InputPartition):
+    """One base file to read; ``commits`` keeps only rows of those commits (incremental)."""
+
+    relative_path: str
+    commits: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class _ChangePart(InputPartition):
+    split: str  # ChangeSplit JSON
+
+
+def _table_schema(table: HudiTable) -> pa.Schema:
+    """Meta fields, then the newest base file's columns (the latest schema)."""
+    newest = max(
+        (s for s in table.file_slices(read_optimized=True) if s.relative_base_path),
+        key=lambda s: comparable_instant(s.base_instant),
+        default=None,
+    )
+    if newest is None or newest.relative_base_path is None:
+        fields = [pa.field(n, pa.string()) for n in META_FIELDS]
+        avro_fields = table.avro_schema.get("fields", []) if table.config.create_schema else []
+        return pa.schema(fields + [pa.field(f["name"], pa.string()) for f in avro_fields])
+    path = table.location.join(newest.relative_base_path)
+    with table.location.fs.open(path, "rb") as handle:
+        return pq.read_schema(handle).remove_metadata()
+
+
+def _is_cdc(options: Mapping[str, str]) -> bool:
+    query = options.get(QUERY_TYPE, "snapshot").strip().lower()
+    return query == "incremental" and incremental_format(options) == "cdc"
+
+
+def _read_part(location: Location, schema: pa.Schema, part: InputPartition) -> Iterator[Any]:
+    if isinstance(part, _ChangePart):
+        yield from read_split(location, ChangeSplit.from_json(part.split)).to_batches()
+        return
+    assert isinstance(part, _FilePart)
+    with location.fs.open(location.join(part.relative_path), "rb") as handle:
+        table = pq.read_table(handle)
+    if part.commits is not None:
+        keep = pc.is_in(table.column(META_FIELDS[0]), value_set=pa.array(part.commits))
+        table = table.filter(keep)
+    yield from align(table, schema).to_batches()
+
+
+class HudiDataSource(DataSource):
+    """``format("hudi")``: Hudi tables through hudi_sync's table core."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "hudi"
+
+    def schema(self) -> StructType:
+        return from_arrow_schema(self._arrow_schema())
+
+    def _arrow_schema(self) -> pa.Schema:
+        if _is_cdc(self.options):
+            return CHANGE_SCHEMA
+        return _table_schema(_Source.of(self.options).table())
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _BatchReader(dict(self.options), self._arrow_schema())
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        options = {**self.options, QUERY_TYPE: "incremental"}
+        arrow_schema = (
+            CHANGE_SCHEMA if _is_cdc(options) else _table_schema(_Source.of(options).table())
+        )
+        return _StreamReader(options, arrow_schema)
+
+
+def _plan(
+    table: HudiTable, options: Mapping[str, str], begin: str | None, end: str | None
+) -> list[InputPartition]:
+    """The pieces of a query: CDC splits, or base files (with commit filters)."""
+    if _is_cdc(options):
+        plan = plan_changes(table, begin, end)
+        return [_ChangePart(split.to_json()) for split in plan.splits]
+    query = options.get(QUERY_TYPE, "snapshot").strip().lower()
+    if query not in QUERY_TYPES:
+        raise BadInputError(f"{QUERY_TYPE}={query!r} is not one of {', '.join(QUERY_TYPES)}")
+    if query == "incremental":
+        begin_time = None if begin in (None, "", "0", "earliest") else begin
+        commits = tuple(i.requested_time for i in table.view.instants_in_range(begin_time, end))
+        slices = table.changed_file_slices(begin, end)
+        return [
+            _FilePart(s.relative_base_path, commits) for s in slices if s.relative_base_path
+        ]
+    if table.config.is_mor and query == "snapshot":
+        raise BadInputError(
+            f"{table.uri}: snapshot queries of MERGE_ON_READ tables need log merging; "
+            f"read it with {QUERY_TYPE}=read_optimized"
+        )
+    slices = table.file_slices(as_of=options.get(AS_OF), read_optimized=True)
+    return [_FilePart(s.relative_base_path) for s in slices if s.relative_base_path]
+
+
+class _BatchReader(DataSourceReader):
+    def __init__(self, options: dict[str, str], schema: pa.Schema) -> None:
+        self.options = options
+        self.arrow_schema = schema
+
+    def partitions(self) -> list[InputPartition]:
+        source = _Source.of(self.options)
+        query = self.options.get(QUERY_TYPE, "snapshot").strip().lower()
+        begin = self.options.get(BEGIN)
+        if query == "incremental" and begin is None:
+            raise BadInputError(f"{QUERY_TYPE}=incremental needs {BEGIN}")
+        return _plan(source.table(), self.options, begin, self.options.get(END))
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        location = _Source.of(self.options).location()
+        yield from _read_part(location, self.arrow_schema, partition)
+
+
+class _StreamReader(DataSourceStreamReader):
+    """Micro-batches of commits: offsets ``{"instant": T}``, each batch ``(start, end]``."""
+
+    def __init__(self, options: dict[str, str], schema: pa.Schema) -> None:
+        self.options = options
+        self.arrow_schema = schema
+
+    def initialOffset(self) -> dict[str, str]:
+        start = self.options.get(START_OFFSET, "earliest").strip()
+        if start.lower() == "earliest":
+            return {"instant": "0"}
+        if start.lower() == "latest":
+            return self.latestOffset()
+        return {"instant": start}
+
+    def latestOffset(self) -> dict[str, str]:
+        """The newest completed write that no pending write precedes: a write still
+        running with an earlier instant could complete later and must not be skipped."""
+        timeline = _Source.of(self.options).table().timeline
+        pending = [
+            comparable_instant(i.requested_time) for i in timeline.pending if i.is_write
+        ]
+        limit = min(pending) if pending else None
+        safe = [
+            i.requested_time
+            for i in timeline.completed_writes
+            if limit is None or comparable_instant(i.requested_time) < limit
+        ]
+        return {"instant": safe[-1] if safe else "0"}
+
+    def partitions(self, start: dict[str, str], end: dict[str, str]) -> list[InputPartition]:
+        begin, stop = start["instant"], end["instant"]
+        if stop == "0" or comparable_instant(stop) <= comparable_instant(begin):
+            return []
+        return _plan(_Source.of(self.options).table(), self.options, begin, stop)
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        location = _Source.of(self.options).location()
+        yield from _read_part(location, self.arrow_schema, partition)
+
+    def commit(self, end: dict[str, str]) -> None:
+        """Nothing to acknowledge: the table keeps every commit until cleaned."""
+
+
+__all__ = ["HudiDataSource", "register"]
