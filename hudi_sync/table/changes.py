@@ -189,7 +189,17 @@ class _Planner:
     def splits_of(self, instant: Instant) -> list[ChangeSplit]:
         metadata = self.table.timeline.commit_metadata(instant)
         ts = instant.requested_time
-        splits = [self._split(ts, stat) for stat in metadata.write_stats]
+        splits = [
+            self._split(ts, stat)
+            for stat in metadata.write_stats
+            # A file group rewritten without a change (every incoming record lost by
+            # ordering value) has nothing to report and no CDC log.
+            if stat.cdc_stats
+            or stat.num_inserts
+            or stat.num_updates
+            or stat.num_deletes
+            or stat.prev_commit is None
+        ]
         if instant.action == Action.REPLACE_COMMIT:
             splits += self._replaced(instant, metadata.partition_to_replace_file_ids)
         return splits
@@ -287,15 +297,17 @@ class _Planner:
         if not previous:
             return []
         slices = {
-            (s.partition_path, s.file_id): s
-            for s in self.table.view.slices_as_of(previous[-1], read_optimized=True)
+            (s.partition_path, s.file_id): s for s in self.table.view.slices_as_of(previous[-1])
         }
         splits = []
         for partition, file_ids in sorted(replaced.items()):
             for file_id in file_ids:
                 found = slices.get((partition, file_id))
-                if found is None or found.relative_base_path is None:
+                if found is None:
                     continue
+                logs = tuple(
+                    f"{partition}/{log.name}" if partition else log.name for log in found.log_files
+                )
                 splits.append(
                     ChangeSplit(
                         instant=instant.requested_time,
@@ -304,6 +316,8 @@ class _Planner:
                         file_id=file_id,
                         mode=self.mode.value,
                         before_file=found.relative_base_path,
+                        log_files=logs,
+                        committed=self.committed,
                     )
                 )
         return splits
@@ -333,8 +347,11 @@ def _split_changes(location: Location, split: ChangeSplit) -> list[Change]:
     case = split.case
     if case is InferenceCase.BASE_FILE_INSERT:
         return [("i", None, row) for row in _rows(location, split.after_file)]
-    if case in (InferenceCase.BASE_FILE_DELETE, InferenceCase.REPLACE_COMMIT):
+    if case is InferenceCase.BASE_FILE_DELETE:
         return [("d", row, None) for row in _rows(location, split.before_file)]
+    if case is InferenceCase.REPLACE_COMMIT:  # the replaced slice, logs merged (MOR)
+        prior, _ = _slice_state(location, split)
+        return [("d", row, None) for row in prior.values()]
     if case is InferenceCase.LOG_FILE:
         return _log_file_changes(location, split)
     return _as_is_changes(location, split)
@@ -369,6 +386,15 @@ def _as_is_changes(location: Location, split: ChangeSplit) -> list[Change]:
 
 def _log_file_changes(location: Location, split: ChangeSplit) -> list[Change]:
     """LOG_FILE: this commit's log records against the state before it."""
+    prior, current = _slice_state(location, split)
+    return infer_log_changes(prior, current, split.ordering_field)
+
+
+def _slice_state(
+    location: Location, split: ChangeSplit
+) -> tuple[dict[str, dict[str, Any]], list[LogRecord]]:
+    """A file group's rows just before ``split.instant`` (its base file merged with the
+    committed log blocks written after it), and the log records of ``split.instant``."""
     base_instant = _instant_of(split.before_file) if split.before_file else None
     ts = comparable_instant(split.instant)
     earlier = {
@@ -393,7 +419,7 @@ def _log_file_changes(location: Location, split: ChangeSplit) -> list[Change]:
             prior.pop(record.key, None)
         elif record.values is not None:
             prior[record.key] = dict(record.values)
-    return infer_log_changes(prior, current, split.ordering_field)
+    return prior, current
 
 
 def infer_log_changes(
@@ -458,8 +484,7 @@ def _read_table(location: Location, relative: str | None) -> pa.Table | None:
             return pq.read_table(handle)
     except FileNotFoundError:
         raise CorruptTableError(
-            f"{location.uri_of(relative)}: base file needed by the CDC query is missing "
-            "(cleaned?)"
+            f"{location.uri_of(relative)}: base file needed by the CDC query is missing (cleaned?)"
         ) from None
 
 
