@@ -481,3 +481,51 @@ def test_read_stream_restarts_from_its_checkpoint_without_loss_or_repeats(  # ty
     assert Counter(r["ts_ms"] for r in streamed) == Counter(r["ts_ms"] for r in expected)
     assert {r["ts_ms"] for r in streamed} == set(instants)
     assert os.path.isdir(checkpoint / "offsets")
+
+
+def test_changes_command_prints_the_cdc_rows_and_show_table_the_mode(  # type: ignore[no-untyped-def]
+    spark, tmp_path: Path, unpack_table
+) -> None:
+    from typer.testing import CliRunner
+
+    from hudi_sync.cli.app import app
+    from tests.fixture_tables import fixture_tables
+
+    runner = CliRunner()
+    path = tmp_path / "t"
+    cdc = {
+        "hoodie.table.cdc.enabled": "true",
+        "hoodie.table.cdc.supplemental.logging.mode": "data_before",
+    }
+    first = write(
+        frame(spark, [{"id": 1, "p": "a", "name": "x", "ts": 1}], False),
+        str(path),
+        options("t", 8, "insert", **cdc),
+    )
+    write(
+        frame(
+            spark,
+            [{"id": 1, "p": "a", "name": "y", "ts": 2}, {"id": 2, "p": "a", "name": "z", "ts": 2}],
+            False,
+        ),
+        str(path),
+        options("t", 8, "upsert", **cdc),
+    )
+
+    result = runner.invoke(app, ["changes", str(path), "--from", first.instant, "--json"])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    want = read(
+        spark, str(path), {**CDC_READ, "hoodie.datasource.read.begin.instanttime": first.instant}
+    ).collect()
+    assert observed(lines) == observed([r.asDict() for r in want])
+    assert sorted(r["op"] for r in lines) == ["i", "u"]
+
+    shown = runner.invoke(app, ["show", "table", str(path), "--json"])
+    settings = {r["setting"]: r["value"] for r in json.loads(shown.stdout)}
+    assert settings["cdc"] is True and settings["cdc_mode"] == "DATA_BEFORE"
+
+    (fixture,) = [t for t in fixture_tables() if t.name.endswith("cow/v6_nonpartitioned")]
+    refused = runner.invoke(app, ["changes", str(unpack_table(fixture)), "--from", "0"])
+    assert refused.exit_code == 2
+    assert "not a CDC table" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1

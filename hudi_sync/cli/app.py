@@ -21,6 +21,7 @@ from hudi_sync.hook import target_names
 from hudi_sync.manifest import DEFAULT_KEEP, manifest_summary
 from hudi_sync.sync import SyncReport, Target, publish_manifest, sync_table
 from hudi_sync.table import HudiTable
+from hudi_sync.table.changes import ChangePlan, ChangeSplit, plan_changes, read_split
 from hudi_sync.table.properties import parse_java_properties
 from hudi_sync.warehouse.bigquery_target import PREFIX as BIGQUERY_PREFIX
 from hudi_sync.warehouse.bigquery_target import BigQueryTarget
@@ -147,6 +148,66 @@ def show_files(
             s.to_json() for s in table.file_slices(as_of=as_of, read_optimized=read_optimized)
         ],
     )
+
+
+@show_app.command("table")
+def show_table(
+    uri: Annotated[str, typer.Argument(help="Table base path or URI")],
+    as_json: JsonFlag = False,
+    storage_option: StorageOption = None,
+) -> None:
+    """Show the table's settings: type, version, keys, partitioning, CDC."""
+
+    def settings(table: HudiTable) -> list[dict[str, Any]]:
+        config = table.config
+        values = {
+            "name": config.name,
+            "type": config.table_type.value,
+            "version": config.version,
+            "record_key": ",".join(config.record_key_fields),
+            "ordering": ",".join(config.ordering_fields),
+            "partition_fields": ",".join(config.partition_fields),
+            "base_file_format": config.base_file_format,
+            "cdc": config.cdc_enabled,
+            "cdc_mode": config.cdc_logging_mode.upper() if config.cdc_enabled else "",
+            "latest_instant": table.latest_instant() or "",
+        }
+        return [{"setting": k, "value": v} for k, v in values.items()]
+
+    _show(uri, storage_option, as_json, "table", settings)
+
+
+@app.command("changes")
+def changes_command(
+    uri: Annotated[str, typer.Argument(help="Table base path or URI (CDC enabled)")],
+    begin: Annotated[
+        str,
+        typer.Option("--from", help="Exclusive start instant, or 'earliest'."),
+    ],
+    end: Annotated[
+        str | None, typer.Option("--to", help="Inclusive end instant (default: latest).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+    storage_option: StorageOption = None,
+) -> None:
+    """Print the CDC rows (op, ts_ms, before, after) of the commits in (FROM, TO]."""
+
+    def body() -> tuple[HudiTable, ChangePlan]:
+        table = HudiTable.open(uri, parse_storage_options(storage_option))
+        return table, plan_changes(table, begin, end)
+
+    table, plan = _run(body)
+
+    def rows_of(split: ChangeSplit) -> list[dict[str, Any]]:
+        return _run(lambda: read_split(table.location, split).to_pylist())
+
+    if as_json:
+        for split in plan.splits:
+            for row in rows_of(split):
+                sys.stdout.write(json.dumps(row) + "\n")
+        return
+    rows = [row for split in plan.splits for row in rows_of(split)]
+    _emit(rows, False, f"changes of {uri} in ({plan.begin or 'earliest'}, {plan.end or 'latest'}]")
 
 
 AsOfOption = Annotated[

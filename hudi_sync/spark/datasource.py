@@ -123,7 +123,9 @@ def _table_schema(table: HudiTable) -> pa.Schema:
 
 
 def _is_cdc(options: Mapping[str, str]) -> bool:
-    query = options.get(QUERY_TYPE, "snapshot").strip().lower()
+    """A CDC query: ``incremental.format=cdc`` with the query type incremental or not
+    given (Spark asks a source for its schema before it says batch or stream)."""
+    query = options.get(QUERY_TYPE, "incremental").strip().lower()
     return query == "incremental" and incremental_format(options) == "cdc"
 
 
@@ -201,7 +203,7 @@ class _BatchReader(DataSourceReader):
         source = _Source.of(self.options)
         query = self.options.get(QUERY_TYPE, "snapshot").strip().lower()
         begin = self.options.get(BEGIN)
-        if query == "incremental" and begin is None:
+        if (query == "incremental" or _is_cdc(self.options)) and begin is None:
             raise BadInputError(f"{QUERY_TYPE}=incremental needs {BEGIN}")
         return _plan(source.table(), self.options, begin, self.options.get(END))
 
