@@ -182,9 +182,7 @@ def _plan(
         begin_time = None if begin in (None, "", "0", "earliest") else begin
         commits = tuple(i.requested_time for i in table.view.instants_in_range(begin_time, end))
         slices = table.changed_file_slices(begin, end)
-        return [
-            _FilePart(s.relative_base_path, commits) for s in slices if s.relative_base_path
-        ]
+        return [_FilePart(s.relative_base_path, commits) for s in slices if s.relative_base_path]
     if table.config.is_mor and query == "snapshot":
         raise BadInputError(
             f"{table.uri}: snapshot queries of MERGE_ON_READ tables need log merging; "
@@ -231,9 +229,7 @@ class _StreamReader(DataSourceStreamReader):
         """The newest completed write that no pending write precedes: a write still
         running with an earlier instant could complete later and must not be skipped."""
         timeline = _Source.of(self.options).table().timeline
-        pending = [
-            comparable_instant(i.requested_time) for i in timeline.pending if i.is_write
-        ]
+        pending = [comparable_instant(i.requested_time) for i in timeline.pending if i.is_write]
         limit = min(pending) if pending else None
         safe = [
             i.requested_time

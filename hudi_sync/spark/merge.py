@@ -14,12 +14,11 @@ into the old and new tables): what change-data-capture logging needs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_sync.table.cdc import CdcRecord
+from hudi_sync.table.cdc import CdcChanges
 from hudi_sync.table.schema import META_FIELDS
 
 COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_FIELDS
@@ -76,35 +75,28 @@ class MergeResult:
         return result
 
 
-def cdc_records(result: MergeResult) -> list[CdcRecord]:
-    """The merge's changes as CDC records, with before and after images (rows without
-    meta fields, in the writer schema)."""
+def cdc_changes(result: MergeResult) -> CdcChanges:
+    """The merge's changes for a CDC log: before and after images are rows of the old
+    and new tables without meta fields, in the writer schema."""
     changes = result.changes()
     data_columns = [n for n in result.table.column_names if n not in META_FIELDS]
-    befores = _images(result.old, [c.before for c in changes if c.before is not None], data_columns)
-    afters = _images(result.table, [c.after for c in changes if c.after is not None], data_columns)
-    records = []
-    for change in changes:
-        before = next(befores) if change.before is not None else None
-        after = next(afters) if change.after is not None else None
-        records.append(CdcRecord(change.op, change.key, before, after))
-    return records
+    return CdcChanges(
+        ops=pa.array([c.op for c in changes], pa.string()),
+        keys=pa.array([c.key for c in changes], pa.string()),
+        before=_images(result.old, [c.before for c in changes], data_columns),
+        after=_images(result.table, [c.after for c in changes], data_columns),
+    )
 
 
-def _images(table: pa.Table, rows: list[int], columns: list[str]) -> Any:
-    """Rows as Python records ready for Avro (arrow maps, listed as pairs, become dicts)."""
-    taken = table.select(columns).take(pa.array(rows, pa.int64()))
-    return iter(_avro_ready(r) for r in taken.to_pylist())
-
-
-def _avro_ready(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _avro_ready(v) for k, v in value.items()}
-    if isinstance(value, list):
-        if value and all(isinstance(v, tuple) and len(v) == 2 for v in value):
-            return {k: _avro_ready(v) for k, v in value}
-        return [_avro_ready(v) for v in value]
-    return value
+def _images(table: pa.Table, rows: list[int | None], columns: list[str]) -> pa.StructArray:
+    """The rows at ``rows`` as structs; a ``None`` position is a null image."""
+    positions = pa.array(rows, pa.int64())
+    taken = table.select(columns).take(pc.fill_null(positions, 0) if table.num_rows else positions)
+    return pa.StructArray.from_arrays(
+        [c.combine_chunks() for c in taken.columns],
+        fields=list(taken.schema),
+        mask=pc.is_null(positions),
+    )
 
 
 def align(table: pa.Table, schema: pa.Schema) -> pa.Table:

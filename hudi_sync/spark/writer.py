@@ -58,7 +58,7 @@ from hudi_sync.spark.merge import (
     IS_DELETED,
     PARTITION_PATH,
     RECORD_KEY,
-    cdc_records,
+    cdc_changes,
     merge_file_group,
 )
 from hudi_sync.spark.options import WriteOptions
@@ -686,8 +686,8 @@ def _group_merger(
         # CDC: a rewritten file group logs its changes; a new one needs no log (readers
         # infer BASE_FILE_INSERT), as in Hudi.
         cdc_path, cdc_size = None, None
-        changes = cdc_records(result) if cdc_mode is not None and stored else []
-        if changes:
+        changes = cdc_changes(result) if cdc_mode is not None and stored else None
+        if changes is not None and len(changes):
             assert cdc_mode is not None
             cdc_name = cdc_log_name(file_id, instant, f"{task[0]}-{task[1]}-{task[2]}")
             data = encode_cdc_file(cdc_mode, data_schema, instant, changes)

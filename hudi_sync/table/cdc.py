@@ -20,14 +20,26 @@ import base64
 import datetime as dt
 import decimal
 import json
+import struct
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+import orjson
+import pyarrow as pa
+
 from hudi_sync.errors import BadInputError, CorruptTableError
-from hudi_sync.table.logfile import BlockType, HeaderKey, encode_avro_block, read_blocks
+from hudi_sync.table.avro_arrow import encode_rows, length_prefixed
+from hudi_sync.table.logfile import (
+    AVRO_BLOCK_VERSION,
+    BlockType,
+    HeaderKey,
+    encode_avro_block,
+    encode_block,
+    read_blocks,
+)
 
 ENABLED_KEY = "hoodie.table.cdc.enabled"
 MODE_KEY = "hoodie.table.cdc.supplemental.logging.mode"
@@ -105,38 +117,71 @@ def cdc_schema(mode: CdcMode, data_schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class CdcRecord:
-    """One logged change: ``op`` i/u/d, the record key, and the images the mode keeps."""
+class CdcChanges:
+    """One commit's changes to one file group, columnar: ``op`` (i/u/d), the record
+    key, and the before and after images as struct rows (null where ``op`` has none)."""
 
-    op: str
-    record_key: str
-    before: Mapping[str, Any] | None = None
-    after: Mapping[str, Any] | None = None
+    ops: pa.Array
+    keys: pa.Array
+    before: pa.StructArray
+    after: pa.StructArray
+
+    def __len__(self) -> int:
+        return len(self.ops)
 
 
 def encode_cdc_file(
-    mode: CdcMode,
-    data_schema: Mapping[str, Any],
-    instant: str,
-    records: Sequence[CdcRecord],
+    mode: CdcMode, data_schema: Mapping[str, Any], instant: str, changes: CdcChanges
 ) -> bytes:
-    """The bytes of a CDC log file: one CDC data block with every change of the commit."""
-    rows: list[dict[str, Any]] = []
-    for record in records:
-        if mode is CdcMode.OP_KEY_ONLY:
-            rows.append({"op": record.op, "record_key": record.record_key})
-        elif mode is CdcMode.DATA_BEFORE:
-            rows.append({"op": record.op, "record_key": record.record_key, "before": record.before})
-        else:
-            rows.append(
-                {"op": record.op, "ts_ms": instant, "before": record.before, "after": record.after}
-            )
-    return encode_avro_block(
-        rows,
-        cdc_schema(mode, data_schema),
-        {HeaderKey.INSTANT_TIME: instant},
-        block_type=BlockType.CDC_DATA,
-    )
+    """The bytes of a CDC log file: one CDC data block with every change of the commit.
+
+    Records are encoded column-wise (``avro_arrow``); a schema with a type that encoder
+    lacks is encoded record by record with fastavro."""
+    schema = cdc_schema(mode, data_schema)
+    count = len(changes)
+    columns: dict[str, pa.Array] = {"op": changes.ops}
+    if mode is CdcMode.DATA_BEFORE_AFTER:
+        columns["ts_ms"] = pa.array([instant] * count, pa.string())
+        columns["before"] = changes.before
+        columns["after"] = changes.after
+    else:
+        columns["record_key"] = changes.keys
+        if mode is CdcMode.DATA_BEFORE:
+            columns["before"] = changes.before
+    rows = pa.StructArray.from_arrays(list(columns.values()), list(columns))
+    # Encoding needs no type names: the after image's by-name reference is inlined.
+    inline = {
+        **schema,
+        "fields": [
+            {**f, "type": ["null", dict(data_schema)]} if f["name"] == "after" else f
+            for f in schema["fields"]
+        ],
+    }
+    datums = encode_rows(inline, rows)
+    header: dict[int, str] = {
+        HeaderKey.INSTANT_TIME: instant,
+        HeaderKey.SCHEMA: json.dumps(schema),
+    }
+    if datums is None:
+        return encode_avro_block(
+            [_avro_ready(r) for r in rows.to_pylist()],
+            schema,
+            {HeaderKey.INSTANT_TIME: instant},
+            block_type=BlockType.CDC_DATA,
+        )
+    content = struct.pack(">ii", AVRO_BLOCK_VERSION, count) + length_prefixed(datums)
+    return encode_block(BlockType.CDC_DATA, header, content)
+
+
+def _avro_ready(value: Any) -> Any:
+    """Python values for fastavro: Arrow lists maps as (key, value) pairs, Avro wants dicts."""
+    if isinstance(value, dict):
+        return {k: _avro_ready(v) for k, v in value.items()}
+    if isinstance(value, list):
+        if value and all(isinstance(v, tuple) and len(v) == 2 for v in value):
+            return {k: _avro_ready(v) for k, v in value}
+        return [_avro_ready(v) for v in value]
+    return value
 
 
 def read_cdc_file(data: bytes, where: str) -> list[dict[str, Any]]:
@@ -153,36 +198,44 @@ def read_cdc_file(data: bytes, where: str) -> list[dict[str, Any]]:
 
 
 def json_value(value: Any) -> Any:
-    """A record value as JSON would hold it: timestamps and dates ISO-8601, decimals as
-    numbers, bytes base64, nested records and lists recursively."""
+    """A record value as JSON holds it: timestamps and dates ISO-8601, decimals as
+    numbers, bytes base64, NaN and infinities null, maps (Arrow lists them as pairs)
+    as objects, nested records and lists recursively."""
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
         return value if value == value and value not in (float("inf"), float("-inf")) else None
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
-    if isinstance(value, decimal.Decimal):
-        return float(value) if value != value.to_integral_value() else int(value)
-    if isinstance(value, bytes | bytearray):
-        return base64.b64encode(bytes(value)).decode("ascii")
-    if isinstance(value, uuid.UUID):
-        return str(value)
     if isinstance(value, Mapping):
         return {str(k): json_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         if value and all(isinstance(v, tuple) and len(v) == 2 for v in value):
-            return {str(k): json_value(v) for k, v in value}  # arrow maps: (key, value) pairs
+            return {str(k): json_value(v) for k, v in value}
         return [json_value(v) for v in value]
+    return _scalar_json(value)
+
+
+def _scalar_json(value: Any) -> Any:
+    """The values orjson leaves to us (``default``)."""
+    if isinstance(value, decimal.Decimal):
+        return float(value) if value != value.to_integral_value() else int(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, list | tuple):  # a map listed as pairs, nested in a record
+        return json_value(value)
     return str(value)
 
 
 def image_json(image: Mapping[str, Any] | None, meta_fields: Sequence[str] = ()) -> str | None:
     """A before/after image as the compact JSON string a CDC query returns (without
-    the ``_hoodie_*`` meta fields)."""
+    the ``_hoodie_*`` meta fields); the same text as ``json_value`` gives, by orjson."""
     if image is None:
         return None
-    return json.dumps(
-        {k: json_value(v) for k, v in image.items() if k not in meta_fields},
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
+    data = {k: v for k, v in image.items() if k not in meta_fields} if meta_fields else image
+    if any(isinstance(v, list) and v and isinstance(v[0], tuple) for v in data.values()):
+        data = json_value(data)  # Arrow maps: pairs to objects
+    text: bytes = orjson.dumps(data, default=_scalar_json, option=orjson.OPT_NON_STR_KEYS)
+    return text.decode("utf-8")
