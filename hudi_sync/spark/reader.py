@@ -75,20 +75,22 @@ def changes(spark: SparkSession, table: HudiTable, begin: str, end: str | None) 
     plan = plan_changes(table, begin, end)
     if not plan.splits:
         return spark.createDataFrame(CHANGE_SCHEMA.empty_table())
-    texts = [(split.to_json(),) for split in plan.splits]
+    # The splits travel in the function; Spark only numbers them (no Python stage).
+    texts = [split.to_json() for split in plan.splits]
     slices = max(1, min(len(texts), spark.sparkContext.defaultParallelism))
-    frame = spark.createDataFrame(spark.sparkContext.parallelize(texts, slices), "split string")
-    return frame.mapInArrow(
-        _split_reader(table.uri, dict(table.location.storage_options)), CHANGE_COLUMNS
+    numbers = spark.range(0, len(texts), numPartitions=slices)
+    return numbers.mapInArrow(
+        _split_reader(table.uri, dict(table.location.storage_options), texts), CHANGE_COLUMNS
     )
 
 
-def _split_reader(uri: str, storage_options: dict[str, Any]) -> Any:
+def _split_reader(uri: str, storage_options: dict[str, Any], texts: list[str]) -> Any:
     def read_batches(batches: Any) -> Any:
         location = open_location(uri, storage_options)
         for batch in batches:
-            for text in batch.column(0).to_pylist():
-                yield from read_split(location, ChangeSplit.from_json(text)).to_batches()
+            for number in batch.column(0).to_pylist():
+                split = ChangeSplit.from_json(texts[number])
+                yield from read_split(location, split).to_batches()
 
     return read_batches
 

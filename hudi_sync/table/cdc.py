@@ -231,11 +231,29 @@ def _scalar_json(value: Any) -> Any:
 
 def image_json(image: Mapping[str, Any] | None, meta_fields: Sequence[str] = ()) -> str | None:
     """A before/after image as the compact JSON string a CDC query returns (without
-    the ``_hoodie_*`` meta fields); the same text as ``json_value`` gives, by orjson."""
+    the ``_hoodie_*`` meta fields); the same text as ``json_value`` gives, by orjson.
+    Rows read from Arrow must have their maps as dicts already (``arrow_rows``)."""
     if image is None:
         return None
-    data = {k: v for k, v in image.items() if k not in meta_fields} if meta_fields else image
-    if any(isinstance(v, list) and v and isinstance(v[0], tuple) for v in data.values()):
-        data = json_value(data)  # Arrow maps: pairs to objects
-    text: bytes = orjson.dumps(data, default=_scalar_json, option=orjson.OPT_NON_STR_KEYS)
+    if any(name in image for name in meta_fields):
+        image = {k: v for k, v in image.items() if k not in meta_fields}
+    text: bytes = orjson.dumps(image, default=_scalar_json, option=orjson.OPT_NON_STR_KEYS)
     return text.decode("utf-8")
+
+
+def arrow_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """A table's rows as Python records, maps as dicts (Arrow lists them as pairs)."""
+    rows: list[dict[str, Any]] = table.to_pylist()
+    if any(_has_map(f.type) for f in table.schema):
+        rows = [_avro_ready(row) for row in rows]
+    return rows
+
+
+def _has_map(kind: pa.DataType) -> bool:
+    if pa.types.is_map(kind):
+        return True
+    if pa.types.is_struct(kind):
+        return any(_has_map(f.type) for f in kind)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _has_map(kind.value_type)
+    return False

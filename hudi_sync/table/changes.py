@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.storage import Location
-from hudi_sync.table.cdc import CdcMode, image_json, parse_cdc_mode, read_cdc_file
+from hudi_sync.table.cdc import CdcMode, arrow_rows, image_json, parse_cdc_mode, read_cdc_file
 from hudi_sync.table.instant import Action, Instant, comparable_instant
 from hudi_sync.table.log_records import LogRecord, read_slice_log_records
 from hudi_sync.table.metadata import WriteStat
@@ -490,7 +490,7 @@ def _read_table(location: Location, relative: str | None) -> pa.Table | None:
 
 def _rows(location: Location, relative: str | None) -> list[dict[str, Any]]:
     table = _read_table(location, relative)
-    return table.to_pylist() if table is not None else []
+    return arrow_rows(table) if table is not None else []
 
 
 def _rows_by_key(
@@ -503,7 +503,7 @@ def _rows_by_key(
     if table is None:
         return {}
     wanted = table.filter(pc.is_in(table.column(RECORD_KEY), value_set=pa.array(keys)))
-    return {str(row[RECORD_KEY]): row for row in wanted.to_pylist()}
+    return {str(row[RECORD_KEY]): row for row in arrow_rows(wanted)}
 
 
 def change_rows(location: Location, splits: Iterable[ChangeSplit]) -> pa.Table:
