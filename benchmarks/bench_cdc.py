@@ -184,6 +184,15 @@ def run_query_child(kind: str, table: str, begin: str, end: str) -> dict[str, An
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+def measured(run: Any, *args: Any) -> dict[str, Any]:
+    """``run(*args)``; a failed child's stderr tail is shown before the error is raised."""
+    try:
+        return dict(run(*args))
+    except subprocess.CalledProcessError as exc:
+        print("".join((exc.stderr or "").splitlines(keepends=True)[-20:]), file=sys.stderr)
+        raise
+
+
 # -- the run -----------------------------------------------------------------------------------
 def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     summary = {
@@ -228,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     for attempt in range(repeat):
         for name, kind, mode in QUERIES:  # alternated, so drift affects all alike
             t = tables[mode]
-            run = run_query_child(kind, t["query"], t["begin"], t["end"])
+            run = measured(run_query_child, kind, t["query"], t["begin"], t["end"])
             queries[name].append(run)
             print(
                 f"run {attempt + 1} query {name}: {run['seconds']:.2f} s, {run['rows']:,} rows, "
@@ -238,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in WRITES:
             shutil.rmtree(work, ignore_errors=True)
             link_copy(bases[name], work / "table")
-            run = run_child("ours", work / "table", incoming, touched, work / "out")
+            run = measured(run_child, "ours", work / "table", incoming, touched, work / "out")
             writes[name].append(run)
             print(
                 f"run {attempt + 1} write cdc {name}: {run['seconds']:.1f} s, "
