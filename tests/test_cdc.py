@@ -529,3 +529,26 @@ def test_changes_command_prints_the_cdc_rows_and_show_table_the_mode(  # type: i
     refused = runner.invoke(app, ["changes", str(unpack_table(fixture)), "--from", "0"])
     assert refused.exit_code == 2
     assert "not a CDC table" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_small_cdc_plans_read_on_the_driver_equal_the_worker_read(  # type: ignore[no-untyped-def]
+    spark, tmp_path: Path, monkeypatch
+) -> None:
+    from hudi_sync.spark import reader
+
+    path = tmp_path / "t"
+    cdc = {"hoodie.table.cdc.enabled": "true"}
+    for version in range(3):
+        rows = [{"id": i, "p": "ab"[i % 2], "name": f"v{version}", "ts": version} for i in range(6)]
+        write(frame(spark, rows, False), str(path), options("t", 6, "upsert", **cdc))
+    table = HudiTable.open(str(path))
+    plan = plan_changes(table, "earliest")
+    assert plan.read_bytes is not None and 0 < plan.read_bytes <= reader.DRIVER_READ_MAX_BYTES
+    query = {**CDC_READ, "hoodie.datasource.read.begin.instanttime": "earliest"}
+    on_driver = [r.asDict() for r in read(spark, str(path), query).collect()]
+    monkeypatch.setattr(reader, "DRIVER_READ_MAX_BYTES", 0)
+    in_workers = [r.asDict() for r in read(spark, str(path), query).collect()]
+    assert Counter(json.dumps(r, sort_keys=True) for r in on_driver) == Counter(
+        json.dumps(r, sort_keys=True) for r in in_workers
+    )
+    assert Counter(r["op"] for r in on_driver) == {"i": 6, "u": 12}

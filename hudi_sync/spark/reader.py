@@ -20,7 +20,13 @@ from pyspark.sql import functions as F
 from hudi_sync.errors import BadInputError
 from hudi_sync.storage import open_location
 from hudi_sync.table import HudiTable
-from hudi_sync.table.changes import CHANGE_SCHEMA, ChangeSplit, plan_changes, read_split
+from hudi_sync.table.changes import (
+    CHANGE_SCHEMA,
+    ChangeSplit,
+    change_rows,
+    plan_changes,
+    read_split,
+)
 from hudi_sync.table.fs_view import FileSlice
 
 QUERY_TYPE = "hoodie.datasource.query.type"
@@ -31,6 +37,10 @@ INCREMENTAL_FORMAT = "hoodie.datasource.query.incremental.format"
 QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
 INCREMENTAL_FORMATS = ("latest_state", "cdc")
 CHANGE_COLUMNS = "op string, ts_ms string, before string, after string"
+# A CDC query whose files (by the commits' write stats) are at most this size is read on
+# the driver and handed to Spark as Arrow: starting Python workers costs more than the
+# reading. Larger or unsized plans are read split by split in the workers.
+DRIVER_READ_MAX_BYTES = 64 * 1024 * 1024
 
 
 def read(
@@ -75,6 +85,9 @@ def changes(spark: SparkSession, table: HudiTable, begin: str, end: str | None) 
     plan = plan_changes(table, begin, end)
     if not plan.splits:
         return spark.createDataFrame(CHANGE_SCHEMA.empty_table())
+    size = plan.read_bytes
+    if size is not None and size <= DRIVER_READ_MAX_BYTES:
+        return spark.createDataFrame(change_rows(table.location, plan.splits))
     # The splits travel in the function; Spark only numbers them (no Python stage).
     texts = [split.to_json() for split in plan.splits]
     slices = max(1, min(len(texts), spark.sparkContext.defaultParallelism))

@@ -87,6 +87,7 @@ class ChangeSplit:
     log_files: tuple[str, ...] = ()
     committed: tuple[str, ...] = ()
     ordering_field: str | None = None
+    read_bytes: int | None = None  # what reading it costs, from the write stats (None: unknown)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -108,6 +109,13 @@ class ChangePlan:
     end: str | None
     instants: tuple[Instant, ...]
     splits: tuple[ChangeSplit, ...] = field(default_factory=tuple)
+
+    @property
+    def read_bytes(self) -> int | None:
+        """Bytes the splits read, when the commits' write stats tell (``None`` if any
+        split reads files of unknown size: earlier versions, logs, replaced groups)."""
+        sizes = [s.read_bytes for s in self.splits]
+        return None if any(size is None for size in sizes) else sum(s or 0 for s in sizes)
 
 
 def plan_changes(table: HudiTable, begin: str | None, end: str | None = None) -> ChangePlan:
@@ -220,8 +228,12 @@ class _Planner:
             )
         previous = self._previous_base(stat)
         if stat.cdc_stats:
+            # op_key_only reads the new and the previous base file (of about its size),
+            # data_before the new one, data_before_after only the CDC log.
+            base_reads = {CdcMode.OP_KEY_ONLY: 2, CdcMode.DATA_BEFORE: 1}.get(self.mode, 0)
             return split(
                 InferenceCase.AS_IS,
+                read_bytes=sum(stat.cdc_stats.values()) + base_reads * stat.file_size,
                 cdc_files=tuple(sorted(stat.cdc_stats)),
                 before_file=previous,
                 after_file=stat.path,
@@ -229,6 +241,7 @@ class _Planner:
         if stat.num_updates == 0 and stat.num_writes == stat.num_inserts:
             return split(
                 InferenceCase.BASE_FILE_INSERT,
+                read_bytes=stat.file_size,
                 after_file=stat.path,
             )
         if stat.num_writes == 0 and stat.num_deletes > 0:
