@@ -456,19 +456,24 @@ def test_read_stream_restarts_from_its_checkpoint_without_loss_or_repeats(  # ty
             .start()
         )
 
-    commit(1)
-    query = start({"processingTime": "1 second"})
-    commit(2)  # while the stream runs
     import time
 
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
-        if len(progress) >= 2:
-            break
-        time.sleep(0.5)
+    def batches_with_rows(count: int) -> int:
+        """Wait (bounded) until the running stream has read ``count`` non-empty batches."""
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            done = len([p for p in query.recentProgress if p["numInputRows"] > 0])
+            if done >= count:
+                return done
+            time.sleep(0.5)
+        return len([p for p in query.recentProgress if p["numInputRows"] > 0])
+
+    commit(1)
+    query = start({"processingTime": "1 second"})
+    assert batches_with_rows(1) == 1
+    commit(2)  # while the stream runs: its own micro-batch
+    assert batches_with_rows(2) == 2
     query.stop()
-    assert len([p for p in query.recentProgress if p["numInputRows"] > 0]) >= 2
     commit(3)
     commit(4)
     query = start({"availableNow": True})
