@@ -27,6 +27,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -36,6 +37,8 @@ import pyarrow.parquet as pq
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.storage import Location
 from hudi_sync.table.cdc import CdcMode, arrow_rows, image_json, parse_cdc_mode, read_cdc_file
+from hudi_sync.table.filenames import parse_base_file
+from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import Action, Instant, comparable_instant
 from hudi_sync.table.log_records import LogRecord, read_slice_log_records
 from hudi_sync.table.metadata import WriteStat
@@ -193,6 +196,7 @@ class _Planner:
         self.ordering = table.config.ordering_fields[0] if table.config.ordering_fields else None
         writes = table.timeline.completed_writes
         self.committed = tuple(i.requested_time for i in writes)
+        self._slices: dict[str, dict[tuple[str, str], FileSlice]] = {}
 
     def splits_of(self, instant: Instant) -> list[ChangeSplit]:
         metadata = self.table.timeline.commit_metadata(instant)
@@ -219,10 +223,13 @@ class _Planner:
             )
 
         if stat.file_name.startswith("."):
+            # The file group's slice at this commit: its base file and log files, as the
+            # file-system view assigns them.
+            found = self._slices_at(ts).get((stat.partition_path, stat.file_id))
             return split(
                 InferenceCase.LOG_FILE,
-                before_file=self._base_before(stat.partition_path, stat.file_id, ts),
-                log_files=self._log_files(stat.partition_path, stat.file_id),
+                before_file=found.relative_base_path if found else None,
+                log_files=_log_paths(found) if found else (),
                 committed=self.committed,
                 ordering_field=self.ordering,
             )
@@ -258,43 +265,29 @@ class _Planner:
         """The base file the commit rewrote (the one ``prevCommit`` wrote)."""
         if stat.prev_commit is None:
             return None
-        if stat.prev_base_file:
-            name = stat.prev_base_file
-        else:
-            files = self.table.view.partitions.get(stat.partition_path)
-            found = [
-                b.name
-                for b in (files.base_files if files else ())
-                if b.file_id == stat.file_id and b.instant == stat.prev_commit
-            ]
-            if not found:
-                return None
-            name = found[0]
+        name = stat.prev_base_file or self._base_files.get(
+            (stat.partition_path, stat.file_id, stat.prev_commit)
+        )
+        if name is None:
+            return None
         return f"{stat.partition_path}/{name}" if stat.partition_path else name
 
-    def _base_before(self, partition: str, file_id: str, ts: str) -> str | None:
-        """The newest committed base file of a file group written before ``ts``."""
-        files = self.table.view.partitions.get(partition)
-        key = comparable_instant(ts)
-        candidates = [
-            b
-            for b in (files.base_files if files else ())
-            if b.file_id == file_id
-            and comparable_instant(b.instant) < key
-            and self.table.view.is_committed(b.instant)
-        ]
-        if not candidates:
-            return None
-        newest = max(candidates, key=lambda b: comparable_instant(b.instant))
-        return f"{partition}/{newest.name}" if partition else newest.name
+    @cached_property
+    def _base_files(self) -> dict[tuple[str, str, str], str]:
+        """``(partition, file id, instant) -> base file name``, listed once per plan."""
+        return {
+            (partition, base.file_id, base.instant): base.name
+            for partition, files in self.table.view.partitions.items()
+            for base in files.base_files
+        }
 
-    def _log_files(self, partition: str, file_id: str) -> tuple[str, ...]:
-        files = self.table.view.partitions.get(partition)
-        logs = sorted(
-            (log for log in (files.log_files if files else ()) if log.file_id == file_id),
-            key=lambda log: (comparable_instant(log.instant), log.version, log.write_token),
-        )
-        return tuple(f"{partition}/{log.name}" if partition else log.name for log in logs)
+    def _slices_at(self, ts: str) -> dict[tuple[str, str], FileSlice]:
+        """The snapshot's slices as of ``ts`` (with log files), computed once per instant."""
+        if ts not in self._slices:
+            self._slices[ts] = {
+                (s.partition_path, s.file_id): s for s in self.table.view.slices_as_of(ts)
+            }
+        return self._slices[ts]
 
     def _replaced(
         self, instant: Instant, replaced: Mapping[str, tuple[str, ...]]
@@ -309,18 +302,13 @@ class _Planner:
         ]
         if not previous:
             return []
-        slices = {
-            (s.partition_path, s.file_id): s for s in self.table.view.slices_as_of(previous[-1])
-        }
+        slices = self._slices_at(previous[-1])
         splits = []
         for partition, file_ids in sorted(replaced.items()):
             for file_id in file_ids:
                 found = slices.get((partition, file_id))
                 if found is None:
                     continue
-                logs = tuple(
-                    f"{partition}/{log.name}" if partition else log.name for log in found.log_files
-                )
                 splits.append(
                     ChangeSplit(
                         instant=instant.requested_time,
@@ -329,11 +317,17 @@ class _Planner:
                         file_id=file_id,
                         mode=self.mode.value,
                         before_file=found.relative_base_path,
-                        log_files=logs,
+                        log_files=_log_paths(found),
                         committed=self.committed,
                     )
                 )
         return splits
+
+
+def _log_paths(found: FileSlice) -> tuple[str, ...]:
+    """A slice's log files, table-relative, in the order the view sorted them."""
+    partition = found.partition_path
+    return tuple(f"{partition}/{log.name}" if partition else log.name for log in found.log_files)
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -408,7 +402,9 @@ def _slice_state(
 ) -> tuple[dict[str, dict[str, Any]], list[LogRecord]]:
     """A file group's rows just before ``split.instant`` (its base file merged with the
     committed log blocks written after it), and the log records of ``split.instant``."""
-    base_instant = _instant_of(split.before_file) if split.before_file else None
+    base_instant = (
+        parse_base_file(split.before_file.rsplit("/", 1)[-1]).instant if split.before_file else None
+    )
     ts = comparable_instant(split.instant)
     earlier = {
         c
@@ -474,11 +470,6 @@ def _older(incoming: Any, stored: Any) -> bool:
 
 def _data(image: Image) -> dict[str, Any]:
     return {k: v for k, v in image.items() if k not in META_FIELDS}
-
-
-def _instant_of(relative: str) -> str:
-    name = relative.rsplit("/", 1)[-1]
-    return name.rsplit("_", 1)[-1].split(".", 1)[0]
 
 
 def _read_bytes(location: Location, relative: str, where: str) -> bytes:
