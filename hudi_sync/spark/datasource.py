@@ -42,12 +42,11 @@ from pyspark.sql.types import StructType
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark.merge import align
 from hudi_sync.spark.reader import (
-    AS_OF,
     BEGIN,
     END,
     QUERY_TYPE,
-    QUERY_TYPES,
     incremental_format,
+    plan_files,
 )
 from hudi_sync.storage import Location, open_location
 from hudi_sync.table import HudiTable
@@ -175,21 +174,13 @@ def _plan(
     if _is_cdc(options):
         plan = plan_changes(table, begin, end)
         return [_ChangePart(split.to_json()) for split in plan.splits]
-    query = options.get(QUERY_TYPE, "snapshot").strip().lower()
-    if query not in QUERY_TYPES:
-        raise BadInputError(f"{QUERY_TYPE}={query!r} is not one of {', '.join(QUERY_TYPES)}")
-    if query == "incremental":
-        begin_time = None if begin in (None, "", "0", "earliest") else begin
-        commits = tuple(i.requested_time for i in table.view.instants_in_range(begin_time, end))
-        slices = table.changed_file_slices(begin, end)
-        return [_FilePart(s.relative_base_path, commits) for s in slices if s.relative_base_path]
-    if table.config.is_mor and query == "snapshot":
-        raise BadInputError(
-            f"{table.uri}: snapshot queries of MERGE_ON_READ tables need log merging; "
-            f"read it with {QUERY_TYPE}=read_optimized"
-        )
-    slices = table.file_slices(as_of=options.get(AS_OF), read_optimized=True)
-    return [_FilePart(s.relative_base_path) for s in slices if s.relative_base_path]
+    query = {**options, BEGIN: begin} if begin is not None else dict(options)
+    if end is not None:
+        query[END] = end
+    files = plan_files(table, query)
+    return [
+        _FilePart(s.relative_base_path, files.commits) for s in files.slices if s.relative_base_path
+    ]
 
 
 class _BatchReader(DataSourceReader):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -51,23 +52,47 @@ def read(
 ) -> DataFrame:
     """The rows of a Hudi table as a DataFrame, by Hudi's read options."""
     opts = {str(k): str(v) for k, v in (options or {}).items()}
-    query = opts.get(QUERY_TYPE, "snapshot").strip().lower()
-    if query not in QUERY_TYPES:
-        raise BadInputError(f"{QUERY_TYPE}={query!r} is not one of {', '.join(QUERY_TYPES)}")
     table = HudiTable.open(path, storage_options)
-    if query == "incremental":
+    if opts.get(QUERY_TYPE, "snapshot").strip().lower() == "incremental":
         if BEGIN not in opts:
             raise BadInputError(f"{QUERY_TYPE}=incremental needs {BEGIN}")
         if incremental_format(opts) == "cdc":
             return changes(spark, table, opts[BEGIN], opts.get(END))
-        return _incremental(spark, table, opts[BEGIN], opts.get(END))
+    files = plan_files(table, opts)
+    frame = _read_slices(spark, table, files.slices)
+    if files.commits is None:
+        return frame
+    return frame.where(F.col("_hoodie_commit_time").isin(list(files.commits)))
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    """The base files a snapshot, time-travel or latest_state query reads, and for
+    latest_state the commits whose rows it keeps."""
+
+    slices: list[FileSlice]
+    commits: tuple[str, ...] | None = None
+
+
+def plan_files(table: HudiTable, opts: Mapping[str, str]) -> FilePlan:
+    """Pick the files of a non-CDC query by Hudi's read options (shared by ``read``
+    and ``format("hudi")``)."""
+    query = opts.get(QUERY_TYPE, "snapshot").strip().lower()
+    if query not in QUERY_TYPES:
+        raise BadInputError(f"{QUERY_TYPE}={query!r} is not one of {', '.join(QUERY_TYPES)}")
+    if query == "incremental":
+        begin, end = opts.get(BEGIN), opts.get(END)
+        if begin is None:
+            raise BadInputError(f"{QUERY_TYPE}=incremental needs {BEGIN}")
+        begin_time = None if begin in ("", "0", "earliest") else begin
+        commits = tuple(i.requested_time for i in table.view.instants_in_range(begin_time, end))
+        return FilePlan(table.changed_file_slices(begin, end), commits)
     if table.config.is_mor and query == "snapshot":
         raise BadInputError(
             f"{table.uri}: snapshot queries of MERGE_ON_READ tables need log merging; "
             f"read it with {QUERY_TYPE}=read_optimized"
         )
-    slices = table.file_slices(as_of=opts.get(AS_OF), read_optimized=True)
-    return _read_slices(spark, table, slices)
+    return FilePlan(table.file_slices(as_of=opts.get(AS_OF), read_optimized=True))
 
 
 def incremental_format(opts: Mapping[str, str]) -> str:
@@ -106,16 +131,6 @@ def _split_reader(uri: str, storage_options: dict[str, Any], texts: list[str]) -
                 yield from read_split(location, split).to_batches()
 
     return read_batches
-
-
-def _incremental(spark: SparkSession, table: HudiTable, begin: str, end: str | None) -> DataFrame:
-    """Rows written by commits in ``(begin, end]``, at their latest state (latest_state)."""
-    begin_time = None if begin in ("", "0", "earliest") else begin
-    instants = table.view.instants_in_range(begin_time, end)
-    slices = table.changed_file_slices(begin, end)
-    frame = _read_slices(spark, table, slices)
-    commit_times = [i.requested_time for i in instants]
-    return frame.where(F.col("_hoodie_commit_time").isin(commit_times))
 
 
 def _read_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]) -> DataFrame:
