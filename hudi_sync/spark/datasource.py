@@ -45,6 +45,7 @@ from hudi_sync.spark.reader import (
     BEGIN,
     END,
     QUERY_TYPE,
+    empty_schema,
     incremental_format,
     plan_files,
 )
@@ -113,9 +114,7 @@ def _table_schema(table: HudiTable) -> pa.Schema:
         default=None,
     )
     if newest is None or newest.relative_base_path is None:
-        fields = [pa.field(n, pa.string()) for n in META_FIELDS]
-        avro_fields = table.avro_schema.get("fields", []) if table.config.create_schema else []
-        return pa.schema(fields + [pa.field(f["name"], pa.string()) for f in avro_fields])
+        return empty_schema(table)
     path = table.location.join(newest.relative_base_path)
     with table.location.fs.open(path, "rb") as handle:
         return pq.read_schema(handle).remove_metadata()

@@ -29,6 +29,7 @@ from hudi_sync.table.changes import (
     read_split,
 )
 from hudi_sync.table.fs_view import FileSlice
+from hudi_sync.table.schema import META_FIELDS
 
 QUERY_TYPE = "hoodie.datasource.query.type"
 AS_OF = "as.of.instant"
@@ -142,13 +143,15 @@ def _read_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice])
 
 
 def _empty(spark: SparkSession, table: HudiTable) -> DataFrame:
-    """No files: an empty frame with the table's columns (meta fields first)."""
-    from hudi_sync.table.schema import META_FIELDS
+    return spark.createDataFrame(empty_schema(table).empty_table())
 
+
+def empty_schema(table: HudiTable) -> pa.Schema:
+    """A table without files: meta fields first, then the schema's columns (as strings:
+    nothing is read, the names are what a reader needs)."""
     fields = [pa.field(name, pa.string()) for name in META_FIELDS]
     try:
         avro = table.avro_schema
     except BadInputError:
         avro = {"fields": []}
-    fields += [pa.field(f["name"], pa.string()) for f in avro.get("fields", [])]
-    return spark.createDataFrame(pa.schema(fields).empty_table())
+    return pa.schema(fields + [pa.field(f["name"], pa.string()) for f in avro.get("fields", [])])

@@ -537,7 +537,7 @@ class _Write:
             None if self.operation == "delete" else self.ordering,
             {f"{p}\0{f}": name for (p, f), name in snapshot.items()},
             self.cdc_mode,
-            json.loads(json_schema(schema, self.options.table_name)),
+            json.loads(json_schema(schema, self.options.table_name)) if self.cdc_mode else {},
         )
         collected = rows.groupBy(PARTITION_PATH, FILE_ID).applyInArrow(merge, _STATS_SCHEMA)
         return [
