@@ -35,6 +35,8 @@ show_app = typer.Typer(no_args_is_help=True, help="Show a table's timeline and f
 app.add_typer(show_app, name="show")
 sync_app = typer.Typer(no_args_is_help=True, help="Sync a table's snapshot to a warehouse.")
 app.add_typer(sync_app, name="sync")
+ingest_app = typer.Typer(no_args_is_help=True, help="Ingest change events into a table.")
+app.add_typer(ingest_app, name="ingest")
 
 T = TypeVar("T")
 
@@ -582,6 +584,121 @@ def backfill_command(
         _run(lambda: backfill(root, options, storage, done))
     _emit(rows, as_json, f"backfill of {root}")
     if any(row["errors"] for row in rows):
+        raise typer.Exit(1)
+
+
+@ingest_app.command("debezium")
+def ingest_debezium(
+    table_path: Annotated[
+        str, typer.Option("--table-path", help="Table base path (local; created on first batch)")
+    ],
+    bootstrap_servers: Annotated[
+        str | None, typer.Option("--bootstrap-servers", help="Kafka host:port[,host:port]")
+    ] = None,
+    topic: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--topic",
+            help="Topic to read (repeatable; default: hoodie.streamer.source.kafka.topic)",
+        ),
+    ] = None,
+    topic_pattern: Annotated[
+        str | None, typer.Option("--topic-pattern", help="Read every topic matching this regex.")
+    ] = None,
+    props: PropsOption = None,
+    conf: ConfOption = None,
+    record_key: Annotated[
+        str | None,
+        typer.Option("--record-key", help="Record key fields (default: the message key's)."),
+    ] = None,
+    partition_field: Annotated[
+        str | None,
+        typer.Option("--partition-field", help="hoodie.datasource.write.partitionpath.field"),
+    ] = None,
+    max_events: Annotated[
+        int | None,
+        typer.Option(
+            "--max-events", help="Events per batch (hoodie.streamer.kafka.source.maxEvents)."
+        ),
+    ] = None,
+    on_truncate: Annotated[
+        str | None, typer.Option("--on-truncate", help="fail (default), ignore or delete.")
+    ] = None,
+    on_error: Annotated[
+        str | None,
+        typer.Option("--on-error", help="stop (default) or skip: log bad events to --dead-letter."),
+    ] = None,
+    dead_letter: Annotated[
+        str | None, typer.Option("--dead-letter", help="JSON-lines file of skipped events.")
+    ] = None,
+    continuous: Annotated[
+        bool, typer.Option("--continuous", help="Keep polling until SIGINT/SIGTERM.")
+    ] = False,
+    poll_interval: Annotated[
+        float, typer.Option("--poll-interval", help="Seconds between polls when caught up.")
+    ] = 5.0,
+    as_json: JsonFlag = False,
+) -> None:
+    """Read Debezium change events (PostgreSQL, MySQL; JSON, Avro or flattened) from Kafka
+    and apply them to a Copy-on-Write Hudi table: one commit per batch, with the Kafka
+    offsets in the commit (deltastreamer.checkpoint.key), so a restart resumes exactly.
+    With hoodie.datasource.meta.sync.enable=true the sync hook runs after each commit."""
+    import signal
+    import threading
+
+    from hudi_sync.debezium.ingest import IngestConfig, IngestSummary, ingest
+
+    options = _run(lambda: _options(props, conf))
+    if partition_field is not None:
+        options["hoodie.datasource.write.partitionpath.field"] = partition_field
+    if record_key is not None:
+        options["hoodie.datasource.write.recordkey.field"] = record_key
+    config = _run(
+        lambda: IngestConfig.from_options(
+            table_path,
+            options,
+            bootstrap_servers=bootstrap_servers,
+            topics=tuple(topic or ()),
+            topic_pattern=topic_pattern,
+            max_events=max_events,
+            truncate_policy=on_truncate,
+            on_error=on_error,
+            dead_letter_path=dead_letter,
+            continuous=continuous,
+            poll_interval_s=poll_interval,
+        )
+    )
+    stop = threading.Event()
+    with Progress(transient=True, disable=as_json, console=Console(stderr=True)) as progress:
+        task = progress.add_task("ingesting", total=None)
+
+        def show(summary: IngestSummary) -> None:
+            progress.update(
+                task,
+                description=(
+                    f"events read {summary.events_read}, batches committed "
+                    f"{summary.batches_committed}, lag {summary.lag}"
+                ),
+            )
+
+        def body() -> IngestSummary:
+            from hudi_sync.spark import local_session
+
+            spark = local_session("hudi-sync ingest")
+            for signum in (signal.SIGINT, signal.SIGTERM):  # after Spark's own SIGINT handler
+                signal.signal(signum, lambda *_: stop.set())
+            return ingest(spark, config, show, stop)
+
+        summary = _run(body)
+    if as_json:
+        sys.stdout.write(json.dumps(summary.as_dict(), indent=2) + "\n")
+    else:
+        rows = summary.as_dict()
+        rows["instants"] = ",".join(rows["instants"])
+        rows["sync_errors"] = "; ".join(rows["sync_errors"])
+        _emit([{"": k, "value": v} for k, v in rows.items()], False, f"ingest into {table_path}")
+    if summary.sync_errors:
+        typer.echo(f"error: the sync failed: {summary.sync_errors[-1]}", err=True)
         raise typer.Exit(1)
 
 

@@ -33,6 +33,8 @@ LOCK_WAIT_MS = "hoodie.write.lock.wait_time_ms"
 HEARTBEAT_INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
 HEARTBEAT_MISSES = "hoodie.client.heartbeat.tolerable.misses"
 COMBINE_BEFORE_INSERT = "hoodie.combine.before.insert"
+DELETE_FIELD = "hoodie.payload.delete.field"
+DELETE_MARKER = "hoodie.payload.delete.marker"
 
 OPERATIONS = (
     "insert",
@@ -94,6 +96,8 @@ class WriteOptions:
     heartbeat_misses: int
     combine_before_insert: bool
     cdc_mode: CdcMode | None  # None: CDC off
+    delete_field: str | None  # rows whose delete_field equals delete_marker are deletes
+    delete_marker: str | None
     raw: Mapping[str, str]
 
     @classmethod
@@ -117,6 +121,10 @@ class WriteOptions:
         mode = parse_cdc_mode(raw.get(CDC_MODE, "DATA_BEFORE_AFTER"))  # refused even when off
         if auto_archive:
             archival.check(commits_retained)
+        delete_field = (raw.get(DELETE_FIELD) or "").strip() or None
+        delete_marker = raw.get(DELETE_MARKER)
+        if (delete_field is None) != (delete_marker is None):
+            raise BadInputError(f"{DELETE_FIELD} and {DELETE_MARKER} go together")
         return cls(
             table_name=name,
             record_key_fields=keys,
@@ -139,6 +147,8 @@ class WriteOptions:
             heartbeat_misses=_integer(raw, HEARTBEAT_MISSES, 2),
             combine_before_insert=_flag(raw, COMBINE_BEFORE_INSERT, False),
             cdc_mode=mode if _flag(raw, CDC_ENABLED, False) else None,
+            delete_field=delete_field,
+            delete_marker=delete_marker,
             raw=raw,
         )
 

@@ -141,10 +141,15 @@ def write(
     path: str,
     options: Mapping[str, object],
     storage_options: Mapping[str, Any] | None = None,
+    extra_metadata: Mapping[str, str] | None = None,
 ) -> WriteResult:
-    """Write ``df`` to the Hudi table at ``path`` with Hudi's write options."""
+    """Write ``df`` to the Hudi table at ``path`` with Hudi's write options;
+    ``extra_metadata`` goes into the commit's extraMetadata (e.g. a streamer's
+    checkpoint), so it is recorded exactly when the data is."""
     write_options = WriteOptions.parse(options)
-    return _Write(df, local_base_path(path), write_options, storage_options).run()
+    write = _Write(df, local_base_path(path), write_options, storage_options)
+    write.extra_metadata = dict(extra_metadata or {})
+    return write.run()
 
 
 class _Write:
@@ -165,6 +170,7 @@ class _Write:
             Action.REPLACE_COMMIT if self.operation in REPLACE_OPERATIONS else Action.COMMIT
         )
         self.data_columns = [c for c in df.columns if c not in META_FIELDS]
+        self.extra_metadata: dict[str, str] = {}
 
     # -- orchestration -------------------------------------------------------------------
     def run(self) -> WriteResult:
@@ -206,6 +212,7 @@ class _Write:
                             json_schema(schema, config.name),
                             stats,
                             replaced,
+                            self.extra_metadata,
                         ),
                     )
         except BaseException as exc:
@@ -263,6 +270,8 @@ class _Write:
         needed = [*self.options.record_key_fields, *self.options.partition_fields]
         if self.operation != "delete" and self.options.ordering_field:
             needed.append(self.options.ordering_field)
+        if self.options.delete_field:
+            needed.append(self.options.delete_field)
         missing = [c for c in needed if c not in self.df.columns]
         if missing:
             raise BadInputError(
@@ -350,6 +359,9 @@ class _Write:
         columns = [F.col(c) for c in self.data_columns]
         if self.operation == "delete":
             delete_flag = F.lit(True)
+        elif o.delete_field is not None:
+            marker = F.col(o.delete_field).cast("string") == F.lit(o.delete_marker)
+            delete_flag = F.coalesce(marker, F.lit(False))
         elif IS_DELETED in self.data_columns:
             delete_flag = F.coalesce(F.col(IS_DELETED).cast("boolean"), F.lit(False))
         else:

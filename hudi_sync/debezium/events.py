@@ -1,0 +1,356 @@
+"""Debezium change events: one Kafka message to one :class:`ChangeEvent`.
+
+Three shapes are read: the Debezium envelope (``before``, ``after``, ``source``, ``op``,
+``ts_ms``) with or without the JSON converter's ``schema``/``payload`` wrapper, the
+same envelope in Avro (Confluent wire format), and rows already flattened by
+``ExtractNewRecordState`` (``__op``, ``__deleted``, ``__lsn``, ``__source_ts_ms``...).
+
+Each event carries the columns Hudi's Debezium sources add, by their names
+(``DebeziumConstants``): ``_change_operation_type``, ``_upstream_event_processed_ts_ms``,
+``db_shard_source_partition``, ``_event_origin_ts_ms``, then ``db_schema_source_partition``,
+``_event_tx_id``, ``_event_lsn``, ``_event_xmin`` for PostgreSQL or ``_event_bin_file``,
+``_event_pos``, ``_event_row``, ``_event_seq`` for MySQL (plus ``_event_gtid``). The
+ordering column ``_event_order`` is ours: the event's position in the database log as
+a fixed-width string, so that comparing strings compares log positions (PostgreSQL:
+commit LSN of ``source.sequence``, then the change's LSN; MySQL: binlog file number,
+position, row). Hudi's own ordering fields (``_event_lsn``; ``_event_seq`` as
+``file.pos``) cannot order interleaved PostgreSQL transactions or rows of one binlog
+event.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from hudi_sync.debezium.registry import SchemaRegistry, is_wire_format
+from hudi_sync.debezium.types import ColumnType, avro_row_columns, connect_row_columns
+from hudi_sync.errors import BadInputError
+
+OP = "_change_operation_type"
+ORDER = "_event_order"
+OPS = ("c", "u", "d", "r", "t")
+POSTGRES, MYSQL = "postgresql", "mysql"
+UNAVAILABLE = "__debezium_unavailable_value"
+
+# (column, type) of the meta columns per database, in Hudi's order.
+_COMMON_META = [
+    (OP, "string"),
+    ("_upstream_event_processed_ts_ms", "int64"),
+    ("db_shard_source_partition", "string"),
+    ("_event_origin_ts_ms", "int64"),
+]
+META_COLUMNS: dict[str, list[tuple[str, str]]] = {
+    POSTGRES: [
+        *_COMMON_META,
+        ("db_schema_source_partition", "string"),
+        ("_event_tx_id", "int64"),
+        ("_event_lsn", "int64"),
+        ("_event_xmin", "int64"),
+        (ORDER, "string"),
+    ],
+    MYSQL: [
+        *_COMMON_META,
+        ("_event_bin_file", "string"),
+        ("_event_pos", "int64"),
+        ("_event_row", "int32"),
+        ("_event_seq", "string"),
+        ("_event_gtid", "string"),
+        (ORDER, "string"),
+    ],
+}
+
+
+class EventError(BadInputError):
+    """An event that cannot be read; the message names its topic, partition and offset."""
+
+
+@dataclass(frozen=True)
+class Position:
+    topic: str
+    partition: int
+    offset: int
+
+    def __str__(self) -> str:
+        return f"topic {self.topic} partition {self.partition} offset {self.offset}"
+
+
+@dataclass
+class ChangeEvent:
+    """One row change: ``row`` holds the raw column values (``after``; ``before`` for a
+    delete), ``unavailable`` the columns whose value Debezium left out (TOAST)."""
+
+    op: str
+    key: str | None  # the record key values as a JSON list
+    row: dict[str, Any]
+    meta: dict[str, Any]
+    order: str
+    database: str
+    columns: Mapping[str, ColumnType] | None
+    position: Position
+    unavailable: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class EventSettings:
+    """How events are read: key fields (None: the message key's), TOAST placeholders."""
+
+    record_key_fields: tuple[str, ...] | None = None
+    unavailable_values: tuple[str, ...] = (UNAVAILABLE,)
+
+
+class EventReader:
+    """Decodes messages; keeps the Avro schemas and the key fields it learned."""
+
+    def __init__(self, settings: EventSettings, registry: SchemaRegistry | None = None) -> None:
+        self.settings = settings
+        self.registry = registry or SchemaRegistry(None)
+        self.key_fields: tuple[str, ...] | None = settings.record_key_fields
+        self._connect_columns: dict[bytes, dict[str, ColumnType]] = {}
+        self._avro_columns: dict[int, dict[str, ColumnType]] = {}
+        placeholders: set[Any] = set(settings.unavailable_values)
+        placeholders |= {base64.b64encode(v.encode()).decode() for v in settings.unavailable_values}
+        placeholders |= {v.encode() for v in settings.unavailable_values}
+        self._placeholders = placeholders
+
+    def read(
+        self, position: Position, key: bytes | None, value: bytes | None
+    ) -> ChangeEvent | None:
+        """The message's event; None for a Kafka tombstone (the null value after a delete)."""
+        if value is None:
+            return None
+        try:
+            return self._read(position, key, value)
+        except BadInputError as exc:
+            raise EventError(f"{position}: {exc}") from None
+
+    def _read(self, position: Position, key: bytes | None, value: bytes) -> ChangeEvent:
+        payload, columns = self._decode(value, "value")
+        if not isinstance(payload, dict):
+            raise BadInputError("the value is not a Debezium event (not an object)")
+        key_payload = self._decode(key, "key")[0] if key else None
+        if "op" in payload or "source" in payload:
+            return self._envelope(position, payload, key_payload, columns)
+        if "__op" in payload or "__deleted" in payload:
+            return self._flattened(position, payload, key_payload, columns)
+        raise BadInputError("the event has no op (neither a Debezium envelope nor __op/__deleted)")
+
+    # -- decoding ------------------------------------------------------------------------
+    def _decode(self, raw: bytes, what: str) -> tuple[Any, Mapping[str, ColumnType] | None]:
+        if is_wire_format(raw):
+            record, writer = self.registry.decode(raw)
+            columns = None
+            if what == "value":
+                schema_id = int.from_bytes(raw[1:5], "big")
+                if schema_id not in self._avro_columns:
+                    self._avro_columns[schema_id] = avro_row_columns(writer)
+                columns = self._avro_columns[schema_id]
+            return record, columns
+        try:
+            document = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise BadInputError(
+                f"the {what} is neither JSON nor Avro in Confluent wire format"
+            ) from None
+        if isinstance(document, dict) and "payload" in document and "schema" in document:
+            schema = document["schema"]
+            columns = None
+            if what == "value" and isinstance(schema, dict):
+                fingerprint = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+                if fingerprint not in self._connect_columns:
+                    self._connect_columns[fingerprint] = connect_row_columns(schema)
+                columns = self._connect_columns[fingerprint]
+            return document["payload"], columns
+        return document, None
+
+    # -- shapes --------------------------------------------------------------------------
+    def _envelope(
+        self,
+        position: Position,
+        payload: dict[str, Any],
+        key_payload: Any,
+        columns: Mapping[str, ColumnType] | None,
+    ) -> ChangeEvent:
+        op = payload.get("op")
+        if op is None:
+            raise BadInputError("the event has no op")
+        if op not in OPS:
+            raise BadInputError(f"unknown op {op!r} (expected one of {', '.join(OPS)})")
+        source = payload.get("source") or {}
+        database = _database(source.get("connector"), source)
+        image = payload.get("before") if op == "d" else payload.get("after")
+        row = dict(image) if isinstance(image, dict) else {}
+        if op != "t" and not row and op != "d":
+            raise BadInputError(f"a {op!r} event has no 'after' row")
+        meta = _meta(database, op, payload.get("ts_ms"), source)
+        return self._event(position, op, row, key_payload, meta, database, columns)
+
+    def _flattened(
+        self,
+        position: Position,
+        payload: dict[str, Any],
+        key_payload: Any,
+        columns: Mapping[str, ColumnType] | None,
+    ) -> ChangeEvent:
+        added = {k[2:]: v for k, v in payload.items() if k.startswith("__")}
+        row = {k: v for k, v in payload.items() if not k.startswith("__")}
+        deleted = str(added.get("deleted", "false")).lower() == "true"
+        op = "d" if deleted else str(added.get("op") or "u")
+        if op not in OPS:
+            raise BadInputError(f"unknown op {op!r} (expected one of {', '.join(OPS)})")
+        source = {
+            "ts_ms": added.get("source_ts_ms"),
+            "name": added.get("name"),
+            "schema": added.get("schema"),
+            "txId": added.get("txId"),
+            "lsn": added.get("lsn"),
+            "xmin": added.get("xmin"),
+            "sequence": added.get("sequence"),
+            "file": added.get("file"),
+            "pos": added.get("pos"),
+            "row": added.get("row"),
+            "gtid": added.get("gtid"),
+        }
+        if "lsn" in added:
+            database = POSTGRES
+        elif "file" in added:
+            database = MYSQL
+        else:
+            raise BadInputError(
+                "a flattened event needs its log position: add lsn (PostgreSQL) or "
+                "file,pos,row (MySQL) to the SMT's add.fields"
+            )
+        meta = _meta(database, op, added.get("ts_ms"), source)
+        return self._event(position, op, row, key_payload, meta, database, columns)
+
+    def _event(
+        self,
+        position: Position,
+        op: str,
+        row: dict[str, Any],
+        key_payload: Any,
+        meta: dict[str, Any],
+        database: str,
+        columns: Mapping[str, ColumnType] | None,
+    ) -> ChangeEvent:
+        order = meta[ORDER]
+        if op == "t":
+            return ChangeEvent(op, None, {}, meta, order, database, columns, position)
+        if op == "d" and isinstance(key_payload, dict):
+            for name, value in key_payload.items():  # a delete's before image may be empty
+                row.setdefault(name, value)
+        key = self._key(row, key_payload)
+        unavailable = frozenset(
+            name for name, v in row.items() if _is_placeholder(v, self._placeholders)
+        )
+        for name in unavailable:
+            row[name] = None
+        return ChangeEvent(op, key, row, meta, order, database, columns, position, unavailable)
+
+    def _key(self, row: Mapping[str, Any], key_payload: Any) -> str:
+        if self.key_fields is None:
+            if not isinstance(key_payload, dict) or not key_payload:
+                raise BadInputError(
+                    "the message has no key to take the record key from (pass --record-key)"
+                )
+            self.key_fields = tuple(key_payload)
+        key_source = key_payload if isinstance(key_payload, dict) else {}
+        values = []
+        for name in self.key_fields:
+            value = row.get(name)
+            if value is None:
+                value = key_source.get(name)
+            if value is None:
+                raise BadInputError(f"the event has no value for record key field {name}")
+            values.append(value)
+        return orjson.dumps(values).decode()
+
+
+def _is_placeholder(value: Any, placeholders: set[Any]) -> bool:
+    if isinstance(value, str | bytes):
+        return value in placeholders
+    if isinstance(value, list) and len(value) == 1:
+        return _is_placeholder(value[0], placeholders)
+    return False
+
+
+def _database(connector: Any, source: Mapping[str, Any]) -> str:
+    if connector in (POSTGRES, MYSQL):
+        return str(connector)
+    if source.get("lsn") is not None or source.get("sequence") is not None:
+        return POSTGRES
+    if source.get("file") is not None:
+        return MYSQL
+    raise BadInputError(
+        f"source connector {connector!r} is not supported (postgresql, mysql), and the "
+        "event has no lsn or binlog position"
+    )
+
+
+def _int(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise BadInputError(f"{name}={value!r} is not a number") from None
+
+
+def _meta(database: str, op: str, ts_ms: Any, source: Mapping[str, Any]) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        OP: op,
+        "_upstream_event_processed_ts_ms": _int(ts_ms, "ts_ms"),
+        "db_shard_source_partition": source.get("name"),
+        "_event_origin_ts_ms": _int(source.get("ts_ms"), "source.ts_ms"),
+    }
+    if database == POSTGRES:
+        lsn = _int(source.get("lsn"), "source.lsn")
+        commit, change = _pg_sequence(source.get("sequence"), lsn)
+        meta |= {
+            "db_schema_source_partition": source.get("schema"),
+            "_event_tx_id": _int(source.get("txId"), "source.txId"),
+            "_event_lsn": lsn,
+            "_event_xmin": _int(source.get("xmin"), "source.xmin"),
+            ORDER: f"{commit:020d}:{change:020d}",
+        }
+        return meta
+    file = source.get("file")
+    pos = _int(source.get("pos"), "source.pos")
+    row = _int(source.get("row"), "source.row") or 0
+    if not file or pos is None:
+        raise BadInputError(
+            "a MySQL event has no binlog file and position (source.file, source.pos)"
+        )
+    number = _int(str(file).rsplit(".", 1)[-1], "source.file's number")
+    meta |= {
+        "_event_bin_file": file,
+        "_event_pos": pos,
+        "_event_row": row,
+        "_event_seq": f"{number}.{pos}",
+        "_event_gtid": source.get("gtid"),
+        ORDER: f"{number:010d}:{pos:020d}:{row:010d}",
+    }
+    return meta
+
+
+def _pg_sequence(sequence: Any, lsn: int | None) -> tuple[int, int]:
+    """(commit LSN, change LSN) from ``source.sequence`` (a JSON text of two strings,
+    either may be null), falling back to ``source.lsn``."""
+    values: Sequence[Any] = []
+    if isinstance(sequence, str) and sequence:
+        try:
+            values = orjson.loads(sequence)
+        except orjson.JSONDecodeError:
+            raise BadInputError(f"source.sequence={sequence!r} is not a JSON list") from None
+    elif isinstance(sequence, list):
+        values = sequence
+    commit = _int(values[0], "source.sequence") if len(values) > 0 else None
+    change = _int(values[1], "source.sequence") if len(values) > 1 else None
+    change = change if change is not None else lsn
+    if change is None:
+        raise BadInputError("a PostgreSQL event has no lsn (source.lsn or source.sequence)")
+    return commit or 0, change

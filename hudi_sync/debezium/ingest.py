@@ -1,0 +1,413 @@
+"""``ingest``: Debezium topics into a Copy-on-Write Hudi table, batch by batch.
+
+One batch: read up to ``max_events`` messages from the checkpointed offsets, decode
+them (:mod:`.events`), reduce them to one row per key in log order (:mod:`.batch`),
+and commit rows and deletes in one upsert whose commit records the next offsets and
+the tombstones (:mod:`.state`). Then offsets go to Kafka (monitoring only) and the
+post-commit hook syncs the warehouse. A run killed anywhere resumes from the last
+commit: a batch is applied with its offsets or not at all, and the sync hook runs
+again at start.
+
+Deletes are rows whose ``_change_operation_type`` is ``d`` (``hoodie.payload.delete.field``
+/ ``hoodie.payload.delete.marker``); the ordering field is ``_event_order``, so the
+writer keeps whichever of the stored and incoming rows is newer in the database log.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from hudi_sync.debezium.batch import TRUNCATE_POLICIES, Reduced, reduce_events, to_table
+from hudi_sync.debezium.events import (
+    OP,
+    ORDER,
+    UNAVAILABLE,
+    ChangeEvent,
+    EventError,
+    EventReader,
+    EventSettings,
+    Position,
+)
+from hudi_sync.debezium.kafka_source import KafkaSettings, KafkaSource, Message, lag, split_topics
+from hudi_sync.debezium.registry import SchemaRegistry
+from hudi_sync.debezium.state import IngestState, TombstoneStore, format_checkpoint, load_state
+from hudi_sync.errors import BadInputError, TableNotFoundError
+from hudi_sync.hook import run_post_commit_hook
+from hudi_sync.spark import options as opt
+from hudi_sync.spark.reader import read
+from hudi_sync.spark.writer import write
+from hudi_sync.table import HudiTable
+from hudi_sync.table.schema import META_FIELDS
+
+UNAVAILABLE_COLUMNS = "__hudi_sync_unavailable"
+ON_ERROR = ("stop", "skip")
+
+# Option names: Hudi's streamer / Kafka's / Debezium's where they have one.
+TOPIC = "hoodie.streamer.source.kafka.topic"
+MAX_EVENTS = "hoodie.streamer.kafka.source.maxEvents"
+REGISTRY_URL = "hoodie.streamer.schemaprovider.registry.url"
+TRUNCATE_POLICY = "hoodie.streamer.debezium.truncate.policy"
+ON_ERROR_OPTION = "hoodie.streamer.debezium.on.error"
+DEAD_LETTER = "hoodie.streamer.debezium.dead.letter.path"
+PLACEHOLDER = "unavailable.value.placeholder"  # Debezium's connector option
+BINARY_MODE = "binary.handling.mode"  # Debezium's connector option
+_LEGACY_PREFIX = "hoodie.deltastreamer."
+
+
+@dataclass(frozen=True)
+class IngestConfig:
+    """Everything one ingest needs; :meth:`from_options` reads it from Hudi's names."""
+
+    table_path: str
+    kafka: KafkaSettings
+    write_options: Mapping[str, str] = field(default_factory=dict)
+    record_key_fields: tuple[str, ...] | None = None
+    max_events: int = 100_000
+    truncate_policy: str = "fail"
+    on_error: str = "stop"
+    dead_letter_path: str = "debezium-dead-letter.jsonl"
+    registry_url: str | None = None
+    unavailable_values: tuple[str, ...] = (UNAVAILABLE,)
+    binary_handling_mode: str = "bytes"
+    continuous: bool = False
+    poll_interval_s: float = 5.0
+    storage_options: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_options(
+        cls, table_path: str, options: Mapping[str, Any], **overrides: Any
+    ) -> IngestConfig:
+        """Options by Hudi's names (``hoodie.deltastreamer.*`` spellings too); keyword
+        overrides (the CLI's flags) win."""
+        o = {str(k): str(v) for k, v in options.items()}
+        for key in list(o):
+            if key.startswith(_LEGACY_PREFIX):
+                o.setdefault("hoodie.streamer." + key[len(_LEGACY_PREFIX) :], o[key])
+        placeholder = o.get(PLACEHOLDER)
+        keys = o.get(opt.RECORD_KEY)
+        kafka = KafkaSettings(
+            bootstrap_servers=o.get("bootstrap.servers", "localhost:9092"),
+            topics=split_topics(o.get(TOPIC)),
+            auto_offset_reset=o.get("auto.offset.reset", "earliest").lower(),
+            group_id=o.get("group.id"),
+        )
+        values: dict[str, Any] = {
+            "table_path": table_path,
+            "kafka": kafka,
+            "write_options": {k: v for k, v in o.items() if k.startswith("hoodie.")},
+            "record_key_fields": split_topics(keys) or None,
+            "max_events": _positive(o, MAX_EVENTS, 100_000),
+            "truncate_policy": o.get(TRUNCATE_POLICY, "fail").lower(),
+            "on_error": o.get(ON_ERROR_OPTION, "stop").lower(),
+            "dead_letter_path": o.get(DEAD_LETTER, "debezium-dead-letter.jsonl"),
+            "registry_url": o.get(REGISTRY_URL),
+            "unavailable_values": (UNAVAILABLE, placeholder) if placeholder else (UNAVAILABLE,),
+            "binary_handling_mode": o.get(BINARY_MODE, "bytes").lower(),
+        }
+        kafka_overrides = {
+            k: overrides.pop(k)
+            for k in ("bootstrap_servers", "topics", "topic_pattern", "auto_offset_reset")
+            if overrides.get(k) not in (None, ())
+        }
+        values["kafka"] = KafkaSettings(**{**kafka.__dict__, **kafka_overrides})
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        config = cls(**values)
+        config.check()
+        return config
+
+    def check(self) -> None:
+        if self.truncate_policy not in TRUNCATE_POLICIES:
+            raise BadInputError(
+                f"{TRUNCATE_POLICY}={self.truncate_policy!r} is not one of "
+                f"{', '.join(TRUNCATE_POLICIES)}"
+            )
+        if self.on_error not in ON_ERROR:
+            raise BadInputError(f"{ON_ERROR_OPTION}={self.on_error!r} is not stop or skip")
+        if self.max_events < 1:
+            raise BadInputError(f"{MAX_EVENTS}={self.max_events} must be at least 1")
+
+
+def _positive(options: Mapping[str, str], key: str, default: int) -> int:
+    try:
+        return int(options.get(key, default))
+    except ValueError:
+        raise BadInputError(f"{key}={options[key]!r} is not a whole number") from None
+
+
+@dataclass
+class IngestSummary:
+    """What a run did, for people and for ``--json``."""
+
+    table: str
+    events_read: int = 0
+    events_applied: int = 0
+    events_dropped: int = 0  # older than a tombstone or a truncate
+    events_skipped: int = 0  # unreadable, sent to the dead-letter file
+    batches_committed: int = 0
+    instants: list[str] = field(default_factory=list)
+    lag: int = 0
+    checkpoint: str = ""
+    sync_errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+ProgressCallback = Callable[[IngestSummary], None]
+
+
+def ingest(
+    spark: SparkSession,
+    config: IngestConfig,
+    progress: ProgressCallback | None = None,
+    stop: threading.Event | None = None,
+) -> IngestSummary:
+    """Ingest until the topics are read to their end (or, ``continuous``, until
+    ``stop`` is set); each batch is one commit."""
+    return _Ingest(spark, config, progress, stop or threading.Event()).run()
+
+
+class _Ingest:
+    def __init__(
+        self,
+        spark: SparkSession,
+        config: IngestConfig,
+        progress: ProgressCallback | None,
+        stop: threading.Event,
+    ) -> None:
+        self.spark = spark
+        self.config = config
+        self.path = config.table_path
+        self.progress = progress or (lambda summary: None)
+        self.stop = stop
+        self.summary = IngestSummary(config.table_path)
+        self.reader = EventReader(
+            EventSettings(config.record_key_fields, config.unavailable_values),
+            SchemaRegistry(config.registry_url),
+        )
+        self.store = TombstoneStore(self.path, config.storage_options)
+
+    def run(self) -> IngestSummary:
+        state = load_state(self.path, self.config.storage_options)
+        tombstones = self.store.load(state.tombstone_files)
+        if state.instant is not None:
+            self._sync()  # a run killed during its sync left the warehouse behind
+        source = KafkaSource(self.config.kafka)
+        try:
+            position = source.seek(state.offsets)
+            while not self.stop.is_set():
+                messages, after, ends = source.read_batch(position, self.config.max_events)
+                self.summary.lag = lag(after, ends)
+                if not messages:
+                    if not self.config.continuous:
+                        break
+                    self.stop.wait(self.config.poll_interval_s)
+                    continue
+                self.summary.events_read += len(messages)
+                events = self._decode(messages)
+                reduced = reduce_events(
+                    events, tombstones, state.truncated_before, self.config.truncate_policy
+                )
+                if self.stop.is_set():
+                    break  # abandon the batch: nothing was written, its offsets are not saved
+                state = self._commit(reduced, state, tombstones, after)
+                position = after
+                source.commit_offsets(after)
+                self.store.remove_unreferenced(state.tombstone_files)
+                self.summary.events_applied += len(reduced.final)
+                self.summary.events_dropped += reduced.dropped
+                self._sync()
+                self.progress(self.summary)
+        finally:
+            source.close()
+        self.summary.checkpoint = format_checkpoint(state.offsets)
+        return self.summary
+
+    # -- decoding --------------------------------------------------------------------------
+    def _decode(self, messages: list[Message]) -> list[ChangeEvent]:
+        events = []
+        for message in messages:
+            position = Position(message.topic, message.partition, message.offset)
+            try:
+                event = self.reader.read(position, message.key, message.value)
+            except EventError as exc:
+                if self.config.on_error == "stop":
+                    raise
+                self._dead_letter(message, str(exc))
+                continue
+            if event is not None:
+                events.append(event)
+        return events
+
+    def _dead_letter(self, message: Message, error: str) -> None:
+        """Log a skipped message (with its bytes, as latin-1 text) and go on."""
+        self.summary.events_skipped += 1
+        record = {
+            "topic": message.topic,
+            "partition": message.partition,
+            "offset": message.offset,
+            "error": error,
+            "key": message.key.decode("latin-1") if message.key is not None else None,
+            "value": message.value.decode("latin-1") if message.value is not None else None,
+        }
+        with open(self.config.dead_letter_path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+    # -- one commit ------------------------------------------------------------------------
+    def _commit(
+        self,
+        reduced: Reduced,
+        state: IngestState,
+        tombstones: dict[str, str],
+        after: dict[str, dict[int, int]],
+    ) -> IngestState:
+        stored = self._stored()
+        rows = list(reduced.final.values())
+        if not rows and not (reduced.truncated_at and stored is not None):
+            if stored is None:
+                return IngestState(after, state.tombstone_files, state.truncated_before)
+            frame = stored.limit(0).drop(*META_FIELDS)
+        else:
+            frame = self._frame(rows, reduced, stored)
+        files = self.store.add(state, tombstones, reduced.deletes, reduced.upserted_keys)
+        new_state = IngestState(
+            offsets=after,
+            tombstone_files=files,
+            truncated_before=reduced.truncated_at or state.truncated_before,
+        )
+        result = write(
+            frame,
+            self.path,
+            self._write_options(),
+            self.config.storage_options,
+            extra_metadata=new_state.metadata(),
+        )
+        new_state.instant = result.instant
+        for key in reduced.upserted_keys:
+            tombstones.pop(key, None)
+        tombstones.update(reduced.deletes)
+        self.summary.batches_committed += 1
+        self.summary.instants.append(result.instant)
+        return new_state
+
+    def _write_options(self) -> dict[str, str]:
+        options = dict(self.config.write_options)
+        key_fields = self.reader.key_fields or ()
+        options.setdefault(opt.TABLE_NAME, _default_table_name(self.config.kafka))
+        options.update(
+            {
+                opt.RECORD_KEY: ",".join(key_fields),
+                opt.ORDERING: ORDER,
+                opt.OPERATION: "upsert",
+                opt.DELETE_FIELD: OP,
+                opt.DELETE_MARKER: "d",
+                opt.META_SYNC: "false",  # the ingest runs the hook after its bookkeeping
+            }
+        )
+        return options
+
+    def _stored(self) -> DataFrame | None:
+        try:
+            HudiTable.open(self.path, self.config.storage_options)
+        except TableNotFoundError:
+            return None
+        return read(self.spark, self.path, storage_options=self.config.storage_options)
+
+    def _frame(
+        self, rows: list[ChangeEvent], reduced: Reduced, stored: DataFrame | None
+    ) -> DataFrame:
+        self._check_partition_values(rows)
+        missing = [sorted(reduced.unresolved.get(e.key or "", ())) or None for e in rows]
+        arrow = to_table(rows, self.config.binary_handling_mode)
+        arrow = arrow.append_column(UNAVAILABLE_COLUMNS, pa.array(missing, pa.list_(pa.string())))
+        frame = self.spark.createDataFrame(arrow)
+        key_fields = list(self.reader.key_fields or ())
+        if stored is not None:
+            frame = _fill_from_stored(frame, stored, key_fields, reduced)
+            frame = _align_to_table(frame, stored)
+            if reduced.truncated_at:
+                frame = _with_truncate_deletes(frame, stored, key_fields, reduced.truncated_at)
+        return frame.drop(UNAVAILABLE_COLUMNS)
+
+    def _check_partition_values(self, rows: list[ChangeEvent]) -> None:
+        fields = split_topics(self.config.write_options.get(opt.PARTITION_PATH))
+        for event in rows:
+            if event.op == "d" and any(event.row.get(f) is None for f in fields):
+                raise EventError(
+                    f"{event.position}: the delete has no value for partition field "
+                    f"{','.join(fields)} (set REPLICA IDENTITY FULL on the source table, or "
+                    "partition by key columns)"
+                )
+
+    def _sync(self) -> None:
+        options = self.config.write_options
+        if str(options.get(opt.META_SYNC, "false")).lower() != "true":
+            return
+        report = run_post_commit_hook(self.path, options, self.config.storage_options)
+        if report is not None and not report.ok:
+            self.summary.sync_errors.append(report.error_summary())
+
+
+def _default_table_name(kafka: KafkaSettings) -> str:
+    """The topic's last part (``server.schema.table`` -> ``table``)."""
+    topic = (kafka.topics or ("debezium",))[0]
+    return topic.rsplit(".", 1)[-1]
+
+
+def _fill_from_stored(
+    frame: DataFrame, stored: DataFrame, key_fields: list[str], reduced: Reduced
+) -> DataFrame:
+    """TOAST columns no event of the batch had: the stored row's value."""
+    columns = sorted({c for missing in reduced.unresolved.values() for c in missing})
+    columns = [c for c in columns if c in stored.columns]
+    if not columns:
+        return frame
+    prior = stored.select(
+        *[F.col(k).alias(f"__key_{k}") for k in key_fields],
+        *[F.col(c).alias(f"__stored_{c}") for c in columns],
+    )
+    condition = [frame[k] == prior[f"__key_{k}"] for k in key_fields]
+    joined = frame.join(prior, condition, "left")
+    for c in columns:
+        unavailable = F.coalesce(F.array_contains(F.col(UNAVAILABLE_COLUMNS), c), F.lit(False))
+        joined = joined.withColumn(
+            c, F.when(unavailable, F.col(f"__stored_{c}")).otherwise(F.col(c))
+        )
+    return joined.select(*frame.columns)
+
+
+def _align_to_table(frame: DataFrame, stored: DataFrame) -> DataFrame:
+    """The table's columns the batch lacks become nulls of their type; shared columns
+    take the table's type (schema-less events carry only JSON types)."""
+    types = {f.name: f.dataType for f in stored.schema.fields if f.name not in META_FIELDS}
+    columns = []
+    for name, data_type in types.items():
+        if name not in frame.columns:
+            columns.append(F.lit(None).cast(data_type).alias(name))
+        elif frame.schema[name].dataType != data_type:
+            columns.append(F.col(name).cast(data_type).alias(name))
+        else:
+            columns.append(F.col(name))
+    columns += [F.col(c) for c in frame.columns if c not in types]
+    return frame.select(*columns)
+
+
+def _with_truncate_deletes(
+    frame: DataFrame, stored: DataFrame, key_fields: list[str], order: str
+) -> DataFrame:
+    """A truncate deletes every stored row the batch does not write again."""
+    survivors = frame.select(*[F.col(k).alias(f"__key_{k}") for k in key_fields])
+    condition = [stored[k] == survivors[f"__key_{k}"] for k in key_fields]
+    gone = stored.join(survivors, condition, "left_anti").drop(*META_FIELDS)
+    gone = gone.withColumn(OP, F.lit("d")).withColumn(ORDER, F.lit(order))
+    return frame.unionByName(
+        gone.select(*[c for c in gone.columns if c in frame.columns]), allowMissingColumns=True
+    )

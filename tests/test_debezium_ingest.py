@@ -1,0 +1,197 @@
+"""``ingest``: Debezium events through a real Kafka-protocol broker into a Hudi table,
+read back with our reader, hudi-rs and the synced DuckDB view."""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from hudi_sync.debezium.events import EventError
+from hudi_sync.debezium.ingest import IngestConfig, ingest
+from hudi_sync.debezium.state import CHECKPOINT_KEY, load_state, parse_checkpoint
+from hudi_sync.errors import BadInputError
+from hudi_sync.spark import read
+from hudi_sync.table import HudiTable
+from tests.debezium_events import ITEM_FIELDS, PostgresLog, final_state
+from tests.kafka_broker import KafkaBroker
+from tests.warehouse_rows import hudi_rs_rows
+
+COLUMNS = ("id", "name", "note", "qty")
+
+
+@pytest.fixture(scope="session")
+def broker() -> Iterator[KafkaBroker]:
+    with KafkaBroker() as running:
+        yield running
+
+
+def new_topic(broker: KafkaBroker, partitions: int = 3) -> str:
+    topic = f"pg.public.items_{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic, partitions=partitions)
+    return topic
+
+
+def config(broker: KafkaBroker, topic: str, table: Path, **extra: Any) -> IngestConfig:
+    options = {
+        "hoodie.table.name": "items",
+        "hoodie.datasource.meta.sync.enable": "true",
+        "hoodie.meta.sync.client.tool.class": "duckdb",
+        "hoodie.duckdb.sync.database": str(table.parent / "warehouse.duckdb"),
+        **extra.pop("options", {}),
+    }
+    return IngestConfig.from_options(
+        str(table), options, bootstrap_servers=broker.bootstrap_servers, topics=(topic,), **extra
+    )
+
+
+def rows_of(table: Any) -> dict[int, dict[str, Any]]:
+    return {r["id"]: {c: r[c] for c in COLUMNS} for r in table.to_pylist()}
+
+
+def table_state(spark: Any, path: Path) -> dict[int, dict[str, Any]]:
+    ours = rows_of(read(spark, str(path)).toArrow())
+    assert rows_of(hudi_rs_rows(str(path))) == ours
+    view = duckdb.connect(str(path.parent / "warehouse.duckdb"), read_only=True)
+    try:
+        synced = view.sql("SELECT * FROM items").to_arrow_table()
+    finally:
+        view.close()
+    assert rows_of(synced) == ours
+    assert synced.num_rows == len(ours)  # no duplicates in the warehouse view
+    return ours
+
+
+def _history(seed: int, events: int, keys: int) -> tuple[list[tuple[bytes | None, bytes]], list]:  # type: ignore[type-arg]
+    from tests.test_debezium_events import _history as history
+
+    return history(seed, events, keys)
+
+
+def test_shuffled_delivery_over_seven_batches_matches_the_database(spark, broker, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Events spread over partitions in random order (what a topic repartitioned or
+    re-keyed delivers); 7 batches; the table equals the history applied in order."""
+    messages, model = _history(seed=5, events=2000, keys=150)
+    topic = new_topic(broker)
+    shuffled = list(messages)
+    random.Random(2).shuffle(shuffled)
+    broker.produce(
+        topic, [(k, v, random.Random(i).randrange(3)) for i, (k, v) in enumerate(shuffled)]
+    )
+    path = tmp_path / "items"
+    summary = ingest(spark, config(broker, topic, path, max_events=-(-len(messages) // 7)))
+    assert summary.batches_committed == 7 and summary.events_read == len(messages)
+    assert table_state(spark, path) == final_state(model)
+    # The last commit holds the end of the topic, in Hudi's checkpoint format.
+    ends = broker.end_offsets(topic)
+    state = load_state(str(path))
+    assert state.offsets == {topic: ends}
+    table = HudiTable.open(str(path))
+    last = table.timeline.commit_metadata(table.completed_commits()[-1])
+    assert last.extra_metadata[CHECKPOINT_KEY] == topic + "," + ",".join(
+        f"{p}:{o}" for p, o in sorted(ends.items())
+    )
+    # Hudi's Debezium columns are stored; deletes are not rows.
+    stored = read(spark, str(path)).toArrow()
+    assert {"_change_operation_type", "_event_lsn", "_event_tx_id", "_event_order"} <= set(
+        stored.column_names
+    )
+    assert "d" not in set(stored.column("_change_operation_type").to_pylist())
+    # Nothing new: no commit.
+    again = ingest(spark, config(broker, topic, path))
+    assert again.batches_committed == 0 and again.events_read == 0
+
+
+def test_deletes_never_resurrect_and_toast_keeps_the_stored_value(spark, broker, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    topic = new_topic(broker, partitions=2)
+    path = tmp_path / "items"
+    log = PostgresLog()
+    big = "t" * 9000
+    a = {"id": 1, "name": "a", "note": big, "qty": 1}
+    b = {"id": 2, "name": "b", "note": "short", "qty": 1}
+    insert_b = log.change("c", None, b)
+    batch1 = [log.change("c", None, a), insert_b]
+    broker.produce(topic, batch1)
+    assert ingest(spark, config(broker, topic, path)).batches_committed == 1
+    placeholder = "__debezium_unavailable_value"
+    delete_b = log.change("d", b, None)
+    toast = log.change("u", a, {**a, "name": "a2", "note": placeholder, "qty": 2})
+    toast2 = log.change("u", a, {**a, "name": "a3", "note": placeholder, "qty": 3})
+    # The delete, then (redelivered late, in a later batch) b's older insert.
+    broker.produce(topic, [delete_b, toast])
+    ingest(spark, config(broker, topic, path))
+    broker.produce(topic, [insert_b, (delete_b[0], None), toast2])
+    summary = ingest(spark, config(broker, topic, path))
+    assert summary.events_dropped == 1
+    assert table_state(spark, path) == {1: {"id": 1, "name": "a3", "note": big, "qty": 3}}
+    # One tombstone file (the only batch with a delete), holding b's delete position.
+    from hudi_sync.debezium.state import TombstoneStore
+
+    files = load_state(str(path)).tombstone_files
+    assert list(TombstoneStore(str(path)).load(files)) == ["[2]"] and len(files) == 1
+
+
+def test_truncate_policy_delete_and_schema_evolution(spark, broker, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    topic = new_topic(broker, partitions=1)
+    path = tmp_path / "items"
+    log = PostgresLog()
+    rows = [{"id": i, "name": f"n{i}", "note": None, "qty": i} for i in range(5)]
+    early = log.change("u", None, {**rows[0], "name": "before-truncate"})
+    broker.produce(topic, [log.change("c", None, r) for r in rows])
+    ingest(spark, config(broker, topic, path))
+    truncate = log.change("t", None, None)
+    broker.produce(topic, [truncate])
+    with pytest.raises(EventError, match="truncated"):
+        ingest(spark, config(broker, topic, path))
+    assert len(table_state(spark, path)) == 5  # the batch was not committed
+    # An added nullable column arrives after the truncate; an older event arrives late.
+    log.fields = [*ITEM_FIELDS, {"type": "string", "optional": True, "field": "color"}]
+    new_row = {"id": 9, "name": "n9", "note": None, "qty": 9, "color": "red"}
+    broker.produce(topic, [log.change("c", None, new_row), early])
+    summary = ingest(spark, config(broker, topic, path, truncate_policy="delete"))
+    assert summary.events_dropped == 1
+    stored = read(spark, str(path)).toArrow()
+    assert [{c: r[c] for c in (*COLUMNS, "color")} for r in stored.to_pylist()] == [new_row]
+    assert table_state(spark, path) == {9: {c: new_row[c] for c in COLUMNS}}
+
+
+def test_bad_events_stop_or_go_to_the_dead_letter_file(spark, broker, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    topic = new_topic(broker, partitions=1)
+    path = tmp_path / "items"
+    log = PostgresLog()
+    good = log.change("c", None, {"id": 1, "name": "a", "note": None, "qty": 1})
+    broker.produce(topic, [good, (b'{"id": 2}', b"not json"), (b'{"id": 3}', b'{"op": "z"}')])
+    with pytest.raises(EventError) as caught:
+        ingest(spark, config(broker, topic, path))
+    assert str(caught.value).startswith(f"topic {topic} partition 0 offset 1: ")
+    assert not path.exists() or not HudiTable.open(str(path)).completed_commits()
+    dead = tmp_path / "dead.jsonl"
+    summary = ingest(
+        spark, config(broker, topic, path, on_error="skip", dead_letter_path=str(dead))
+    )
+    assert summary.events_skipped == 2 and summary.batches_committed == 1
+    logged = [json.loads(line) for line in dead.read_text().splitlines()]
+    assert [(r["partition"], r["offset"]) for r in logged] == [(0, 1), (0, 2)]
+    assert "unknown op 'z'" in logged[1]["error"]
+    assert table_state(spark, path) == {1: {"id": 1, "name": "a", "note": None, "qty": 1}}
+    assert parse_checkpoint(f"{topic},0:3") == load_state(str(path)).offsets
+
+
+def test_unreachable_broker_and_unknown_topic(spark, broker, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tests.kafka_broker import free_port
+
+    path = tmp_path / "items"
+    nowhere = IngestConfig.from_options(
+        str(path), {}, bootstrap_servers=f"127.0.0.1:{free_port()}", topics=("t",)
+    )
+    with pytest.raises(BadInputError, match="cannot reach a Kafka broker"):
+        ingest(spark, nowhere)
+    with pytest.raises(BadInputError, match="topic missing.topic does not exist"):
+        ingest(spark, config(broker, "missing.topic", path))
+    assert not path.exists()
