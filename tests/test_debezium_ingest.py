@@ -192,6 +192,6 @@ def test_unreachable_broker_and_unknown_topic(spark, broker, tmp_path) -> None: 
     )
     with pytest.raises(BadInputError, match="cannot reach a Kafka broker"):
         ingest(spark, nowhere)
-    with pytest.raises(BadInputError, match="topic missing.topic does not exist"):
+    with pytest.raises(BadInputError, match=r"topic missing\.topic does not exist"):
         ingest(spark, config(broker, "missing.topic", path))
     assert not path.exists()
