@@ -61,3 +61,12 @@ def spark():  # type: ignore[no-untyped-def]
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def broker():  # type: ignore[no-untyped-def]
+    """A real Kafka-protocol broker (Tansu) on 127.0.0.1 for the whole run."""
+    from tests.kafka_broker import KafkaBroker
+
+    with KafkaBroker() as running:
+        yield running

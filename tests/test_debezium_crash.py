@@ -17,7 +17,7 @@ from hudi_sync.debezium.state import load_state
 from hudi_sync.table import HudiTable
 from tests.debezium_events import final_state
 from tests.test_debezium_events import _history
-from tests.test_debezium_ingest import broker, config, table_state  # noqa: F401
+from tests.test_debezium_ingest import config, table_state
 
 CHILD = textwrap.dedent(
     """
@@ -61,7 +61,7 @@ CHILD = textwrap.dedent(
 
 
 @pytest.mark.parametrize("step", ["before-write", "during-write", "after-commit", "during-sync"])
-def test_killed_at_each_step_resumes_exactly_once(spark, broker, tmp_path, step) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+def test_killed_at_each_step_resumes_exactly_once(spark, broker, tmp_path, step) -> None:  # type: ignore[no-untyped-def]
     messages, model = _history(seed=11, events=600, keys=80)
     topic = f"pg.public.items_{uuid.uuid4().hex[:8]}"
     broker.create_topic(topic, partitions=3)

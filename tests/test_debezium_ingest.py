@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +23,6 @@ from tests.kafka_broker import KafkaBroker
 from tests.warehouse_rows import hudi_rs_rows
 
 COLUMNS = ("id", "name", "note", "qty")
-
-
-@pytest.fixture(scope="session")
-def broker() -> Iterator[KafkaBroker]:
-    with KafkaBroker() as running:
-        yield running
 
 
 def new_topic(broker: KafkaBroker, partitions: int = 3) -> str:

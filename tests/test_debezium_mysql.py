@@ -16,7 +16,6 @@ import pytest
 
 from hudi_sync.debezium.ingest import IngestConfig, ingest
 from hudi_sync.spark import read
-from tests.test_debezium_ingest import broker  # noqa: F401  (session fixture)
 from tests.warehouse_rows import hudi_rs_rows
 
 DATA = Path(__file__).parent / "data" / "debezium"
@@ -59,7 +58,7 @@ def _rows(table: pa.Table) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("delivery", ["in-order", "shuffled"])
 def test_mysql_events_in_any_order_give_the_recorded_table(
     spark, broker, tmp_path, delivery
-) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+) -> None:  # type: ignore[no-untyped-def]
     messages = _messages()
     if delivery == "shuffled":
         random.Random(4).shuffle(messages)
