@@ -277,16 +277,18 @@ def from_avro(schema: Any) -> ColumnType:
 
 
 def avro_row_columns(envelope_schema: Mapping[str, Any]) -> dict[str, ColumnType]:
-    """The row's columns from a Debezium Avro envelope (or flattened) record schema."""
+    """The row's columns from a Debezium Avro envelope (or flattened) record schema;
+    the row record is defined where first used (``before``), then named (``after``)."""
     fields = {f["name"]: f for f in envelope_schema.get("fields") or []}
-    row = fields.get("after") or fields.get("before")
     struct: Any = envelope_schema
-    if row is not None:
-        struct = (
-            next(s for s in row["type"] if s != "null")
-            if isinstance(row["type"], list)
-            else row["type"]
-        )
+    for image in ("before", "after"):
+        if image in fields:
+            kind = fields[image]["type"]
+            branches = kind if isinstance(kind, list) else [kind]
+            records = [b for b in branches if isinstance(b, dict) and b.get("type") == "record"]
+            if records:
+                struct = records[0]
+                break
     return {
         f["name"]: from_avro(f["type"])
         for f in struct.get("fields") or []
