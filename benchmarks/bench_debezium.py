@@ -1,0 +1,189 @@
+"""Debezium ingest benchmark (P6): events from the broker into a Hudi table, against a
+plain Spark append of the same rows.
+
+``python -m benchmarks.bench_debezium [--preset small|full]``
+
+A Tansu broker (the tests' real Kafka-protocol broker) gets a topic of 3 partitions
+holding PostgreSQL change events in Debezium's JSON (``schemas.enable=false``, the
+usual production setting) over ``events // 10`` keys: 10 % creates, 80 % updates, 10 %
+deletes. Each measured run is a fresh process with a warmed-up Spark
+session:
+
+- **ours**: ``ingest`` in batches of ``hoodie.streamer.kafka.source.maxEvents``
+  (100,000): read, decode, order and reduce, upsert with tombstones and checkpoint.
+- **reference**: the same Kafka client reads the same messages in the same batches,
+  orjson decodes the ``after`` rows, Spark appends them as parquet. No ordering, no
+  deduplication, no upsert, no commit protocol: the floor of getting the rows in.
+
+Reported: events/s, the time ratio, and peak RSS (the process tree: Python, JVM,
+Spark's Python workers) at two topic sizes (the small preset's and the full one's), to
+show memory stays flat as the topic grows. Results go to
+``benchmarks/results/debezium.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bench_writer import RESULTS_DIR, PeakSampler
+
+PRESETS = {"small": [100_000], "full": [100_000, 1_000_000]}
+BATCH = 100_000
+PARTITIONS = 3
+
+
+def produce(servers: str, topic: str, events: int) -> None:
+    """``events`` change events over ``events // 10`` keys: 10 % creates, 80 % updates
+    of live keys, 10 % deletes."""
+    import random
+
+    from kafka import KafkaProducer
+
+    from tests.debezium_events import PostgresLog
+
+    log = PostgresLog(schemas=False)
+    rng = random.Random(1)
+    live: list[int] = []
+    producer = KafkaProducer(bootstrap_servers=servers, linger_ms=20, batch_size=1 << 20)
+    next_key = 0
+    for i in range(events):
+        kind = i % 10
+        if kind == 0 or not live:
+            key, op, before = next_key, "c", None
+            live.append(next_key)
+            next_key += 1
+        elif kind == 9 and len(live) > 1:
+            key = live.pop(rng.randrange(len(live)))
+            op, before = "d", {"id": key, "name": None, "note": None, "qty": None}
+        else:
+            key, op, before = live[rng.randrange(len(live))], "u", None
+        row = {"id": key, "name": f"name-{i}", "note": "x" * 40, "qty": i}
+        message_key, value = log.change(op, before, None if op == "d" else row, commit=i % 4 == 0)
+        producer.send(topic, key=message_key, value=value)
+    producer.flush()
+    producer.close()
+
+
+def child(mode: str, servers: str, topic: str, table: str, events: int) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    from hudi_sync.spark import local_session
+
+    spark = local_session(f"bench-debezium-{mode}")
+    spark.range(1000).groupBy((F.col("id") % 3).alias("g")).count().collect()  # warm up
+    result: dict[str, Any] = {"mode": mode, "events": events}
+    with PeakSampler() as sampler:
+        started = time.monotonic()
+        if mode == "ours":
+            from hudi_sync.debezium.ingest import IngestConfig, ingest
+
+            config = IngestConfig.from_options(
+                table,
+                {"hoodie.table.name": "bench"},
+                bootstrap_servers=servers,
+                topics=(topic,),
+                max_events=BATCH,
+            )
+            summary = ingest(spark, config)
+            result["events_read"] = summary.events_read
+            result["batches"] = summary.batches_committed
+        else:
+            result["events_read"] = _plain_append(spark, servers, topic, table)
+        result["seconds"] = time.monotonic() - started
+    result["peak_rss_bytes"] = sampler.peak
+    spark.stop()
+    return result
+
+
+def _plain_append(spark: Any, servers: str, topic: str, out: str) -> int:
+    import orjson
+    import pyarrow as pa
+
+    from hudi_sync.debezium.kafka_source import KafkaSettings, KafkaSource
+
+    source = KafkaSource(KafkaSettings(servers, (topic,)))
+    position = source.seek({})
+    read = 0
+    while True:
+        messages, position, _ = source.read_batch(position, BATCH)
+        if not messages:
+            break
+        read += len(messages)
+        events = [orjson.loads(m.value) for m in messages if m.value is not None]
+        rows = [e["after"] for e in events if e["after"] is not None]
+        spark.createDataFrame(pa.Table.from_pylist(rows)).write.mode("append").parquet(out)
+    source.close()
+    return read
+
+
+def run_child(mode: str, servers: str, topic: str, table: Path, events: int) -> dict[str, Any]:
+    command = [sys.executable, "-m", "benchmarks.bench_debezium", "--child", mode, servers]
+    command += [topic, str(table), str(events)]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="small")
+    parser.add_argument("--work", type=Path, default=RESULTS_DIR / "debezium_work")
+    parser.add_argument("--results", type=Path, default=RESULTS_DIR / "debezium.json")
+    parser.add_argument("--child", nargs=5, metavar=("MODE", "SERVERS", "TOPIC", "TABLE", "N"))
+    args = parser.parse_args(argv)
+    if args.child:
+        mode, servers, topic, table, events = args.child
+        print(json.dumps(child(mode, servers, topic, table, int(events))))
+        return 0
+    from tests.kafka_broker import KafkaBroker
+
+    runs: list[dict[str, Any]] = []
+    with KafkaBroker() as broker:
+        for events in PRESETS[args.preset]:
+            topic = f"pg.public.bench_{events}"
+            broker.create_topic(topic, partitions=PARTITIONS)
+            started = time.monotonic()
+            produce(broker.bootstrap_servers, topic, events)
+            print(f"{events:,} events produced in {time.monotonic() - started:.1f} s")
+            for mode in ("ours", "reference"):
+                shutil.rmtree(args.work, ignore_errors=True)
+                run = run_child(mode, broker.bootstrap_servers, topic, args.work / mode, events)
+                assert run["events_read"] == events, run
+                runs.append(run)
+                print(
+                    f"  {mode:<10} {run['seconds']:7.1f} s  {events / run['seconds']:9,.0f} "
+                    f"events/s  peak {run['peak_rss_bytes'] / 2**30:.2f} GiB"
+                )
+    shutil.rmtree(args.work, ignore_errors=True)
+    by_size: dict[int, dict[str, Any]] = {}
+    for run in runs:
+        by_size.setdefault(run["events"], {})[run["mode"]] = run
+    report = {
+        str(events): {
+            "events_per_second": events / pair["ours"]["seconds"],
+            "time_ratio": pair["ours"]["seconds"] / pair["reference"]["seconds"],
+            "peak_rss_gib": pair["ours"]["peak_rss_bytes"] / 2**30,
+            "reference_peak_rss_gib": pair["reference"]["peak_rss_bytes"] / 2**30,
+        }
+        for events, pair in by_size.items()
+    }
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps({"report": report, "runs": runs}, indent=2))
+    print("\nDebezium ingest (80 % updates), ours against a plain Spark append:")
+    for events, line in report.items():
+        print(
+            f"  {int(events):>9,} events: {line['events_per_second']:9,.0f} events/s, "
+            f"{line['time_ratio']:.2f}x the append (target >= 50,000/s, <= 2x), "
+            f"peak {line['peak_rss_gib']:.2f} GiB (append {line['reference_peak_rss_gib']:.2f})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
