@@ -131,7 +131,7 @@ class PostgresLog:
 
     def _encode(self, payload: Mapping[str, Any], schema: Mapping[str, Any]) -> bytes:
         document = {"schema": schema, "payload": payload} if self.schemas else payload
-        return json.dumps(document).encode()
+        return json.dumps(document, separators=(",", ":")).encode()  # compact, as Jackson
 
     def _encode_key(self, key: Mapping[str, Any] | None) -> bytes | None:
         if key is None:

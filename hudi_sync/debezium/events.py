@@ -65,6 +65,10 @@ META_COLUMNS: dict[str, list[tuple[str, str]]] = {
 }
 
 
+_SCHEMA_HEAD = b'{"schema":'
+_PAYLOAD_SEPARATOR = b',"payload":'
+
+
 class EventError(BadInputError):
     """An event that cannot be read; the message names its topic, partition and offset."""
 
@@ -110,12 +114,16 @@ class EventReader:
         self.settings = settings
         self.registry = registry or SchemaRegistry(None)
         self.key_fields: tuple[str, ...] | None = settings.record_key_fields
+        self._check_placeholders = True
         self._connect_columns: dict[bytes, dict[str, ColumnType]] = {}
         self._avro_columns: dict[int, dict[str, ColumnType]] = {}
         placeholders: set[Any] = set(settings.unavailable_values)
         placeholders |= {base64.b64encode(v.encode()).decode() for v in settings.unavailable_values}
         placeholders |= {v.encode() for v in settings.unavailable_values}
         self._placeholders = placeholders
+        # Placeholders as they appear in message bytes (text, or base64 for binary
+        # columns): a message without any needs no per-column check.
+        self._raw_placeholders = [p.encode() if isinstance(p, str) else p for p in placeholders]
 
     def read(
         self, position: Position, key: bytes | None, value: bytes | None
@@ -129,6 +137,7 @@ class EventReader:
             raise EventError(f"{position}: {exc}") from None
 
     def _read(self, position: Position, key: bytes | None, value: bytes) -> ChangeEvent:
+        self._check_placeholders = any(p in value for p in self._raw_placeholders)
         payload, columns = self._decode(value, "value")
         if not isinstance(payload, dict):
             raise BadInputError("the value is not a Debezium event (not an object)")
@@ -143,13 +152,16 @@ class EventReader:
     def _decode(self, raw: bytes, what: str) -> tuple[Any, Mapping[str, ColumnType] | None]:
         if is_wire_format(raw):
             record, writer = self.registry.decode(raw)
-            columns = None
-            if what == "value":
-                schema_id = int.from_bytes(raw[1:5], "big")
-                if schema_id not in self._avro_columns:
-                    self._avro_columns[schema_id] = avro_row_columns(writer)
-                columns = self._avro_columns[schema_id]
-            return record, columns
+            if what != "value":
+                return record, None
+            schema_id = int.from_bytes(raw[1:5], "big")
+            if schema_id not in self._avro_columns:
+                self._avro_columns[schema_id] = avro_row_columns(writer)
+            return record, self._avro_columns[schema_id]
+        if what == "value":
+            split = self._split_envelope(raw)
+            if split is not None:
+                return split
         try:
             document = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -158,14 +170,38 @@ class EventReader:
             ) from None
         if isinstance(document, dict) and "payload" in document and "schema" in document:
             schema = document["schema"]
-            columns = None
+            columns: Mapping[str, ColumnType] | None = None
             if what == "value" and isinstance(schema, dict):
-                fingerprint = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
-                if fingerprint not in self._connect_columns:
-                    self._connect_columns[fingerprint] = connect_row_columns(schema)
-                columns = self._connect_columns[fingerprint]
+                columns = self._columns(orjson.dumps(schema), schema)
             return document["payload"], columns
         return document, None
+
+    def _split_envelope(self, raw: bytes) -> tuple[Any, Mapping[str, ColumnType] | None] | None:
+        """The JSON converter writes ``{"schema":...,"payload":...}``: parse the payload
+        alone and each distinct schema once (it is most of the bytes). None when the
+        message is not in that exact shape."""
+        if not raw.startswith(_SCHEMA_HEAD):
+            return None
+        cut = raw.find(_PAYLOAD_SEPARATOR)
+        if cut < 0 or not raw.endswith(b"}"):
+            return None
+        schema_bytes = raw[len(_SCHEMA_HEAD) : cut]
+        try:
+            payload = orjson.loads(raw[cut + len(_PAYLOAD_SEPARATOR) : -1])
+            columns = self._columns(schema_bytes, None)
+        except orjson.JSONDecodeError:
+            return None  # the separator was inside a value: parse the whole document
+        return payload, columns
+
+    def _columns(self, schema_bytes: bytes, schema: Any) -> Mapping[str, ColumnType] | None:
+        """The row columns of a Connect schema, cached by its bytes."""
+        if schema_bytes not in self._connect_columns:
+            if schema is None:
+                schema = orjson.loads(schema_bytes)
+            if not isinstance(schema, dict):
+                return None
+            self._connect_columns[schema_bytes] = connect_row_columns(schema)
+        return self._connect_columns[schema_bytes]
 
     # -- shapes --------------------------------------------------------------------------
     def _envelope(
@@ -244,11 +280,13 @@ class EventReader:
             for name, value in key_payload.items():  # a delete's before image may be empty
                 row.setdefault(name, value)
         key = self._key(row, key_payload)
-        unavailable = frozenset(
-            name for name, v in row.items() if _is_placeholder(v, self._placeholders)
-        )
-        for name in unavailable:
-            row[name] = None
+        unavailable: frozenset[str] = frozenset()
+        if self._check_placeholders:
+            unavailable = frozenset(
+                name for name, v in row.items() if _is_placeholder(v, self._placeholders)
+            )
+            for name in unavailable:
+                row[name] = None
         return ChangeEvent(op, key, row, meta, order, database, columns, position, unavailable)
 
     def _key(self, row: Mapping[str, Any], key_payload: Any) -> str:
@@ -292,8 +330,8 @@ def _database(connector: Any, source: Mapping[str, Any]) -> str:
 
 
 def _int(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
+    if value is None or value.__class__ is int:
+        return value
     try:
         return int(value)
     except (TypeError, ValueError):

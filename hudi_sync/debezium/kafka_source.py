@@ -129,9 +129,13 @@ class KafkaSource:
         return int(low), int(high)
 
     def end_offsets(self) -> Offsets:
+        """The high watermarks the last fetches reported (no round trip); a partition
+        not fetched yet is asked."""
         ends: Offsets = {}
         for tp in self.partitions:
-            ends.setdefault(tp.topic, {})[tp.partition] = self._watermarks(tp)[1]
+            high = self.consumer.get_watermark_offsets(tp, cached=True)
+            end = high[1] if high and high[1] >= 0 else self._watermarks(tp)[1]
+            ends.setdefault(tp.topic, {})[tp.partition] = int(end)
         return ends
 
     def read_batch(self, start: Offsets, max_events: int) -> tuple[list[Message], Offsets, Offsets]:
