@@ -44,14 +44,14 @@ def produce(servers: str, topic: str, events: int) -> None:
     of live keys, 10 % deletes."""
     import random
 
-    from kafka import KafkaProducer
+    from confluent_kafka import Producer
 
     from tests.debezium_events import PostgresLog
 
     log = PostgresLog(schemas=False)
     rng = random.Random(1)
     live: list[int] = []
-    producer = KafkaProducer(bootstrap_servers=servers, linger_ms=20, batch_size=1 << 20)
+    producer = Producer({"bootstrap.servers": servers, "linger.ms": 20})
     next_key = 0
     for i in range(events):
         kind = i % 10
@@ -66,9 +66,10 @@ def produce(servers: str, topic: str, events: int) -> None:
             key, op, before = live[rng.randrange(len(live))], "u", None
         row = {"id": key, "name": f"name-{i}", "note": "x" * 40, "qty": i}
         message_key, value = log.change(op, before, None if op == "d" else row, commit=i % 4 == 0)
-        producer.send(topic, key=message_key, value=value)
+        producer.produce(topic, key=message_key, value=value)
+        if i % 10_000 == 0:
+            producer.poll(0)
     producer.flush()
-    producer.close()
 
 
 def child(mode: str, servers: str, topic: str, table: str, events: int) -> dict[str, Any]:

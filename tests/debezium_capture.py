@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 from pydbzengine import BasePythonChangeHandler, ChangeEvent, DebeziumJsonEngine
 
 from tests.kafka_broker import KafkaBroker, log_tail
+from tests.service import Service
 
 if TYPE_CHECKING:
     from tests.postgres_server import PostgresServer
@@ -87,7 +88,7 @@ def _java_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-class DebeziumCapture:
+class DebeziumCapture(Service):
     """Debezium's PostgreSQL connector forwarding every change event to a Kafka broker."""
 
     def __init__(
@@ -168,10 +169,6 @@ class DebeziumCapture:
         return props
 
     # -- lifecycle ---------------------------------------------------------------------------
-
-    def __enter__(self) -> DebeziumCapture:
-        self.start()
-        return self
 
     def __exit__(
         self,

@@ -45,8 +45,9 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
+
+from tests.service import Service
 
 if TYPE_CHECKING:
     from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
@@ -82,7 +83,7 @@ def log_tail(path: Path, limit: int = 4000) -> str:
         return ""
 
 
-class KafkaBroker:
+class KafkaBroker(Service):
     """A Tansu broker subprocess on 127.0.0.1 with kafka-python helpers to seed and read it."""
 
     def __init__(self, *, startup_timeout: float = 30.0, start_attempts: int = 3) -> None:
@@ -114,18 +115,6 @@ class KafkaBroker:
         return self._tmp / "tansu.log"
 
     # -- lifecycle ---------------------------------------------------------------------------
-
-    def __enter__(self) -> KafkaBroker:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def start(self) -> None:
         """Start the broker and wait until a client can bootstrap from it.

@@ -21,10 +21,10 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from tests.kafka_broker import free_port, log_tail
+from tests.service import Service
 
 if TYPE_CHECKING:
     import psycopg
@@ -33,7 +33,7 @@ PG_BIN = Path("/usr/lib/postgresql/15/bin")
 SUPERUSER = "postgres"
 
 
-class PostgresServer:
+class PostgresServer(Service):
     """A PostgreSQL 15 cluster in a temp dir with ``wal_level=logical``; stopped on exit."""
 
     def __init__(
@@ -81,18 +81,6 @@ class PostgresServer:
         return psycopg.connect(self.dsn, **kwargs)
 
     # -- lifecycle ---------------------------------------------------------------------------
-
-    def __enter__(self) -> PostgresServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def _run(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
         """Run a PostgreSQL binary as the cluster's owner; raise with its output on failure."""

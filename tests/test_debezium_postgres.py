@@ -15,7 +15,6 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pytest
 
 from hudi_sync.debezium.ingest import IngestConfig, ingest
 from hudi_sync.spark import read
@@ -23,10 +22,6 @@ from tests.debezium_capture import DebeziumCapture
 from tests.postgres_server import PostgresServer
 from tests.warehouse_rows import hudi_rs_rows
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
 TOPIC = "dbz.public.accounts"
 COLUMNS = ("id", "name", "balance", "score", "born", "seen", "seen_tz", "doc", "uid", "tags")
 COLUMNS += ("raw", "mood", "big")

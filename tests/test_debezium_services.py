@@ -10,19 +10,12 @@ import json
 from collections import defaultdict
 from typing import Any
 
-import pytest
-
 from tests.debezium_capture import DebeziumCapture
 from tests.kafka_broker import KafkaBroker
 from tests.postgres_server import PostgresServer
 
 TOPIC = "dbz.public.customers"
 
-# kafka-python 3.0.12 loads its protocol schemas with importlib.resources' legacy API.
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
 
 
 def _key_id(key: bytes | None) -> int:

@@ -70,8 +70,9 @@ def reduce_events(
         if event.op == "t":
             if truncate_policy == "fail":
                 raise EventError(
-                    f"{event.position}: the table was truncated in the database; set the "
-                    "truncate policy to ignore or delete to go on"
+                    f"{event.position}: the table was truncated in the database; set "
+                    "hoodie.streamer.debezium.truncate.policy (--on-truncate) to ignore or "
+                    "delete to go on"
                 )
             if truncate_policy == "delete" and event.order > floor:
                 result.dropped += len(result.final)

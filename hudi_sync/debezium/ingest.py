@@ -148,7 +148,7 @@ class IngestSummary:
 
     table: str
     events_read: int = 0
-    events_applied: int = 0
+    keys_written: int = 0  # rows upserted or deleted (one per key and batch)
     events_dropped: int = 0  # older than a tombstone or a truncate
     events_skipped: int = 0  # unreadable, sent to the dead-letter file
     batches_committed: int = 0
@@ -222,7 +222,7 @@ class _Ingest:
                 position = after
                 source.commit_offsets(after)
                 self.store.remove_unreferenced(state.tombstone_files)
-                self.summary.events_applied += len(reduced.final)
+                self.summary.keys_written += len(reduced.final)
                 self.summary.events_dropped += reduced.dropped
                 self._sync()
                 self.progress(self.summary)
