@@ -220,3 +220,64 @@ def test_the_cli_ingests_and_reports_json(broker, tmp_path) -> None:  # type: ig
     )
     wrong = runner.invoke(app, [*args, "--on-truncate", "maybe"])
     assert wrong.exit_code == 2 and "truncate.policy='maybe'" in wrong.stderr
+
+
+def test_continuous_ingest_stops_cleanly_on_sigterm(broker, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from hudi_sync.errors import TableNotFoundError
+
+    topic = f"pg.public.items_{uuid.uuid4().hex[:6]}"
+    broker.create_topic(topic, partitions=2)
+    log = PostgresLog()
+    path = tmp_path / "items"
+    command = [sys.executable, "-m", "hudi_sync.cli.app", "ingest", "debezium"]
+    command += ["--table-path", str(path), "--bootstrap-servers", broker.bootstrap_servers]
+    command += ["--topic", topic, "--continuous", "--poll-interval", "0.2", "--json"]
+    child = subprocess.Popen(
+        command,
+        cwd=Path(__file__).resolve().parents[1],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def commits() -> int:
+        try:
+            return len(HudiTable.open(str(path)).completed_commits())
+        except TableNotFoundError:
+            return 0
+
+    def wait_for(count: int) -> None:
+        deadline = time.monotonic() + 180
+        while commits() < count:
+            assert child.poll() is None, child.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "no commit"
+            time.sleep(0.2)
+
+    try:
+        broker.produce(
+            topic,
+            [
+                log.change("c", None, {"id": i, "name": "a", "note": None, "qty": i})
+                for i in range(3)
+            ],
+        )
+        wait_for(1)
+        broker.produce(
+            topic, [log.change("u", None, {"id": 1, "name": "b", "note": None, "qty": 9})]
+        )
+        wait_for(2)
+        child.send_signal(signal.SIGTERM)
+        out, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 0, err[-2000:]
+    summary = json.loads(out)
+    assert summary["batches_committed"] == 2 and summary["events_read"] == 4
+    assert commits() == 2

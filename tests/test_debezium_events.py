@@ -322,3 +322,15 @@ def test_primary_key_change_leaves_only_the_new_key() -> None:
     history.append(log.change("c", None, new))
     assert _apply([history]) == {40: new}
     assert _apply([[history[0]], [history[2], history[1]]]) == {40: new}
+
+
+def test_checkpoint_text_is_hudis_format() -> None:
+    from hudi_sync.debezium.state import format_checkpoint, parse_checkpoint
+
+    offsets = {"db.public.a": {0: 12, 1: 30}, "db.public.b": {0: 4}}
+    text = format_checkpoint(offsets)
+    assert text == "db.public.a,0:12,1:30;db.public.b,0:4"
+    assert parse_checkpoint(text) == offsets
+    assert parse_checkpoint("topic,0:5") == {"topic": {0: 5}}
+    with pytest.raises(Exception, match="is not topic,partition:offset"):
+        parse_checkpoint("topic,0-5")
