@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +39,13 @@ from hudi_sync.debezium.events import (
 )
 from hudi_sync.debezium.kafka_source import KafkaSettings, KafkaSource, Message, lag, split_topics
 from hudi_sync.debezium.registry import SchemaRegistry
-from hudi_sync.debezium.state import IngestState, TombstoneStore, format_checkpoint, load_state
+from hudi_sync.debezium.state import (
+    IngestState,
+    Offsets,
+    TombstoneStore,
+    format_checkpoint,
+    load_state,
+)
 from hudi_sync.errors import BadInputError, TableNotFoundError
 from hudi_sync.hook import run_post_commit_hook
 from hudi_sync.spark import options as opt
@@ -164,6 +171,16 @@ class IngestSummary:
 ProgressCallback = Callable[[IngestSummary], None]
 
 
+@dataclass(frozen=True)
+class _Batch:
+    """Messages read from Kafka, decoded; ``after``: the offsets that follow them."""
+
+    messages: list[Message]
+    after: Offsets
+    ends: Offsets
+    events: list[ChangeEvent]
+
+
 def ingest(
     spark: SparkSession,
     config: IngestConfig,
@@ -201,35 +218,44 @@ class _Ingest:
         if state.instant is not None:
             self._sync()  # a run killed during its sync left the warehouse behind
         source = KafkaSource(self.config.kafka)
+        # The next batch is read and decoded while Spark writes this one (the driver
+        # mostly waits for the JVM then); it is reduced only after this commit, against
+        # the tombstones the commit leaves.
+        prefetch = ThreadPoolExecutor(max_workers=1, thread_name_prefix="debezium-read")
         try:
-            position = source.seek(state.offsets)
+            pending = prefetch.submit(self._read, source, source.seek(state.offsets))
             while not self.stop.is_set():
-                messages, after, ends = source.read_batch(position, self.config.max_events)
-                self.summary.lag = lag(after, ends)
-                if not messages:
+                batch = pending.result()
+                self.summary.lag = lag(batch.after, batch.ends)
+                if not batch.messages:
                     if not self.config.continuous:
                         break
                     self.stop.wait(self.config.poll_interval_s)
+                    pending = prefetch.submit(self._read, source, batch.after)
                     continue
-                self.summary.events_read += len(messages)
-                events = self._decode(messages)
+                pending = prefetch.submit(self._read, source, batch.after)
+                self.summary.events_read += len(batch.messages)
                 reduced = reduce_events(
-                    events, tombstones, state.truncated_before, self.config.truncate_policy
+                    batch.events, tombstones, state.truncated_before, self.config.truncate_policy
                 )
                 if self.stop.is_set():
                     break  # abandon the batch: nothing was written, its offsets are not saved
-                state = self._commit(reduced, state, tombstones, after)
-                position = after
-                source.commit_offsets(after)
+                state = self._commit(reduced, state, tombstones, batch.after)
+                source.commit_offsets(batch.after)
                 self.store.remove_unreferenced(state.tombstone_files)
                 self.summary.keys_written += len(reduced.final)
                 self.summary.events_dropped += reduced.dropped
                 self._sync()
                 self.progress(self.summary)
         finally:
+            prefetch.shutdown(wait=True, cancel_futures=True)
             source.close()
         self.summary.checkpoint = format_checkpoint(state.offsets)
         return self.summary
+
+    def _read(self, source: KafkaSource, position: Offsets) -> _Batch:
+        messages, after, ends = source.read_batch(position, self.config.max_events)
+        return _Batch(messages, after, ends, self._decode(messages))
 
     # -- decoding --------------------------------------------------------------------------
     def _decode(self, messages: list[Message]) -> list[ChangeEvent]:
