@@ -188,3 +188,27 @@ def test_unreachable_broker_and_unknown_topic(spark, broker, tmp_path) -> None: 
     with pytest.raises(BadInputError, match=r"topic missing\.topic does not exist"):
         ingest(spark, config(broker, "missing.topic", path))
     assert not path.exists()
+
+
+def test_a_topic_pattern_reads_every_matching_topic(spark, broker, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Two shards' topics by one pattern: both land in the table, and the checkpoint
+    holds both topics' offsets."""
+    suffix = uuid.uuid4().hex[:6]
+    topics = [f"shard{n}.public.items_{suffix}" for n in (1, 2)]
+    log = PostgresLog()
+    for n, topic in enumerate(topics):
+        broker.create_topic(topic, partitions=2)
+        row = {"id": n, "name": topic, "note": None, "qty": n}
+        broker.produce(topic, [log.change("c", None, row)])
+    path = tmp_path / "items"
+    config = IngestConfig.from_options(
+        str(path),
+        {"hoodie.table.name": "items"},
+        bootstrap_servers=broker.bootstrap_servers,
+        topic_pattern=rf"shard\d\.public\.items_{suffix}",
+    )
+    summary = ingest(spark, config)
+    assert summary.batches_committed == 1
+    assert sorted(r["name"] for r in read(spark, str(path)).toArrow().to_pylist()) == topics
+    assert set(load_state(str(path)).offsets) == set(topics)
+    assert summary.checkpoint.count(";") == 1

@@ -37,7 +37,7 @@ from hudi_sync.debezium.events import (
     EventSettings,
     Position,
 )
-from hudi_sync.debezium.kafka_source import KafkaSettings, KafkaSource, Message, lag, split_topics
+from hudi_sync.debezium.kafka_source import KafkaSettings, KafkaSource, Message, lag, split_names
 from hudi_sync.debezium.registry import SchemaRegistry
 from hudi_sync.debezium.state import (
     IngestState,
@@ -102,7 +102,7 @@ class IngestConfig:
         keys = o.get(opt.RECORD_KEY)
         kafka = KafkaSettings(
             bootstrap_servers=o.get("bootstrap.servers", "localhost:9092"),
-            topics=split_topics(o.get(TOPIC)),
+            topics=split_names(o.get(TOPIC)),
             auto_offset_reset=o.get("auto.offset.reset", "earliest").lower(),
             group_id=o.get("group.id"),
         )
@@ -110,7 +110,7 @@ class IngestConfig:
             "table_path": table_path,
             "kafka": kafka,
             "write_options": {k: v for k, v in o.items() if k.startswith("hoodie.")},
-            "record_key_fields": split_topics(keys) or None,
+            "record_key_fields": split_names(keys) or None,
             "max_events": _positive(o, MAX_EVENTS, 100_000),
             "truncate_policy": o.get(TRUNCATE_POLICY, "fail").lower(),
             "on_error": o.get(ON_ERROR_OPTION, "stop").lower(),
@@ -119,11 +119,9 @@ class IngestConfig:
             "unavailable_values": (UNAVAILABLE, placeholder) if placeholder else (UNAVAILABLE,),
             "binary_handling_mode": o.get(BINARY_MODE, "bytes").lower(),
         }
-        kafka_overrides = {
-            k: overrides.pop(k)
-            for k in ("bootstrap_servers", "topics", "topic_pattern", "auto_offset_reset")
-            if overrides.get(k) not in (None, ())
-        }
+        kafka_keys = ("bootstrap_servers", "topics", "topic_pattern", "auto_offset_reset")
+        kafka_overrides = {k: overrides.pop(k, None) for k in kafka_keys}
+        kafka_overrides = {k: v for k, v in kafka_overrides.items() if v not in (None, ())}
         values["kafka"] = KafkaSettings(**{**kafka.__dict__, **kafka_overrides})
         values.update({k: v for k, v in overrides.items() if v is not None})
         config = cls(**values)
@@ -364,7 +362,7 @@ class _Ingest:
         return frame.drop(UNAVAILABLE_COLUMNS)
 
     def _check_partition_values(self, rows: list[ChangeEvent]) -> None:
-        fields = split_topics(self.config.write_options.get(opt.PARTITION_PATH))
+        fields = split_names(self.config.write_options.get(opt.PARTITION_PATH))
         for event in rows:
             if event.op == "d" and any(event.row.get(f) is None for f in fields):
                 raise EventError(

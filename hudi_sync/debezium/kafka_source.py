@@ -215,7 +215,8 @@ def lag(position: Offsets, ends: Offsets) -> int:
     )
 
 
-def split_topics(value: str | Sequence[str] | None) -> tuple[str, ...]:
+def split_names(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``a,b`` (or a sequence) as names, blanks dropped: topics, key or partition fields."""
     if value is None:
         return ()
     items = value.split(",") if isinstance(value, str) else value
