@@ -220,7 +220,7 @@ class EventReader:
         database = _database(source.get("connector"), source)
         image = payload.get("before") if op == "d" else payload.get("after")
         row = dict(image) if isinstance(image, dict) else {}
-        if op != "t" and not row and op != "d":
+        if op in ("c", "u", "r") and not row:
             raise BadInputError(f"a {op!r} event has no 'after' row")
         meta = _meta(database, op, payload.get("ts_ms"), source)
         return self._event(position, op, row, key_payload, meta, database, columns)
