@@ -131,7 +131,7 @@ def registry() -> Iterator[str]:
             self.wfile.write(body)
 
         def log_message(self, *args: Any) -> None:
-            pass
+            """Quiet: the test output is for assertions."""
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

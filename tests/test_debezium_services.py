@@ -17,7 +17,6 @@ from tests.postgres_server import PostgresServer
 TOPIC = "dbz.public.customers"
 
 
-
 def _key_id(key: bytes | None) -> int:
     assert key is not None
     parsed = json.loads(key)

@@ -40,7 +40,6 @@ class Reduced:
     unresolved: dict[str, frozenset[str]] = field(default_factory=dict)
     truncated_at: str | None = None  # position of the last applied truncate
     dropped: int = 0  # events older than a tombstone or a truncate
-    events: int = 0
 
     @property
     def deletes(self) -> dict[str, str]:
@@ -64,7 +63,7 @@ def reduce_events(
             f"truncate policy {truncate_policy!r} is not one of {', '.join(TRUNCATE_POLICIES)}"
         )
     ordered = sorted(events, key=lambda e: e.order)
-    result = Reduced(events=len(ordered))
+    result = Reduced()
     floor = truncated_before or ""
     for event in ordered:
         if event.op == "t":

@@ -51,7 +51,6 @@ from hudi_sync.hook import run_post_commit_hook
 from hudi_sync.spark import options as opt
 from hudi_sync.spark.reader import read
 from hudi_sync.spark.writer import write
-from hudi_sync.table import HudiTable
 from hudi_sync.table.schema import META_FIELDS
 
 UNAVAILABLE_COLUMNS = "__hudi_sync_unavailable"
@@ -340,10 +339,9 @@ class _Ingest:
 
     def _stored(self) -> DataFrame | None:
         try:
-            HudiTable.open(self.path, self.config.storage_options)
+            return read(self.spark, self.path, storage_options=self.config.storage_options)
         except TableNotFoundError:
             return None
-        return read(self.spark, self.path, storage_options=self.config.storage_options)
 
     def _frame(
         self, rows: list[ChangeEvent], reduced: Reduced, stored: DataFrame | None

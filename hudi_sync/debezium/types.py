@@ -270,8 +270,6 @@ def from_avro(schema: Any) -> ColumnType:
         logical = DECIMAL
         parameters.setdefault("scale", str(schema.get("scale", 0)))
         parameters.setdefault("connect.decimal.precision", str(schema.get("precision", 38)))
-    if schema.get("type") in ("record", "enum", "fixed"):
-        logical = logical if schema.get("type") != "record" or logical else None
     items = schema.get("items") if schema.get("type") == "array" else None
     return ColumnType(kind, logical, parameters, from_avro(items) if items else None)
 
