@@ -4,6 +4,8 @@ snapshots before and after every commit (an independent reader)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import shutil
@@ -525,6 +527,20 @@ def test_changes_command_prints_the_cdc_rows_and_show_table_the_mode(  # type: i
     ).collect()
     assert observed(lines) == observed([r.asDict() for r in want])
     assert sorted(r["op"] for r in lines) == ["i", "u"]
+
+    # piped (CliRunner's stdout is no terminal): tab-separated, each image whole
+    piped = runner.invoke(app, ["changes", str(path), "--from", first.instant])
+    assert piped.exit_code == 0, piped.output
+    cells = list(csv.DictReader(io.StringIO(piped.stdout), delimiter="\t"))
+
+    def images(rows: list[dict[str, Any]]) -> list[tuple[str, Any, Any]]:
+        def load(value: Any) -> Any:
+            return json.loads(value) if isinstance(value, str) and value else value or None
+
+        found = [(r["op"], load(r["before"]), load(r["after"])) for r in rows]
+        return sorted(found, key=lambda image: json.dumps(image, sort_keys=True, default=str))
+
+    assert images(cells) == images(lines)
 
     shown = runner.invoke(app, ["show", "table", str(path), "--json"])
     settings = {r["setting"]: r["value"] for r in json.loads(shown.stdout)}

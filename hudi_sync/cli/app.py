@@ -1,6 +1,8 @@
 """``hudi-sync``: typer CLI over the table core.
 
 Exit codes: 0 ok, 2 bad input (a one-line message naming what is wrong), 1 failure.
+Help is click's plain layout: flags show as flags (no ``<bool>``) and no help text is cut.
+Tables go to a terminal as rich tables and to a pipe or file as tab-separated values, whole.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from hudi_sync import __version__
 from hudi_sync.backfill import backfill, discover_tables
 from hudi_sync.errors import BadInputError, HudiSyncError
-from hudi_sync.hook import target_names
+from hudi_sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, build_target, target_names
 from hudi_sync.manifest import DEFAULT_KEEP, manifest_summary
 from hudi_sync.sync import SyncReport, Target, publish_manifest, sync_table
 from hudi_sync.table import HudiTable
@@ -25,18 +28,45 @@ from hudi_sync.table.changes import ChangePlan, ChangeSplit, plan_changes, read_
 from hudi_sync.table.properties import parse_java_properties
 from hudi_sync.warehouse.bigquery_target import PREFIX as BIGQUERY_PREFIX
 from hudi_sync.warehouse.bigquery_target import BigQueryTarget
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 from hudi_sync.warehouse.snowflake_target import PREFIX as SNOWFLAKE_PREFIX
 from hudi_sync.warehouse.snowflake_target import SnowflakeTarget
 from hudi_sync.watch import watch
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="Apache Hudi table tools.")
-show_app = typer.Typer(no_args_is_help=True, help="Show a table's timeline and files.")
+
+def _commands(help_text: str) -> typer.Typer:
+    """A command group with plain click help (typer's rich help prints ``<bool>`` after
+    every flag and cuts long option help at the terminal width)."""
+    return typer.Typer(
+        no_args_is_help=True, add_completion=False, rich_markup_mode=None, help=help_text
+    )
+
+
+app = _commands("Apache Hudi table tools.")
+show_app = _commands("Show a table's timeline and files.")
 app.add_typer(show_app, name="show")
-sync_app = typer.Typer(no_args_is_help=True, help="Sync a table's snapshot to a warehouse.")
+sync_app = _commands("Sync a table's snapshot to a warehouse.")
 app.add_typer(sync_app, name="sync")
-ingest_app = typer.Typer(no_args_is_help=True, help="Ingest change events into a table.")
+ingest_app = _commands("Ingest change events into a table.")
 app.add_typer(ingest_app, name="ingest")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"hudi-sync {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Apache Hudi table tools: show, sync, write, watch, backfill, ingest."""
+
 
 T = TypeVar("T")
 
@@ -81,18 +111,34 @@ def parse_storage_options(pairs: list[str] | None) -> dict[str, Any]:
     return options
 
 
+def _cell(value: Any) -> str:
+    """A value as table text: lists comma-joined, records as JSON, None empty."""
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ", ".join(_cell(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
 def _emit(rows: list[dict[str, Any]], as_json: bool, title: str) -> None:
+    """Rows as JSON, as a rich table on a terminal, or as whole tab-separated values
+    (header first) when stdout is a pipe or file, so no value is ever cut."""
     if as_json:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
+        return
+    columns = list(rows[0]) if rows else []
+    if not sys.stdout.isatty():
+        escape = str.maketrans({"\t": "\\t", "\n": "\\n", "\r": "\\r", "\\": "\\\\"})
+        for cells in [columns, *([_cell(v) for v in row.values()] for row in rows)]:
+            sys.stdout.write("\t".join(c.translate(escape) for c in cells) + "\n")
         return
     table = Table(title=title)
-    columns = list(rows[0]) if rows else []
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(
-            *[", ".join(v) if isinstance(v, list) else str(v or "") for v in row.values()]
-        )
+        table.add_row(*[_cell(v) for v in row.values()])
     Console().print(table)
 
 
@@ -250,7 +296,11 @@ def _print_report(report: SyncReport, dry_run: bool, as_json: bool, uri: str) ->
             for step in plan.steps:
                 typer.echo(step + ";")
     elif report.instant is None:
-        typer.echo(f"{uri}: no completed commit yet, nothing to sync")
+        typer.echo(
+            f"{uri}: no completed commit yet: empty objects created with the columns of "
+            "hoodie.table.create.schema; the first commit's sync fills them"
+        )
+        _emit([r.to_json() for r in report.results], False, f"sync of {uri} (empty)")
     else:
         _emit([r.to_json() for r in report.results], False, f"sync of {uri} at {report.instant}")
 
@@ -275,31 +325,6 @@ def _sync(
 
     report = _run(body)
     _print_report(report, dry_run, as_json, uri)
-
-
-@sync_app.command("duckdb")
-def sync_duckdb(
-    uri: Annotated[str, typer.Argument(help="Table base path or URI")],
-    database: Annotated[str, typer.Option("--database", help="DuckDB database file.")],
-    table_name: Annotated[str, typer.Option("--table", help="Name of the view to create.")],
-    as_of: AsOfOption = None,
-    keep: KeepOption = DEFAULT_KEEP,
-    force: ForceOption = False,
-    dry_run: DryRunOption = False,
-    as_json: JsonFlag = False,
-    storage_option: StorageOption = None,
-) -> None:
-    """Create NAME, NAME_manifest and NAME_history in a DuckDB file."""
-    _sync(
-        uri,
-        lambda _table: [DuckDBTarget(database, table_name)],
-        storage_option,
-        as_of,
-        keep,
-        force,
-        dry_run,
-        as_json,
-    )
 
 
 def load_properties(path: str | None) -> dict[str, str]:
@@ -345,6 +370,34 @@ def _bq_option(name: str, help_text: str) -> Any:
         f"--{name.replace('_', '-').replace('.', '-')}",
         help=f"{BIGQUERY_PREFIX}{name}: {help_text}",
     )
+
+
+@sync_app.command("duckdb")
+def sync_duckdb(
+    uri: Annotated[str, typer.Argument(help="Table base path or URI")],
+    database: Annotated[
+        str | None, typer.Option("--database", help=f"{DUCKDB_DATABASE}: DuckDB database file.")
+    ] = None,
+    table_name: Annotated[
+        str | None,
+        typer.Option("--table", help=f"{DUCKDB_TABLE}: view name; default the Hudi table's."),
+    ] = None,
+    props: PropsOption = None,
+    conf: ConfOption = None,
+    as_of: AsOfOption = None,
+    keep: KeepOption = DEFAULT_KEEP,
+    force: ForceOption = False,
+    dry_run: DryRunOption = False,
+    as_json: JsonFlag = False,
+    storage_option: StorageOption = None,
+) -> None:
+    """Create NAME, NAME_manifest and NAME_history in a DuckDB file."""
+    flags = {DUCKDB_DATABASE: database, DUCKDB_TABLE: table_name}
+
+    def targets(table: HudiTable) -> list[Target]:
+        return [build_target("duckdb", _options(props, conf, flags=flags), table)]
+
+    _sync(uri, targets, storage_option, as_of, keep, force, dry_run, as_json)
 
 
 @sync_app.command("bigquery")
@@ -502,10 +555,11 @@ def write_command(
 
     def body() -> dict[str, Any]:
         from hudi_sync.spark import local_session, write
-        from hudi_sync.spark.files import load_files, source_format
+        from hudi_sync.spark.files import check_sources, load_files, source_format
         from hudi_sync.spark.options import WriteOptions
 
-        WriteOptions.parse(options)  # bad options fail before Spark starts
+        WriteOptions.parse(options)  # bad options and sources fail before Spark starts
+        check_sources(sources)
         kind = source_format(sources, file_format)
         spark = local_session("hudi-sync write")
         result = write(load_files(spark, sources, kind), table, options)
@@ -543,6 +597,7 @@ def watch_command(
     max_syncs: Annotated[
         int | None, typer.Option("--max-syncs", help="Stop after this many syncs.")
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON line per sync.")] = False,
     storage_option: StorageOption = None,
 ) -> None:
     """Poll the timeline; on each new commit run the configured sync targets (the hook's
@@ -552,9 +607,12 @@ def watch_command(
 
     def report(result: SyncReport) -> None:
         nonlocal failures
-        status = "ok" if result.ok else result.error_summary()
         failures += 0 if result.ok else 1
-        typer.echo(f"{result.table} {result.instant}: {status}")
+        if as_json:
+            typer.echo(json.dumps(result.to_json(), default=str))
+        else:
+            status = "ok" if result.ok else result.error_summary()
+            typer.echo(f"{result.table} {result.instant}: {status}")
 
     _run(lambda: watch(uri, options, storage, interval, max_syncs, report))
     if failures:
@@ -566,13 +624,20 @@ def backfill_command(
     root: Annotated[str, typer.Argument(help="Folder or URI holding Hudi tables")],
     props: PropsOption = None,
     conf: ConfOption = None,
+    allow_empty: Annotated[
+        bool, typer.Option("--allow-empty", help="Exit 0 when ROOT holds no table.")
+    ] = False,
     as_json: JsonFlag = False,
     storage_option: StorageOption = None,
 ) -> None:
     """Find every Hudi table under ROOT and sync each one to the configured targets; each
-    table's warehouse name is its path under ROOT with '/' replaced by '_'."""
+    table's warehouse name is its path under ROOT with '/' replaced by '_'. A ROOT with
+    no table exits 1 (0 with --allow-empty)."""
     options, storage = _hook_options(props, conf, storage_option)
     tables = _run(lambda: discover_tables(root, storage))
+    if not tables:
+        typer.echo(f"{'warning' if allow_empty else 'error'}: no Hudi table under {root}", err=True)
+        raise typer.Exit(0 if allow_empty else 1)
     rows: list[dict[str, Any]] = []
     with Progress(transient=True, disable=as_json) as progress:
         task = progress.add_task("syncing", total=len(tables))

@@ -28,14 +28,19 @@ def source_format(sources: Sequence[str], declared: str | None) -> str:
     return str(found.pop())
 
 
-def load_files(spark: SparkSession, sources: Sequence[str], fmt: str | None = None) -> DataFrame:
-    """Read local data files (or folders of them): CSV with a header row and inferred
-    types, JSON lines, or parquet."""
+def check_sources(sources: Sequence[str]) -> None:
+    """Refuse a missing source by name (cheap: no Spark session needed)."""
     if not sources:
         raise BadInputError("no source files given")
     for source in sources:
         if not os.path.exists(source):
             raise BadInputError(f"source {source}: no such file or folder")
+
+
+def load_files(spark: SparkSession, sources: Sequence[str], fmt: str | None = None) -> DataFrame:
+    """Read local data files (or folders of them): CSV with a header row and inferred
+    types, JSON lines, or parquet."""
+    check_sources(sources)
     kind = source_format(sources, fmt)
     reader = spark.read.format(kind)
     if kind == "csv":

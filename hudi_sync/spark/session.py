@@ -5,7 +5,14 @@ from __future__ import annotations
 import os
 import sys
 
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
+
+from hudi_sync.errors import HudiSyncError
+
+
+class SparkStartError(HudiSyncError):
+    """The local Spark session could not start (most often: no Java 17+)."""
 
 
 def local_session(app_name: str = "hudi_sync", cores: int = 2) -> SparkSession:
@@ -13,7 +20,7 @@ def local_session(app_name: str = "hudi_sync", cores: int = 2) -> SparkSession:
     (they import pyarrow and hudi_sync); ``format("hudi")`` reads through hudi_sync."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    spark = (
+    builder = (
         SparkSession.builder.master(f"local[{cores}]")
         .appName(app_name)
         .config("spark.sql.session.timeZone", "UTC")
@@ -23,8 +30,17 @@ def local_session(app_name: str = "hudi_sync", cores: int = 2) -> SparkSession:
         .config("spark.log.level", os.environ.get("HUDI_SYNC_SPARK_LOG_LEVEL", "ERROR"))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.driver.memory", os.environ.get("HUDI_SYNC_SPARK_DRIVER_MEMORY", "2g"))
-        .getOrCreate()
     )
+    try:
+        spark = builder.getOrCreate()
+    except PySparkRuntimeError as exc:
+        if exc.getCondition() != "JAVA_GATEWAY_EXITED":
+            raise
+        java_home = os.environ.get("JAVA_HOME", "not set")
+        raise SparkStartError(
+            f"cannot start Spark: its Java process exited (JAVA_HOME {java_home}); "
+            "PySpark 4 needs Java 17 or later (`java -version`)"
+        ) from None
     from hudi_sync.spark.datasource import register  # imports pyspark's data source API
 
     register(spark)  # spark.read.format("hudi")
