@@ -1,4 +1,4 @@
-"""The real Hudi tables in ``shared/fixtures/hudi-tables`` (zips), unpacked for tests."""
+"""The real Hudi tables in ``tests/data/hudi-tables`` (zips), unpacked for tests."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 FIXTURES = Path(
     os.environ.get(
         "HUDI_SYNC_FIXTURES",
-        Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hudi-tables",
+        Path(__file__).resolve().parent / "data" / "hudi-tables",
     )
 )
 
