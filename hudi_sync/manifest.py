@@ -21,6 +21,11 @@ A later publication derives the new file set from the previous one plus the new
 commits' write stats and replaced file ids, and falls back to a full listing when that
 is not safe (previous snapshot archived, a clean, rollback or restore since, a write
 that was pending at the previous publication has completed since).
+
+A table without a completed commit has the empty manifest: no instant, no files. It is
+never published (nothing is written); its URIs name ``snapshots/empty/``, a folder no
+publication writes (snapshot folders are instants, all digits), and the warehouse
+targets create their objects empty, with the columns of ``hoodie.table.create.schema``.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ LATEST_FILES = "latest_snapshot_files.csv"
 POINTER = "latest.json"
 SNAPSHOT_META = "snapshot.json"
 DEFAULT_KEEP = 5
+# The snapshot folder named by the empty manifest's URIs (never written).
+EMPTY_SNAPSHOT = "empty"
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,11 @@ class Manifest:
     pending: tuple[str, ...] = ()
     derived_incrementally: bool = False
     full_listing_reason: str = ""
+
+    @property
+    def is_empty(self) -> bool:
+        """The table has no completed commit (at or before the requested time)."""
+        return self.instant is None
 
     def relative_paths(self) -> list[str]:
         return sorted(f"{p}/{name}" if p else name for (p, _), name in self.files.items())
@@ -72,8 +84,9 @@ class PublishedManifest:
 
 
 def build_manifest(table: HudiTable, as_of: str | None = None) -> Manifest:
-    """Full listing: the base files of the latest snapshot, or as of a time."""
-    _require_parquet(table)
+    """Full listing: the base files of the latest snapshot, or as of a time. Names only,
+    so any base file format; which warehouse can read the files is the sync's concern
+    (``hudi_sync.sync.format_refusal``)."""
     instant = table.as_of_commit(as_of) if as_of is not None else table.latest_instant()
     files = table.view.base_files_as_of(instant) if instant else {}
     return Manifest(instant, files, _pending_writes(table, instant))
@@ -149,14 +162,6 @@ def _pending_writes(table: HudiTable, instant: str | None) -> tuple[str, ...]:
             Action.CLUSTERING,
         )
     )
-
-
-def _require_parquet(table: HudiTable) -> None:
-    if table.config.base_file_format != "PARQUET":
-        raise BadInputError(
-            f"{table.uri}: only parquet base files can back warehouse tables "
-            f"(table uses {table.config.base_file_format})"
-        )
 
 
 class ManifestStore:

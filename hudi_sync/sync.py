@@ -9,8 +9,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from hudi_sync.errors import HudiSyncError
-from hudi_sync.manifest import DEFAULT_KEEP, ManifestStore, PublishedManifest
+from hudi_sync.errors import (
+    BadInputError,
+    HudiSyncError,
+    TimeTravelError,
+    UnsupportedTableError,
+)
+from hudi_sync.manifest import DEFAULT_KEEP, EMPTY_SNAPSHOT, ManifestStore, PublishedManifest
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.common import SyncPlan, SyncResult
 
@@ -21,6 +26,13 @@ class Target(Protocol):
     @property
     def name(self) -> str:
         """``kind:location``, e.g. ``duckdb:/path/db.duckdb`` (used in reports)."""
+        ...
+
+    @property
+    def base_file_formats(self) -> frozenset[str]:
+        """The base file formats (``hoodie.table.base.file.format`` values, e.g.
+        ``PARQUET``) the warehouse can read; a table in any other is refused before
+        anything is written."""
         ...
 
     def sync(
@@ -75,10 +87,39 @@ def publish_manifest(
     """Build and (unless ``dry_run``) publish the table's manifest."""
     store = ManifestStore(table, keep=keep)
     manifest = store.build(as_of=as_of)
+    if manifest.instant is not None:  # an incremental build may not have parsed it
+        table.timeline.snapshot_write(manifest.instant)  # corrupt: raises, nothing written
     if dry_run or manifest.instant is None:
-        files_uri, uris_uri = store.snapshot_uris(manifest.instant or "none")
+        files_uri, uris_uri = store.snapshot_uris(manifest.instant or EMPTY_SNAPSHOT)
         return PublishedManifest(manifest, files_uri, uris_uri)
     return store.publish(manifest, make_latest=as_of is None)
+
+
+def format_refusal(table: HudiTable, target: Target) -> str | None:
+    """One line saying why ``target`` cannot read the table's base files, or None."""
+    base_format = table.config.base_file_format
+    readable = target.base_file_formats
+    if base_format in readable:
+        return None
+    return (
+        f"{table.uri}: {target.name} cannot read {base_format} base files "
+        f"(it reads {', '.join(sorted(readable))})"
+    )
+
+
+def require_empty_objects_schema(table: HudiTable, as_of: str | None) -> None:
+    """Before a table's first completed commit the targets create their objects empty,
+    with the columns of ``hoodie.table.create.schema``; without one there are no columns
+    to give them. A time-travel sync to before the first commit has no snapshot at all."""
+    if as_of is not None:
+        raise TimeTravelError(
+            f"{table.uri}: no completed commit at or before {as_of}, so no snapshot to sync"
+        )
+    if not table.config.create_schema:
+        raise BadInputError(
+            f"{table.uri}: no completed commit yet and no hoodie.table.create.schema in "
+            ".hoodie/hoodie.properties, so the columns of the empty objects are unknown"
+        )
 
 
 def sync_table(
@@ -93,29 +134,48 @@ def sync_table(
 ) -> SyncReport:
     """Publish the manifest, then sync each target in turn. With ``continue_on_error``
     (the post-commit hook) a failing target is recorded in ``errors`` and the others
-    still run; otherwise the first failure raises."""
+    still run; otherwise the first failure raises.
+
+    A target that cannot read the table's base file format is refused before the
+    manifest is published or any target is touched: without ``continue_on_error`` the
+    sync raises ``UnsupportedTableError``; with it the refusal is recorded and the other
+    targets run (nothing is published when every target was refused).
+
+    A table without a completed commit publishes nothing: each target creates its
+    objects empty, typed by ``hoodie.table.create.schema`` (their marker records
+    ``EMPTY_INSTANT``), and the sync after the first commit fills them in place."""
     if isinstance(table, str):
         table = HudiTable.open(table, storage_options)
+    errors: dict[str, str] = {}
+    readers: list[Target] = []
+    for target in targets:
+        refusal = format_refusal(table, target)
+        if refusal is None:
+            readers.append(target)
+        elif not continue_on_error:
+            raise UnsupportedTableError(refusal)
+        else:
+            errors[target.name] = refusal
+    if targets and not readers:
+        return SyncReport(table.uri, None, 0, False, (), (), errors)
     published = publish_manifest(table, as_of=as_of, keep=keep, dry_run=dry_run)
+    if published.manifest.is_empty and readers:
+        require_empty_objects_schema(table, as_of)
     plans: list[SyncPlan] = []
     results: list[SyncResult] = []
-    errors: dict[str, str] = {}
-    if published.manifest.instant is not None:
-        for target in targets:
-            try:
-                plan, result = target.sync(
-                    table, published, as_of=as_of is not None, force=force, dry_run=dry_run
-                )
-            except Exception as exc:  # the hook reports any failure instead of raising
-                if not continue_on_error:
-                    raise
-                message = (
-                    str(exc) if isinstance(exc, HudiSyncError) else f"{type(exc).__name__}: {exc}"
-                )
-                errors[target.name] = message
-                continue
-            plans.append(plan)
-            results.append(result)
+    for target in readers:
+        try:
+            plan, result = target.sync(
+                table, published, as_of=as_of is not None, force=force, dry_run=dry_run
+            )
+        except Exception as exc:  # the hook reports any failure instead of raising
+            if not continue_on_error:
+                raise
+            message = str(exc) if isinstance(exc, HudiSyncError) else f"{type(exc).__name__}: {exc}"
+            errors[target.name] = message
+            continue
+        plans.append(plan)
+        results.append(result)
     return SyncReport(
         table.uri,
         published.manifest.instant,

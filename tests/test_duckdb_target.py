@@ -13,7 +13,7 @@ from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 from tests.fixture_tables import fixture_tables
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
 
-# Empty tables have no commit to publish; the sync reports that and creates nothing.
+# Empty tables have no rows to compare: tests/test_empty_table_sync.py covers them.
 TABLES = [t for t in fixture_tables() if "empty" not in t.name]
 
 

@@ -113,11 +113,24 @@ def test_clean_since_last_sync_falls_back_to_full_listing(fixture_copy) -> None:
     assert rebuilt.files == build_manifest(table).files
 
 
-def test_non_parquet_table_is_refused(fixture_copy) -> None:  # type: ignore[no-untyped-def]
-    from hudi_sync.errors import BadInputError
-
+def test_manifest_of_a_non_parquet_table_lists_its_base_files(fixture_copy) -> None:  # type: ignore[no-untyped-def]
+    """A manifest is names only, whatever the format (which warehouse can read the files
+    is decided per target, before publishing: tests/test_base_formats.py). The table is
+    derived: its base files and their names in the JSON timeline renamed to ``.hfile``."""
     path: Path = fixture_copy("cow/v6_nonpartitioned")
+    parquet = HudiTable.open(str(path))
+    instants = [i.requested_time for i in parquet.completed_commits()]
+    expected = {
+        k: v.replace(".parquet", ".hfile") for k, v in build_manifest(parquet).files.items()
+    }
+    for base_file in path.glob("*.parquet"):
+        base_file.rename(base_file.with_suffix(".hfile"))
+    for commit in (path / ".hoodie").glob("*.commit"):
+        commit.write_text(commit.read_text().replace(".parquet", ".hfile"))
     props = path / ".hoodie" / "hoodie.properties"
     props.write_text(props.read_text() + "hoodie.table.base.file.format=HFILE\n")
-    with pytest.raises(BadInputError, match="HFILE"):
-        ManifestStore(HudiTable.open(str(path))).build()
+    table = HudiTable.open(str(path))
+    assert build_manifest(table).files == expected
+    derived = derive_manifest(table, build_manifest(table, instants[0]), instants[-1])
+    assert derived.derived_incrementally and derived.files == expected
+    assert ManifestStore(table).build().files == expected

@@ -238,12 +238,16 @@ class FileSystemView:
     ) -> tuple[str, Callable[[str], bool], Callable[[str], bool], dict[str, str]] | None:
         """For a query at ``as_of`` (latest when ``None``): the instant, whether a file
         instant is committed, whether it is visible at the query instant, and each
-        completed write's completion time. ``None`` when nothing has been written."""
+        completed write's completion time. ``None`` when nothing has been written.
+
+        The commit metadata of the write the snapshot is read at is parsed first
+        (``Timeline.snapshot_write``): a corrupt one fails the query."""
         writes = self.timeline.completed_writes
+        snapshot = self.timeline.snapshot_write(as_of)
         if as_of is None:
-            if not writes:
+            if snapshot is None:
                 return None
-            as_of = writes[-1].requested_time
+            as_of = snapshot.requested_time
         limit = comparable_instant(as_of)
         completion_of = {i.requested_time: i.completion_time or i.requested_time for i in writes}
         committed = self.is_committed

@@ -19,6 +19,7 @@ import fastavro
 from hudi_sync.errors import CorruptTableError
 
 NULL_COMMIT = "null"  # Hudi's prevCommit for a new file group
+AVRO_MAGIC = b"Obj\x01"  # an Avro object-container file's first bytes
 
 
 @dataclass(frozen=True)
@@ -159,12 +160,17 @@ class RollbackMetadata:
         return cls(tuple(record.get("commitsRollback") or ()), _deleted_files(record))
 
 
+def _reason(exc: BaseException) -> str:
+    """An exception's message on one line (the CLI prints errors as one line)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 def decode_avro_record(data: bytes, where: str) -> dict[str, Any]:
     """The single record of an Avro object-container file (Hudi's Avro instant files)."""
     try:
         records = list(fastavro.reader(io.BytesIO(data)))
     except Exception as exc:  # fastavro raises many types on corrupt input
-        raise CorruptTableError(f"{where}: corrupt Avro instant file ({exc})") from exc
+        raise CorruptTableError(f"{where}: corrupt Avro instant file ({_reason(exc)})") from exc
     if len(records) != 1 or not isinstance(records[0], dict):
         raise CorruptTableError(f"{where}: expected one Avro record, found {len(records)}")
     return records[0]
@@ -174,21 +180,34 @@ def decode_json_record(data: bytes, where: str) -> dict[str, Any]:
     try:
         record = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptTableError(f"{where}: corrupt JSON instant file ({exc})") from exc
+        raise CorruptTableError(f"{where}: corrupt JSON instant file ({_reason(exc)})") from exc
     if not isinstance(record, dict):
         raise CorruptTableError(f"{where}: JSON instant file is not an object")
     return record
 
 
 def decode_instant_record(data: bytes, where: str) -> dict[str, Any]:
-    """Decode an instant file whatever its serialization (sniffed by the Avro magic)."""
-    if data.startswith(b"Obj\x01"):
+    """Decode an instant file whatever its serialization (sniffed by the Avro magic, else
+    by the opening bracket of JSON)."""
+    if data.startswith(AVRO_MAGIC):
         return decode_avro_record(data, where)
-    return decode_json_record(data, where)
+    if data.lstrip()[:1] in (b"{", b"["):
+        return decode_json_record(data, where)
+    raise CorruptTableError(
+        f"{where}: corrupt instant file (neither an Avro container nor JSON: "
+        f"starts with {data[:8]!r})"
+    )
 
 
 def parse_commit_metadata(data: bytes, where: str) -> CommitMetadata:
-    """Commit-like metadata; an empty file is empty metadata, as in Hudi."""
+    """Commit-like metadata; an empty file is empty metadata, as in Hudi (an empty
+    completed commit file is legal in both timeline layouts)."""
     if not data.strip():
         return EMPTY_COMMIT
-    return CommitMetadata.from_record(decode_instant_record(data, where))
+    record = decode_instant_record(data, where)
+    try:
+        return CommitMetadata.from_record(record)
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        raise CorruptTableError(
+            f"{where}: commit metadata has an unexpected shape ({_reason(exc)})"
+        ) from exc

@@ -73,6 +73,25 @@ def _unescape(value: str) -> str:
     return _ESCAPE.sub(replace, value)
 
 
+def decode_properties(data: bytes, where: str) -> str:
+    """The text of a ``hoodie.properties`` file. Java's ``Properties.store`` writes
+    printable ASCII only (everything else as ``\\uXXXX``), so a byte that is not UTF-8,
+    or a NUL (a file of zeros left by a crash), means the file is not one."""
+    if not data.strip():
+        raise CorruptTableError(f"{where}: the file is empty")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorruptTableError(
+            f"{where}: not a text file (byte 0x{data[exc.start]:02x} at offset {exc.start} "
+            "is not UTF-8)"
+        ) from None
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise CorruptTableError(f"{where}: not a text file (NUL byte at offset {nul})")
+    return text
+
+
 def table_checksum(database_name: str, table_name: str) -> int:
     """Hudi's ``hoodie.table.checksum``: unsigned CRC32 of ``"<db>.<table>"``."""
     return zlib.crc32(f"{database_name}.{table_name}".encode()) & 0xFFFFFFFF

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
 from hudi_sync.errors import (
+    BadInputError,
     CorruptTableError,
     TableNotFoundError,
     TimeTravelError,
@@ -17,7 +19,7 @@ from hudi_sync.table.archive import read_archived_instants
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.instant import Action, Instant, comparable_instant
 from hudi_sync.table.metadata import decode_instant_record
-from hudi_sync.table.properties import TableConfig
+from hudi_sync.table.properties import TableConfig, decode_properties
 from hudi_sync.table.schema import (
     PartitionField,
     parse_avro_schema,
@@ -27,7 +29,11 @@ from hudi_sync.table.schema import (
 from hudi_sync.table.time_travel import to_instant_time
 from hudi_sync.table.timeline import Timeline, timeline_zone
 
-SUPPORTED_BASE_FORMATS = ("PARQUET",)
+# Hudi's base file formats (HoodieFileFormat without HOODIE_LOG), each named by its file
+# extension in upper case: ".parquet", ".orc", ".hfile", ".lance". Listing and time travel
+# do not read base files, so every one of them opens; warehouse targets declare which
+# formats they can read (see ``hudi_sync.sync``).
+SUPPORTED_BASE_FORMATS = ("PARQUET", "ORC", "HFILE", "LANCE")
 
 
 class HudiTable:
@@ -47,23 +53,25 @@ class HudiTable:
     def open(cls, uri: str, storage_options: Mapping[str, Any] | None = None) -> HudiTable:
         location = open_location(uri, storage_options)
         properties = location.join(".hoodie", "hoodie.properties")
+        where = f"{location.uri}/.hoodie/hoodie.properties"
         try:
             data = location.fs.cat_file(properties)
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        except (FileNotFoundError, NotADirectoryError):
             raise TableNotFoundError(
                 f"{location.uri} is not a Hudi table: .hoodie/hoodie.properties not found"
             ) from None
-        try:
-            text = bytes(data).decode("utf-8")
-        except UnicodeDecodeError:
-            raise CorruptTableError(
-                f"{location.uri}: .hoodie/hoodie.properties is not text"
-            ) from None
-        config = TableConfig.parse(text, f"{location.uri}/.hoodie/hoodie.properties")
+        except IsADirectoryError:
+            raise CorruptTableError(f"{where}: is a directory, not a properties file") from None
+        except OSError as exc:
+            if not isinstance(exc, PermissionError) and exc.errno != errno.ELOOP:
+                raise  # e.g. a network error: retrying may help
+            raise BadInputError(f"{where}: cannot be read ({exc.strerror or exc})") from None
+        text = decode_properties(bytes(data), where)
+        config = TableConfig.parse(text, where)
         if config.base_file_format not in SUPPORTED_BASE_FORMATS:
             raise UnsupportedTableError(
-                f"{location.uri}: base file format {config.base_file_format} is not supported "
-                "(only PARQUET)"
+                f"{location.uri}: unknown base file format {config.base_file_format} "
+                f"(hoodie.table.base.file.format is one of {', '.join(SUPPORTED_BASE_FORMATS)})"
             )
         return cls(location, config)
 
@@ -172,7 +180,8 @@ class HudiTable:
     # -- schema --------------------------------------------------------------------------
     @cached_property
     def avro_schema(self) -> dict[str, Any]:
-        """The latest commit's schema, else ``hoodie.table.create.schema``, else a footer."""
+        """The latest commit's schema, else ``hoodie.table.create.schema``, else a parquet
+        footer (other base formats' files are never read for it)."""
         for instant in reversed(self.timeline.completed_writes):
             schema = self.timeline.commit_metadata(instant).schema
             if schema:
@@ -180,6 +189,11 @@ class HudiTable:
         if self.config.create_schema:
             return parse_avro_schema(
                 self.config.create_schema, f"{self.uri}: hoodie.table.create.schema"
+            )
+        if self.config.base_file_format != "PARQUET":
+            raise UnsupportedTableError(
+                f"{self.uri}: no schema in commit metadata or hoodie.table.create.schema, "
+                f"and {self.config.base_file_format} base files are not read for one"
             )
         for file_slice in self.file_slices():
             if file_slice.relative_base_path:

@@ -140,6 +140,27 @@ class Timeline:
         writes = self.completed_writes
         return writes[-1] if writes else None
 
+    def snapshot_write(self, as_of: str | None = None) -> Instant | None:
+        """The completed write a snapshot at ``as_of`` (requested time; latest when
+        ``None``) is read at: the newest one at or before it, ``None`` before the first.
+
+        Its commit metadata is parsed (once, cached), as Hudi does when it builds a view
+        and as a sync needs for the schema, so a corrupt newest commit is reported here,
+        before anything is built on the snapshot it publishes."""
+        writes = self.completed_writes
+        found: Instant | None = None
+        if as_of is None:
+            found = writes[-1] if writes else None
+        else:
+            limit = comparable_instant(as_of)
+            for instant in writes:  # in requested-time order
+                if comparable_instant(instant.requested_time) > limit:
+                    break
+                found = instant
+        if found is not None:
+            self.commit_metadata(found)
+        return found
+
     def read_bytes(self, instant: Instant) -> bytes:
         return self.read_file(instant.file_name)
 
@@ -163,7 +184,10 @@ class Timeline:
         return frozenset(self._listing)
 
     def _where(self, instant: Instant) -> str:
-        return f"{self.location.uri}: timeline file {instant.file_name}"
+        return (
+            f"{self.location.uri}: {instant.action} instant {instant.requested_time}: "
+            f"timeline file {instant.file_name}"
+        )
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         """Metadata of a completed (or inflight) commit, deltacommit or replacecommit."""

@@ -1,11 +1,12 @@
 """BigQuery target: external tables over the table's files, switched per published manifest.
 
-View mode (RFC-34, Hudi's default): ``<t>_history`` is a PARQUET external table over every
-base file version in the partition folders (hive partitioning with typed keys when the
-paths are ``key=value``), ``<t>_manifest`` a CSV external table over the immutable
-manifest of one instant, and the view ``<t>`` keeps the history rows whose file is in the
-manifest. Manifest mode (``use_bq_manifest_file``): one PARQUET external table ``<t>``
-whose file set *is* the absolute-URI manifest (``NEW_LINE_DELIMITED_MANIFEST``).
+View mode (RFC-34, Hudi's default): ``<t>_history`` is a PARQUET (or ORC, the table's base
+file format) external table over every base file version in the partition folders (hive
+partitioning with typed keys when the paths are ``key=value``), ``<t>_manifest`` a CSV
+external table over the immutable manifest of one instant, and the view ``<t>`` keeps the
+history rows whose file is in the manifest. Manifest mode (``use_bq_manifest_file``): one
+PARQUET (or ORC) external table ``<t>`` whose file set *is* the absolute-URI manifest
+(``NEW_LINE_DELIMITED_MANIFEST``).
 
 BigQuery has no multi-object transaction, so the order of the calls is what keeps
 readers consistent: the history table (a superset of every snapshot's files, with the
@@ -13,6 +14,12 @@ newest schema) is updated first, then the manifest table is switched to the new
 immutable manifest in one metadata update, then the view is stamped. A sync that stops
 anywhere leaves the view showing the old or the new snapshot, and a rerun converges.
 The marker (instant, base, mode) is recorded in each object's description and labels.
+
+Before the table's first commit there is no file for an external table to match, so the
+history and manifest tables (the manifest-mode table) are created as native tables with
+the same columns and no rows. The first sync with files deletes and re-creates each as
+an external table (BigQuery cannot change a table's type in place): during that one sync,
+between the two calls, a query of the view fails instead of showing no rows.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hudi_sync.errors import BadInputError, HudiSyncError
+from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
 from hudi_sync.manifest import PublishedManifest
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.bigquery_schema import partition_key_type, table_schema
@@ -164,6 +171,9 @@ class _Step:
 class BigQueryTarget:
     """Syncs a table's published manifest into BigQuery external tables and a view."""
 
+    # External tables read PARQUET and ORC base files (sourceFormat is the table's format).
+    base_file_formats: frozenset[str] = frozenset({"PARQUET", "ORC"})
+
     def __init__(
         self,
         config: BigQuerySyncConfig,
@@ -254,9 +264,8 @@ class BigQueryTarget:
     def _plan(
         self, table: HudiTable, published: PublishedManifest, as_of: bool, force: bool
     ) -> tuple[SyncPlan, list[_Step]]:
-        instant = published.manifest.instant or ""
         names = self.object_names(published, as_of)
-        marker = SyncMarker(instant, self._base_uri(table), self.config.mode)
+        marker = SyncMarker.of(published.manifest.instant, self._base_uri(table), self.config.mode)
         target = self.name
         existing = {i: self._get(i) for i in _object_ids(names)}
         markers = {i: SyncMarker.parse(t.description) for i, t in existing.items() if t}
@@ -279,7 +288,13 @@ class BigQueryTarget:
             steps += [_Step("delete", self._id(i)) for i in sorted(deleted)]
         for resource in self._resources(table, published, names, marker):
             table_id = resource["tableReference"]["tableId"]
-            exists = existing[table_id] is not None and table_id not in deleted
+            found = existing[table_id]
+            exists = found is not None and table_id not in deleted
+            if found is not None and exists and _kind(found) != _resource_kind(resource):
+                # A native table made before the first commit becomes external (or back,
+                # with --force): BigQuery cannot change a table's type in place.
+                steps.append(_Step("delete", self._id(table_id)))
+                exists = False
             steps.append(_Step("update" if exists else "create", self._id(table_id), resource))
         action = "create" if current is None else ("update" if same_objects else "recreate")
         return SyncPlan(target, action, [s.render() for s in steps]), steps
@@ -312,33 +327,33 @@ class BigQueryTarget:
         hive = self._hive_partitioning(table, marker.base)
         excluded = frozenset(self._partition_names(table)) if hive else frozenset()
         schema = table_schema(table.avro_schema, table.config.populate_meta_fields, excluded)
-        parquet: dict[str, Any] = {
-            "sourceFormat": "PARQUET",
-            "parquetOptions": {"enableListInference": True},
-            "autodetect": False,
-        }
+        base_format = table.config.base_file_format
+        if base_format not in self.base_file_formats:
+            raise UnsupportedTableError(f"BigQuery external tables cannot read {base_format}")
+        files: dict[str, Any] = {"sourceFormat": base_format, "autodetect": False}
+        if base_format == "PARQUET":
+            files["parquetOptions"] = {"enableListInference": True}
         if hive:
-            parquet["hivePartitioningOptions"] = hive
+            files["hivePartitioningOptions"] = hive
         if self.config.big_lake_connection_id:
-            parquet["connectionId"] = self.config.big_lake_connection_id
+            files["connectionId"] = self.config.big_lake_connection_id
         if self.config.use_bq_manifest_file:
-            external = parquet | {
+            external = files | {
                 "sourceUris": [published.uris_uri],
                 "fileSetSpecType": MANIFEST_FILE_SET,
             }
-            return [
-                {
-                    "tableReference": self._ref(names.view),
-                    "schema": {"fields": schema},
-                    "externalDataConfiguration": external,
-                    **stamp,
-                }
-            ]
+            single = {
+                "tableReference": self._ref(names.view),
+                "schema": {"fields": schema},
+                "externalDataConfiguration": external,
+                **stamp,
+            }
+            return self._empty_tables(table, names, [single]) if marker.is_empty else [single]
         with_meta = table.config.populate_meta_fields
         history = {
             "tableReference": self._ref(names.history),
             "schema": {"fields": schema},
-            "externalDataConfiguration": parquet
+            "externalDataConfiguration": files
             | {"sourceUris": list(self.config.source_uri) or history_uris(table, marker.base)},
             **stamp,
         }
@@ -369,7 +384,34 @@ class BigQueryTarget:
             },
             **stamp,
         }
+        if marker.is_empty:
+            return self._empty_tables(table, names, [history, manifest, view])
         return [history, manifest, view]
+
+    def _empty_tables(
+        self, table: HudiTable, names: ObjectNames, resources: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Before the table's first commit no file exists, and a query of an external
+        table whose URIs match no file fails: the external tables become native tables
+        with the same columns (hive partition keys last, as BigQuery adds them) and no
+        rows. The view keeps its query, or selects no row from the history where it
+        would filter on the ``_FILE_NAME`` pseudo column, which only external tables have."""
+        types = {f.name: f.avro_type for f in table.partition_fields}
+        partition_columns = [
+            {"name": n, "type": partition_key_type(types.get(n, "string"), n), "mode": "NULLABLE"}
+            for n in self._partition_names(table)
+        ]
+        empty = []
+        for resource in resources:
+            resource = dict(resource)
+            external = resource.pop("externalDataConfiguration", None)
+            if external is not None and "hivePartitioningOptions" in external:
+                resource["schema"] = {"fields": resource["schema"]["fields"] + partition_columns}
+            if "view" in resource and not table.config.populate_meta_fields:
+                query = f"SELECT * FROM {_quote(self._id(names.history))} WHERE FALSE"
+                resource["view"] = {**resource["view"], "query": query}
+            empty.append(resource)
+        return empty
 
     def _partition_names(self, table: HudiTable) -> list[str]:
         return list(self.config.partition_fields) or [f.name for f in table.partition_fields]
@@ -425,11 +467,7 @@ class BigQueryTarget:
                 self.client.create_table(bigquery.Table.from_api_repr(step.resource))
             else:
                 resource = bigquery.Table.from_api_repr(step.resource)
-                fields = ["description", "labels"] + (
-                    ["view_query"]
-                    if "view" in step.resource
-                    else ["schema", "external_data_configuration"]
-                )
+                fields = ["description", "labels", *_UPDATED_FIELDS[_resource_kind(step.resource)]]
                 self.client.update_table(resource, fields)
         except exceptions.GoogleAPICallError as exc:
             raise _failure(f"{step.verb} {step.object_id}", exc) from exc
@@ -459,18 +497,40 @@ def bigquery_client(config: BigQuerySyncConfig, api_endpoint: str | None = None)
 
 
 def history_uris(table: HudiTable, base: str) -> list[str]:
-    """``<base>/<c>*.parquet`` for each first character ``c`` of the names in the table's
-    folder (partition folders, or base files when not partitioned), so every version of
-    every base file matches, with one wildcard per URI (BigQuery's rule) and never
-    ``.hoodie/`` (hidden names are skipped; ``*`` crosses ``/`` but the first character
-    does not)."""
+    """``<base>/<c>*.<ext>`` (``.parquet``, ``.orc``: the table's base file extension) for
+    each first character ``c`` of the names in the table's folder (partition folders, or
+    base files when not partitioned), so every version of every base file matches, with
+    one wildcard per URI (BigQuery's rule) and never ``.hoodie/`` (hidden names are
+    skipped; ``*`` crosses ``/`` but the first character does not)."""
     names = table.location.fs.ls(table.location.path, detail=False)
     starts = {str(n).rstrip("/").rsplit("/", 1)[-1][:1] for n in names}
-    return [f"{base}/{c}*.parquet" for c in sorted(starts - {"", ".", "_"})]
+    extension = table.view.base_extension
+    return [f"{base}/{c}*{extension}" for c in sorted(starts - {"", ".", "_"})]
 
 
 def _object_ids(names: ObjectNames) -> tuple[str, str, str]:
     return names.view, names.manifest, names.history
+
+
+# What an update of each kind of object sets (besides description and labels).
+_UPDATED_FIELDS = {
+    "view": ["view_query"],
+    "external": ["schema", "external_data_configuration"],
+    "native": ["schema"],
+}
+
+
+def _kind(table: bigquery.Table) -> str:
+    """``view``, ``external`` or ``native`` (a native table holds the empty snapshot)."""
+    if table.view_query is not None:
+        return "view"
+    return "external" if table.external_data_configuration is not None else "native"
+
+
+def _resource_kind(resource: dict[str, Any]) -> str:
+    if "view" in resource:
+        return "view"
+    return "external" if "externalDataConfiguration" in resource else "native"
 
 
 def _labels(marker: SyncMarker) -> dict[str, str]:

@@ -9,6 +9,10 @@ from hudi_sync.errors import BadInputError
 from hudi_sync.table.instant import comparable_instant
 
 MARKER_PREFIX = "hudi_sync"
+# The instant a marker records for objects created empty, before the table's first
+# completed commit: it sorts before every real instant, so the sync after the first
+# commit updates the objects in place (never "skip-older"), and a rerun is a no-op.
+EMPTY_INSTANT = "0"
 _MARKER = re.compile(r"hudi_sync instant=(?P<instant>\d+) base=(?P<base>\S+) mode=(?P<mode>\S+)")
 
 
@@ -36,6 +40,16 @@ class SyncMarker:
     instant: str
     base: str
     mode: str
+
+    @classmethod
+    def of(cls, instant: str | None, base: str, mode: str) -> SyncMarker:
+        """The marker of a sync to ``instant`` (``None``: the table's empty snapshot)."""
+        return cls(instant or EMPTY_INSTANT, base, mode)
+
+    @property
+    def is_empty(self) -> bool:
+        """The objects were created empty, before the table's first commit."""
+        return self.instant == EMPTY_INSTANT
 
     def render(self) -> str:
         return f"{MARKER_PREFIX} instant={self.instant} base={self.base} mode={self.mode}"
@@ -83,7 +97,8 @@ def settled_plan(
     if force or current is None:
         return None
     if current == wanted and unchanged:
-        return SyncPlan(target, "noop", [], f"{view} already shows {wanted.instant}")
+        shown = "the empty table (no commit yet)" if wanted.is_empty else wanted.instant
+        return SyncPlan(target, "noop", [], f"{view} already shows {shown}")
     newer = comparable_instant(current.instant) > comparable_instant(wanted.instant)
     if current.same_objects(wanted) and newer:
         reason = f"{view} shows newer {current.instant}; use --force"

@@ -4,6 +4,10 @@
 file under the table's partition folders (never ``.hoodie``), and the view ``<t>``
 keeps the history rows whose file is in the manifest. All statements of a sync run in
 one transaction, so a failure leaves the previous objects as they were.
+
+Before the table's first commit there is no file to read: the manifest and history are
+typed selects without rows (the history's columns from the table's Avro schema, typed
+as ``read_parquet`` will read them), replaced by the first sync that has files.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 
 import duckdb
 
-from hudi_sync.errors import HudiSyncError
+from hudi_sync.errors import HudiSyncError, UnsupportedTableError
 from hudi_sync.manifest import PublishedManifest
 from hudi_sync.table import HudiTable
 from hudi_sync.table.schema import META_FIELDS
@@ -41,6 +45,8 @@ class DuckDBTarget:
     """Syncs a table's published manifest into a DuckDB database file."""
 
     mode = "view"
+    # The history view is built on read_parquet; ORC, HFile and Lance tables are refused.
+    base_file_formats: frozenset[str] = frozenset({"PARQUET"})
 
     def __init__(self, database: str, table_name: str) -> None:
         self.database = database
@@ -86,9 +92,8 @@ class DuckDBTarget:
         as_of: bool = False,
         force: bool = False,
     ) -> SyncPlan:
-        instant = published.manifest.instant or ""
         names = self.object_names(published, as_of)
-        marker = SyncMarker(instant, table.uri, self.mode)
+        marker = SyncMarker.of(published.manifest.instant, table.uri, self.mode)
         comments = self._comments(names)
         current = SyncMarker.parse(comments.get(names.view))
         target = self.name
@@ -204,9 +209,10 @@ class DuckDBTarget:
 
     def _history_select(self, table: HudiTable, published: PublishedManifest) -> str:
         globs = partition_globs(table.location.uri, published.manifest.relative_paths())
-        if not globs:
+        if not globs:  # no base file yet (an empty table): typed, no rows
             columns = ", ".join(
-                f"CAST(NULL AS VARCHAR) AS {quote_identifier(c)}" for c in _empty_columns(table)
+                f"CAST(NULL AS {sql_type}) AS {quote_identifier(name)}"
+                for name, sql_type in empty_history_columns(table)
             )
             return f"SELECT {columns}, CAST(NULL AS VARCHAR) AS {SOURCE_FILE_COLUMN} WHERE false"
         hive = table.config.hive_style_partitioning and table.config.drop_partition_columns
@@ -226,7 +232,98 @@ def partition_globs(base_uri: str, relative_paths: Sequence[str]) -> list[str]:
     return ["/".join([base, *(["[!.]*"] * depth), "[!.]*.parquet"]) for depth in depths]
 
 
-def _empty_columns(table: HudiTable) -> list[str]:
+def empty_history_columns(table: HudiTable) -> list[tuple[str, str]]:
+    """The history's columns and DuckDB types while the snapshot has no base file (before
+    the table's first commit): what ``read_parquet`` gives for the files Hudi writes with
+    the table's Avro schema. Meta fields first (Hudi writes them even when it does not
+    populate them), then the schema's fields; partition columns dropped from the files
+    come from the path, last (typed by the schema here; DuckDB infers them from the
+    values once there are files)."""
     fields: list[Any] = table.avro_schema.get("fields", [])
-    meta = list(META_FIELDS) if table.config.populate_meta_fields else []
-    return meta + [str(f["name"]) for f in fields]
+    columns = [(name, "VARCHAR") for name in META_FIELDS]
+    named: dict[str, Any] = {}
+    columns += [
+        (str(f["name"]), duckdb_type(f["type"], named, str(f["name"])))
+        for f in fields
+        if f["name"] not in META_FIELDS
+    ]
+    if table.config.hive_style_partitioning and table.config.drop_partition_columns:
+        partitions = [p.name for p in table.partition_fields]
+        types = dict(columns)
+        columns = [c for c in columns if c[0] not in partitions]
+        columns += [(name, types.get(name, "VARCHAR")) for name in partitions]
+    return columns
+
+
+_DUCKDB_PRIMITIVES = {
+    "boolean": "BOOLEAN",
+    "int": "INTEGER",
+    "long": "BIGINT",
+    "float": "FLOAT",
+    "double": "DOUBLE",
+    "string": "VARCHAR",
+    "enum": "VARCHAR",
+    "bytes": "BLOB",
+    "fixed": "BLOB",
+}
+_DUCKDB_LOGICAL = {
+    "date": "DATE",
+    "time-millis": "TIME",
+    "time-micros": "TIME",
+    "timestamp-millis": "TIMESTAMP WITH TIME ZONE",
+    "timestamp-micros": "TIMESTAMP WITH TIME ZONE",
+    "timestamp-nanos": "TIMESTAMP WITH TIME ZONE",
+    "local-timestamp-millis": "TIMESTAMP",
+    "local-timestamp-micros": "TIMESTAMP",
+    "local-timestamp-nanos": "TIMESTAMP_NS",
+    "uuid": "VARCHAR",
+}
+_DUCKDB_MAX_DECIMAL_PRECISION = 38  # wider parquet decimals read as DOUBLE
+
+
+def duckdb_type(avro_type: Any, named: dict[str, Any], column: str) -> str:
+    """The DuckDB type ``read_parquet`` gives a parquet column written from ``avro_type``
+    (a union with null is its other branch; ``named`` collects named types for
+    references by name)."""
+    if isinstance(avro_type, list):
+        branches = [t for t in avro_type if t != "null"]
+        if len(branches) == 1:
+            return duckdb_type(branches[0], named, column)
+        # parquet-avro writes any other union as a group of member<i> fields.
+        members = ", ".join(
+            f"member{i} {duckdb_type(t, named, column)}" for i, t in enumerate(branches)
+        )
+        return f"STRUCT({members})"
+    if isinstance(avro_type, str):
+        if avro_type in _DUCKDB_PRIMITIVES:
+            return _DUCKDB_PRIMITIVES[avro_type]
+        if avro_type in named:
+            return duckdb_type(named[avro_type], named, column)
+        raise UnsupportedTableError(f"column {column!r}: Avro type {avro_type!r} is not mapped")
+    if not isinstance(avro_type, dict):
+        raise UnsupportedTableError(f"column {column!r}: Avro type {avro_type!r} is not mapped")
+    kind = avro_type.get("type")
+    if kind in ("record", "enum", "fixed") and "name" in avro_type:
+        name = str(avro_type["name"])
+        named[name] = avro_type
+        if avro_type.get("namespace"):
+            named[f"{avro_type['namespace']}.{name}"] = avro_type
+    logical = avro_type.get("logicalType")
+    if logical == "decimal":
+        precision, scale = int(avro_type["precision"]), int(avro_type.get("scale", 0))
+        if precision > _DUCKDB_MAX_DECIMAL_PRECISION:
+            return "DOUBLE"
+        return f"DECIMAL({precision},{scale})"
+    if logical in _DUCKDB_LOGICAL:
+        return _DUCKDB_LOGICAL[str(logical)]
+    if kind == "record":
+        fields = ", ".join(
+            f"{quote_identifier(str(f['name']))} {duckdb_type(f['type'], named, column)}"
+            for f in avro_type.get("fields", [])
+        )
+        return f"STRUCT({fields})"
+    if kind == "array":
+        return f"{duckdb_type(avro_type['items'], named, column)}[]"
+    if kind == "map":
+        return f"MAP(VARCHAR, {duckdb_type(avro_type['values'], named, column)})"
+    return duckdb_type(kind, named, column)

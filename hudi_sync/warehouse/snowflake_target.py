@@ -2,9 +2,9 @@
 
 - the stage ``<t>_stage`` over the table's location (``s3://``, ``gcs://``, ``azure://``),
   through a storage integration or credentials (or an existing stage, by name);
-- ``<t>_history``: an external table over every parquet base file version in the
-  partition folders, typed columns from the Hudi Avro schema, partition columns parsed
-  from ``METADATA$FILENAME`` and ``PARTITION BY`` them;
+- ``<t>_history``: an external table over every parquet (or ORC, the table's base file
+  format) base file version in the partition folders, typed columns from the Hudi Avro
+  schema, partition columns parsed from ``METADATA$FILENAME`` and ``PARTITION BY`` them;
 - ``<t>_manifest``: an external table over the published manifest of one instant
   (``.hoodie/manifest/snapshots/<instant>/files.csv``), ``filename`` from ``VALUE:c1``;
 - the view ``<t>``: the history rows whose ``_hoodie_file_name`` is in the manifest.
@@ -16,6 +16,11 @@ immutable manifest (``CREATE OR REPLACE`` is atomic), then the view's comment re
 instant. A sync that stops anywhere leaves the view on the old or the new snapshot, and
 the next run converges. The marker (instant, stage URL, mode and the digests of the
 history and view definitions) is the view's COMMENT.
+
+Before the table's first commit the same objects are created and list no file (the
+manifest table's folder, ``.hoodie/manifest/snapshots/empty/``, is never written): typed
+by the table's Avro schema, without rows, until the first sync with files refreshes the
+history and replaces the manifest table as any later sync does.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from hudi_sync.errors import BadInputError, HudiSyncError
+from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
 from hudi_sync.manifest import PublishedManifest
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.common import (
@@ -78,13 +83,20 @@ _STAGE_KEYS = (
     "azure_sas_token",
 )
 OPTION_KEYS = frozenset({*CONNECTION_KEYS, *_STAGE_KEYS, "table_name"})
-# Parquet base files (<file id>_<write token>_<instant>.parquet) in any folder that is not
+# Base files (<file id>_<write token>_<instant>.parquet, or .orc) in any folder that is not
 # hidden, so .hoodie (timeline, metadata table, manifests) never matches. Anchored at both
 # ends, so it means the same whether Snowflake matches it against the path or within it.
 BASE_FILE_PATTERN = r"^/?([^./][^/]*/)*[^./][^/]*_[0-9]{14,17}[.]parquet$"
+# External tables read PARQUET and ORC base files (FILE_FORMAT is the table's format).
+BASE_FILE_FORMATS = frozenset({"PARQUET", "ORC"})
 MANIFEST_PATTERN = r"^(.*/)?files[.]csv$"
 _MARKER_DIGESTS = re.compile(r"history=(?P<history>\w+) view=(?P<view>\w+)")
 _CLOUD_URL = re.compile(r"^(s3|gcs|azure)://[^/]+(/.*)?$")
+
+
+def base_file_pattern(base_format: str) -> str:
+    """``BASE_FILE_PATTERN`` for the base files of ``base_format`` (``ORC``: ``[.]orc$``)."""
+    return BASE_FILE_PATTERN.replace("[.]parquet$", f"[.]{base_format.lower()}$")
 
 
 def snowflake_url(uri: str) -> str:
@@ -233,6 +245,8 @@ class _State:
 class SnowflakeTarget:
     """Syncs a table's published manifest into Snowflake external tables and a view."""
 
+    base_file_formats: frozenset[str] = BASE_FILE_FORMATS
+
     def __init__(
         self,
         config: SnowflakeSyncConfig,
@@ -334,10 +348,11 @@ class SnowflakeTarget:
         as_of: bool,
         force: bool,
     ) -> tuple[SyncPlan, list[Statement]]:
-        instant = published.manifest.instant or ""
         names = self.object_names(published, as_of)
         url = self.stage_url(table)
-        marker = SyncMarker(instant, url, MODE)
+        # Before the first commit the external tables list no file: the objects are
+        # typed and empty, and the first sync with files refreshes them in place.
+        marker = SyncMarker.of(published.manifest.instant, url, MODE)
         state = self._state(cursor, names)
         target = self.name
         if state.view_exists and state.marker is None and not force:
@@ -351,7 +366,7 @@ class SnowflakeTarget:
             table.config.hive_style_partitioning,
             table.config.populate_meta_fields,
         )
-        history_sql = self._history_sql(names.history, columns)
+        history_sql = self._history_sql(names.history, columns, table.config.base_file_format)
         view_sql = self._view_sql(names, columns)
         history_digest, view_digest = _digest(history_sql), _digest(view_sql)
         current = state.marker
@@ -418,7 +433,10 @@ class SnowflakeTarget:
         tail = " FILE_FORMAT = (TYPE = PARQUET) COMMENT = 'hudi_sync stage'"
         return [Statement(head + access + tail, head + shown + tail, f"create stage {stage}")]
 
-    def _history_sql(self, name: str, columns: list[Column]) -> str:
+    def _history_sql(self, name: str, columns: list[Column], base_format: str = "PARQUET") -> str:
+        """Over every base file of ``base_format`` (PARQUET or ORC) under the stage."""
+        if base_format not in BASE_FILE_FORMATS:
+            raise UnsupportedTableError(f"Snowflake external tables cannot read {base_format}")
         partitions = [c for c in columns if c.is_partition]
         partition_by = (
             f" PARTITION BY ({', '.join(sql_name(c.name) for c in partitions)})"
@@ -430,8 +448,8 @@ class SnowflakeTarget:
             f"({', '.join(c.definition() for c in columns)}){partition_by} "
             f"WITH LOCATION = @{self._qualified(self._stage())}/ "
             "REFRESH_ON_CREATE = TRUE AUTO_REFRESH = FALSE "
-            f"PATTERN = {quote_literal(BASE_FILE_PATTERN)} "
-            "FILE_FORMAT = (TYPE = PARQUET) COPY GRANTS"
+            f"PATTERN = {quote_literal(base_file_pattern(base_format))} "
+            f"FILE_FORMAT = (TYPE = {base_format}) COPY GRANTS"
         )
 
     def _manifest_sql(self, table: HudiTable, published: PublishedManifest, name: str) -> str:
