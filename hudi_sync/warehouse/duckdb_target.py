@@ -13,6 +13,7 @@ as ``read_parquet`` will read them), replaced by the first sync that has files.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -74,6 +75,8 @@ class DuckDBTarget:
         return ObjectNames.for_table(self.table_name, published.manifest.instant if as_of else None)
 
     def _comments(self, names: ObjectNames) -> dict[str, str]:
+        if self.database != ":memory:" and not os.path.exists(self.database):
+            return {}  # nothing synced yet; connecting would create the file (a dry run must not)
         with self._connect() as con:
             rows = con.execute(
                 "SELECT view_name, comment FROM duckdb_views() "
