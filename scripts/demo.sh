@@ -115,19 +115,25 @@ with duckdb.connect(sys.argv[1], read_only=True) as con:
 PY
 fi
 
+echo
 echo "What the demo did:"
 if $wrote; then
   echo "  wrote the Hudi table   $table (2 commits: insert, upsert)"
 fi
 if $bigquery; then
-  echo "  synced it              into the local-bigquery emulator (dataset lake, view trips), now stopped"
+  echo "  uploaded and synced it into fake-gcs-server (gs://demo-lake/trips) and the local-bigquery"
+  echo "                         emulator (dataset lake: view trips, trips_history, trips_manifest)"
+  echo "  manifest               gs://demo-lake/trips/.hoodie/manifest/latest_snapshot_files.csv"
+  echo "                         (both emulators are stopped now, and their data gone)"
 else
   echo "  synced it into DuckDB  $database: view trips (latest rows only),"
   echo "                         trips_history (every row version), trips_manifest (latest files)"
+  echo "  manifest               $table/.hoodie/manifest/latest_snapshot_files.csv"
 fi
-echo "  manifest               $table/.hoodie/manifest/latest_snapshot_files.csv"
 if ! $keep; then
-  echo "  removed $work; run with --keep to keep the table and the DuckDB file"
+  echo "  removed $work; run with --keep to keep it"
+elif $bigquery; then
+  echo "  kept $work (the local table)"
 else
   echo "  kept $work; open the warehouse with:"
   echo "    .venv/bin/python -c \"import duckdb; duckdb.connect('$database').sql('FROM trips').show()\""
