@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from hudi_sync.errors import BadInputError, CorruptTableError
-from hudi_sync.storage import temporary_path_beside, write_file_atomically
+from hudi_sync.storage import temporary_path_beside
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action, comparable_instant
 
@@ -305,10 +305,7 @@ class ManifestStore:
         """Locally: write a temporary file and rename it over ``path``. Object stores
         publish an object in one PUT (readers see the old or the new object, never a
         part), and their "rename" is a copy, so there the object is written directly."""
-        if self.table.location.is_local:
-            write_file_atomically(path, text.encode())
-        else:
-            self.table.location.fs.pipe_file(path, text.encode())
+        self.table.location.write_file(path, text.encode())
 
     def _prune(self, current: str) -> None:
         """Keep the newest ``keep`` snapshots up to ``current``; snapshots after it are

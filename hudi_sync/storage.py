@@ -38,6 +38,19 @@ class Location:
     def is_local(self) -> bool:
         return isinstance(self.fs, LocalFileSystem)
 
+    def write_file(self, path: str, data: bytes, exclusive: bool = False) -> None:
+        """Publish a whole file at ``path`` (on ``fs``) so readers see none of it or all.
+
+        Locally: a temporary file renamed into place. Object stores publish an object in
+        one PUT, so it is written directly. With ``exclusive`` an existing file is a
+        ``FileExistsError`` on every store: a hard link locally, a conditional create on
+        S3 (``If-None-Match: *``) and GCS (``ifGenerationMatch=0``), so of two writers
+        publishing the same name exactly one succeeds."""
+        if self.is_local:
+            write_file_atomically(path, data, exclusive=exclusive)
+        else:
+            self.fs.pipe_file(path, data, mode="create" if exclusive else "overwrite")
+
 
 def open_location(uri: str, storage_options: Mapping[str, Any] | None = None) -> Location:
     """Resolve ``uri`` (a local path, ``file://``, ``s3://``, ``gs://``, ``memory://``...)."""
