@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -50,6 +51,74 @@ class Location:
             write_file_atomically(path, data, exclusive=exclusive)
         else:
             self.fs.pipe_file(path, data, mode="create" if exclusive else "overwrite")
+
+    def read_file(self, path: str) -> bytes:
+        """The whole file at ``path`` (``FileNotFoundError`` when there is none)."""
+        return bytes(self.fs.cat_file(path))
+
+    def ensure_folder(self, path: str) -> None:
+        """Create the folder ``path`` locally; object stores have no folders (and
+        creating one at a bucket's root would create the bucket), so nothing there."""
+        if self.is_local:
+            self.fs.makedirs(path, exist_ok=True)
+
+    def names(self, folder: str) -> list[str]:
+        """The names of the entries in ``folder``, fresh (no cached listing); none
+        when it does not exist."""
+        if self.is_local:
+            try:
+                return os.listdir(folder)
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+        forget_listings(self.fs, folder)
+        try:
+            entries = self.fs.ls(folder, detail=False)
+        except FileNotFoundError:
+            return []
+        root = folder.rstrip("/")
+        return [
+            str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries if str(e).rstrip("/") != root
+        ]
+
+    def files_under(self, folder: str) -> list[str]:
+        """Every file below ``folder`` (recursively), as paths relative to it."""
+        if not self.is_local:
+            forget_listings(self.fs, folder)
+        try:
+            found = self.fs.find(folder)
+        except FileNotFoundError:
+            return []
+        root = folder.rstrip("/") + "/"
+        return [str(f)[len(root) :] for f in found if str(f).startswith(root)]
+
+    def remove(self, path: str) -> bool:
+        """Delete the file at ``path``; whether it existed."""
+        if self.is_local:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                return False
+            return True
+        if not self.fs.exists(path):
+            return False  # object stores delete a missing key without complaint
+        try:
+            self.fs.rm_file(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def remove_tree(self, folder: str) -> None:
+        """Delete ``folder`` and everything below it, if anything is there."""
+        if self.is_local:
+            shutil.rmtree(folder, ignore_errors=True)
+            return
+        for relative in self.files_under(folder):
+            self.remove(f"{folder.rstrip('/')}/{relative}")
+
+    def size(self, path: str) -> int:
+        if self.is_local:
+            return os.path.getsize(path)
+        return int(self.fs.size(path))
 
 
 def open_location(uri: str, storage_options: Mapping[str, Any] | None = None) -> Location:

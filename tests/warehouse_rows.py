@@ -28,9 +28,15 @@ def canonical(
     return Counter(json.dumps(normalise(row), sort_keys=True, default=_plain) for row in rows)
 
 
-def hudi_rs_rows(path: str, as_of: str | None = None, read_optimized: bool = False) -> pa.Table:
-    """hudi-rs's snapshot (read-optimized for MOR: warehouse views read base files only)."""
-    table = hudi.HudiTable(path)
+def hudi_rs_rows(
+    path: str,
+    as_of: str | None = None,
+    read_optimized: bool = False,
+    storage: dict[str, str] | None = None,
+) -> pa.Table:
+    """hudi-rs's snapshot (read-optimized for MOR: warehouse views read base files only);
+    ``storage`` are hudi-rs's object store options (``ObjectStore.object_store_options``)."""
+    table = hudi.HudiTable(path, options=storage) if storage else hudi.HudiTable(path)
     options = hudi.HudiReadOptions()
     if as_of is not None:
         options = options.with_as_of_timestamp(as_of)

@@ -535,10 +535,13 @@ def sync_snowflake(
 
 @app.command("write")
 def write_command(
-    table: Annotated[str, typer.Argument(help="Table base path (local; created if missing)")],
+    table: Annotated[
+        str, typer.Argument(help="Table base path or URI (s3://, gs://...; created if missing)")
+    ],
     sources: Annotated[list[str], typer.Argument(help="Data files or folders to write")],
     props: PropsOption = None,
     conf: ConfOption = None,
+    storage_option: StorageOption = None,
     file_format: Annotated[
         str | None,
         typer.Option(
@@ -552,6 +555,7 @@ def write_command(
     hoodie.datasource.meta.sync.enable=true the sync hook runs after the commit; a failed
     sync keeps the commit and exits 1."""
     options = _run(lambda: _options(props, conf))
+    storage = _run(lambda: parse_storage_options(storage_option))
 
     def body() -> dict[str, Any]:
         from hudi_sync.spark import local_session, write
@@ -562,7 +566,7 @@ def write_command(
         check_sources(sources)
         kind = source_format(sources, file_format)
         spark = local_session("hudi-sync write")
-        result = write(load_files(spark, sources, kind), table, options)
+        result = write(load_files(spark, sources, kind), table, options, storage)
         return result.summary()
 
     summary = _run(body)

@@ -13,7 +13,8 @@ connector is needed. Options are Hudi's:
   instant). Offsets are instants; a micro-batch covers the commits in
   ``(start, end]``, and ``end`` never passes a pending write, so a commit that completes
   late is not skipped;
-- ``storage.<key>=<value>``: fsspec storage options (dotted keys nest).
+- ``storage.<key>=<value>``: fsspec storage options (dotted keys nest, as the CLI's
+  ``-o KEY=VALUE``), the same as ``hudi_sync.spark.read``'s.
 
 Writes go through ``hudi_sync.spark.write(df, path, options)``: the writer runs its own
 Spark jobs (tagging join, grouped merge) and commits on the driver, which a Data
@@ -48,6 +49,7 @@ from hudi_sync.spark.reader import (
     empty_schema,
     incremental_format,
     plan_files,
+    split_options,
 )
 from hudi_sync.storage import Location, open_location
 from hudi_sync.table import HudiTable
@@ -56,7 +58,6 @@ from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.schema import META_FIELDS
 
 START_OFFSET = "hoodie.datasource.streaming.startOffset"
-STORAGE_PREFIX = "storage."
 
 
 def register(spark: SparkSession) -> None:
@@ -76,15 +77,7 @@ class _Source:
         uri = options.get("path")
         if not uri:
             raise BadInputError('format("hudi") needs the table path: .load(PATH)')
-        storage: dict[str, Any] = {}
-        for key, value in options.items():
-            if key.lower().startswith(STORAGE_PREFIX):
-                target = storage
-                *parents, leaf = key[len(STORAGE_PREFIX) :].split(".")
-                for parent in parents:
-                    target = target.setdefault(parent, {})
-                target[leaf] = value
-        return cls(uri, storage)
+        return cls(uri, split_options(options)[1])
 
     def table(self) -> HudiTable:
         return HudiTable.open(self.uri, self.storage_options)

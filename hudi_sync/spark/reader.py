@@ -5,21 +5,34 @@ parquet files, merging schemas so files written before a column was added read i
 null. Copy-on-Write tables, and Merge-on-Read tables read-optimized (base files only).
 CDC queries (``hoodie.datasource.query.incremental.format=cdc``) are planned by the
 table core and read split by split in Spark's Python workers.
+
+Where the files are read: Spark's own parquet reader reads local tables, and object
+store tables when Spark's Hadoop has a file system for the scheme and no storage options
+were given (they are fsspec's, which Spark would not see). Otherwise (say ``s3://`` or
+``gs://`` without Hadoop connector jars) Spark's Python workers read each planned file
+through fsspec, rebuilding the file system from the table URI and its storage options.
+Storage options are a ``storage_options`` mapping or ``storage.<key>=<value>`` read
+options (dotted keys nest, as the CLI's ``-o KEY=VALUE``).
 """
 
 from __future__ import annotations
 
+import copy
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from hudi_sync.errors import BadInputError
-from hudi_sync.storage import open_location
+from hudi_sync.spark.merge import align
+from hudi_sync.storage import Location, open_location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.changes import (
     CHANGE_SCHEMA,
@@ -43,6 +56,37 @@ CHANGE_COLUMNS = "op string, ts_ms string, before string, after string"
 # the driver and handed to Spark as Arrow: starting Python workers costs more than the
 # reading. Larger or unsized plans are read split by split in the workers.
 DRIVER_READ_MAX_BYTES = 64 * 1024 * 1024
+STORAGE_PREFIX = "storage."
+# Parquet footers read at once on the driver (the merged schema of a worker read).
+FOOTER_READERS = 16
+
+
+def split_options(
+    options: Mapping[str, object] | None,
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """Hudi read options, and the storage options given among them as
+    ``storage.<key>=<value>`` (dotted keys nest: ``storage.client_kwargs.endpoint_url``,
+    as the CLI's ``-o client_kwargs.endpoint_url=...``)."""
+    read_options: dict[str, str] = {}
+    storage: dict[str, Any] = {}
+    for key, value in (options or {}).items():
+        name = str(key)
+        if name.lower().startswith(STORAGE_PREFIX):
+            nest(storage, name[len(STORAGE_PREFIX) :], str(value))
+        else:
+            read_options[name] = str(value)
+    return read_options, storage
+
+
+def nest(target: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set ``a.b.c=value`` in ``target`` as ``{"a": {"b": {"c": value}}}``."""
+    *parents, leaf = dotted.split(".")
+    for parent in parents:
+        child = target.get(parent)
+        if not isinstance(child, dict):
+            child = target[parent] = {}
+        target = child
+    target[leaf] = value
 
 
 def read(
@@ -51,9 +95,15 @@ def read(
     options: Mapping[str, object] | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> DataFrame:
-    """The rows of a Hudi table as a DataFrame, by Hudi's read options."""
-    opts = {str(k): str(v) for k, v in (options or {}).items()}
-    table = HudiTable.open(path, storage_options)
+    """The rows of a Hudi table as a DataFrame, by Hudi's read options.
+
+    ``storage_options`` are fsspec's (an object store's endpoint, credentials...);
+    ``storage.<key>`` read options add to them."""
+    opts, given = split_options(options)
+    storage = copy.deepcopy(dict(storage_options or {}))
+    for key, value in _flatten(given):
+        nest(storage, key, value)
+    table = HudiTable.open(path, storage)
     if opts.get(QUERY_TYPE, "snapshot").strip().lower() == "incremental":
         if BEGIN not in opts:
             raise BadInputError(f"{QUERY_TYPE}=incremental needs {BEGIN}")
@@ -134,12 +184,91 @@ def _split_reader(uri: str, storage_options: dict[str, Any], texts: list[str]) -
     return read_batches
 
 
+def _flatten(tree: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for key, value in tree.items():
+        if isinstance(value, Mapping):
+            yield from _flatten(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
 def _read_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]) -> DataFrame:
-    paths = [table.location.join(s.relative_base_path) for s in slices if s.relative_base_path]
-    if not paths:
+    relative = [s.relative_base_path for s in slices if s.relative_base_path]
+    if not relative:
         return _empty(spark, table)
-    uris = [p if "://" in p else "file://" + os.path.abspath(p) for p in paths]
+    location = table.location
+    if location.is_local:
+        uris = ["file://" + os.path.abspath(location.join(r)) for r in relative]
+    elif spark_opens(spark, location):
+        uris = [location.uri_of(r) for r in relative]
+    else:
+        return _read_in_workers(spark, location, relative)
     return spark.read.option("mergeSchema", "true").parquet(*uris)
+
+
+def spark_opens(spark: SparkSession, location: Location) -> bool:
+    """Whether Spark's own parquet reader can read ``location``: local files, or a
+    scheme Spark's Hadoop has a file system for when no storage options were given
+    (Spark would not see fsspec's endpoint and credentials)."""
+    if location.is_local:
+        return True
+    if location.storage_options or "://" not in location.uri:
+        return False
+    scheme = location.uri.split("://", 1)[0].lower()
+    try:  # classic sessions only (Spark Connect has no JVM here)
+        hadoop = spark._jvm.org.apache.hadoop.fs.FileSystem  # type: ignore[union-attr]
+        hadoop.getFileSystemClass(scheme, spark._jsc.hadoopConfiguration())
+    except Exception:  # no file system for the scheme (or no JVM): read in Python
+        return False
+    return True
+
+
+def _read_in_workers(spark: SparkSession, location: Location, relative: list[str]) -> DataFrame:
+    """The files (relative to ``location``) read by Spark's Python workers through
+    fsspec, with their merged schema (files written before a column was added read it
+    as null, as Spark's ``mergeSchema``)."""
+    schema = merged_schema(location, relative)
+    slices = max(1, min(len(relative), spark.sparkContext.defaultParallelism))
+    numbers = spark.range(0, len(relative), numPartitions=slices)
+    reader = _file_reader(location.uri, dict(location.storage_options), relative, schema)
+    return numbers.mapInArrow(reader, from_arrow_schema(schema))
+
+
+def merged_schema(location: Location, relative: list[str]) -> pa.Schema:
+    """The union of the files' parquet schemas (footers read in parallel), every
+    column nullable and typed as Spark hands it to Python."""
+
+    def footer(path: str) -> pa.Schema:
+        with location.fs.open(location.join(path), "rb") as handle:
+            return pq.read_schema(handle).remove_metadata()
+
+    with ThreadPoolExecutor(max_workers=min(FOOTER_READERS, len(relative))) as pool:
+        schemas = list(pool.map(footer, relative))
+    try:
+        merged = pa.unify_schemas(schemas, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise BadInputError(
+            f"{location.uri}: the files' schemas cannot be merged ({exc})"
+        ) from None
+    nullable = pa.schema([field.with_nullable(True) for field in merged])
+    return to_arrow_schema(from_arrow_schema(nullable))
+
+
+def _file_reader(
+    uri: str, storage_options: dict[str, Any], relative: list[str], schema: pa.Schema
+) -> Any:
+    """A ``mapInArrow`` function reading file number N of ``relative`` per input row.
+    It carries only the URI, options and names: each worker opens the store itself."""
+
+    def read_batches(batches: Any) -> Any:
+        location = open_location(uri, storage_options)
+        for batch in batches:
+            for number in batch.column(0).to_pylist():
+                data = location.fs.cat_file(location.join(relative[number]))
+                table = pq.read_table(pa.BufferReader(data))
+                yield from align(table, schema).to_batches()
+
+    return read_batches
 
 
 def _empty(spark: SparkSession, table: HudiTable) -> DataFrame:

@@ -13,7 +13,8 @@ Steps of one write (Hudi's, see docs/hudi-format §8):
    group (``merge.merge_file_group``) and write its new base file under its Hudi name,
    after a marker that lets a rollback find it.
 4. Under the lock: fail with ``WriteConflictError`` if a commit completed meanwhile
-   touched the same file groups; else write the completed instant, last and atomically.
+   touched the same file groups; else publish the completed instant, last and whole,
+   with a conditional create (an instant completed by another writer is a conflict).
 5. Clean by ``hoodie.cleaner.commits.retained``, archive by ``hoodie.keep.min.commits``
    / ``hoodie.keep.max.commits``; run the sync hook when
    ``hoodie.datasource.meta.sync.enable`` is true (a failed sync is reported, the
@@ -21,6 +22,11 @@ Steps of one write (Hudi's, see docs/hudi-format §8):
 
 A write that fails before step 4 is rolled back at once; one that dies is rolled back
 by the next writer. Readers never see it.
+
+Tables live on local disk or an object store (``s3://``, ``gs://``...): every file goes
+through the table's ``Location`` (fsspec). Spark itself never opens a table path: the
+driver and the Python workers do, the workers rebuilding the file system from the URI
+and the storage options, so a cluster needs no Hadoop connector for the table.
 """
 
 from __future__ import annotations
@@ -28,9 +34,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +67,7 @@ from hudi_sync.spark.merge import (
     merge_file_group,
 )
 from hudi_sync.spark.options import WriteOptions
-from hudi_sync.storage import write_file_atomically
+from hudi_sync.storage import Location, open_location
 from hudi_sync.sync import SyncReport
 from hudi_sync.table import HudiTable
 from hudi_sync.table.archiver import archive
@@ -124,15 +129,12 @@ class WriteResult:
         }
 
 
-def local_base_path(path: str) -> str:
-    """Spark writes ``file://`` here (no object-store jars): a local path or URI."""
+def table_uri(path: str) -> str:
+    """A local path or ``file://`` URI as an absolute path; other URIs as given."""
     if path.startswith("file://"):
         path = path[len("file://") :]
     elif "://" in path:
-        raise BadInputError(
-            f"{path}: the Spark writer writes local tables (file://) only; sync them to "
-            "object stores with hudi-sync"
-        )
+        return path.rstrip("/")
     return os.path.abspath(path)
 
 
@@ -147,7 +149,7 @@ def write(
     ``extra_metadata`` goes into the commit's extraMetadata (e.g. a streamer's
     checkpoint), so it is recorded exactly when the data is."""
     write_options = WriteOptions.parse(options)
-    write = _Write(df, local_base_path(path), write_options, storage_options)
+    write = _Write(df, table_uri(path), write_options, storage_options)
     write.extra_metadata = dict(extra_metadata or {})
     return write.run()
 
@@ -162,15 +164,19 @@ class _Write:
     ) -> None:
         self.df = df
         self.spark: SparkSession = df.sparkSession
-        self.base = base
+        # Plain and picklable: the Python workers open the table with them.
+        self.storage_options: dict[str, Any] = dict(storage_options or {})
+        self.location: Location = open_location(base, self.storage_options)
+        self.base = self.location.uri
         self.options = options
-        self.storage_options = storage_options
         self.operation = options.operation
         self.action = (
             Action.REPLACE_COMMIT if self.operation in REPLACE_OPERATIONS else Action.COMMIT
         )
         self.data_columns = [c for c in df.columns if c not in META_FIELDS]
         self.extra_metadata: dict[str, str] = {}
+        self._instant_taken = False  # another writer completed this write's instant
+        self._written: list[str] = []
 
     # -- orchestration -------------------------------------------------------------------
     def run(self) -> WriteResult:
@@ -181,67 +187,93 @@ class _Write:
         self.ordering = self.options.ordering_field or (
             config.ordering_fields[0] if config.ordering_fields else None
         )
-        self.hoodie = os.path.join(self.base, ".hoodie")
-        folder = self.hoodie if config.version == 6 else os.path.join(self.hoodie, "timeline")
-        self.timeline = TimelineWriter(folder, config.version)
+        self.hoodie = self.location.join(".hoodie")
+        folder = self.hoodie if config.version == 6 else f"{self.hoodie}/timeline"
+        self.timeline = TimelineWriter(self.location, folder, config.version)
         # One snapshot serves the schema check, the tagging and the conflict check (a
         # commit that completes after it is caught at commit time).
         snapshot = table.view.base_files_as_of()
         # Bad input is refused before the timeline is touched.
         schema = self._writer_schema(snapshot)
         partitions = self._incoming_partitions()
-        lock = TableLock(self.hoodie, wait_ms=self.options.lock_wait_ms)
+        lock = TableLock(self.location, self.hoodie, wait_ms=self.options.lock_wait_ms)
         with lock:
             rolled_back = self._roll_back_failed_writes(table)
             instant = self.timeline.new_instant_time()
-            self.timeline.request(instant, self.action, self.operation.upper())
+            try:
+                self.timeline.request(instant, self.action, self.operation.upper())
+            except FileExistsError:
+                raise WriteConflictError(
+                    f"{self.base}: instant {instant} is already on the timeline (another "
+                    "writer took it); retry the write"
+                ) from None
         self.instant = instant
         try:
-            with Heartbeat(self.hoodie, instant, self.options.heartbeat_interval_ms):
+            heartbeat = Heartbeat(
+                self.location, self.hoodie, instant, self.options.heartbeat_interval_ms
+            )
+            with heartbeat:
                 self.timeline.mark_inflight(instant, self.action, self.operation.upper())
                 stats, replaced = self._write_files(table, snapshot, schema, partitions)
                 self._write_partition_metadata({s.partition_path for s in stats})
                 with lock:
                     self._check_conflicts(table, stats, replaced)
                     self._discard_unreported_files(stats)
-                    self.timeline.complete(
-                        instant,
-                        self.action,
-                        CommitRecord(
-                            self.operation.upper(),
-                            json_schema(schema, config.name),
-                            stats,
-                            replaced,
-                            self.extra_metadata,
-                        ),
+                    commit = CommitRecord(
+                        self.operation.upper(),
+                        json_schema(schema, config.name),
+                        stats,
+                        replaced,
+                        self.extra_metadata,
                     )
+                    self._publish(instant, commit)
         except BaseException as exc:
             self._abort(exc)
             raise
-        shutil.rmtree(marker_folder(self.base, instant), ignore_errors=True)
+        self.location.remove_tree(marker_folder(self.location, instant))
         result = WriteResult(instant, self.action, self.operation, stats, replaced, rolled_back)
         if self.options.auto_clean or self.options.auto_archive:
             with lock:
                 if self.options.auto_clean:
                     result.clean_instant = clean(
-                        HudiTable.open(self.base),
-                        self.base,
-                        self.timeline,
-                        self.options.commits_retained,
+                        self._open(), self.timeline, self.options.commits_retained
                     )
                 if self.options.auto_archive:
-                    result.archived = archive(HudiTable.open(self.base), self.options.archival)
+                    result.archived = archive(self._open(), self.options.archival)
         if self.options.meta_sync:
             result.sync = run_post_commit_hook(self.base, self.options.raw, self.storage_options)
         return result
 
+    def _open(self) -> HudiTable:
+        return HudiTable.open(self.base, self.storage_options)
+
+    def _publish(self, instant: str, commit: CommitRecord) -> None:
+        """Publish the completed instant: the single point where the write appears."""
+        try:
+            self.timeline.complete(instant, self.action, commit)
+        except FileExistsError:
+            self._instant_taken = True
+            self._written = [p for s in commit.stats for p in (s.path, *s.cdc_stats)]
+            raise WriteConflictError(
+                f"{self.base}: instant {instant} was completed by another writer; this "
+                "write's files were discarded, retry the write"
+            ) from None
+
     def _abort(self, exc: BaseException) -> None:
         """Roll back this write now (the next writer would otherwise do it)."""
+        if self._instant_taken:
+            # The instant's timeline files are another writer's now: only this write's
+            # own data files go.
+            with contextlib.suppress(OSError):
+                for relative in self._written:
+                    self.location.remove(self.location.join(relative))
+                self.location.remove_tree(marker_folder(self.location, self.instant))
+            return
         with (
             contextlib.suppress(Exception),
-            TableLock(self.hoodie, wait_ms=self.options.lock_wait_ms),
+            TableLock(self.location, self.hoodie, wait_ms=self.options.lock_wait_ms),
         ):
-            roll_back(self.base, self.timeline, self.instant, self.action)
+            roll_back(self.location, self.timeline, self.instant, self.action)
         if not isinstance(exc, HudiSyncError | KeyboardInterrupt | SystemExit):
             first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise WriteError(
@@ -254,12 +286,13 @@ class _Write:
             if pending.action not in (Action.COMMIT, Action.REPLACE_COMMIT, Action.DELTA_COMMIT):
                 continue
             if writer_is_gone(
+                self.location,
                 self.hoodie,
                 pending.requested_time,
                 self.options.heartbeat_interval_ms,
                 self.options.heartbeat_misses,
             ):
-                roll_back(self.base, self.timeline, pending.requested_time, pending.action)
+                roll_back(self.location, self.timeline, pending.requested_time, pending.action)
                 rolled_back.append(pending.requested_time)
         return rolled_back
 
@@ -280,7 +313,7 @@ class _Write:
 
     def _open_or_create(self) -> HudiTable:
         try:
-            table = HudiTable.open(self.base)
+            table = self._open()
         except TableNotFoundError:
             if self.operation in ("delete", "delete_partition"):
                 raise BadInputError(
@@ -296,10 +329,11 @@ class _Write:
                 create_schema=json_schema(self._incoming_arrow_schema(), self.options.table_name),
                 cdc_mode=self.options.cdc_mode,
             )
-            os.makedirs(self.base, exist_ok=True)
+            self._check_bucket()
+            self.location.ensure_folder(self.location.path)
             with contextlib.suppress(FileExistsError):  # a concurrent writer created it
-                create_table(self.base, settings)
-            table = HudiTable.open(self.base)
+                create_table(self.location, settings)
+            table = self._open()
         self.options.check_table(table.config, self.base)
         if "hoodie.write.table.version" in self.options.raw and (
             self.options.table_version != table.config.version
@@ -313,6 +347,21 @@ class _Write:
                 f"{self.base}: hoodie.populate.meta.fields=false tables cannot be written"
             )
         return table
+
+    def _check_bucket(self) -> None:
+        """Object stores: the bucket must exist (a write never creates one)."""
+        if self.location.is_local:
+            return
+        bucket = self.location.path.split("/", 1)[0]
+        try:
+            exists = self.location.fs.exists(bucket)
+        except OSError as exc:
+            raise BadInputError(f"{self.base}: cannot reach bucket {bucket}: {exc}") from None
+        if not exists:
+            raise BadInputError(
+                f"{self.base}: bucket {bucket} does not exist (create it first; "
+                "hudi_sync does not create buckets)"
+            )
 
     def _incoming_arrow_schema(self) -> pa.Schema:
         data = self.df.select(*self.data_columns).schema
@@ -351,7 +400,10 @@ class _Write:
         if not snapshot:
             return None
         (partition, _), name = max(snapshot.items(), key=lambda item: item[1].rsplit("_", 1)[1])
-        return pq.read_schema(os.path.join(self.base, partition, name)).remove_metadata()
+        path = self.location.join(partition, name)
+        if self.location.is_local:
+            return pq.read_schema(path).remove_metadata()
+        return pq.read_schema(path, filesystem=self.location.fs).remove_metadata()
 
     # -- the Spark job ---------------------------------------------------------------------
     def _keyed(self) -> DataFrame:
@@ -451,15 +503,25 @@ class _Write:
     ) -> DataFrame:
         """Each incoming key's file group: a join against the stored keys."""
         files = [
-            os.path.join(self.base, p, name) for (p, _), name in snapshot.items() if p in partitions
+            self.location.join(p, name) for (p, _), name in snapshot.items() if p in partitions
         ]
         if not files:
             return rows.withColumn(FILE_ID, F.lit(None).cast("string"))
-        stored = self.spark.read.parquet(*files).select(
-            F.col(PARTITION_PATH).alias("__stored_partition"),
-            F.col(RECORD_KEY).alias("__stored_key"),
-            F.split(F.col(FILE_NAME), "_").getItem(0).alias(FILE_ID),
-        )
+        if self.location.is_local:
+            stored = self.spark.read.parquet(*files).select(
+                F.col(PARTITION_PATH).alias("__stored_partition"),
+                F.col(RECORD_KEY).alias("__stored_key"),
+                F.split(F.col(FILE_NAME), "_").getItem(0).alias(FILE_ID),
+            )
+        else:
+            # Spark cannot open object-store paths without Hadoop connectors: the
+            # Python workers read the stored keys through fsspec.
+            paths = self.spark.createDataFrame([(f,) for f in files], "path string")
+            slices = max(1, min(len(files), self.spark.sparkContext.defaultParallelism))
+            stored = paths.repartition(slices).mapInArrow(
+                _key_reader(self.base, self.storage_options),
+                f"__stored_partition string, __stored_key string, {FILE_ID} string",
+            )
         joined = rows.join(
             stored,
             (rows[PARTITION_PATH] == stored["__stored_partition"])
@@ -507,7 +569,7 @@ class _Write:
             for file_id, name in sorted(groups_by_partition.get(partition, ())):
                 if assigned >= count:
                     break
-                size = os.path.getsize(os.path.join(self.base, partition, name))
+                size = self.location.size(self.location.join(partition, name))
                 if size < self.options.small_file_limit:
                     room = min(count - assigned, (self.options.max_file_size - size) // record_size)
                     if room > 0:
@@ -544,6 +606,7 @@ class _Write:
     ) -> list[WriteStat]:
         merge = _group_merger(
             self.base,
+            self.storage_options,
             self.instant,
             schema,
             None if self.operation == "delete" else self.ordering,
@@ -573,10 +636,11 @@ class _Write:
     # -- commit ------------------------------------------------------------------------------
     def _write_partition_metadata(self, partitions: set[str]) -> None:
         for partition in partitions:
-            path = os.path.join(self.base, partition, ".hoodie_partition_metadata")
-            if not os.path.exists(path):
+            path = self.location.join(partition, ".hoodie_partition_metadata")
+            if not self.location.fs.exists(path):
                 depth = len([p for p in partition.split("/") if p])
-                write_file_atomically(path, partition_metadata_text(self.instant, depth).encode())
+                text = partition_metadata_text(self.instant, depth)
+                self.location.write_file(path, text.encode())
 
     def _check_conflicts(
         self, started_from: HudiTable, stats: list[WriteStat], replaced: Mapping[str, list[str]]
@@ -586,7 +650,7 @@ class _Write:
         ours = {(s.partition_path, s.file_id) for s in stats if s.prev_commit}
         ours |= {(p, f) for p, ids in replaced.items() for f in ids}
         seen = {i.requested_time for i in started_from.timeline.completed_writes}
-        fresh = HudiTable.open(self.base).timeline
+        fresh = self._open().timeline
         for instant in fresh.completed_writes:
             if instant.requested_time in seen:
                 continue
@@ -607,12 +671,11 @@ class _Write:
     def _discard_unreported_files(self, stats: list[WriteStat]) -> None:
         """Files of retried Spark task attempts: announced by a marker, not in the stats."""
         reported = {s.path for s in stats} | {p for s in stats for p in s.cdc_stats}
-        for partition, names in files_written_by(self.base, self.instant).items():
+        for partition, names in files_written_by(self.location, self.instant).items():
             for name in names:
                 relative = f"{partition}/{name}" if partition else name
                 if relative not in reported:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(os.path.join(self.base, relative))
+                    self.location.remove(self.location.join(relative))
 
 
 def _same_type(new: pa.DataType, stored: pa.DataType) -> bool:
@@ -644,8 +707,38 @@ def json_schema(schema: pa.Schema, table_name: str) -> str:
     )
 
 
+def _read_parquet(location: Location, path: str, columns: list[str] | None = None) -> pa.Table:
+    if location.is_local:
+        return pq.read_table(path, columns=columns)
+    return pq.read_table(path, columns=columns, filesystem=location.fs)
+
+
+def _key_reader(
+    base_uri: str, storage_options: Mapping[str, Any]
+) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
+    """The function Python workers run to read stored files' keys (``_tag``)."""
+
+    def read(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        location = open_location(base_uri, storage_options)
+        for batch in batches:
+            for path in batch.column(0).to_pylist():
+                stored = _read_parquet(location, path, [PARTITION_PATH, RECORD_KEY, FILE_NAME])
+                file_ids = pc.list_element(pc.split_pattern(stored.column(FILE_NAME), "_"), 0)
+                keys = pa.table(
+                    {
+                        "__stored_partition": stored.column(PARTITION_PATH).cast(pa.string()),
+                        "__stored_key": stored.column(RECORD_KEY).cast(pa.string()),
+                        FILE_ID: file_ids.cast(pa.string()),
+                    }
+                )
+                yield from keys.to_batches()
+
+    return read
+
+
 def _group_merger(
     base: str,
+    storage_options: Mapping[str, Any],
     instant: str,
     schema: pa.Schema,
     ordering: str | None,
@@ -653,16 +746,19 @@ def _group_merger(
     cdc_mode: CdcMode | None,
     data_schema: Mapping[str, Any],
 ) -> Callable[[pa.Table], pa.Table]:
-    """The function Spark's Python workers run for each touched file group."""
+    """The function Spark's Python workers run for each touched file group. It opens
+    the table from its URI and storage options (plain data: it runs on any executor),
+    never assuming the driver's disk."""
 
     def merge(rows: pa.Table) -> pa.Table:
         from pyspark import TaskContext
 
+        location = open_location(base, storage_options)
         partition = rows.column(PARTITION_PATH)[0].as_py()
         file_id = rows.column(FILE_ID)[0].as_py()
         stored = stored_names.get(f"{partition}\0{file_id}")
-        folder = os.path.join(base, partition)
-        old = pq.read_table(os.path.join(folder, stored)) if stored else None
+        folder = location.join(partition)
+        old = _read_parquet(location, f"{folder}/{stored}") if stored else None
         context = TaskContext.get()
         task = (
             (context.partitionId(), context.stageId(), context.attemptNumber())
@@ -689,10 +785,19 @@ def _group_merger(
                     "hoodie_max_record_key": bounds["max"].as_py(),
                 }
             )
-        write_marker(base, instant, partition, name)
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, name)
-        pq.write_table(table, path)
+        write_marker(location, instant, partition, name)
+        path = f"{folder}/{name}"
+        if location.is_local:
+            os.makedirs(folder, exist_ok=True)
+            pq.write_table(table, path)
+            file_size = os.path.getsize(path)
+        else:
+            # An object is published in one PUT: readers never see part of it.
+            sink = pa.BufferOutputStream()
+            pq.write_table(table, sink)
+            data = sink.getvalue().to_pybytes()
+            location.write_file(path, data)
+            file_size = len(data)
         relative = f"{partition}/{name}" if partition else name
         prev_commit = stored.rsplit("_", 1)[1].split(".")[0] if stored else None
         # CDC: a rewritten file group logs its changes; a new one needs no log (readers
@@ -703,9 +808,8 @@ def _group_merger(
             assert cdc_mode is not None
             cdc_name = cdc_log_name(file_id, instant, f"{task[0]}-{task[1]}-{task[2]}")
             data = encode_cdc_file(cdc_mode, data_schema, instant, changes)
-            write_marker(base, instant, partition, cdc_name)
-            with open(os.path.join(folder, cdc_name), "wb") as handle:
-                handle.write(data)
+            write_marker(location, instant, partition, cdc_name)
+            location.write_file(f"{folder}/{cdc_name}", data)
             cdc_path = f"{partition}/{cdc_name}" if partition else cdc_name
             cdc_size = len(data)
         return pa.table(
@@ -718,7 +822,7 @@ def _group_merger(
                 "num_deletes": pa.array([result.num_deletes], pa.int64()),
                 "num_update_writes": pa.array([result.num_updates], pa.int64()),
                 "num_inserts": pa.array([result.num_inserts], pa.int64()),
-                "file_size": pa.array([os.path.getsize(path)], pa.int64()),
+                "file_size": pa.array([file_size], pa.int64()),
                 "prev_base_file": pa.array([stored], pa.string()),
                 "cdc_path": pa.array([cdc_path], pa.string()),
                 "cdc_size": pa.array([cdc_size], pa.int64()),

@@ -18,9 +18,7 @@ archival adds a level-0 file, which the readers accept.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_sync.errors import BadInputError
-from hudi_sync.storage import write_file_atomically
+from hudi_sync.storage import Location, open_location
 from hudi_sync.table.archive import ARCHIVE_LOG_FILE, HISTORY_MANIFEST_FILE
 from hudi_sync.table.instant import (
     Action,
@@ -123,7 +121,7 @@ def instants_to_archive(table: HudiTable, policy: ArchivalPolicy) -> list[Instan
 
 
 def archive(table: HudiTable, policy: ArchivalPolicy) -> list[str]:
-    """Archive what the policy allows on a local table; returns the archived instants.
+    """Archive what the policy allows on ``table``; returns the archived instants.
     The caller holds the table lock."""
     doomed = instants_to_archive(table, policy)
     if not doomed:
@@ -138,7 +136,8 @@ def archive(table: HudiTable, policy: ArchivalPolicy) -> list[str]:
             states[parsed.requested_time].append(parsed)
     for files in states.values():
         files.sort(key=lambda state_file: state_file.state_rank)
-    hoodie = os.path.join(table.location.path, ".hoodie")
+    location = table.location
+    hoodie = location.join(".hoodie")
     config = table.config
     if config.timeline_layout_version == 1:
         # Layout-1 completion times are the completed files' modification times.
@@ -156,7 +155,7 @@ def archive(table: HudiTable, policy: ArchivalPolicy) -> list[str]:
             for i in doomed
             for state in (State.REQUESTED, State.INFLIGHT, State.COMPLETED)
         ]
-        append_archive_log(os.path.join(hoodie, config.archive_folder), entries)
+        append_archive_log(_below(location, f"{hoodie}/{config.archive_folder}"), entries)
     else:
         rows = [
             {
@@ -169,14 +168,22 @@ def archive(table: HudiTable, policy: ArchivalPolicy) -> list[str]:
             }
             for i in doomed
         ]
-        add_lsm_history_layer(
-            os.path.join(hoodie, config.timeline_path, config.timeline_history_path), rows
-        )
+        history = f"{hoodie}/{config.timeline_path}/{config.timeline_history_path}"
+        add_lsm_history_layer(_below(location, history), rows)
     for requested_time in sorted(times):
         for state_file in states[requested_time]:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(timeline.folder, state_file.file_name))
+            location.remove(f"{timeline.folder.rstrip('/')}/{state_file.file_name}")
     return sorted(times, key=comparable_instant)
+
+
+def _below(location: Location, path: str) -> Location:
+    """The folder ``path`` (on ``location.fs``) as a location of its own."""
+    relative = path[len(location.path) :].strip("/")
+    return Location(location.fs, path, location.uri_of(relative), location.storage_options)
+
+
+def _as_location(folder: Location | str) -> Location:
+    return open_location(folder) if isinstance(folder, str) else folder
 
 
 def _requested_plan(timeline: Timeline, states: Sequence[Instant]) -> bytes | None:
@@ -184,39 +191,44 @@ def _requested_plan(timeline: Timeline, states: Sequence[Instant]) -> bytes | No
     return (timeline.read_file(requested[0].file_name) or None) if requested else None
 
 
-def append_archive_log(folder: str, entries: Sequence[Mapping[str, Any]]) -> str:
-    """A new layout-1 archive log file holding one Avro block of ``entries``; returns
-    its path. Numbered after the existing ones so none is ever rewritten."""
-    os.makedirs(folder, exist_ok=True)
-    numbers = [int(m.group(1)) for n in os.listdir(folder) if (m := ARCHIVE_LOG_FILE.match(n))]
-    path = os.path.join(folder, f".commits_.archive.{max(numbers, default=0) + 1}_1-0-1")
+def append_archive_log(folder: Location | str, entries: Sequence[Mapping[str, Any]]) -> str:
+    """A new layout-1 archive log file holding one Avro block of ``entries`` in
+    ``folder`` (a location, or a local path); returns its path. Numbered after the
+    existing ones so none is ever rewritten."""
+    where = _as_location(folder)
+    where.ensure_folder(where.path)
+    names = where.names(where.path)
+    numbers = [int(m.group(1)) for n in names if (m := ARCHIVE_LOG_FILE.match(n))]
+    path = where.join(f".commits_.archive.{max(numbers, default=0) + 1}_1-0-1")
     block = encode_avro_block(list(entries), ARCHIVED_ENTRY_SCHEMA, {}, BlockType.AVRO_DATA)
-    write_file_atomically(path, block, exclusive=True)
+    where.write_file(path, block, exclusive=True)
     return path
 
 
-def add_lsm_history_layer(folder: str, rows: Sequence[Mapping[str, Any]]) -> str:
-    """Write one level-0 parquet file of archived instants to the layout-2 history and
-    publish it: a new ``manifest_<N>`` listing every live file, then ``_version_``."""
-    os.makedirs(folder, exist_ok=True)
+def add_lsm_history_layer(folder: Location | str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """Write one level-0 parquet file of archived instants to the layout-2 history in
+    ``folder`` (a location, or a local path) and publish it: a new ``manifest_<N>``
+    listing every live file, then ``_version_``."""
+    where = _as_location(folder)
+    where.ensure_folder(where.path)
     times = sorted(str(r["instantTime"]) for r in rows)
     name = f"{times[0]}_{times[-1]}_0.parquet"
     sink = pa.BufferOutputStream()
     pq.write_table(pa.Table.from_pylist(list(rows), schema=LSM_INSTANT_SCHEMA), sink)
-    write_file_atomically(os.path.join(folder, name), sink.getvalue().to_pybytes())
-    names = os.listdir(folder)
+    data = sink.getvalue().to_pybytes()
+    where.write_file(where.join(name), data)
+    names = where.names(where.path)
     live: list[dict[str, Any]] = []
     if "_version_" in names:
-        with open(os.path.join(folder, "_version_")) as handle:
-            current = handle.read().strip()
-        with open(os.path.join(folder, f"manifest_{current}")) as handle:
-            live = [f for f in json.load(handle)["files"] if f["fileName"] != name]
-    live.append({"fileName": name, "fileLen": os.path.getsize(os.path.join(folder, name))})
+        current = where.read_file(where.join("_version_")).decode().strip()
+        manifest_data = where.read_file(where.join(f"manifest_{current}"))
+        live = [f for f in json.loads(manifest_data)["files"] if f["fileName"] != name]
+    live.append({"fileName": name, "fileLen": len(data)})
     version = (
         max((int(m.group(1)) for n in names if (m := HISTORY_MANIFEST_FILE.match(n))), default=0)
         + 1
     )
     manifest = json.dumps({"files": live}, indent=2).encode()
-    write_file_atomically(os.path.join(folder, f"manifest_{version}"), manifest)
-    write_file_atomically(os.path.join(folder, "_version_"), str(version).encode())
+    where.write_file(where.join(f"manifest_{version}"), manifest)
+    where.write_file(where.join("_version_"), str(version).encode())
     return name

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.timeline_writer import TimelineWriter
 
 
-def clean(table: HudiTable, base_path: str, timeline: TimelineWriter, retained: int) -> str | None:
+def clean(table: HudiTable, timeline: TimelineWriter, retained: int) -> str | None:
     """Keep what queries as of the last ``retained`` commits need: every version written
     at or after the earliest retained commit, plus the version visible at it; drop file
     groups replaced before it. Returns the clean instant, or ``None`` if nothing to do."""
@@ -59,6 +56,5 @@ def clean(table: HudiTable, base_path: str, timeline: TimelineWriter, retained: 
     instant = timeline.clean(earliest, writes[-1].requested_time, deleted)
     for relative_paths in deleted.values():
         for relative in relative_paths:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(base_path, relative))
+            table.location.remove(table.location.join(relative))
     return instant

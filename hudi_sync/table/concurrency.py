@@ -1,7 +1,8 @@
-"""Concurrency control between writers of one table (local file systems).
+"""Concurrency control between writers of one table (local disk or object store).
 
-- ``TableLock``: ``.hoodie/lock``, created with ``O_CREAT | O_EXCL`` (the file system's
-  conditional create; Hudi's file-system lock provider uses the same file). A writer
+- ``TableLock``: ``.hoodie/lock``, published with a conditional create
+  (``Location.write_file(exclusive=True)``: a hard link locally, ``If-None-Match`` on S3,
+  ``ifGenerationMatch=0`` on GCS; Hudi's file-system lock provider uses the same file). A writer
   holds it only while it checks for conflicts and completes its commit, and while it
   rolls back failed writes. A lock whose owner process is gone (same host) is broken.
 - ``Heartbeat``: ``.hoodie/.heartbeat/<instant>``, touched while a write runs, so other
@@ -20,6 +21,7 @@ import time
 from types import TracebackType
 
 from hudi_sync.errors import LockTimeoutError
+from hudi_sync.storage import Location
 
 LOCK_FILE = "lock"
 HEARTBEAT_FOLDER = ".heartbeat"
@@ -45,10 +47,13 @@ def _owner_is_gone(owner: dict[str, object]) -> bool:
     return False
 
 
-def _read_owner(path: str) -> dict[str, object] | None:
+def _owner_bytes() -> bytes:
+    return json.dumps(_owner()).encode()
+
+
+def _read_owner(location: Location, path: str) -> dict[str, object] | None:
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+        data = json.loads(location.read_file(path))
     except FileNotFoundError:
         return None
     except (ValueError, OSError):
@@ -57,10 +62,14 @@ def _read_owner(path: str) -> dict[str, object] | None:
 
 
 class TableLock:
-    """The table's writer lock (``hoodie.write.lock.wait_time_ms`` bounds the wait)."""
+    """The table's writer lock (``hoodie.write.lock.wait_time_ms`` bounds the wait);
+    ``hoodie_folder`` is a path on ``location.fs``."""
 
-    def __init__(self, hoodie_folder: str, wait_ms: int = 60_000, poll_ms: int = 50) -> None:
-        self.path = os.path.join(hoodie_folder, LOCK_FILE)
+    def __init__(
+        self, location: Location, hoodie_folder: str, wait_ms: int = 60_000, poll_ms: int = 50
+    ) -> None:
+        self.location = location
+        self.path = f"{hoodie_folder.rstrip('/')}/{LOCK_FILE}"
         self.wait_ms = wait_ms
         self.poll_ms = poll_ms
         self._held = False
@@ -69,12 +78,11 @@ class TableLock:
         deadline = time.monotonic() + self.wait_ms / 1000
         while True:
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                self.location.write_file(self.path, _owner_bytes(), exclusive=True)
             except FileExistsError:
-                owner = _read_owner(self.path)
+                owner = _read_owner(self.location, self.path)
                 if owner and _owner_is_gone(owner):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(self.path)
+                    self.location.remove(self.path)
                     continue
                 if time.monotonic() >= deadline:
                     raise LockTimeoutError(
@@ -83,16 +91,13 @@ class TableLock:
                     ) from None
                 time.sleep(self.poll_ms / 1000)
                 continue
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(_owner(), handle)
             self._held = True
             return
 
     def release(self) -> None:
         if self._held:
             self._held = False
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
+            self.location.remove(self.path)
 
     def __enter__(self) -> TableLock:
         self.acquire()
@@ -110,16 +115,18 @@ class TableLock:
 class Heartbeat:
     """Keeps ``.hoodie/.heartbeat/<instant>`` fresh while a write runs."""
 
-    def __init__(self, hoodie_folder: str, instant: str, interval_ms: int) -> None:
-        self.folder = os.path.join(hoodie_folder, HEARTBEAT_FOLDER)
-        self.path = os.path.join(self.folder, instant)
+    def __init__(
+        self, location: Location, hoodie_folder: str, instant: str, interval_ms: int
+    ) -> None:
+        self.location = location
+        self.folder = f"{hoodie_folder.rstrip('/')}/{HEARTBEAT_FOLDER}"
+        self.path = f"{self.folder}/{instant}"
         self.interval = interval_ms / 1000
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, daemon=True, name=f"heartbeat-{instant}")
 
     def _touch(self) -> None:
-        with open(self.path, "w", encoding="utf-8") as handle:
-            json.dump(_owner(), handle)
+        self.location.write_file(self.path, _owner_bytes())
 
     def _beat(self) -> None:
         while not self._stop.wait(self.interval):
@@ -127,7 +134,7 @@ class Heartbeat:
                 self._touch()
 
     def start(self) -> None:
-        os.makedirs(self.folder, exist_ok=True)
+        self.location.ensure_folder(self.folder)
         self._touch()
         self._thread.start()
 
@@ -135,8 +142,8 @@ class Heartbeat:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
+        with contextlib.suppress(OSError):
+            self.location.remove(self.path)
 
     def __enter__(self) -> Heartbeat:
         self.start()
@@ -146,16 +153,26 @@ class Heartbeat:
         self.stop()
 
 
-def writer_is_gone(hoodie_folder: str, instant: str, interval_ms: int, misses: int) -> bool:
+def writer_is_gone(
+    location: Location, hoodie_folder: str, instant: str, interval_ms: int, misses: int
+) -> bool:
     """Whether the writer of pending ``instant`` has stopped (its write failed)."""
-    path = os.path.join(hoodie_folder, HEARTBEAT_FOLDER, instant)
-    owner = _read_owner(path)
+    path = f"{hoodie_folder.rstrip('/')}/{HEARTBEAT_FOLDER}/{instant}"
+    owner = _read_owner(location, path)
     if owner is None:
         return True
     if owner and _owner_is_gone(owner):
         return True
     try:
-        age = time.time() - os.stat(path).st_mtime
+        touched = _modified(location, path)
     except FileNotFoundError:
         return True
-    return age > interval_ms / 1000 * (misses + 1)
+    return time.time() - touched > interval_ms / 1000 * (misses + 1)
+
+
+def _modified(location: Location, path: str) -> float:
+    """When the file at ``path`` was last written (epoch seconds)."""
+    if location.is_local:
+        return os.stat(path).st_mtime
+    location.fs.invalidate_cache(path)
+    return float(location.fs.modified(path).timestamp())

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hudi_sync.errors import BadInputError
-from hudi_sync.storage import write_file_atomically
+from hudi_sync.storage import Location, open_location
 from hudi_sync.table.cdc import ENABLED_KEY as CDC_ENABLED
 from hudi_sync.table.cdc import MODE_KEY as CDC_MODE
 from hudi_sync.table.cdc import CdcMode
@@ -117,20 +116,20 @@ def java_properties_text(props: Mapping[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def create_table(base_path: str, settings: TableSettings) -> None:
+def create_table(base: Location | str, settings: TableSettings) -> None:
     """Lay down ``.hoodie`` with its properties, the last step of table creation:
-    a folder without ``hoodie.properties`` is not a table, so a crash leaves none."""
-    hoodie = os.path.join(base_path, ".hoodie")
-    timeline = hoodie if settings.version == 6 else os.path.join(hoodie, "timeline")
-    history = (
-        os.path.join(hoodie, "archived")
-        if settings.version == 6
-        else os.path.join(timeline, "history")
-    )
-    for folder in (timeline, history, os.path.join(hoodie, ".aux"), os.path.join(hoodie, ".temp")):
-        os.makedirs(folder, exist_ok=True)
-    write_file_atomically(
-        os.path.join(hoodie, "hoodie.properties"),
+    a folder without ``hoodie.properties`` is not a table, so a crash leaves none.
+    ``base`` is the table's location (or a local path). Object stores have no folders:
+    there only ``hoodie.properties`` is written (a conditional create, so of two
+    writers creating the table one gets ``FileExistsError``)."""
+    location = open_location(base) if isinstance(base, str) else base
+    hoodie = location.join(".hoodie")
+    timeline = hoodie if settings.version == 6 else f"{hoodie}/timeline"
+    history = f"{hoodie}/archived" if settings.version == 6 else f"{timeline}/history"
+    for folder in (timeline, history, f"{hoodie}/.aux", f"{hoodie}/.temp"):
+        location.ensure_folder(folder)
+    location.write_file(
+        f"{hoodie}/hoodie.properties",
         java_properties_text(settings.properties()).encode(),
         exclusive=True,
     )

@@ -10,70 +10,64 @@ partitions are scanned for the instant's file names.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
 import time
 
+from hudi_sync.storage import Location
 from hudi_sync.table.timeline_writer import TimelineWriter
 
 MARKER_SUFFIXES = (".marker.CREATE", ".marker.MERGE", ".marker.APPEND")
 
 
-def marker_folder(base_path: str, instant: str) -> str:
-    return os.path.join(base_path, ".hoodie", ".temp", instant)
+def marker_folder(location: Location, instant: str) -> str:
+    """``.hoodie/.temp/<instant>`` of the table at ``location`` (a path on its fs)."""
+    return location.join(".hoodie", ".temp", instant)
 
 
-def write_marker(base_path: str, instant: str, partition: str, file_name: str) -> None:
+def write_marker(location: Location, instant: str, partition: str, file_name: str) -> None:
     """Announce a data file before writing it (what a rollback will delete)."""
-    folder = os.path.join(marker_folder(base_path, instant), partition)
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, file_name + ".marker.CREATE"), "wb"):
-        pass
+    folder = marker_folder(location, instant)
+    name = f"{partition}/{file_name}" if partition else file_name
+    location.write_file(f"{folder}/{name}.marker.CREATE", b"")
 
 
-def files_written_by(base_path: str, instant: str) -> dict[str, list[str]]:
+def files_written_by(location: Location, instant: str) -> dict[str, list[str]]:
     """``partition -> data file names`` that the write at ``instant`` may have created."""
     found: dict[str, list[str]] = {}
-    markers = marker_folder(base_path, instant)
-    if os.path.isdir(markers):
-        for folder, _, names in os.walk(markers):
-            partition = os.path.relpath(folder, markers).replace(os.sep, "/")
-            partition = "" if partition == "." else partition
-            for name in names:
-                for suffix in MARKER_SUFFIXES:
-                    if name.endswith(suffix):
-                        found.setdefault(partition, []).append(name[: -len(suffix)])
+    markers = marker_folder(location, instant)
+    marked = location.files_under(markers)
+    if marked or (location.is_local and location.fs.isdir(markers)):
+        for relative in marked:
+            partition, _, name = relative.rpartition("/")
+            for suffix in MARKER_SUFFIXES:
+                if name.endswith(suffix):
+                    found.setdefault(partition, []).append(name[: -len(suffix)])
         return found
     suffix = f"_{instant}.parquet"
     cdc_part = f"_{instant}.log."  # this write's CDC logs: .<fileId>_<instant>.log.1_<token>.cdc
-    for folder, dirs, names in os.walk(base_path):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        partition = os.path.relpath(folder, base_path).replace(os.sep, "/")
-        partition = "" if partition == "." else partition
-        hits = [n for n in names if n.endswith(suffix) and not n.startswith(".")]
-        hits += [n for n in names if n.startswith(".") and cdc_part in n and n.endswith(".cdc")]
-        if hits:
-            found[partition] = hits
+    for relative in location.files_under(location.path):
+        partition, _, name = relative.rpartition("/")
+        if any(part.startswith(".") for part in partition.split("/") if part):
+            continue
+        if (name.endswith(suffix) and not name.startswith(".")) or (
+            name.startswith(".") and cdc_part in name and name.endswith(".cdc")
+        ):
+            found.setdefault(partition, []).append(name)
     return found
 
 
-def roll_back(base_path: str, timeline: TimelineWriter, instant: str, action: str) -> str:
+def roll_back(location: Location, timeline: TimelineWriter, instant: str, action: str) -> str:
     """Delete a failed write's files, record the rollback, drop the pending instant.
 
     Each step can be repeated: a rollback interrupted midway is redone by the next
     writer, since the pending instant is removed last."""
     started = time.time()
     deleted: dict[str, list[str]] = {}
-    for partition, names in files_written_by(base_path, instant).items():
+    for partition, names in files_written_by(location, instant).items():
         for name in names:
-            path = os.path.join(base_path, partition, name)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-                deleted.setdefault(partition, []).append(
-                    f"{partition}/{name}" if partition else name
-                )
+            relative = f"{partition}/{name}" if partition else name
+            if location.remove(location.join(relative)):
+                deleted.setdefault(partition, []).append(relative)
     rollback_instant = timeline.rollback(instant, action, deleted, started)
     timeline.remove_pending(instant)
-    shutil.rmtree(marker_folder(base_path, instant), ignore_errors=True)
+    location.remove_tree(marker_folder(location, instant))
     return rollback_instant

@@ -54,12 +54,13 @@ class HudiTable:
         location = open_location(uri, storage_options)
         properties = location.join(".hoodie", "hoodie.properties")
         where = f"{location.uri}/.hoodie/hoodie.properties"
+        properties_not_found = ".hoodie/hoodie.properties not found"
         try:
             data = location.fs.cat_file(properties)
         except (FileNotFoundError, NotADirectoryError):
-            raise TableNotFoundError(
-                f"{location.uri} is not a Hudi table: .hoodie/hoodie.properties not found"
-            ) from None
+            bucket = _missing_bucket(location)
+            missing = f"bucket {bucket} does not exist" if bucket else properties_not_found
+            raise TableNotFoundError(f"{location.uri} is not a Hudi table: {missing}") from None
         except IsADirectoryError:
             raise CorruptTableError(f"{where}: is a directory, not a properties file") from None
         except OSError as exc:
@@ -207,3 +208,16 @@ class HudiTable:
         return partition_fields(
             self.avro_schema, self.config.partition_fields, self.config.key_generator
         )
+
+
+def _missing_bucket(location: Location) -> str | None:
+    """The bucket of an object store location when it does not exist (asked only once a
+    table is not found; a store that will not say counts as existing)."""
+    if location.is_local or "://" not in location.uri:
+        return None
+    bucket = location.path.strip("/").split("/", 1)[0]
+    try:
+        exists = bool(location.fs.exists(bucket))
+    except Exception:  # no permission to ask, or the store failed: say nothing more
+        return None
+    return None if exists else bucket

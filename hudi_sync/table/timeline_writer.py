@@ -1,10 +1,12 @@
 """The write side of the timeline: instant files in the order Hudi writers create them.
 
 A write moves through ``T.<action>.requested`` → inflight → completed; the completed
-file is written last and atomically (temporary file, then rename), so readers see the
-write entirely or not at all. v6 tables serialize commit metadata as JSON, v8 tables as
-Avro; rollback and clean metadata are Avro in both. Avro schemas here name Hudi's
-records and carry the fields hudi_sync fills; readers resolve fields by name.
+file is written last and published whole (locally a temporary file linked into place,
+on object stores one PUT), so readers see the write entirely or not at all. It is a
+conditional create on every store: a completed instant is never overwritten. v6 tables
+serialize commit metadata as JSON, v8 tables as Avro; rollback and clean metadata are
+Avro in both. Avro schemas here name Hudi's records and carry the fields hudi_sync
+fills; readers resolve fields by name.
 """
 
 from __future__ import annotations
@@ -12,14 +14,13 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import fastavro
 
-from hudi_sync.storage import write_file_atomically
+from hudi_sync.storage import Location
 from hudi_sync.table.instant import Action, comparable_instant, parse_instant_file_name
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.timeline import format_instant
@@ -220,19 +221,21 @@ def _one_ms_after(instant: str) -> str:
 
 
 class TimelineWriter:
-    """Creates instant files in a local table's timeline folder."""
+    """Creates instant files in a table's timeline folder (``timeline_folder`` is a
+    path on ``location.fs``), on local disk or an object store."""
 
-    def __init__(self, timeline_folder: str, version: int) -> None:
+    def __init__(self, location: Location, timeline_folder: str, version: int) -> None:
+        self.location = location
         self.folder = timeline_folder
         self.version = version
 
     def _path(self, name: str) -> str:
-        return os.path.join(self.folder, name)
+        return f"{self.folder.rstrip('/')}/{name}"
 
     def new_instant_time(self) -> str:
         """Now (UTC, ms), but always after every instant already on the timeline."""
         latest = ""
-        for name in os.listdir(self.folder):
+        for name in self.location.names(self.folder):
             instant = parse_instant_file_name(name)
             if instant is None:
                 continue
@@ -247,15 +250,16 @@ class TimelineWriter:
             data = avro_bytes(REQUESTED_REPLACE_SCHEMA, {"operationType": operation})
         else:
             data = b""
-        write_file_atomically(self._path(f"{instant}.{action}.requested"), data, exclusive=True)
+        self.location.write_file(self._path(f"{instant}.{action}.requested"), data, exclusive=True)
 
     def mark_inflight(self, instant: str, action: str, operation: str) -> None:
         name = f"{instant}.inflight" if action == Action.COMMIT else f"{instant}.{action}.inflight"
         record = CommitRecord(operation, "", ()).to_record(action == Action.REPLACE_COMMIT)
-        write_file_atomically(self._path(name), self._commit_bytes(record, action))
+        self.location.write_file(self._path(name), self._commit_bytes(record, action))
 
     def complete(self, instant: str, action: str, commit: CommitRecord) -> str:
-        """Write the completed file (last, atomically); returns its file name."""
+        """Publish the completed file (last, whole); returns its file name. An instant
+        already completed (by another writer) is a ``FileExistsError``."""
         record = commit.to_record(action == Action.REPLACE_COMMIT)
         data = self._commit_bytes(record, action)
         return self._complete_file(instant, action, data)
@@ -266,7 +270,13 @@ class TimelineWriter:
         else:
             completion = max(now_instant(), _one_ms_after(instant))
             name = f"{instant}_{completion}.{action}"
-        write_file_atomically(self._path(name), data)
+            # The name carries the completion time: another completed file of this
+            # instant would not clash with it, so look for one first.
+            for existing in self.location.names(self.folder):
+                parsed = parse_instant_file_name(existing)
+                if parsed and parsed.requested_time == instant and parsed.is_completed:
+                    raise FileExistsError(f"{self._path(existing)}: instant already completed")
+        self.location.write_file(self._path(name), data, exclusive=True)
         return name
 
     def _commit_bytes(self, record: dict[str, Any], action: str) -> bytes:
@@ -277,10 +287,10 @@ class TimelineWriter:
 
     def remove_pending(self, instant: str) -> None:
         """Delete a never-completed instant's requested and inflight files."""
-        for name in os.listdir(self.folder):
+        for name in self.location.names(self.folder):
             parsed = parse_instant_file_name(name)
             if parsed is not None and parsed.requested_time == instant and not parsed.is_completed:
-                os.unlink(self._path(name))
+                self.location.remove(self._path(name))
 
     # -- table services ------------------------------------------------------------------
     def rollback(
@@ -330,6 +340,6 @@ class TimelineWriter:
         return instant
 
     def _service(self, instant: str, action: str, data: bytes) -> None:
-        write_file_atomically(self._path(f"{instant}.{action}.requested"), b"", exclusive=True)
-        write_file_atomically(self._path(f"{instant}.{action}.inflight"), b"")
+        self.location.write_file(self._path(f"{instant}.{action}.requested"), b"", exclusive=True)
+        self.location.write_file(self._path(f"{instant}.{action}.inflight"), b"")
         self._complete_file(instant, action, data)

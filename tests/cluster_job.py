@@ -1,0 +1,84 @@
+"""A write sequence on a real multi-process Spark cluster, run by tests in a subprocess.
+
+``local-cluster[2,1,1024]`` starts two executor JVMs, each with its own Python workers,
+from the pyspark package: nothing but the object store is shared between the driver and
+the processes that write the base files. Usage::
+
+    python -m tests.cluster_job TABLE_URI STORAGE_OPTIONS_JSON
+
+It writes insert → upsert → delete → insert_overwrite of a small table to TABLE_URI and
+prints one JSON object: each commit's instant and the rows our reader reads back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+SCHEMA = "id int, p string, name string, ts long"
+STEPS: list[tuple[str, list[tuple[int, str, str, int]]]] = [
+    ("insert", [(i, "abc"[i % 3], f"v{i}", 1) for i in range(12)]),
+    ("upsert", [(1, "b", "u1", 2), (4, "b", "u4", 2), (20, "c", "new20", 2), (7, "b", "old", 0)]),
+    ("delete", [(2, "c", "", 3), (5, "c", "", 3)]),
+    ("insert_overwrite", [(30, "a", "only-a", 4)]),
+]
+
+
+def options(operation: str) -> dict[str, Any]:
+    return {
+        "hoodie.table.name": "cluster_t",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.partitionpath.field": "p",
+        "hoodie.datasource.write.hive_style_partitioning": "true",
+        "hoodie.write.table.version": 8,
+        "hoodie.datasource.write.operation": operation,
+        "hoodie.parquet.max.file.size": 6000,
+        "hoodie.parquet.small.file.limit": 3000,
+        "hoodie.copyonwrite.record.size.estimate": 400,
+    }
+
+
+def main(uri: str, storage_options: dict[str, Any]) -> dict[str, Any]:
+    from hudi_sync.spark import read, write
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master("local-cluster[2,1,1024]")
+        .appName("hudi_sync cluster test")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.log.level", "ERROR")
+        .config("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+        .getOrCreate()
+    )
+    try:
+        instants = []
+        for operation, rows in STEPS:
+            frame = spark.createDataFrame(rows, SCHEMA).repartition(4)
+            result = write(frame, uri, options(operation), storage_options=storage_options)
+            instants.append(result.instant)
+        read_back = read(spark, uri, {}, storage_options).toArrow().to_pylist()
+        worker_pids = (
+            spark.sparkContext.parallelize(range(8), 8)
+            .map(lambda _: os.getpid())
+            .distinct()
+            .collect()
+        )
+    finally:
+        spark.stop()
+    rows = sorted((r["id"], r["p"], r["name"], r["ts"]) for r in read_back)
+    return {
+        "instants": instants,
+        "rows": rows,
+        "driver_pid": os.getpid(),
+        "worker_pids": worker_pids,
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1], json.loads(sys.argv[2]))))
