@@ -24,6 +24,14 @@ class UnsupportedTableError(BadInputError):
     """The table uses a version, layout or format hudi_sync does not read."""
 
 
+class StorageAccessError(BadInputError):
+    """The object store refused us: no credentials, bad credentials, access denied."""
+
+
+class StorageUnreachableError(HudiSyncError):
+    """The object store's endpoint did not answer; retrying may help."""
+
+
 class CorruptTableError(BadInputError):
     """A timeline file, properties file or file name cannot be parsed."""
 

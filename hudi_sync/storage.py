@@ -2,15 +2,38 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
+
+from hudi_sync.errors import HudiSyncError, StorageAccessError, StorageUnreachableError
+
+# Exception class names (any in the class's ancestry) of the stores' clients: botocore
+# (S3), google-auth (GCS) and aiohttp (both), told apart by name so that no client library
+# has to be imported to recognise its errors.
+_NO_CREDENTIALS = {
+    "NoCredentialsError",
+    "PartialCredentialsError",
+    "DefaultCredentialsError",
+    "RefreshError",
+    "TransportError",
+}
+_UNREACHABLE = {
+    "EndpointConnectionError",
+    "ConnectTimeoutError",
+    "ClientConnectorError",
+    "ServerDisconnectedError",
+    "ServerTimeoutError",
+    "ConnectionError",
+}
+_DENIED_CODES = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AllAccessDisabled"}
 
 
 @dataclass(frozen=True)
@@ -119,6 +142,41 @@ class Location:
         if self.is_local:
             return os.path.getsize(path)
         return int(self.fs.size(path))
+
+
+def storage_failure(exc: BaseException, uri: str) -> HudiSyncError | None:
+    """One line for an object store's refusal or silence, or None for other errors.
+    Messages name the URI and the client's own reason, never options or secrets."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    if names & _NO_CREDENTIALS:
+        return StorageAccessError(
+            f"{uri}: no usable credentials for the object store ({reason}); set them in the "
+            "environment (AWS_* for S3, GOOGLE_APPLICATION_CREDENTIALS for GCS) or as "
+            "storage options"
+        )
+    response = getattr(exc, "response", None)
+    code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+    if isinstance(exc, PermissionError) or code in _DENIED_CODES:
+        return StorageAccessError(f"{uri}: access denied by the object store ({reason})")
+    if names & _UNREACHABLE:
+        return StorageUnreachableError(f"{uri}: the object store did not answer ({reason})")
+    return None
+
+
+@contextlib.contextmanager
+def reporting_storage_failures(location: Location) -> Iterator[None]:
+    """Turn an object store's refusal or silence inside the block into one line (local
+    disks keep their own errors)."""
+    try:
+        yield
+    except HudiSyncError:
+        raise
+    except Exception as exc:
+        failure = None if location.is_local else storage_failure(exc, location.uri)
+        if failure is None:
+            raise
+        raise failure from None
 
 
 def open_location(uri: str, storage_options: Mapping[str, Any] | None = None) -> Location:

@@ -5,10 +5,12 @@
 # DuckDB file (view, manifest and history). Then it prints the timeline and the view's rows,
 # and says what it wrote where.
 #
-# usage: scripts/demo.sh [--bigquery] [--keep] [--verbose] [TABLE]
+# usage: scripts/demo.sh [--bigquery | --object-store] [--keep] [--verbose] [TABLE]
 #   TABLE       sync this existing Hudi table instead of writing the sample
 #   --bigquery  sync through fake-gcs-server into the local-bigquery emulator (both started
 #               and stopped by the demo) instead of DuckDB
+#   --object-store  write the sample table to an S3 bucket (moto's server, started and
+#               stopped by the demo) and sync it into DuckDB from there, as production does
 #   --keep      keep the work folder (the sample table and the DuckDB file) to open later
 #   --verbose   show install, Spark and sync logs as they run (hidden by default, kept in
 #               a log file that is printed when a step fails)
@@ -16,12 +18,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bigquery=false
+object_store=false
 keep=false
 verbose=false
 table=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --bigquery) bigquery=true ;;
+    --object-store) object_store=true ;;
     --keep) keep=true ;;
     --verbose | -v) verbose=true ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | cut -c3- ; exit 0 ;;
@@ -71,6 +75,17 @@ step() {
 }
 
 step "Python environment in .venv (installs on the first run only)" scripts/bootstrap.sh
+if $object_store; then
+  if $bigquery || [ -n "$table" ]; then
+    echo "demo.sh: --object-store writes the sample table: no --bigquery, no TABLE" >&2
+    exit 2
+  fi
+  args=("$work")
+  if $verbose; then args+=(--verbose); fi
+  .venv/bin/python scripts/demo_object_store.py "${args[@]}"
+  if $keep; then echo "  kept $work (the DuckDB file; the bucket went with the server)"; fi
+  exit 0
+fi
 if $bigquery; then
   step "BigQuery emulator in .venv-bq (installs on the first run only)" scripts/bigquery_emulator_env.sh
 fi

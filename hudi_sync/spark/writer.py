@@ -67,7 +67,7 @@ from hudi_sync.spark.merge import (
     merge_file_group,
 )
 from hudi_sync.spark.options import WriteOptions
-from hudi_sync.storage import Location, open_location
+from hudi_sync.storage import Location, open_location, reporting_storage_failures
 from hudi_sync.sync import SyncReport
 from hudi_sync.table import HudiTable
 from hudi_sync.table.archiver import archive
@@ -354,7 +354,8 @@ class _Write:
             return
         bucket = self.location.path.split("/", 1)[0]
         try:
-            exists = self.location.fs.exists(bucket)
+            with reporting_storage_failures(self.location):
+                exists = self.location.fs.exists(bucket)
         except OSError as exc:
             raise BadInputError(f"{self.base}: cannot reach bucket {bucket}: {exc}") from None
         if not exists:

@@ -14,7 +14,7 @@ from hudi_sync.errors import (
     TimeTravelError,
     UnsupportedTableError,
 )
-from hudi_sync.storage import Location, open_location
+from hudi_sync.storage import Location, open_location, reporting_storage_failures
 from hudi_sync.table.archive import read_archived_instants
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.instant import Action, Instant, comparable_instant
@@ -56,7 +56,8 @@ class HudiTable:
         where = f"{location.uri}/.hoodie/hoodie.properties"
         properties_not_found = ".hoodie/hoodie.properties not found"
         try:
-            data = location.fs.cat_file(properties)
+            with reporting_storage_failures(location):
+                data = location.fs.cat_file(properties)
         except (FileNotFoundError, NotADirectoryError):
             bucket = _missing_bucket(location)
             missing = f"bucket {bucket} does not exist" if bucket else properties_not_found
