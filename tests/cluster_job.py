@@ -4,10 +4,12 @@
 from the pyspark package: nothing but the object store is shared between the driver and
 the processes that write the base files. Usage::
 
-    python -m tests.cluster_job TABLE_URI STORAGE_OPTIONS_JSON
+    python -m tests.cluster_job TABLE_URI STORAGE_OPTIONS_JSON [--connect]
 
 It writes insert → upsert → delete → insert_overwrite of a small table to TABLE_URI and
-prints one JSON object: each commit's instant and the rows our reader reads back.
+prints one JSON object: each commit's instant and the rows our reader reads back. With
+``--connect`` the same runs as a Spark Connect client of a local Connect server (started
+from the pyspark package), as on a Connect-only cluster.
 """
 
 from __future__ import annotations
@@ -43,11 +45,10 @@ def options(operation: str) -> dict[str, Any]:
     }
 
 
-def main(uri: str, storage_options: dict[str, Any]) -> dict[str, Any]:
-    from hudi_sync.spark import read, write
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
+def session(connect: bool) -> SparkSession:
+    if connect:
+        return SparkSession.builder.remote("local[2]").getOrCreate()
+    return (
         SparkSession.builder.master("local-cluster[2,1,1024]")
         .appName("hudi_sync cluster test")
         .config("spark.ui.enabled", "false")
@@ -56,6 +57,13 @@ def main(uri: str, storage_options: dict[str, Any]) -> dict[str, Any]:
         .config("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", ""))
         .getOrCreate()
     )
+
+
+def main(uri: str, storage_options: dict[str, Any], connect: bool = False) -> dict[str, Any]:
+    from hudi_sync.spark import read, write
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = session(connect)
     try:
         instants = []
         for operation, rows in STEPS:
@@ -63,12 +71,7 @@ def main(uri: str, storage_options: dict[str, Any]) -> dict[str, Any]:
             result = write(frame, uri, options(operation), storage_options=storage_options)
             instants.append(result.instant)
         read_back = read(spark, uri, {}, storage_options).toArrow().to_pylist()
-        worker_pids = (
-            spark.sparkContext.parallelize(range(8), 8)
-            .map(lambda _: os.getpid())
-            .distinct()
-            .collect()
-        )
+        worker_pids = [] if connect else _worker_pids(spark)
     finally:
         spark.stop()
     rows = sorted((r["id"], r["p"], r["name"], r["ts"]) for r in read_back)
@@ -80,5 +83,11 @@ def main(uri: str, storage_options: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _worker_pids(spark: SparkSession) -> list[int]:
+    """The process ids of the Python workers that run tasks (the executors')."""
+    pids = spark.sparkContext.parallelize(range(8), 8).map(lambda _: os.getpid())
+    return sorted(pids.distinct().collect())
+
+
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1], json.loads(sys.argv[2]))))
+    print(json.dumps(main(sys.argv[1], json.loads(sys.argv[2]), "--connect" in sys.argv[3:])))

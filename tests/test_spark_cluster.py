@@ -40,22 +40,28 @@ def model_rows() -> list[tuple[Any, ...]]:
     return sorted(table.values())
 
 
-@pytest.mark.parametrize("store_name", ["s3_server", "gcs_server"])
+@pytest.mark.parametrize(
+    ("store_name", "connect"),
+    [("s3_server", False), ("gcs_server", False), ("s3_server", True)],
+    ids=["s3-local-cluster", "gcs-local-cluster", "s3-spark-connect"],
+)
 def test_write_sequence_on_a_multi_process_cluster(  # type: ignore[no-untyped-def]
-    store_name: str, request, tmp_path: Path
+    store_name: str, connect: bool, request, tmp_path: Path
 ) -> None:
+    """On ``local-cluster`` (separate executor JVMs), and as a Spark Connect client."""
     store = request.getfixturevalue(store_name)
     uri = f"{store.scheme}://{store.make_bucket()}/lake/cluster_t"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "tests.cluster_job", uri, json.dumps(store.storage_options)]
     result = subprocess.run(
-        [sys.executable, "-m", "tests.cluster_job", uri, json.dumps(store.storage_options)],
+        command + (["--connect"] if connect else []),
         capture_output=True, text=True, check=False, env=env, cwd=tmp_path, timeout=900,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
-    assert (
-        len(set(report["worker_pids"])) == 2 and report["driver_pid"] not in report["worker_pids"]
-    )
+    if not connect:  # two executors, neither of them the driver
+        assert len(report["worker_pids"]) == 2
+        assert report["driver_pid"] not in report["worker_pids"]
     expected = model_rows()
     assert [tuple(r) for r in report["rows"]] == expected
 

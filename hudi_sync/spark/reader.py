@@ -32,6 +32,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark.merge import align
+from hudi_sync.spark.session import default_parallelism
 from hudi_sync.storage import Location, open_location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.changes import (
@@ -166,7 +167,7 @@ def changes(spark: SparkSession, table: HudiTable, begin: str, end: str | None) 
         return spark.createDataFrame(change_rows(table.location, plan.splits))
     # The splits travel in the function; Spark only numbers them (no Python stage).
     texts = [split.to_json() for split in plan.splits]
-    slices = max(1, min(len(texts), spark.sparkContext.defaultParallelism))
+    slices = max(1, min(len(texts), default_parallelism(spark)))
     numbers = spark.range(0, len(texts), numPartitions=slices)
     return numbers.mapInArrow(
         _split_reader(table.uri, dict(table.location.storage_options), texts), CHANGE_COLUMNS
@@ -228,7 +229,7 @@ def _read_in_workers(spark: SparkSession, location: Location, relative: list[str
     fsspec, with their merged schema (files written before a column was added read it
     as null, as Spark's ``mergeSchema``)."""
     schema = merged_schema(location, relative)
-    slices = max(1, min(len(relative), spark.sparkContext.defaultParallelism))
+    slices = max(1, min(len(relative), default_parallelism(spark)))
     numbers = spark.range(0, len(relative), numPartitions=slices)
     reader = _file_reader(location.uri, dict(location.storage_options), relative, schema)
     return numbers.mapInArrow(reader, from_arrow_schema(schema))

@@ -67,6 +67,7 @@ from hudi_sync.spark.merge import (
     merge_file_group,
 )
 from hudi_sync.spark.options import WriteOptions
+from hudi_sync.spark.session import default_parallelism
 from hudi_sync.storage import Location, open_location, reporting_storage_failures
 from hudi_sync.sync import SyncReport
 from hudi_sync.table import HudiTable
@@ -518,7 +519,7 @@ class _Write:
             # Spark cannot open object-store paths without Hadoop connectors: the
             # Python workers read the stored keys through fsspec.
             paths = self.spark.createDataFrame([(f,) for f in files], "path string")
-            slices = max(1, min(len(files), self.spark.sparkContext.defaultParallelism))
+            slices = max(1, min(len(files), default_parallelism(self.spark)))
             stored = paths.repartition(slices).mapInArrow(
                 _key_reader(self.base, self.storage_options),
                 f"__stored_partition string, __stored_key string, {FILE_ID} string",
