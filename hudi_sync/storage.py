@@ -192,6 +192,18 @@ def open_location(uri: str, storage_options: Mapping[str, Any] | None = None) ->
     return Location(fs=fs, path=path.rstrip("/") or "/", uri=display, storage_options=options)
 
 
+def nest_option(options: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set ``a.b.c=value`` as ``{"a": {"b": {"c": value}}}`` in fsspec options (the
+    CLI's ``-o client_kwargs.endpoint_url=...``, the reader's ``storage.<key>``)."""
+    *parents, leaf = dotted.split(".")
+    for parent in parents:
+        child = options.get(parent)
+        if not isinstance(child, dict):
+            child = options[parent] = {}
+        options = child
+    options[leaf] = value
+
+
 def forget_listings(fs: fsspec.AbstractFileSystem, path: str) -> None:
     """Drop cached listings of ``path``, its parents and everything under it. fsspec
     shares one instance (and its listings cache) per set of options, and a table opened

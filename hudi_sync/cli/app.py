@@ -22,6 +22,7 @@ from hudi_sync.backfill import backfill, discover_tables
 from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, build_target, target_names
 from hudi_sync.manifest import DEFAULT_KEEP, manifest_summary
+from hudi_sync.storage import nest_option
 from hudi_sync.sync import SyncReport, Target, publish_manifest, sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.changes import ChangePlan, ChangeSplit, plan_changes, read_split
@@ -103,11 +104,7 @@ def parse_storage_options(pairs: list[str] | None) -> dict[str, Any]:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise BadInputError(f"storage option {pair!r} is not KEY=VALUE")
-        target = options
-        *parents, leaf = key.split(".")
-        for parent in parents:
-            target = target.setdefault(parent, {})
-        target[leaf] = value
+        nest_option(options, key, value)
     return options
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +33,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark.merge import align
 from hudi_sync.spark.session import default_parallelism
-from hudi_sync.storage import Location, open_location
+from hudi_sync.storage import Location, nest_option, open_location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.changes import (
     CHANGE_SCHEMA,
@@ -63,31 +63,20 @@ FOOTER_READERS = 16
 
 
 def split_options(
-    options: Mapping[str, object] | None,
+    options: Mapping[str, object] | None, storage_options: Mapping[str, Any] | None = None
 ) -> tuple[dict[str, str], dict[str, Any]]:
-    """Hudi read options, and the storage options given among them as
-    ``storage.<key>=<value>`` (dotted keys nest: ``storage.client_kwargs.endpoint_url``,
-    as the CLI's ``-o client_kwargs.endpoint_url=...``)."""
+    """Hudi read options, and ``storage_options`` (a copy) with the storage options given
+    among the read options as ``storage.<key>=<value>`` added (dotted keys nest:
+    ``storage.client_kwargs.endpoint_url``, as the CLI's ``-o client_kwargs.endpoint_url=...``)."""
     read_options: dict[str, str] = {}
-    storage: dict[str, Any] = {}
+    storage: dict[str, Any] = copy.deepcopy(dict(storage_options or {}))
     for key, value in (options or {}).items():
         name = str(key)
         if name.lower().startswith(STORAGE_PREFIX):
-            nest(storage, name[len(STORAGE_PREFIX) :], str(value))
+            nest_option(storage, name[len(STORAGE_PREFIX) :], str(value))
         else:
             read_options[name] = str(value)
     return read_options, storage
-
-
-def nest(target: dict[str, Any], dotted: str, value: Any) -> None:
-    """Set ``a.b.c=value`` in ``target`` as ``{"a": {"b": {"c": value}}}``."""
-    *parents, leaf = dotted.split(".")
-    for parent in parents:
-        child = target.get(parent)
-        if not isinstance(child, dict):
-            child = target[parent] = {}
-        target = child
-    target[leaf] = value
 
 
 def read(
@@ -100,10 +89,7 @@ def read(
 
     ``storage_options`` are fsspec's (an object store's endpoint, credentials...);
     ``storage.<key>`` read options add to them."""
-    opts, given = split_options(options)
-    storage = copy.deepcopy(dict(storage_options or {}))
-    for key, value in _flatten(given):
-        nest(storage, key, value)
+    opts, storage = split_options(options, storage_options)
     table = HudiTable.open(path, storage)
     if opts.get(QUERY_TYPE, "snapshot").strip().lower() == "incremental":
         if BEGIN not in opts:
@@ -183,14 +169,6 @@ def _split_reader(uri: str, storage_options: dict[str, Any], texts: list[str]) -
                 yield from read_split(location, split).to_batches()
 
     return read_batches
-
-
-def _flatten(tree: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
-    for key, value in tree.items():
-        if isinstance(value, Mapping):
-            yield from _flatten(value, f"{prefix}{key}.")
-        else:
-            yield f"{prefix}{key}", value
 
 
 def _read_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]) -> DataFrame:
