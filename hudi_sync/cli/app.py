@@ -656,7 +656,10 @@ def backfill_command(
 @ingest_app.command("debezium")
 def ingest_debezium(
     table_path: Annotated[
-        str, typer.Option("--table-path", help="Table base path (local; created on first batch)")
+        str,
+        typer.Option(
+            "--table-path", help="Table base path or URI (s3://, gs://...; created on first batch)"
+        ),
     ],
     bootstrap_servers: Annotated[
         str | None, typer.Option("--bootstrap-servers", help="Kafka host:port[,host:port]")
@@ -703,6 +706,7 @@ def ingest_debezium(
     poll_interval: Annotated[
         float, typer.Option("--poll-interval", help="Seconds between polls when caught up.")
     ] = 5.0,
+    storage_option: StorageOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Read Debezium change events (PostgreSQL, MySQL; JSON, Avro or flattened) from Kafka
@@ -732,6 +736,7 @@ def ingest_debezium(
             dead_letter_path=dead_letter,
             continuous=continuous,
             poll_interval_s=poll_interval,
+            storage_options=parse_storage_options(storage_option) or None,
         )
     )
     stop = threading.Event()

@@ -137,6 +137,11 @@ class IngestConfig:
             raise BadInputError(f"{ON_ERROR_OPTION}={self.on_error!r} is not stop or skip")
         if self.max_events < 1:
             raise BadInputError(f"{MAX_EVENTS}={self.max_events} must be at least 1")
+        if "://" in self.dead_letter_path and not self.dead_letter_path.startswith("file://"):
+            raise BadInputError(
+                f"{DEAD_LETTER}={self.dead_letter_path}: the dead-letter file is appended to "
+                "after each bad event, and object stores cannot append; give a local path"
+            )
 
 
 def _positive(options: Mapping[str, str], key: str, default: int) -> int:
@@ -281,7 +286,8 @@ class _Ingest:
             "key": message.key.decode("latin-1") if message.key is not None else None,
             "value": message.value.decode("latin-1") if message.value is not None else None,
         }
-        with open(self.config.dead_letter_path, "a", encoding="utf-8") as handle:
+        path = self.config.dead_letter_path.removeprefix("file://")
+        with open(path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
 
     # -- one commit ------------------------------------------------------------------------

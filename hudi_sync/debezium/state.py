@@ -116,8 +116,9 @@ class TombstoneStore:
         tombstones: dict[str, str] = {}
         for name in files:
             try:
-                with self.location.fs.open(f"{self.folder}/{name}", "rb") as handle:
-                    data = pq.read_table(handle)
+                data = pq.read_table(
+                    pa.BufferReader(self.location.read_file(f"{self.folder}/{name}"))
+                )
             except FileNotFoundError:
                 raise BadInputError(
                     f"{self.folder}/{name}: tombstone file named by the last ingest commit "
@@ -157,9 +158,11 @@ class TombstoneStore:
                 "order": pa.array(list(tombstones.values()), pa.string()),
             }
         )
-        self.location.fs.makedirs(self.folder, exist_ok=True)
-        with self.location.fs.open(f"{self.folder}/{name}", "wb") as handle:
-            pq.write_table(table, handle)
+        buffer = pa.BufferOutputStream()
+        pq.write_table(table, buffer)
+        self.location.ensure_folder(self.folder)
+        # Whole or absent (a crash mid-write leaves no torn file for the next load).
+        self.location.write_file(f"{self.folder}/{name}", buffer.getvalue().to_pybytes())
         return name
 
     def remove_unreferenced(self, files: list[str]) -> None:
