@@ -62,6 +62,14 @@ class Location:
     def is_local(self) -> bool:
         return isinstance(self.fs, LocalFileSystem)
 
+    def missing_bucket(self) -> str | None:
+        """The bucket's name when this object-store location's bucket does not exist
+        (None locally, or when it exists); the store's own errors propagate."""
+        if self.is_local or "://" not in self.uri:
+            return None
+        bucket = self.path.strip("/").split("/", 1)[0]
+        return None if self.fs.exists(bucket) else bucket
+
     def write_file(self, path: str, data: bytes, exclusive: bool = False) -> None:
         """Publish a whole file at ``path`` (on ``fs``) so readers see none of it or all.
 

@@ -16,6 +16,7 @@ from hudi_sync.errors import (
     UnsupportedTableError,
 )
 from hudi_sync.manifest import DEFAULT_KEEP, EMPTY_SNAPSHOT, ManifestStore, PublishedManifest
+from hudi_sync.storage import reporting_storage_failures
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.common import SyncPlan, SyncResult
 
@@ -85,6 +86,13 @@ def publish_manifest(
     table: HudiTable, as_of: str | None = None, keep: int = DEFAULT_KEEP, dry_run: bool = False
 ) -> PublishedManifest:
     """Build and (unless ``dry_run``) publish the table's manifest."""
+    with reporting_storage_failures(table.location):  # a store refusing a PUT: one line
+        return _publish_manifest(table, as_of, keep, dry_run)
+
+
+def _publish_manifest(
+    table: HudiTable, as_of: str | None, keep: int, dry_run: bool
+) -> PublishedManifest:
     store = ManifestStore(table, keep=keep)
     manifest = store.build(as_of=as_of)
     if manifest.instant is not None:  # an incremental build may not have parsed it

@@ -325,3 +325,76 @@ def _use_core_gcsfs() -> None:
     for protocol in ("gs", "gcs"):
         if fsspec.get_filesystem_class(protocol) is not gcsfs.core.GCSFileSystem:
             fsspec.register_implementation(protocol, gcsfs.core.GCSFileSystem, clobber=True)
+
+
+class GuardedS3:
+    """A moto S3 server that checks every request against IAM: an ``admin`` key may do
+    anything, a ``reader`` key only read and list. moto grants all requests unless
+    ``INITIAL_NO_AUTH_ACTION_COUNT`` is set, so this one runs in its own process (the
+    session's in-process server stays open) and spends its unauthenticated requests on
+    creating the two users and the bucket."""
+
+    BUCKET = "lake"
+    _SETUP_REQUESTS = 7  # 2 x (create user, access key, policy) + the bucket
+
+    def __init__(self, endpoint_url: str, keys: dict[str, tuple[str, str]]) -> None:
+        self.endpoint_url = endpoint_url
+        self.keys = keys
+
+    def storage_options(self, user: str) -> dict[str, Any]:
+        key, secret = self.keys[user]
+        return {
+            "key": key,
+            "secret": secret,
+            "client_kwargs": {"endpoint_url": self.endpoint_url, "region_name": S3_REGION},
+        }
+
+    def fs(self, user: str = "admin") -> fsspec.AbstractFileSystem:
+        import fsspec
+
+        return fsspec.filesystem(
+            "s3", skip_instance_cache=True, use_listings_cache=False, **self.storage_options(user)
+        )
+
+    @classmethod
+    @contextlib.contextmanager
+    def running(cls) -> Iterator[GuardedS3]:
+        import sys
+
+        import boto3
+
+        port = _free_port()
+        env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT=str(cls._SETUP_REQUESTS))
+        process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            # moto's own API answers without counting as an (unauthenticated) request.
+            if not wait_for_http(process, f"{url}/moto-api/", "moto_server", 60, 1):
+                raise RuntimeError(f"moto_server exited at start (port {port} taken?)")
+            setup = {
+                "endpoint_url": url,
+                "region_name": S3_REGION,
+                "aws_access_key_id": "setup",
+                "aws_secret_access_key": "setup",
+            }
+            iam = boto3.client("iam", **setup)
+            keys: dict[str, tuple[str, str]] = {}
+            for user, actions in (("admin", ["*"]), ("reader", ["s3:Get*", "s3:List*"])):
+                iam.create_user(UserName=user)
+                key = iam.create_access_key(UserName=user)["AccessKey"]
+                keys[user] = (key["AccessKeyId"], key["SecretAccessKey"])
+                policy = {"Effect": "Allow", "Action": actions, "Resource": "*"}
+                iam.put_user_policy(
+                    UserName=user,
+                    PolicyName=f"{user}-policy",
+                    PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [policy]}),
+                )
+            boto3.client("s3", **setup).create_bucket(Bucket=cls.BUCKET)
+            yield cls(url, keys)
+        finally:
+            _stop_process(process)

@@ -7,13 +7,18 @@ import os
 import socket
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from botocore.exceptions import ClientError
 
 from hudi_sync.errors import StorageAccessError, StorageUnreachableError
+from hudi_sync.spark import write
 from hudi_sync.storage import storage_failure
+from tests.objectstores import GuardedS3
+from tests.test_spark_writer import frame, options
 
 SECRET = "do-not-print-me"
 
@@ -60,6 +65,87 @@ def test_an_unreachable_endpoint_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert SECRET not in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.fixture(scope="module")
+def guarded_s3() -> Iterator[GuardedS3]:
+    with GuardedS3.running() as server:
+        yield server
+
+
+@pytest.fixture
+def guarded_table(guarded_s3: GuardedS3, fixture_copy) -> str:  # type: ignore[no-untyped-def]
+    """A real Hudi table uploaded by the admin key, at a fresh prefix."""
+    local = fixture_copy("cow/v8_simplekeygen_nonhivestyle")
+    prefix = f"{GuardedS3.BUCKET}/t-{uuid.uuid4().hex[:8]}"
+    guarded_s3.fs().put(str(local), prefix, recursive=True)
+    return f"s3://{prefix}"
+
+
+def _reader_env(guarded_s3: GuardedS3) -> dict[str, str]:
+    key, secret = guarded_s3.keys["reader"]
+    return {"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret}
+
+
+def _objects(guarded_s3: GuardedS3, uri: str) -> list[str]:
+    return sorted(guarded_s3.fs().find(uri.removeprefix("s3://")))
+
+
+def test_a_read_only_key_reads_but_publishing_is_denied_in_one_line(  # type: ignore[no-untyped-def]
+    guarded_s3: GuardedS3, guarded_table: str, tmp_path: Path
+) -> None:
+    """The server enforces IAM policies: the reader key lists the table, and the
+    manifest's first PUT is refused, so the command stops there with nothing written."""
+    endpoint = f"client_kwargs.endpoint_url={guarded_s3.endpoint_url}"
+    env = _reader_env(guarded_s3)
+    shown = _cli(["show", "files", guarded_table, "-o", endpoint], env, tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert ".parquet" in shown.stdout
+    before = _objects(guarded_s3, guarded_table)
+    result = _cli(["manifest", guarded_table, "-o", endpoint], env, tmp_path)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: {guarded_table}: access denied by the object store (")
+    assert env["AWS_SECRET_ACCESS_KEY"] not in result.stderr
+    assert _objects(guarded_s3, guarded_table) == before
+
+
+def test_an_unknown_key_is_refused_in_one_line(  # type: ignore[no-untyped-def]
+    guarded_s3: GuardedS3, guarded_table: str, tmp_path: Path
+) -> None:
+    endpoint = f"client_kwargs.endpoint_url={guarded_s3.endpoint_url}"
+    env = {"AWS_ACCESS_KEY_ID": "AKIANOBODY", "AWS_SECRET_ACCESS_KEY": SECRET}
+    result = _cli(["show", "files", guarded_table, "-o", endpoint], env, tmp_path)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: {guarded_table}: access denied by the object store (")
+    assert SECRET not in result.stderr
+
+
+def test_a_spark_write_with_a_read_only_key_is_denied_before_the_timeline_moves(  # type: ignore[no-untyped-def]
+    spark, guarded_s3: GuardedS3
+) -> None:
+    """The admin key writes the table; the reader key's upsert is refused at its first
+    PUT (the table lock) in one line, and the table's objects are as they were."""
+    uri = f"s3://{GuardedS3.BUCKET}/w-{uuid.uuid4().hex[:8]}"
+    rows = [{"id": 1, "p": "a", "name": "x", "ts": 1}]
+    write(
+        frame(spark, rows, False),
+        uri,
+        options("w", 8, "insert"),
+        guarded_s3.storage_options("admin"),
+    )
+    before = _objects(guarded_s3, uri)
+    assert any(name.endswith(".commit") for name in before)
+    with pytest.raises(StorageAccessError) as caught:
+        write(
+            frame(spark, [{**rows[0], "ts": 2}], False),
+            uri,
+            options("w", 8, "upsert"),
+            guarded_s3.storage_options("reader"),
+        )
+    assert str(caught.value).startswith(f"{uri}: access denied by the object store (")
+    assert _objects(guarded_s3, uri) == before
+
+
 @pytest.mark.parametrize(
     "refusal",
     [
@@ -68,8 +154,8 @@ def test_an_unreachable_endpoint_is_one_line_and_exit_1(tmp_path: Path) -> None:
     ],
 )
 def test_access_denied_is_a_bad_input(refusal: Exception) -> None:
-    """moto and fake-gcs-server grant every request, so the refusals are the exception
-    objects the clients raise for a 403 (a stand-in where no real part can refuse)."""
+    """The exception objects the clients raise for a 403: fake-gcs-server grants every
+    request, so gcsfs's refusal cannot be provoked here (moto's can: the tests above)."""
     failure = storage_failure(refusal, "s3://lake/t")
     assert isinstance(failure, StorageAccessError)
     assert str(failure).startswith("s3://lake/t: access denied by the object store (")

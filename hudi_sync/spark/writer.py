@@ -152,7 +152,8 @@ def write(
     write_options = WriteOptions.parse(options)
     write = _Write(df, table_uri(path), write_options, storage_options)
     write.extra_metadata = dict(extra_metadata or {})
-    return write.run()
+    with reporting_storage_failures(write.location):  # a refusal mid-write: one line
+        return write.run()
 
 
 class _Write:
@@ -351,15 +352,12 @@ class _Write:
 
     def _check_bucket(self) -> None:
         """Object stores: the bucket must exist (a write never creates one)."""
-        if self.location.is_local:
-            return
-        bucket = self.location.path.split("/", 1)[0]
         try:
             with reporting_storage_failures(self.location):
-                exists = self.location.fs.exists(bucket)
+                bucket = self.location.missing_bucket()
         except OSError as exc:
-            raise BadInputError(f"{self.base}: cannot reach bucket {bucket}: {exc}") from None
-        if not exists:
+            raise BadInputError(f"{self.base}: cannot reach its bucket: {exc}") from None
+        if bucket is not None:
             raise BadInputError(
                 f"{self.base}: bucket {bucket} does not exist (create it first; "
                 "hudi_sync does not create buckets)"

@@ -214,11 +214,7 @@ class HudiTable:
 def _missing_bucket(location: Location) -> str | None:
     """The bucket of an object store location when it does not exist (asked only once a
     table is not found; a store that will not say counts as existing)."""
-    if location.is_local or "://" not in location.uri:
-        return None
-    bucket = location.path.strip("/").split("/", 1)[0]
     try:
-        exists = bool(location.fs.exists(bucket))
+        return location.missing_bucket()
     except Exception:  # no permission to ask, or the store failed: say nothing more
         return None
-    return None if exists else bucket
