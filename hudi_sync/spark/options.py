@@ -30,6 +30,7 @@ AUTO_ARCHIVE = "hoodie.archive.automatic"
 PARTITIONS_TO_DELETE = "hoodie.datasource.write.partitions.to.delete"
 META_SYNC = "hoodie.datasource.meta.sync.enable"
 LOCK_WAIT_MS = "hoodie.write.lock.wait_time_ms"
+LOCK_EXPIRE_MINUTES = "hoodie.write.lock.filesystem.expire"
 HEARTBEAT_INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
 HEARTBEAT_MISSES = "hoodie.client.heartbeat.tolerable.misses"
 COMBINE_BEFORE_INSERT = "hoodie.combine.before.insert"
@@ -92,6 +93,7 @@ class WriteOptions:
     partitions_to_delete: tuple[str, ...]
     meta_sync: bool
     lock_wait_ms: int
+    lock_expire_minutes: int  # 0: a lock never expires (Hudi's default)
     heartbeat_interval_ms: int
     heartbeat_misses: int
     combine_before_insert: bool
@@ -143,6 +145,7 @@ class WriteOptions:
             partitions_to_delete=_split(raw.get(PARTITIONS_TO_DELETE)),
             meta_sync=_flag(raw, META_SYNC, False),
             lock_wait_ms=_integer(raw, LOCK_WAIT_MS, 60_000),
+            lock_expire_minutes=_integer(raw, LOCK_EXPIRE_MINUTES, 0),
             heartbeat_interval_ms=_integer(raw, HEARTBEAT_INTERVAL_MS, 60_000, minimum=1),
             heartbeat_misses=_integer(raw, HEARTBEAT_MISSES, 2),
             combine_before_insert=_flag(raw, COMBINE_BEFORE_INSERT, False),

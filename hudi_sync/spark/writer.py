@@ -198,7 +198,7 @@ class _Write:
         # Bad input is refused before the timeline is touched.
         schema = self._writer_schema(snapshot)
         partitions = self._incoming_partitions()
-        lock = TableLock(self.location, self.hoodie, wait_ms=self.options.lock_wait_ms)
+        lock = self._lock()
         with lock:
             rolled_back = self._roll_back_failed_writes(table)
             instant = self.timeline.new_instant_time()
@@ -249,6 +249,14 @@ class _Write:
     def _open(self) -> HudiTable:
         return HudiTable.open(self.base, self.storage_options)
 
+    def _lock(self) -> TableLock:
+        return TableLock(
+            self.location,
+            self.hoodie,
+            wait_ms=self.options.lock_wait_ms,
+            expire_minutes=self.options.lock_expire_minutes,
+        )
+
     def _publish(self, instant: str, commit: CommitRecord) -> None:
         """Publish the completed instant: the single point where the write appears."""
         try:
@@ -273,7 +281,7 @@ class _Write:
             return
         with (
             contextlib.suppress(Exception),
-            TableLock(self.location, self.hoodie, wait_ms=self.options.lock_wait_ms),
+            self._lock(),
         ):
             roll_back(self.location, self.timeline, self.instant, self.action)
         if not isinstance(exc, HudiSyncError | KeyboardInterrupt | SystemExit):

@@ -4,7 +4,11 @@
   (``Location.write_file(exclusive=True)``: a hard link locally, ``If-None-Match`` on S3,
   ``ifGenerationMatch=0`` on GCS; Hudi's file-system lock provider uses the same file). A writer
   holds it only while it checks for conflicts and completes its commit, and while it
-  rolls back failed writes. A lock whose owner process is gone (same host) is broken.
+  rolls back failed writes. A lock whose owner process is gone (same host) is broken;
+  so is one older than ``hoodie.write.lock.filesystem.expire`` minutes (Hudi's option,
+  0 = never), which is how a lock left by a dead writer on another host goes away.
+  The age is the store's modification time against this host's clock, so a skew
+  between them shortens or lengthens it.
 - ``Heartbeat``: ``.hoodie/.heartbeat/<instant>``, touched while a write runs, so other
   writers roll back only pending writes whose writer is gone: its process no longer
   exists (same host) or the heartbeat stopped for ``tolerable misses`` intervals.
@@ -66,13 +70,31 @@ class TableLock:
     ``hoodie_folder`` is a path on ``location.fs``."""
 
     def __init__(
-        self, location: Location, hoodie_folder: str, wait_ms: int = 60_000, poll_ms: int = 50
+        self,
+        location: Location,
+        hoodie_folder: str,
+        wait_ms: int = 60_000,
+        poll_ms: int = 50,
+        expire_minutes: int = 0,
     ) -> None:
         self.location = location
         self.path = f"{hoodie_folder.rstrip('/')}/{LOCK_FILE}"
         self.wait_ms = wait_ms
         self.poll_ms = poll_ms
+        self.expire_minutes = expire_minutes
         self._held = False
+
+    def _is_stale(self, owner: dict[str, object] | None) -> bool:
+        """The owner is gone (same host), or the lock is older than the expiry."""
+        if owner and _owner_is_gone(owner):
+            return True
+        if self.expire_minutes <= 0:
+            return False
+        try:
+            age = time.time() - _modified(self.location, self.path)
+        except FileNotFoundError:
+            return False  # released meanwhile: the next attempt takes it
+        return age > self.expire_minutes * 60
 
     def acquire(self) -> None:
         deadline = time.monotonic() + self.wait_ms / 1000
@@ -81,13 +103,18 @@ class TableLock:
                 self.location.write_file(self.path, _owner_bytes(), exclusive=True)
             except FileExistsError:
                 owner = _read_owner(self.location, self.path)
-                if owner and _owner_is_gone(owner):
+                if self._is_stale(owner):
                     self.location.remove(self.path)
                     continue
                 if time.monotonic() >= deadline:
+                    where = self.path
+                    if not self.location.is_local:
+                        where = self.location.fs.unstrip_protocol(self.path)
                     raise LockTimeoutError(
-                        f"{self.path}: another writer held the table lock for more than "
-                        f"{self.wait_ms} ms (hoodie.write.lock.wait_time_ms); owner {owner}"
+                        f"{where}: another writer held the table "
+                        f"lock for more than {self.wait_ms} ms (hoodie.write.lock.wait_time_ms); "
+                        f"owner {owner}; if that writer is gone, delete the file or set "
+                        "hoodie.write.lock.filesystem.expire (minutes)"
                     ) from None
                 time.sleep(self.poll_ms / 1000)
                 continue
