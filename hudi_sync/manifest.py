@@ -34,14 +34,19 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.storage import temporary_path_beside
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action, comparable_instant
+from hudi_sync.table.timeline import Timeline
+
+if TYPE_CHECKING:
+    from hudi_sync.delta_manifest import PublishedDelta
 
 MANIFEST_FOLDER = ".hoodie/manifest"
 LATEST_FILES = "latest_snapshot_files.csv"
@@ -81,6 +86,14 @@ class PublishedManifest:
     manifest: Manifest
     files_uri: str
     uris_uri: str
+    # Delta mode: the full snapshot ``files_uri``/``uris_uri`` name is the base, and
+    # ``manifest`` holds no files; the snapshot is the base plus these changes.
+    delta: PublishedDelta | None = None
+
+    @property
+    def file_count(self) -> int:
+        """Base files in the snapshot."""
+        return self.delta.manifest.files if self.delta else len(self.manifest.files)
 
 
 def build_manifest(table: HudiTable, as_of: str | None = None) -> Manifest:
@@ -103,47 +116,70 @@ def derive_manifest(table: HudiTable, previous: Manifest, target: str | None = N
             f"{table.uri}: cannot derive the snapshot at {target} "
             f"from a later one ({previous.instant})"
         )
-    reason = _why_not_incremental(table, previous)
+    reason = why_not_incremental(table.timeline, previous.instant, previous.pending)
     if reason is not None:
         full = build_manifest(table, target)
         return Manifest(full.instant, full.files, full.pending, False, reason)
     files = dict(previous.files)
-    lo, hi = comparable_instant(previous.instant), comparable_instant(target)
-    extension = "." + table.config.base_file_format.lower()
-    for instant in table.timeline.completed_writes:
-        key = comparable_instant(instant.requested_time)
-        if key <= lo or key > hi:
-            continue
-        metadata = table.timeline.commit_metadata(instant)
-        for partition, file_ids in metadata.partition_to_replace_file_ids.items():
-            for file_id in file_ids:
-                files.pop((partition, file_id), None)
-        for stat in metadata.write_stats:
-            if stat.path.endswith(extension):
-                files[(stat.partition_path, stat.file_id)] = stat.file_name
+    for key, name, _new_group in commit_changes(table, previous.instant, target):
+        if name:
+            files[key] = name
+        else:
+            files.pop(key, None)
     return Manifest(target, files, _pending_writes(table, target), derived_incrementally=True)
 
 
-def _why_not_incremental(table: HudiTable, previous: Manifest) -> str | None:
-    timeline = table.timeline
+def commit_changes(
+    table: HudiTable, after: str, up_to: str, timeline: Timeline | None = None
+) -> Iterator[tuple[tuple[str, str], str, bool]]:
+    """``((partition, file id), base file name, new group)`` of every completed write
+    after ``after`` up to ``up_to``, in commit order; the name is empty for a file group
+    a replacecommit removed, ``new group`` true for a write stat without
+    ``prevCommit``. ``timeline`` defaults to the table's (a tail is enough)."""
+    timeline = timeline or table.timeline
+    lo, hi = comparable_instant(after), comparable_instant(up_to)
+    extension = "." + table.config.base_file_format.lower()
+    for instant in timeline.completed_writes:
+        key = comparable_instant(instant.requested_time)
+        if key <= lo or key > hi:
+            continue
+        metadata = timeline.commit_metadata(instant)
+        for partition, file_ids in metadata.partition_to_replace_file_ids.items():
+            for file_id in file_ids:
+                yield (partition, file_id), "", False
+        for stat in metadata.write_stats:
+            if stat.path.endswith(extension):
+                yield (stat.partition_path, stat.file_id), stat.file_name, stat.prev_commit is None
+
+
+def why_not_incremental(
+    timeline: Timeline, instant: str | None, pending: tuple[str, ...]
+) -> str | None:
+    """Why the snapshot after ``instant`` (published with these ``pending`` writes)
+    cannot be derived from it plus the commit metadata since; None when it can. A tail
+    of the timeline from the oldest of ``instant`` and ``pending`` is enough."""
     known = {i.requested_time for i in timeline.instants}
-    if previous.instant not in known:
+    if instant not in known:
         return "the previous snapshot's instant is no longer on the active timeline"
-    since = comparable_instant(previous.instant or "")
-    for instant in timeline.instants:
+    since = comparable_instant(instant or "")
+    for candidate in timeline.instants:
         if (
-            instant.action in (Action.CLEAN, Action.ROLLBACK, Action.RESTORE)
-            and instant.is_completed
-            and comparable_instant(instant.requested_time) > since
+            candidate.action in (Action.CLEAN, Action.ROLLBACK, Action.RESTORE)
+            and candidate.is_completed
+            and comparable_instant(candidate.requested_time) > since
         ):
-            return f"{instant.action} {instant.requested_time} since the previous snapshot"
+            return f"{candidate.action} {candidate.requested_time} since the previous snapshot"
     completed = {i.requested_time for i in timeline.completed_writes}
-    if any(p in completed for p in previous.pending):
+    if any(p in completed for p in pending):
         return "a write pending at the previous snapshot has completed since"
     return None
 
 
 def _pending_writes(table: HudiTable, instant: str | None) -> tuple[str, ...]:
+    return pending_writes(table.timeline, instant)
+
+
+def pending_writes(timeline: Timeline, instant: str | None) -> tuple[str, ...]:
     """Writes requested before ``instant`` that had not completed: they would change the
     snapshot behind an incremental derivation's back when they complete."""
     if instant is None:
@@ -151,7 +187,7 @@ def _pending_writes(table: HudiTable, instant: str | None) -> tuple[str, ...]:
     limit = comparable_instant(instant)
     return tuple(
         i.requested_time
-        for i in table.timeline.pending
+        for i in timeline.pending
         if comparable_instant(i.requested_time) < limit
         and i.action
         in (

@@ -59,9 +59,13 @@ def _modification_instant(info: dict[str, Any], zone: dt.tzinfo | None) -> str |
 class Timeline:
     """The instants of a table's active timeline, one entry per instant (its latest state)."""
 
-    def __init__(self, location: Location, config: TableConfig) -> None:
+    def __init__(self, location: Location, config: TableConfig, since: str | None = None) -> None:
+        """``since``: keep only the instants requested at or after it (a tail of the
+        timeline), so a reader that needs only the recent instants never parses the
+        names of the thousands before them."""
         self.location = location
         self.config = config
+        self.since = since
         self.folder = (
             location.join(".hoodie")
             if config.timeline_layout_version == 1
@@ -72,9 +76,23 @@ class Timeline:
     # -- listing -------------------------------------------------------------------------
     @cached_property
     def _listing(self) -> dict[str, dict[str, Any] | None]:
-        """``file name -> fsspec info`` of the timeline folder's files; locally the info
-        is ``None`` (names only: a stat per file is what a sync of a long timeline would
-        spend most of its time on, and only layout-1 completion times need it)."""
+        """``file name -> fsspec info`` of the timeline folder's files (from ``since``
+        on, when given; other files, e.g. ``hoodie.properties``, always)."""
+        listing = self._full_listing()
+        if self.since is None:
+            return listing
+        bound = comparable_instant(self.since)
+        return {
+            name: info
+            for name, info in listing.items()
+            if not name[:1].isdigit()
+            or comparable_instant(name.partition(".")[0].partition("_")[0]) >= bound
+        }
+
+    def _full_listing(self) -> dict[str, dict[str, Any] | None]:
+        """Locally the info is ``None`` (names only: a stat per file is what a sync of a
+        long timeline would spend most of its time on, and only layout-1 completion
+        times need it)."""
         if self.location.is_local:
             try:
                 with os.scandir(self.folder) as entries:
