@@ -40,10 +40,10 @@ from hudi_sync.manifest import (
     PublishedManifest,
     commit_changes,
     pending_writes,
+    timeline_tail,
     why_not_incremental,
 )
 from hudi_sync.table.instant import comparable_instant
-from hudi_sync.table.timeline import Timeline
 
 DELTA_POINTER = "delta.json"
 DELTA_FOLDER = "deltas"
@@ -160,8 +160,7 @@ class DeltaStore:
         previous = self.latest()
         if previous is None:
             return self._compact("no delta manifest yet")
-        bound = min((previous.instant, *previous.pending), key=comparable_instant)
-        tail = Timeline(self.table.location, self.table.config, since=bound)
+        tail = timeline_tail(self.table, previous.instant, previous.pending)
         latest = tail.latest_completed_write()
         if latest is None:
             return self._compact("the previous delta's instant is no longer active")
@@ -211,16 +210,15 @@ class DeltaStore:
         manifest = self.store.build()
         if manifest.instant is None:
             return None
-        self.table.timeline.snapshot_write(manifest.instant)  # corrupt: raises, nothing written
+        self.store.timeline.snapshot_write(manifest.instant)  # corrupt: raises, nothing written
         self.store.publish(manifest)
-        depths = {partition_depth(partition) for partition, _ in manifest.files}
         delta = DeltaManifest(
             manifest.instant,
             manifest.instant,
             {},
             manifest.pending,
             len(manifest.files),
-            tuple(sorted(depths)),
+            tuple(manifest.depths()),
             0,
             reason,
         )
@@ -231,13 +229,15 @@ class DeltaStore:
     def _write(self, delta: DeltaManifest) -> None:
         """The changes file (immutable), then the pointer, unless a concurrent
         publication already moved it past this instant."""
-        self.store._write_once(self._changes_path(delta.instant), _changes_csv(delta.changes))
+        changes = _changes_csv(delta.changes).encode()
+        self.store._write_once(self._changes_path(delta.instant), changes)
         current = self.latest()
         if current is not None and comparable_instant(current.instant) > comparable_instant(
             delta.instant
         ):
             return
-        self.store._write_atomic(self.store._path(DELTA_POINTER), json.dumps(delta.pointer()))
+        pointer = json.dumps(delta.pointer()).encode()
+        self.store._write_atomic(self.store._path(DELTA_POINTER), pointer)
 
     def _prune(self) -> None:
         """Delta files older than the oldest retained base snapshot."""

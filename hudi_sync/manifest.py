@@ -34,12 +34,15 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from hudi_sync.errors import BadInputError, CorruptTableError
+from hudi_sync.file_set import FileSet, lines_bytes
 from hudi_sync.storage import temporary_path_beside
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action, comparable_instant
@@ -62,7 +65,7 @@ class Manifest:
     """The base files of one snapshot, keyed by ``(partition, file id)``."""
 
     instant: str | None
-    files: dict[tuple[str, str], str]
+    files: Mapping[tuple[str, str], str]  # a FileSet when read back or derived
     pending: tuple[str, ...] = ()
     derived_incrementally: bool = False
     full_listing_reason: str = ""
@@ -77,6 +80,10 @@ class Manifest:
 
     def names(self) -> list[str]:
         return sorted(self.files.values())
+
+    def depths(self) -> list[int]:
+        """The partition folder depths of the snapshot's files."""
+        return FileSet.of(self.files).depths()
 
 
 @dataclass(frozen=True)
@@ -105,10 +112,18 @@ def build_manifest(table: HudiTable, as_of: str | None = None) -> Manifest:
     return Manifest(instant, files, _pending_writes(table, instant))
 
 
-def derive_manifest(table: HudiTable, previous: Manifest, target: str | None = None) -> Manifest:
+def derive_manifest(
+    table: HudiTable,
+    previous: Manifest,
+    target: str | None = None,
+    timeline: Timeline | None = None,
+) -> Manifest:
     """The snapshot at ``target`` (default latest) from ``previous`` plus the commit
-    metadata in between; a full listing when that cannot be trusted."""
-    target = target or table.latest_instant()
+    metadata in between; a full listing when that cannot be trusted. ``timeline``: the
+    table's, or its tail from ``previous`` on (``timeline_tail``)."""
+    timeline = timeline or table.timeline
+    latest = timeline.latest_completed_write()
+    target = target or (latest.requested_time if latest else None)
     if target is None or previous.instant is None:
         return build_manifest(table, target)
     if comparable_instant(target) < comparable_instant(previous.instant):
@@ -116,17 +131,23 @@ def derive_manifest(table: HudiTable, previous: Manifest, target: str | None = N
             f"{table.uri}: cannot derive the snapshot at {target} "
             f"from a later one ({previous.instant})"
         )
-    reason = why_not_incremental(table.timeline, previous.instant, previous.pending)
+    reason = why_not_incremental(timeline, previous.instant, previous.pending)
     if reason is not None:
         full = build_manifest(table, target)
         return Manifest(full.instant, full.files, full.pending, False, reason)
-    files = dict(previous.files)
-    for key, name, _new_group in commit_changes(table, previous.instant, target):
-        if name:
-            files[key] = name
-        else:
-            files.pop(key, None)
-    return Manifest(target, files, _pending_writes(table, target), derived_incrementally=True)
+    changes = {
+        key: name for key, name, _new in commit_changes(table, previous.instant, target, timeline)
+    }
+    files = FileSet.of(previous.files).apply(changes)
+    return Manifest(target, files, pending_writes(timeline, target), derived_incrementally=True)
+
+
+def timeline_tail(table: HudiTable, instant: str, pending: Sequence[str]) -> Timeline:
+    """The table's timeline from the oldest of a published snapshot's instant and its
+    pending writes on: all a derivation from that snapshot reads, without parsing the
+    names of the (possibly tens of thousands of) instants before it."""
+    since = min((instant, *pending), key=comparable_instant)
+    return Timeline(table.location, table.config, since=since)
 
 
 def commit_changes(
@@ -209,6 +230,8 @@ class ManifestStore:
         self.table = table
         self.keep = keep
         self.folder = table.location.join(MANIFEST_FOLDER)
+        # The timeline the last ``build`` read: the table's, or a tail of it.
+        self.timeline = table.timeline
 
     def _path(self, *parts: str) -> str:
         return "/".join([self.folder, *parts])
@@ -223,36 +246,39 @@ class ManifestStore:
             pointer = json.loads(bytes(fs.cat_file(self._path(POINTER))))
             instant = pointer["instant"]
             pending = tuple(pointer.get("pending", ()))
-            text = bytes(fs.cat_file(self._path("snapshots", instant, "uris.csv"))).decode()
+            data = bytes(fs.cat_file(self._path("snapshots", instant, "uris.csv")))
         except FileNotFoundError:
             return None
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptTableError(
                 f"{self.table.uri}: {MANIFEST_FOLDER}/{POINTER} is corrupt ({exc})"
             ) from None
-        base = self.table.location.uri.rstrip("/") + "/"
-        files: dict[tuple[str, str], str] = {}
-        for line in text.replace(base, "").splitlines():
-            if line:
-                partition, _, name = line.rpartition("/")
-                files[(partition, name[: name.find("_")])] = name
+        where = f"{self.table.uri}: {MANIFEST_FOLDER}/snapshots/{instant}/uris.csv"
+        try:
+            files = FileSet.read_lines(data, self._base(), where)
+        except (ValueError, pa.ArrowException) as exc:
+            raise CorruptTableError(f"{where} is corrupt ({exc})") from None
         return Manifest(instant, files, pending)
+
+    def _base(self) -> str:
+        """What every URI in ``uris.csv`` starts with."""
+        return self.table.location.uri.rstrip("/") + "/"
 
     def build(self, as_of: str | None = None) -> Manifest:
         """The manifest to publish: derived from the last one when possible."""
         if as_of is not None:
             return build_manifest(self.table, as_of)
         previous = self.latest()
-        if previous is None:
+        if previous is None or previous.instant is None:
             return build_manifest(self.table)
-        latest = self.table.latest_instant()
-        if (
-            latest is not None
-            and previous.instant is not None
-            and (comparable_instant(latest) < comparable_instant(previous.instant))
+        tail = timeline_tail(self.table, previous.instant, previous.pending)
+        latest = tail.latest_completed_write()
+        if latest is None or (
+            comparable_instant(latest.requested_time) < comparable_instant(previous.instant)
         ):
-            return build_manifest(self.table)
-        return derive_manifest(self.table, previous)
+            return build_manifest(self.table)  # archived or restored past the previous one
+        self.timeline = tail
+        return derive_manifest(self.table, previous, latest.requested_time, tail)
 
     def snapshot_uris(self, instant: str) -> tuple[str, str]:
         return self._uri("snapshots", instant, "files.csv"), self._uri(
@@ -269,14 +295,14 @@ class ManifestStore:
         if manifest.instant is None:
             raise BadInputError(f"{self.table.uri}: the table has no completed commit to publish")
         instant = manifest.instant
-        names = "\n".join(manifest.names()) + "\n" if manifest.files else ""
-        base = self.table.location.uri.rstrip("/") + "/"
-        uris = "".join(f"{base}{p}\n" for p in manifest.relative_paths())
+        files = FileSet.of(manifest.files)
+        names = lines_bytes(files.sorted_names())
+        uris = lines_bytes(files.sorted_paths(), self._base())
         meta = {"instant": instant, "pending": list(manifest.pending), "files": len(manifest.files)}
         self._write_once(self._path("snapshots", instant, "files.csv"), names)
         self._write_once(self._path("snapshots", instant, "uris.csv"), uris)
         # Written last: a snapshot folder without it is incomplete and never pointed at.
-        self._write_once(self._path("snapshots", instant, SNAPSHOT_META), json.dumps(meta))
+        self._write_once(self._path("snapshots", instant, SNAPSHOT_META), json.dumps(meta).encode())
         if make_latest:
             newest = instant
             for _attempt in range(3):
@@ -302,7 +328,7 @@ class ManifestStore:
         else:
             fs.copy(names, latest)
         meta = bytes(fs.cat_file(self._path("snapshots", instant, SNAPSHOT_META))).decode()
-        self._write_atomic(self._path(POINTER), meta)
+        self._write_atomic(self._path(POINTER), meta.encode())
 
     def _snapshot_instants(self) -> list[str]:
         try:
@@ -330,18 +356,18 @@ class ManifestStore:
                 return candidate
         return own
 
-    def _write_once(self, path: str, text: str) -> None:
+    def _write_once(self, path: str, data: bytes) -> None:
         """Immutable files: an existing one (same instant, same content) is left as is."""
         fs = self.table.location.fs
         if fs.exists(path):
             return
-        self._write_atomic(path, text)
+        self._write_atomic(path, data)
 
-    def _write_atomic(self, path: str, text: str) -> None:
+    def _write_atomic(self, path: str, data: bytes) -> None:
         """Locally: write a temporary file and rename it over ``path``. Object stores
         publish an object in one PUT (readers see the old or the new object, never a
         part), and their "rename" is a copy, so there the object is written directly."""
-        self.table.location.write_file(path, text.encode())
+        self.table.location.write_file(path, data)
 
     def _prune(self, current: str) -> None:
         """Keep the newest ``keep`` snapshots up to ``current``; snapshots after it are

@@ -99,7 +99,7 @@ def publish_manifest(
             return published
     manifest = store.build(as_of=as_of)
     if manifest.instant is not None:  # an incremental build may not have parsed it
-        table.timeline.snapshot_write(manifest.instant)  # corrupt: raises, nothing written
+        store.timeline.snapshot_write(manifest.instant)  # corrupt: raises, nothing written
     if dry_run or manifest.instant is None:
         files_uri, uris_uri = store.snapshot_uris(manifest.instant or EMPTY_SNAPSHOT)
         return PublishedManifest(manifest, files_uri, uris_uri)

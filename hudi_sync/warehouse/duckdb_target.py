@@ -219,7 +219,7 @@ class DuckDBTarget:
         if published.delta is not None:
             depths: Sequence[int] = published.delta.manifest.depths
         else:
-            depths = sorted({path.count("/") for path in published.manifest.relative_paths()})
+            depths = published.manifest.depths()
         globs = partition_globs(table.location.uri, depths)
         if not globs:  # no base file yet (an empty table): typed, no rows
             columns = ", ".join(

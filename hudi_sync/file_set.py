@@ -1,0 +1,115 @@
+"""A snapshot's base files as one Arrow array of relative paths.
+
+A manifest of 100,000 files read back, changed by one commit and written again as
+Python dicts and strings costs a Python object per file several times over; as Arrow
+arrays the previous list is read, the changed file groups dropped (``pyarrow.compute``),
+the new files appended and both lists written with Arrow's CSV writer. It is a read-only
+``Mapping`` of ``(partition, file id) -> file name`` for the code that wants one; that
+dict is built only when asked for.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator, Mapping
+from functools import cached_property
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+FileKey = tuple[str, str]  # (partition, file id)
+# From a relative path, the file group: "<partition>/<file id>" (the file name up to its
+# first "_"), or the file id alone in a non-partitioned table.
+_FILE_NAME_TAIL = r"_[^/]*$"
+_FOLDER = r"^.*/"
+
+
+def relative_path(partition: str, name: str) -> str:
+    return f"{partition}/{name}" if partition else name
+
+
+class FileSet(Mapping[FileKey, str]):
+    """Relative paths (``<partition>/<file name>``) of a snapshot's base files."""
+
+    def __init__(self, paths: pa.Array | pa.ChunkedArray) -> None:
+        self.paths = paths.combine_chunks() if isinstance(paths, pa.ChunkedArray) else paths
+
+    @classmethod
+    def of(cls, files: Mapping[FileKey, str]) -> FileSet:
+        if isinstance(files, FileSet):
+            return files
+        return cls(pa.array([relative_path(p, n) for (p, _), n in files.items()], pa.string()))
+
+    @classmethod
+    def read_lines(cls, data: bytes, prefix: str, where: str) -> FileSet:
+        """A list of ``prefix``-ed URIs, one a line (``uris.csv``)."""
+        if not data:
+            return cls(pa.array([], pa.string()))
+        lines = pacsv.read_csv(
+            io.BytesIO(data),
+            pacsv.ReadOptions(column_names=["uri"]),
+            pacsv.ParseOptions(quote_char=False, escape_char=False),
+            pacsv.ConvertOptions(column_types={"uri": pa.string()}),
+        ).column("uri")
+        if not pc.all(pc.starts_with(lines, prefix)).as_py():
+            raise ValueError(f"{where}: a line is not under {prefix}")
+        return cls(pc.utf8_slice_codeunits(lines, len(prefix.encode())))
+
+    def group_keys(self) -> pa.Array:
+        """``<partition>/<file id>`` (or the file id alone) of every path."""
+        return pc.replace_substring_regex(self.paths, _FILE_NAME_TAIL, "")
+
+    def apply(self, changes: Mapping[FileKey, str]) -> FileSet:
+        """The set with each changed file group's file replaced by the new one (dropped
+        when the new name is empty)."""
+        if not changes:
+            return self
+        changed = pa.array([relative_path(p, f) for p, f in changes], pa.string())
+        kept = self.paths.filter(pc.invert(pc.is_in(self.group_keys(), value_set=changed)))
+        added = pa.array([relative_path(p, n) for (p, _), n in changes.items() if n], pa.string())
+        return FileSet(pa.concat_arrays([kept, added]))
+
+    def sorted_paths(self) -> pa.Array:
+        return self.paths.take(pc.sort_indices(self.paths))
+
+    def sorted_names(self) -> pa.Array:
+        names = pc.replace_substring_regex(self.paths, _FOLDER, "")
+        return names.take(pc.sort_indices(names))
+
+    def depths(self) -> list[int]:
+        """The partition folder depths the paths use."""
+        return sorted(pc.unique(pc.count_substring(self.paths, "/")).to_pylist())
+
+    @cached_property
+    def _dict(self) -> dict[FileKey, str]:
+        files: dict[FileKey, str] = {}
+        for path in self.paths.to_pylist():
+            partition, _, name = path.rpartition("/")
+            files[(partition, name[: name.find("_")])] = name
+        return files
+
+    def __getitem__(self, key: FileKey) -> str:
+        return self._dict[key]
+
+    def __iter__(self) -> Iterator[FileKey]:
+        return iter(self._dict)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+def lines_bytes(values: pa.Array, prefix: str = "") -> bytes:
+    """``values`` (each after ``prefix``) one a line, written by Arrow's CSV writer."""
+    if prefix:
+        values = pc.binary_join_element_wise(pa.scalar(prefix), values, "")
+    out = io.BytesIO()
+    try:
+        pacsv.write_csv(
+            pa.table({"v": values}),
+            out,
+            pacsv.WriteOptions(include_header=False, quoting_style="none"),
+        )
+    except pa.ArrowInvalid:  # a value with a quote, comma or line break: plain lines
+        return "".join(f"{v}\n" for v in values.to_pylist()).encode()
+    return out.getvalue()
