@@ -82,11 +82,17 @@ class Timeline:
         if self.since is None:
             return listing
         bound = comparable_instant(self.since)
+        # A name below the bound's first 14 digits (seconds) is an older instant: one
+        # string comparison rules out almost every name before any is split.
+        seconds = bound[:14]
         return {
             name: info
             for name, info in listing.items()
             if not name[:1].isdigit()
-            or comparable_instant(name.partition(".")[0].partition("_")[0]) >= bound
+            or (
+                name >= seconds
+                and comparable_instant(name.partition(".")[0].partition("_")[0]) >= bound
+            )
         }
 
     def _full_listing(self) -> dict[str, dict[str, Any] | None]:
