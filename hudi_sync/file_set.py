@@ -19,10 +19,6 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 FileKey = tuple[str, str]  # (partition, file id)
-# From a relative path, the file group: "<partition>/<file id>" (the file name up to its
-# first "_"), or the file id alone in a non-partitioned table.
-_FILE_NAME_TAIL = r"_[^/]*$"
-_FOLDER = r"^.*/"
 
 
 def relative_path(partition: str, name: str) -> str:
@@ -56,17 +52,21 @@ class FileSet(Mapping[FileKey, str]):
             raise ValueError(f"{where}: a line is not under {prefix}")
         return cls(pc.utf8_slice_codeunits(lines, len(prefix.encode())))
 
-    def group_keys(self) -> pa.Array:
-        """``<partition>/<file id>`` (or the file id alone) of every path."""
-        return pc.replace_substring_regex(self.paths, _FILE_NAME_TAIL, "")
-
     def apply(self, changes: Mapping[FileKey, str]) -> FileSet:
         """The set with each changed file group's file replaced by the new one (dropped
-        when the new name is empty)."""
+        when the new name is empty). A path is in a changed group when it starts with
+        ``<partition>/<file id>_``: one slice and set lookup per key length, no regex."""
         if not changes:
             return self
-        changed = pa.array([relative_path(p, f) for p, f in changes], pa.string())
-        kept = self.paths.filter(pc.invert(pc.is_in(self.group_keys(), value_set=changed)))
+        by_length: dict[int, list[str]] = {}
+        for partition, file_id in changes:
+            prefix = relative_path(partition, file_id) + "_"
+            by_length.setdefault(len(prefix), []).append(prefix)
+        changed = pa.array([False] * len(self.paths), pa.bool_())
+        for length, prefixes in by_length.items():
+            heads = pc.utf8_slice_codeunits(self.paths, 0, length)
+            changed = pc.or_(changed, pc.is_in(heads, value_set=pa.array(prefixes)))
+        kept = self.paths.filter(pc.invert(changed))
         added = pa.array([relative_path(p, n) for (p, _), n in changes.items() if n], pa.string())
         return FileSet(pa.concat_arrays([kept, added]))
 
@@ -74,7 +74,10 @@ class FileSet(Mapping[FileKey, str]):
         return self.paths.take(pc.sort_indices(self.paths))
 
     def sorted_names(self) -> pa.Array:
-        names = pc.replace_substring_regex(self.paths, _FOLDER, "")
+        """The file names (the paths after their last ``/``), sorted."""
+        parts = pc.split_pattern(self.paths, "/", max_splits=1, reverse=True)
+        last = pc.subtract(parts.offsets[1:], 1)
+        names = pc.list_flatten(parts).take(last)
         return names.take(pc.sort_indices(names))
 
     def depths(self) -> list[int]:

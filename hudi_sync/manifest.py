@@ -143,11 +143,10 @@ def derive_manifest(
 
 
 def timeline_tail(table: HudiTable, instant: str, pending: Sequence[str]) -> Timeline:
-    """The table's timeline from the oldest of a published snapshot's instant and its
-    pending writes on: all a derivation from that snapshot reads, without parsing the
+    """The table's timeline from a published snapshot's instant on, plus the writes that
+    were pending at it: all a derivation from that snapshot reads, without parsing the
     names of the (possibly tens of thousands of) instants before it."""
-    since = min((instant, *pending), key=comparable_instant)
-    return Timeline(table.location, table.config, since=since)
+    return Timeline(table.location, table.config, since=instant, also=pending)
 
 
 def commit_changes(
