@@ -28,6 +28,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +84,18 @@ class PublishedDelta:
     manifest: DeltaManifest
     changes_uri: str
     base_prefix: str = field(default="")  # the table URI the base's URIs start with
+
+
+def delta_commits_option(options: Mapping[str, Any]) -> int:
+    """``hoodie.manifest.delta.commits`` from write or sync options: 0 (full manifests)
+    when unset."""
+    raw = options.get(DELTA_COMMITS_OPTION)
+    if raw is None or str(raw).strip() == "":
+        return 0
+    try:
+        return int(str(raw).strip())
+    except ValueError:
+        raise BadInputError(f"{DELTA_COMMITS_OPTION}={raw!r} is not a whole number") from None
 
 
 def partition_depth(partition: str) -> int:
@@ -257,4 +270,10 @@ class DeltaStore:
                 fs.rm(str(entry))
 
 
-__all__ = ["DELTA_COMMITS_OPTION", "DeltaManifest", "DeltaStore", "PublishedDelta"]
+__all__ = [
+    "DELTA_COMMITS_OPTION",
+    "DeltaManifest",
+    "DeltaStore",
+    "PublishedDelta",
+    "delta_commits_option",
+]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hudi_sync.delta_manifest import DELTA_COMMITS_OPTION
+from hudi_sync.delta_manifest import delta_commits_option
 from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.manifest import DEFAULT_KEEP
 from hudi_sync.sync import SyncReport, Target, sync_table
@@ -79,7 +79,7 @@ def run_post_commit_hook(
         table = HudiTable.open(base_path, storage_options)
         targets = [build_target(name, options, table) for name in target_names(options)]
         keep = int(options.get(MANIFEST_KEEP, DEFAULT_KEEP))
-        delta_commits = int(options.get(DELTA_COMMITS_OPTION, 0))
+        delta_commits = delta_commits_option(options)
         return sync_table(
             table, targets, keep=keep, continue_on_error=True, delta_commits=delta_commits
         )

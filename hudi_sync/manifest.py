@@ -20,7 +20,11 @@ kept, older ones deleted.
 A later publication derives the new file set from the previous one plus the new
 commits' write stats and replaced file ids, and falls back to a full listing when that
 is not safe (previous snapshot archived, a clean, rollback or restore since, a write
-that was pending at the previous publication has completed since).
+that was pending at the previous publication has completed since). It reads only the
+timeline's tail from the previous snapshot on (plus its pending writes), and handles the
+file lists as Arrow arrays (``hudi_sync.file_set``), never a Python object per file.
+With ``hoodie.manifest.delta.commits`` the latest snapshot is published as a delta on a
+base snapshot instead (``hudi_sync.delta_manifest``).
 
 A table without a completed commit has the empty manifest: no instant, no files. It is
 never published (nothing is written); its URIs name ``snapshots/empty/``, a folder no

@@ -143,3 +143,35 @@ def test_delta_commits_below_one_is_refused_before_anything_is_written(
     with pytest.raises(BadInputError, match=r"hoodie\.manifest\.delta\.commits"):
         sync_table(str(path), [DuckDBTarget(str(tmp_path / "db.duckdb"), "t")], delta_commits=-1)
     assert not (path / MANIFEST_FOLDER).exists()
+
+
+def test_cli_delta_commits_option_and_a_bad_value(fixture_copy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``--delta-commits`` (or ``-c hoodie.manifest.delta.commits=N``) publishes delta
+    manifests; a value that is not a number is one line naming the option, exit 2,
+    nothing written."""
+    from typer.testing import CliRunner
+
+    from hudi_sync.cli.app import app
+    from tests.timeline_files import HeldBackCommits
+
+    path: Path = fixture_copy("cow/v9_txns_simple_meta")
+    database = str(tmp_path / "db.duckdb")
+    command = ["sync", "duckdb", str(path), "--database", database, "--table", "t"]
+    bad = CliRunner().invoke(app, [*command, "-c", "hoodie.manifest.delta.commits=often"])
+    assert bad.exit_code == 2
+    assert bad.output.strip().splitlines() == [
+        "error: hoodie.manifest.delta.commits='often' is not a whole number"
+    ]
+    assert not (path / MANIFEST_FOLDER).exists()
+    held = HeldBackCommits(path, keep=1)
+    assert CliRunner().invoke(app, [*command, "--delta-commits", "2"]).exit_code == 0
+    held.complete_next()
+    assert (
+        CliRunner().invoke(app, [*command, "-c", "hoodie.manifest.delta.commits=2"]).exit_code == 0
+    )
+    pointer = json.loads((path / MANIFEST_FOLDER / DELTA_POINTER).read_text())
+    latest = HudiTable.open(str(path)).latest_instant()
+    assert (pointer["instant"], pointer["commits"]) == (latest, 1)
+    with duckdb.connect(database) as con:
+        shown, names = _manifest_names(con)
+    assert (shown, sorted(names)) == (latest, build_manifest(HudiTable.open(str(path))).names())
