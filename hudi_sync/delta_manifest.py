@@ -134,12 +134,12 @@ class DeltaStore:
         self.delta_commits = delta_commits
 
     def _changes_path(self, instant: str) -> str:
-        return self.store._path(DELTA_FOLDER, f"{instant}.csv")
+        return self.store.path(DELTA_FOLDER, f"{instant}.csv")
 
     def published(self, delta: DeltaManifest) -> PublishedManifest:
         files_uri, uris_uri = self.store.snapshot_uris(delta.base)
         manifest = Manifest(delta.instant, {}, delta.pending, not delta.compaction_reason)
-        changes_uri = self.store._uri(DELTA_FOLDER, f"{delta.instant}.csv")
+        changes_uri = self.store.uri(DELTA_FOLDER, f"{delta.instant}.csv")
         prefix = self.table.location.uri.rstrip("/") + "/"
         return PublishedManifest(
             manifest, files_uri, uris_uri, PublishedDelta(delta, changes_uri, prefix)
@@ -150,7 +150,7 @@ class DeltaStore:
         fs = self.table.location.fs
         where = f"{self.table.uri}: {MANIFEST_FOLDER}/{DELTA_POINTER}"
         try:
-            pointer = json.loads(bytes(fs.cat_file(self.store._path(DELTA_POINTER))))
+            pointer = json.loads(bytes(fs.cat_file(self.store.path(DELTA_POINTER))))
             instant, base = str(pointer["instant"]), str(pointer["base"])
             text = bytes(fs.cat_file(self._changes_path(instant))).decode()
             return DeltaManifest(
@@ -184,7 +184,7 @@ class DeltaStore:
         if reason is not None:
             return self._compact(reason)
         if not self.table.location.fs.exists(
-            self.store._path("snapshots", previous.base, SNAPSHOT_META)
+            self.store.path("snapshots", previous.base, SNAPSHOT_META)
         ):
             return self._compact(f"the base snapshot {previous.base} is gone")
         if target == previous.instant:
@@ -243,24 +243,24 @@ class DeltaStore:
         """The changes file (immutable), then the pointer, unless a concurrent
         publication already moved it past this instant."""
         changes = _changes_csv(delta.changes).encode()
-        self.store._write_once(self._changes_path(delta.instant), changes)
+        self.store.write_once(self._changes_path(delta.instant), changes)
         current = self.latest()
         if current is not None and comparable_instant(current.instant) > comparable_instant(
             delta.instant
         ):
             return
         pointer = json.dumps(delta.pointer()).encode()
-        self.store._write_atomic(self.store._path(DELTA_POINTER), pointer)
+        self.store.write_atomic(self.store.path(DELTA_POINTER), pointer)
 
     def _prune(self) -> None:
         """Delta files older than the oldest retained base snapshot."""
-        retained = self.store._snapshot_instants()
+        retained = self.store.snapshot_instants()
         if not retained:
             return
         oldest = comparable_instant(retained[0])
         fs = self.table.location.fs
         try:
-            entries = fs.ls(self.store._path(DELTA_FOLDER), detail=False)
+            entries = fs.ls(self.store.path(DELTA_FOLDER), detail=False)
         except FileNotFoundError:
             return
         for entry in entries:

@@ -236,20 +236,20 @@ class ManifestStore:
         # The timeline the last ``build`` read: the table's, or a tail of it.
         self.timeline = table.timeline
 
-    def _path(self, *parts: str) -> str:
+    def path(self, *parts: str) -> str:
         return "/".join([self.folder, *parts])
 
-    def _uri(self, *parts: str) -> str:
+    def uri(self, *parts: str) -> str:
         return self.table.location.uri_of("/".join([MANIFEST_FOLDER, *parts]))
 
     def latest(self) -> Manifest | None:
         """The last published manifest, or ``None`` before the first publication."""
         fs = self.table.location.fs
         try:
-            pointer = json.loads(bytes(fs.cat_file(self._path(POINTER))))
+            pointer = json.loads(bytes(fs.cat_file(self.path(POINTER))))
             instant = pointer["instant"]
             pending = tuple(pointer.get("pending", ()))
-            data = bytes(fs.cat_file(self._path("snapshots", instant, "uris.csv")))
+            data = bytes(fs.cat_file(self.path("snapshots", instant, "uris.csv")))
         except FileNotFoundError:
             return None
         except (KeyError, TypeError, ValueError) as exc:
@@ -284,7 +284,7 @@ class ManifestStore:
         return derive_manifest(self.table, previous, latest.requested_time, tail)
 
     def snapshot_uris(self, instant: str) -> tuple[str, str]:
-        return self._uri("snapshots", instant, "files.csv"), self._uri(
+        return self.uri("snapshots", instant, "files.csv"), self.uri(
             "snapshots", instant, "uris.csv"
         )
 
@@ -302,10 +302,10 @@ class ManifestStore:
         names = lines_bytes(files.sorted_names())
         uris = lines_bytes(files.sorted_paths(), self._base())
         meta = {"instant": instant, "pending": list(manifest.pending), "files": len(manifest.files)}
-        self._write_once(self._path("snapshots", instant, "files.csv"), names)
-        self._write_once(self._path("snapshots", instant, "uris.csv"), uris)
+        self.write_once(self.path("snapshots", instant, "files.csv"), names)
+        self.write_once(self.path("snapshots", instant, "uris.csv"), uris)
         # Written last: a snapshot folder without it is incomplete and never pointed at.
-        self._write_once(self._path("snapshots", instant, SNAPSHOT_META), json.dumps(meta).encode())
+        self.write_once(self.path("snapshots", instant, SNAPSHOT_META), json.dumps(meta).encode())
         if make_latest:
             newest = instant
             for _attempt in range(3):
@@ -322,20 +322,20 @@ class ManifestStore:
         ``latest_snapshot_files.csv`` (a hard link locally, a server-side copy on object
         stores: no second write of a million names), then its meta the pointer."""
         fs = self.table.location.fs
-        names = self._path("snapshots", instant, "files.csv")
-        latest = self._path(LATEST_FILES)
+        names = self.path("snapshots", instant, "files.csv")
+        latest = self.path(LATEST_FILES)
         if self.table.location.is_local:
             temporary = temporary_path_beside(latest)
             os.link(names, temporary)
             os.replace(temporary, latest)
         else:
             fs.copy(names, latest)
-        meta = bytes(fs.cat_file(self._path("snapshots", instant, SNAPSHOT_META))).decode()
-        self._write_atomic(self._path(POINTER), meta.encode())
+        meta = bytes(fs.cat_file(self.path("snapshots", instant, SNAPSHOT_META))).decode()
+        self.write_atomic(self.path(POINTER), meta.encode())
 
-    def _snapshot_instants(self) -> list[str]:
+    def snapshot_instants(self) -> list[str]:
         try:
-            entries = self.table.location.fs.ls(self._path("snapshots"), detail=False)
+            entries = self.table.location.fs.ls(self.path("snapshots"), detail=False)
         except FileNotFoundError:
             return []
         instants = (str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries)
@@ -345,7 +345,7 @@ class ManifestStore:
         """The newest complete snapshot at or after ``own`` whose instant is a completed
         write on a fresh read of the timeline (a restore can remove a newer one)."""
         newer = [
-            i for i in self._snapshot_instants() if comparable_instant(i) > comparable_instant(own)
+            i for i in self.snapshot_instants() if comparable_instant(i) > comparable_instant(own)
         ]
         if not newer:
             return own
@@ -354,19 +354,19 @@ class ManifestStore:
         completed = {i.requested_time for i in fresh.completed_writes}
         for candidate in reversed(newer):
             if candidate in completed and fs.exists(
-                self._path("snapshots", candidate, SNAPSHOT_META)
+                self.path("snapshots", candidate, SNAPSHOT_META)
             ):
                 return candidate
         return own
 
-    def _write_once(self, path: str, data: bytes) -> None:
+    def write_once(self, path: str, data: bytes) -> None:
         """Immutable files: an existing one (same instant, same content) is left as is."""
         fs = self.table.location.fs
         if fs.exists(path):
             return
-        self._write_atomic(path, data)
+        self.write_atomic(path, data)
 
-    def _write_atomic(self, path: str, data: bytes) -> None:
+    def write_atomic(self, path: str, data: bytes) -> None:
         """Locally: write a temporary file and rename it over ``path``. Object stores
         publish an object in one PUT (readers see the old or the new object, never a
         part), and their "rename" is a copy, so there the object is written directly."""
@@ -378,12 +378,12 @@ class ManifestStore:
         fs = self.table.location.fs
         instants = [
             i
-            for i in self._snapshot_instants()
+            for i in self.snapshot_instants()
             if comparable_instant(i) <= comparable_instant(current)
         ]
         for instant in instants[: -self.keep]:
             if instant != current:
-                fs.rm(self._path("snapshots", instant), recursive=True)
+                fs.rm(self.path("snapshots", instant), recursive=True)
         if self.table.location.is_local:
             self._remove_stale_temporaries()
 
