@@ -248,7 +248,7 @@ def read_published_delta(table: Path) -> tuple[str, Files]:
     for line in (folder / "snapshots" / pointer["base"] / "uris.csv").read_text().splitlines():
         partition, _, name = line[len(prefix) :].rpartition("/")
         files[(partition, name.split("_", 1)[0])] = name
-    changes = (folder / "deltas" / f"{pointer['instant']}.csv").read_text()
+    changes = (folder / "deltas" / f"{pointer['base']}_{pointer['instant']}.csv").read_text()
     for row in csv.reader(io.StringIO(changes)):
         partition, _, file_id = row[0].rpartition("/")
         if row[1]:

@@ -3,7 +3,9 @@ one commit reads and writes that commit's files, not the table's.
 
 Layout under ``<table>/.hoodie/manifest/``, beside the full snapshots of ``manifest.py``:
 
-- ``deltas/<instant>.csv`` — the changes from the base snapshot to ``<instant>``, one
+- ``deltas/<base>_<instant>.csv`` — the changes from the base snapshot to ``<instant>``
+  (named by both: two publishers of one instant from different bases never share a
+  file), one
   ``<partition>/<file id>,<base file name>`` row per changed file group (the name empty
   when a replacecommit removed the group). Cumulative, so a reader needs the base and
   one delta file; immutable, written under a temporary name and moved into place;
@@ -98,6 +100,10 @@ def delta_commits_option(options: Mapping[str, Any]) -> int:
         raise BadInputError(f"{DELTA_COMMITS_OPTION}={raw!r} is not a whole number") from None
 
 
+def changes_file_name(base: str, instant: str) -> str:
+    return f"{base}_{instant}.csv"
+
+
 def partition_depth(partition: str) -> int:
     return partition.count("/") + 1 if partition else 0
 
@@ -133,13 +139,13 @@ class DeltaStore:
         self.table = store.table
         self.delta_commits = delta_commits
 
-    def _changes_path(self, instant: str) -> str:
-        return self.store.path(DELTA_FOLDER, f"{instant}.csv")
+    def _changes_path(self, base: str, instant: str) -> str:
+        return self.store.path(DELTA_FOLDER, changes_file_name(base, instant))
 
     def published(self, delta: DeltaManifest) -> PublishedManifest:
         files_uri, uris_uri = self.store.snapshot_uris(delta.base)
         manifest = Manifest(delta.instant, {}, delta.pending, not delta.compaction_reason)
-        changes_uri = self.store.uri(DELTA_FOLDER, f"{delta.instant}.csv")
+        changes_uri = self.store.uri(DELTA_FOLDER, changes_file_name(delta.base, delta.instant))
         prefix = self.table.location.uri.rstrip("/") + "/"
         return PublishedManifest(
             manifest, files_uri, uris_uri, PublishedDelta(delta, changes_uri, prefix)
@@ -152,11 +158,13 @@ class DeltaStore:
         try:
             pointer = json.loads(bytes(fs.cat_file(self.store.path(DELTA_POINTER))))
             instant, base = str(pointer["instant"]), str(pointer["base"])
-            text = bytes(fs.cat_file(self._changes_path(instant))).decode()
+            text = bytes(fs.cat_file(self._changes_path(base, instant))).decode()
             return DeltaManifest(
                 instant,
                 base,
-                _parse_changes(text, f"{where} -> {DELTA_FOLDER}/{instant}.csv"),
+                _parse_changes(
+                    text, f"{where} -> {DELTA_FOLDER}/{changes_file_name(base, instant)}"
+                ),
                 tuple(str(p) for p in pointer["pending"]),
                 int(pointer["files"]),
                 tuple(int(d) for d in pointer["depths"]),
@@ -243,7 +251,7 @@ class DeltaStore:
         """The changes file (immutable), then the pointer, unless a concurrent
         publication already moved it past this instant."""
         changes = _changes_csv(delta.changes).encode()
-        self.store.write_once(self._changes_path(delta.instant), changes)
+        self.store.write_once(self._changes_path(delta.base, delta.instant), changes)
         current = self.latest()
         if current is not None and comparable_instant(current.instant) > comparable_instant(
             delta.instant
@@ -253,7 +261,7 @@ class DeltaStore:
         self.store.write_atomic(self.store.path(DELTA_POINTER), pointer)
 
     def _prune(self) -> None:
-        """Delta files older than the oldest retained base snapshot."""
+        """Delta files on a base older than the oldest retained snapshot."""
         retained = self.store.snapshot_instants()
         if not retained:
             return
@@ -265,8 +273,8 @@ class DeltaStore:
             return
         for entry in entries:
             name = str(entry).rstrip("/").rsplit("/", 1)[-1]
-            instant = name.removesuffix(".csv")
-            if instant.isdigit() and comparable_instant(instant) < oldest:
+            base = name.removesuffix(".csv").partition("_")[0]
+            if base.isdigit() and comparable_instant(base) < oldest:
                 fs.rm(str(entry))
 
 

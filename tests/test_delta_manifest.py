@@ -132,6 +132,11 @@ def test_fifty_syncs_never_show_a_torn_or_duplicated_snapshot(tmp_path: Path) ->
         rows = con.execute('SELECT count(*), count(DISTINCT _hoodie_file_name) FROM "t"').fetchone()
     assert last == table.latest_instant()
     assert rows is not None and rows[1] == len(names) == spec.file_groups
+    # Retention: the 5 newest bases are kept, and only the delta files on them.
+    manifest = path / MANIFEST_FOLDER
+    bases = {p.name for p in (manifest / "snapshots").iterdir()}
+    deltas = {p.name.partition("_")[0] for p in (manifest / "deltas").iterdir()}
+    assert len(bases) == 5 and deltas == bases
 
 
 def test_delta_commits_below_one_is_refused_before_anything_is_written(
