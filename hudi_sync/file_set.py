@@ -10,8 +10,9 @@ dict is built only when asked for.
 
 from __future__ import annotations
 
+import array
 import io
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 
 import pyarrow as pa
@@ -25,6 +26,20 @@ def relative_path(partition: str, name: str) -> str:
     return f"{partition}/{name}" if partition else name
 
 
+def string_array(values: Sequence[str]) -> pa.Array:
+    """An Arrow string array built from its buffers: ``pa.array`` (and ``pa.scalar``) on
+    Python objects import pandas to look for its types, a fixed cost of a few hundred
+    milliseconds per sync that would dwarf a small table's whole sync."""
+    encoded = [v.encode() for v in values]
+    offsets = array.array("i", [0])
+    end = 0
+    for item in encoded:
+        end += len(item)
+        offsets.append(end)
+    buffers = [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(pa.string(), len(encoded), buffers)
+
+
 class FileSet(Mapping[FileKey, str]):
     """Relative paths (``<partition>/<file name>``) of a snapshot's base files."""
 
@@ -35,13 +50,13 @@ class FileSet(Mapping[FileKey, str]):
     def of(cls, files: Mapping[FileKey, str]) -> FileSet:
         if isinstance(files, FileSet):
             return files
-        return cls(pa.array([relative_path(p, n) for (p, _), n in files.items()], pa.string()))
+        return cls(string_array([relative_path(p, n) for (p, _), n in files.items()]))
 
     @classmethod
     def read_lines(cls, data: bytes, prefix: str, where: str) -> FileSet:
         """A list of ``prefix``-ed URIs, one a line (``uris.csv``)."""
         if not data:
-            return cls(pa.array([], pa.string()))
+            return cls(string_array([]))
         lines = pacsv.read_csv(
             io.BytesIO(data),
             pacsv.ReadOptions(column_names=["uri"]),
@@ -62,12 +77,13 @@ class FileSet(Mapping[FileKey, str]):
         for partition, file_id in changes:
             prefix = relative_path(partition, file_id) + "_"
             by_length.setdefault(len(prefix), []).append(prefix)
-        changed = pa.array([False] * len(self.paths), pa.bool_())
+        changed: pa.Array | None = None
         for length, prefixes in by_length.items():
             heads = pc.utf8_slice_codeunits(self.paths, 0, length)
-            changed = pc.or_(changed, pc.is_in(heads, value_set=pa.array(prefixes)))
+            hits = pc.is_in(heads, value_set=string_array(prefixes))
+            changed = hits if changed is None else pc.or_(changed, hits)
         kept = self.paths.filter(pc.invert(changed))
-        added = pa.array([relative_path(p, n) for (p, _), n in changes.items() if n], pa.string())
+        added = string_array([relative_path(p, n) for (p, _), n in changes.items() if n])
         return FileSet(pa.concat_arrays([kept, added]))
 
     def sorted_paths(self) -> pa.Array:
@@ -76,8 +92,9 @@ class FileSet(Mapping[FileKey, str]):
     def sorted_names(self) -> pa.Array:
         """The file names (the paths after their last ``/``), sorted."""
         parts = pc.split_pattern(self.paths, "/", max_splits=1, reverse=True)
-        last = pc.subtract(parts.offsets[1:], 1)
-        names = pc.list_flatten(parts).take(last)
+        # Each list's last item, at its end offset less one: shifted by one leading item.
+        shifted = pa.concat_arrays([string_array([""]), pc.list_flatten(parts)])
+        names = shifted.take(parts.offsets[1:])
         return names.take(pc.sort_indices(names))
 
     def depths(self) -> list[int]:
@@ -104,15 +121,17 @@ class FileSet(Mapping[FileKey, str]):
 
 def lines_bytes(values: pa.Array, prefix: str = "") -> bytes:
     """``values`` (each after ``prefix``) one a line, written by Arrow's CSV writer."""
-    if prefix:
-        values = pc.binary_join_element_wise(pa.scalar(prefix), values, "")
     out = io.BytesIO()
     try:
         pacsv.write_csv(
-            pa.table({"v": values}),
+            pa.Table.from_arrays([values], names=["v"]),
             out,
             pacsv.WriteOptions(include_header=False, quoting_style="none"),
         )
     except pa.ArrowInvalid:  # a value with a quote, comma or line break: plain lines
-        return "".join(f"{v}\n" for v in values.to_pylist()).encode()
-    return out.getvalue()
+        out = io.BytesIO("".join(f"{v}\n" for v in values.to_pylist()).encode())
+    data = out.getvalue()
+    if not prefix or not data:
+        return data
+    head = prefix.encode()
+    return head + data[:-1].replace(b"\n", b"\n" + head) + b"\n"
