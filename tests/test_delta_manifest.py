@@ -180,3 +180,21 @@ def test_cli_delta_commits_option_and_a_bad_value(fixture_copy, tmp_path: Path) 
     with duckdb.connect(database) as con:
         shown, names = _manifest_names(con)
     assert (shown, sorted(names)) == (latest, build_manifest(HudiTable.open(str(path))).names())
+
+
+def test_hook_option_publishes_deltas_and_reports_a_bad_value(fixture_copy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from hudi_sync.hook import run_post_commit_hook
+
+    path: Path = fixture_copy("cow/v9_txns_simple_meta")
+    options = {
+        "hoodie.meta.sync.client.tool.class": "duckdb",
+        "hoodie.duckdb.sync.database": str(tmp_path / "db.duckdb"),
+        "hoodie.manifest.delta.commits": "x",
+    }
+    bad = run_post_commit_hook(str(path), options)
+    assert bad.errors == {"hook": "hoodie.manifest.delta.commits='x' is not a whole number"}
+    assert not (path / MANIFEST_FOLDER).exists()
+    report = run_post_commit_hook(str(path), options | {"hoodie.manifest.delta.commits": "2"})
+    assert report.ok and report.results[0].action == "create"
+    pointer = json.loads((path / MANIFEST_FOLDER / DELTA_POINTER).read_text())
+    assert pointer["instant"] == pointer["base"] == HudiTable.open(str(path)).latest_instant()
