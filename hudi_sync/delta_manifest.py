@@ -31,10 +31,11 @@ import csv
 import io
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from hudi_sync.errors import BadInputError, CorruptTableError
+from hudi_sync.file_set import relative_path
 from hudi_sync.manifest import (
     MANIFEST_FOLDER,
     SNAPSHOT_META,
@@ -85,7 +86,7 @@ class PublishedDelta:
 
     manifest: DeltaManifest
     changes_uri: str
-    base_prefix: str = field(default="")  # the table URI the base's URIs start with
+    base_prefix: str  # the table URI the base's URIs start with
 
 
 def delta_commits_option(options: Mapping[str, Any]) -> int:
@@ -112,7 +113,7 @@ def _changes_csv(changes: dict[FileKey, str]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     for (partition, file_id), name in sorted(changes.items()):
-        writer.writerow([f"{partition}/{file_id}" if partition else file_id, name])
+        writer.writerow([relative_path(partition, file_id), name])
     return out.getvalue()
 
 
