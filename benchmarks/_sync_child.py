@@ -16,7 +16,11 @@ the step's own breakdown, and peak RSS in KiB (``VmHWM``, see
 * ``ref-incremental TABLE PREVIOUS_URIS COMMIT_FILE OUT_DIR``: the floor of an
   incremental publication: read the previous URI list, apply the new commit's write
   stats (plain ``json``), write the same three files;
-* ``sync TABLE DB``: ``hudi_sync.sync.sync_table(TABLE, [DuckDBTarget(DB, "t")])``,
+* ``ref-physical PREVIOUS_URIS PREVIOUS_FILES OUT_DIR``: the physical floor of a
+  full-manifest publication: read the previous URI and name lists with pyarrow's CSV
+  reader and write the same rows back with its CSV writer (no logic at all);
+* ``sync TABLE DB [DELTA_COMMITS]``: ``hudi_sync.sync.sync_table(TABLE,
+  [DuckDBTarget(DB, "t")], delta_commits=DELTA_COMMITS)`` (default 0: full manifests),
   the target wrapped only to time its share;
 * ``statements TABLE DB``: the DuckDB statements a forced sync of the last published
   manifest would run, each timed, inside a transaction that is rolled back.
@@ -115,7 +119,29 @@ def _ref_incremental(table: str, previous_uris: str, commit_file: str, out_dir: 
     return step
 
 
-def _sync(table: str, database: str) -> Step:
+def _ref_physical(previous_uris: str, previous_files: str, out_dir: str) -> Step:
+    import pyarrow.csv as pacsv
+
+    def step() -> dict[str, Any]:
+        t0 = time.perf_counter()
+        read = pacsv.ReadOptions(column_names=["line"])
+        parse = pacsv.ParseOptions(quote_char=False, escape_char=False)
+        tables = [pacsv.read_csv(p, read, parse) for p in (previous_uris, previous_files)]
+        t1 = time.perf_counter()
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        write = pacsv.WriteOptions(include_header=False, quoting_style="none")
+        for name, rows in zip(("uris.csv", "files.csv"), tables, strict=True):
+            temporary = out / f".tmp-{name}"
+            pacsv.write_csv(rows, temporary, write)
+            os.replace(temporary, out / name)
+        t2 = time.perf_counter()
+        return {"read_s": t1 - t0, "write_s": t2 - t1, "files": tables[0].num_rows}
+
+    return step
+
+
+def _sync(table: str, database: str, delta_commits: str = "0") -> Step:
     from hudi_sync.sync import sync_table
     from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 
@@ -134,7 +160,7 @@ def _sync(table: str, database: str) -> Step:
     def step() -> dict[str, Any]:
         target = TimedDuckDBTarget(database, "t")
         t0 = time.perf_counter()
-        report = sync_table(table, [target])
+        report = sync_table(table, [target], delta_commits=int(delta_commits))
         total = time.perf_counter() - t0
         return {
             "target_s": target.target_seconds,
@@ -184,6 +210,7 @@ MODES: dict[str, Callable[..., Step]] = {
     "publish": _publish,
     "ref-full": _ref_full,
     "ref-incremental": _ref_incremental,
+    "ref-physical": _ref_physical,
     "sync": _sync,
     "statements": _statements,
 }

@@ -36,6 +36,12 @@ plus the commits appended since, else the benchmark fails.
    with ``--profile``) one more large sync runs under cProfile, and the DuckDB
    statements of a forced sync are timed one by one in a rolled-back transaction, on
    both tables.
+   The same runs on a second working copy of each table synced with delta manifests
+   (``--delta-commits``, default 10: every timed sync is a delta; a compaction is a
+   full-mode publication), target again large / small <= 1.5. A second reference, the
+   physical floor of a full-manifest publication: pyarrow's CSV reader and writer
+   reading and writing the previous URI and name lists, no logic
+   (``ref-physical``); reported against the large full-mode publish time.
 
 Results: tables on stdout and ``benchmarks/results/sync.json``; profiles in
 ``sync.prof`` (large sync), ``sync_manifest_full.prof`` and
@@ -46,6 +52,8 @@ the cache directory; delete it by hand.
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import os
 import pstats
@@ -91,6 +99,9 @@ class SyncPreset:
     manifest_repeat: int
     sync_repeat: int
     updates: int = 5  # file groups rewritten by each appended commit
+    # Delta-mode syncs compact every this many commits; above the timed syncs per table
+    # so every timed delta sync is a delta (a compaction is a full-mode publication).
+    delta_commits: int = 10
 
 
 BENCH_PRESETS: dict[str, SyncPreset] = {
@@ -227,12 +238,41 @@ def read_published(table: Path) -> tuple[str, Files]:
     return instant, files
 
 
+def read_published_delta(table: Path) -> tuple[str, Files]:
+    """The instant and files of the table's last published delta manifest: its base
+    snapshot's URI list with the delta's changes applied."""
+    folder = table.joinpath(*MANIFEST_FOLDER)
+    pointer = json.loads((folder / "delta.json").read_text())
+    prefix = str(table).rstrip("/") + "/"
+    files: Files = {}
+    for line in (folder / "snapshots" / pointer["base"] / "uris.csv").read_text().splitlines():
+        partition, _, name = line[len(prefix) :].rpartition("/")
+        files[(partition, name.split("_", 1)[0])] = name
+    changes = (folder / "deltas" / f"{pointer['base']}_{pointer['instant']}.csv").read_text()
+    for row in csv.reader(io.StringIO(changes)):
+        partition, _, file_id = row[0].rpartition("/")
+        if row[1]:
+            files[(partition, file_id)] = row[1]
+        else:
+            files.pop((partition, file_id), None)
+    if len(files) != pointer["files"]:
+        raise BenchmarkError(
+            f"{table}: delta.json counts {pointer['files']} files, not {len(files)}"
+        )
+    return str(pointer["instant"]), files
+
+
 def check_published(
-    table: Path, instant: str, expected: Files | None, manifest: dict[str, Any]
+    table: Path,
+    instant: str,
+    expected: Files | None,
+    manifest: dict[str, Any],
+    delta: bool = False,
 ) -> Files:
-    """Fail unless the published manifest is ``expected`` (or, when ``None``, the
-    generator's expected snapshot) at ``instant``; returns the published files."""
-    published_instant, files = read_published(table)
+    """Fail unless the published manifest (``delta``: delta manifest) is ``expected``
+    (or, when ``None``, the generator's expected snapshot) at ``instant``; returns the
+    published files."""
+    published_instant, files = read_published_delta(table) if delta else read_published(table)
     problems = []
     if published_instant != instant:
         problems.append(f"published instant {published_instant}, expected {instant}")
@@ -301,7 +341,7 @@ def open_work_table(label: str, spec: TableSpec, cache: Path, work: Path) -> Wor
     cached, manifest, reused = cached_table(spec, cache)
     origin = "reused" if reused else f"generated in {manifest['generation_seconds']:.1f}s"
     started = time.perf_counter()
-    path = (work / spec.name).resolve()
+    path = (work / label / spec.name).resolve()
     linked = clone_table(cached, path)
     log(
         f"{label} table {spec.name}: {origin}; {manifest['expected_latest_slices']} slices, "
@@ -404,43 +444,69 @@ def bench_manifest(
     }
 
 
-# -- 2. sync after one new commit -----------------------------------------------------------
+# -- 2. sync after one new commit ----------------------------------------------------------
+def is_delta(table: WorkTable) -> bool:
+    """Working copies labelled ``*-delta`` are synced with delta manifests."""
+    return table.label.endswith("-delta")
+
+
 def check_sync_report(table: WorkTable, report: dict[str, Any], first: bool) -> None:
     details = report["details"]
     action = "create" if first else "update"
     if details["errors"] or details["actions"] != [action] or details["incremental"] == first:
         raise BenchmarkError(f"{table.label}: unexpected sync report {details}")
     instant = table.appended[-1] if table.appended else table.manifest["latest_completed_instant"]
-    table.expected = check_published(table.path, instant, table.expected, table.manifest)
+    table.expected = check_published(
+        table.path, instant, table.expected, table.manifest, delta=is_delta(table)
+    )
+
+
+def sync_child(table: WorkTable, database: Path, delta_commits: int, **kwargs: Any) -> Any:
+    return run_child(
+        "sync", table.path, database, delta_commits if is_delta(table) else 0, **kwargs
+    )
 
 
 def bench_sync_after_commit(
-    tables: list[WorkTable], repeat: int, updates: int, work: Path, profile: bool
+    tables: list[WorkTable], repeat: int, updates: int, work: Path, profile: bool, delta: int
 ) -> dict[str, Any]:
+    """``tables``: large, small, then their ``-delta`` copies."""
     databases = {t.label: work / f"{t.label}.duckdb" for t in tables}
     first: dict[str, dict[str, Any]] = {}
     for table in tables:
-        report = run_child("sync", table.path, databases[table.label])
+        report = sync_child(table, databases[table.label], delta)
         check_sync_report(table, report, first=True)
         first[table.label] = report
         log(f"  first sync {table.label}: {report['seconds']:.3f}s")
     runs: dict[str, list[dict[str, Any]]] = {t.label: [] for t in tables}
-    floors: dict[str, list[dict[str, Any]]] = {t.label: [] for t in tables}
+    full_tables = [t for t in tables if not is_delta(t)]
+    floors: dict[str, list[dict[str, Any]]] = {t.label: [] for t in full_tables}
+    physical: dict[str, list[dict[str, Any]]] = {t.label: [] for t in full_tables}
     for rep in range(repeat):
         for table in tables if rep % 2 == 0 else tables[::-1]:
             manifest_dir = table.path.joinpath(*MANIFEST_FOLDER)
             previous = json.loads((manifest_dir / "latest.json").read_text())["instant"]
             previous_uris = manifest_dir / "snapshots" / previous / "uris.csv"
+            previous_files = manifest_dir / "snapshots" / previous / "files.csv"
             appended = table.append(updates)
-            floor = run_child(
-                "ref-incremental",
-                table.path,
-                previous_uris,
-                appended.commit_file,
-                work / f"floor-{table.label}",
-            )
-            floors[table.label].append(floor)
-            report = run_child("sync", table.path, databases[table.label])
+            if not is_delta(table):
+                floor = run_child(
+                    "ref-incremental",
+                    table.path,
+                    previous_uris,
+                    appended.commit_file,
+                    work / f"floor-{table.label}",
+                )
+                floors[table.label].append(floor)
+                physical[table.label].append(
+                    run_child(
+                        "ref-physical",
+                        previous_uris,
+                        previous_files,
+                        work / f"physical-{table.label}",
+                    )
+                )
+            report = sync_child(table, databases[table.label], delta)
             check_sync_report(table, report, first=False)
             runs[table.label].append(report)
         log(
@@ -448,38 +514,51 @@ def bench_sync_after_commit(
             + ", ".join(f"{label} {r[-1]['seconds']:.3f}s" for label, r in runs.items())
             + "; full-manifest floor "
             + ", ".join(f"{label} {r[-1]['seconds']:.3f}s" for label, r in floors.items())
+            + "; physical floor "
+            + ", ".join(f"{label} {r[-1]['seconds']:.3f}s" for label, r in physical.items())
         )
     summary = {label: summarize(r) for label, r in runs.items()}
     floor_summary = {label: summarize(r) for label, r in floors.items()}
+    physical_summary = {label: summarize(r) for label, r in physical.items()}
     large, small = tables[0].label, tables[1].label
     ratio = summary[large]["median_s"] / summary[small]["median_s"]
+    delta_ratio = summary[f"{large}-delta"]["median_s"] / summary[f"{small}-delta"]["median_s"]
+    publish_large = summary[large]["median_breakdown_s"]["publish_s"]
     result: dict[str, Any] = {
         "first_sync": first,
         "incremental_sync": summary,
         "full_manifest_floor": floor_summary,
+        "physical_floor": physical_summary,
         "floor_ratio_large_over_small": (
             floor_summary[large]["median_s"] / floor_summary[small]["median_s"]
         ),
+        "full_publish_over_physical_floor": publish_large / physical_summary[large]["median_s"],
         "ratio_large_over_small": ratio,
+        "delta_commits": delta,
+        "delta_ratio_large_over_small": delta_ratio,
         "target_ratio": SYNC_TARGET_RATIO,
         "meets_target": ratio <= SYNC_TARGET_RATIO,
+        "delta_meets_target": delta_ratio <= SYNC_TARGET_RATIO,
     }
-    if profile or ratio > SYNC_TARGET_RATIO:
-        result["diagnosis"] = diagnose(tables, databases, updates)
+    if profile or min(ratio, delta_ratio) > SYNC_TARGET_RATIO:
+        result["diagnosis"] = diagnose(tables, databases, updates, delta)
     return result
 
 
-def diagnose(tables: list[WorkTable], databases: dict[str, Path], updates: int) -> dict[str, Any]:
-    """One more large sync under cProfile, and each table's DuckDB statements timed."""
-    large = tables[0]
+def diagnose(
+    tables: list[WorkTable], databases: dict[str, Path], updates: int, delta: int
+) -> dict[str, Any]:
+    """One more large (delta-mode) sync under cProfile, and the full-mode tables' DuckDB
+    statements timed."""
+    large = next((t for t in tables if is_delta(t)), tables[0])
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     prof = RESULTS_DIR / "sync.prof"
     large.append(updates)
-    report = run_child("sync", large.path, databases[large.label], profile_out=prof)
+    report = sync_child(large, databases[large.label], delta, profile_out=prof)
     check_sync_report(large, report, first=False)
     log(f"  profiled sync {large.label}: {report['seconds']:.3f}s (under cProfile)")
     statements = {}
-    for table in tables:
+    for table in tables[:2]:
         timed = run_child("statements", table.path, databases[table.label])
         statements[table.label] = timed["details"]["statements"]
     return {
@@ -583,7 +662,7 @@ def print_hotspots(what: str, diagnosis: dict[str, Any]) -> None:
 def print_sync(result: dict[str, Any], tables: list[WorkTable], repeat: int) -> None:
     print(f"\n2. sync to DuckDB after one new commit; {repeat} runs each\n")
     header = (
-        f"{'table':<6} {'slices':>8} {'base files':>10} {'commits':>7} {'first sync s':>12} "
+        f"{'table':<11} {'slices':>8} {'base files':>10} {'commits':>7} {'first sync s':>12} "
         f"{'median s':>9} {'min s':>7} {'max s':>7} {'publish s':>9} {'duckdb s':>8} "
         f"{'peak RSS MB':>11}"
     )
@@ -594,22 +673,36 @@ def print_sync(result: dict[str, Any], tables: list[WorkTable], repeat: int) -> 
         b = s["median_breakdown_s"]
         m = table.manifest
         print(
-            f"{table.label:<6} {m['expected_latest_slices']:8d} {m['base_files']:10d} "
+            f"{table.label:<11} {m['expected_latest_slices']:8d} {m['base_files']:10d} "
             f"{m['completed_commits']:7d} {result['first_sync'][table.label]['seconds']:12.3f} "
             f"{s['median_s']:9.3f} {s['min_s']:7.3f} {s['max_s']:7.3f} {b['publish_s']:9.3f} "
             f"{b['target_s']:8.3f} {s['peak_rss_mb']:11.1f}"
         )
-    ratio = result["ratio_large_over_small"]
-    verdict = "meets" if result["meets_target"] else "MISSES"
+    for label, key, meets in (
+        ("full manifests", "ratio_large_over_small", "meets_target"),
+        (
+            f"delta manifests (every {result['delta_commits']})",
+            "delta_ratio_large_over_small",
+            "delta_meets_target",
+        ),
+    ):
+        verdict = "meets" if result[meets] else "MISSES"
+        print(
+            f"\nratio large/small, {label} (medians): {result[key]:.2f}x -> {verdict} "
+            f"target <= {result['target_ratio']}x"
+        )
+    physical = result["physical_floor"]
     print(
-        f"\nratio large/small (medians): {ratio:.2f}x -> {verdict} target <= "
-        f"{result['target_ratio']}x"
+        "physical floor (pyarrow CSV read + write of the previous URI and name lists): "
+        + ", ".join(f"{label} {s['median_s']:.3f}s" for label, s in physical.items())
+        + f"; large full-manifest publish / physical floor: "
+        f"{result['full_publish_over_physical_floor']:.2f}x"
     )
     floors = result["full_manifest_floor"]
     print(
         "full-manifest floor (plain Python: read the previous URI list, apply the commit, "
         "write the three files): "
-        + ", ".join(f"{t.label} {floors[t.label]['median_s']:.3f}s" for t in tables)
+        + ", ".join(f"{label} {f['median_s']:.3f}s" for label, f in floors.items())
         + f" -> ratio {result['floor_ratio_large_over_small']:.2f}x"
     )
     diagnosis = result.get("diagnosis")
@@ -650,6 +743,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sync-repeat", type=int, help="timed syncs per table")
     parser.add_argument("--only", choices=("manifest", "sync"), help="run one benchmark")
     parser.add_argument("--profile", action="store_true", help="always profile the large sync")
+    parser.add_argument("--delta-commits", type=int, help="delta-mode compaction interval")
     parser.add_argument("--results", type=Path, default=RESULTS_DIR / "sync.json")
     args = parser.parse_args(argv)
     preset = BENCH_PRESETS[args.preset]
@@ -687,7 +781,13 @@ def main(argv: list[str] | None = None) -> int:
                 open_work_table("small", preset.small_table, cache, work),
             ]
             log("2. sync after one new commit ...")
-            sync = bench_sync_after_commit(tables, sync_repeat, preset.updates, work, args.profile)
+            tables += [
+                open_work_table(f"{t.label}-delta", t.spec, cache, work) for t in list(tables)
+            ]
+            delta = args.delta_commits or preset.delta_commits
+            sync = bench_sync_after_commit(
+                tables, sync_repeat, preset.updates, work, args.profile, delta
+            )
             result["sync"] = sync | {"tables": {t.label: t.info() for t in tables}}
             print_sync(sync, tables, sync_repeat)
     finally:

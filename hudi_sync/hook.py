@@ -5,7 +5,9 @@ A writer calls :func:`run_post_commit_hook` with its write options. The targets 
 ``duckdb`` or Hudi's BigQuerySyncTool class name, comma-separated) and each target's own
 options: ``hoodie.gcp.bigquery.sync.*`` for BigQuery, ``hoodie.snowflake.sync.*`` (or
 ``SNOWFLAKE_*`` variables) for Snowflake, ``hoodie.duckdb.sync.database`` and
-``hoodie.duckdb.sync.table_name`` for DuckDB. A failing target is reported in the result,
+``hoodie.duckdb.sync.table_name`` for DuckDB. ``hoodie.manifest.delta.commits`` (N > 0)
+publishes delta manifests compacted every N commits when every target reads them
+(``hudi_sync.delta_manifest``). A failing target is reported in the result,
 never raised into the writer, and leaves its objects at the previous snapshot (each
 target applies its changes atomically or in reader-safe order).
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hudi_sync.delta_manifest import delta_commits_option
 from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.manifest import DEFAULT_KEEP
 from hudi_sync.sync import SyncReport, Target, sync_table
@@ -76,6 +79,9 @@ def run_post_commit_hook(
         table = HudiTable.open(base_path, storage_options)
         targets = [build_target(name, options, table) for name in target_names(options)]
         keep = int(options.get(MANIFEST_KEEP, DEFAULT_KEEP))
-        return sync_table(table, targets, keep=keep, continue_on_error=True)
+        delta_commits = delta_commits_option(options)
+        return sync_table(
+            table, targets, keep=keep, continue_on_error=True, delta_commits=delta_commits
+        )
     except (HudiSyncError, OSError, ValueError) as exc:
         return SyncReport.failed(base_path, "hook", str(exc))

@@ -20,7 +20,11 @@ kept, older ones deleted.
 A later publication derives the new file set from the previous one plus the new
 commits' write stats and replaced file ids, and falls back to a full listing when that
 is not safe (previous snapshot archived, a clean, rollback or restore since, a write
-that was pending at the previous publication has completed since).
+that was pending at the previous publication has completed since). It reads only the
+timeline's tail from the previous snapshot on (plus its pending writes), and handles the
+file lists as Arrow arrays (``hudi_sync.file_set``), never a Python object per file.
+With ``hoodie.manifest.delta.commits`` the latest snapshot is published as a delta on a
+base snapshot instead (``hudi_sync.delta_manifest``).
 
 A table without a completed commit has the empty manifest: no instant, no files. It is
 never published (nothing is written); its URIs name ``snapshots/empty/``, a folder no
@@ -34,14 +38,22 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
 
 from hudi_sync.errors import BadInputError, CorruptTableError
+from hudi_sync.file_set import FileSet, lines_bytes
 from hudi_sync.storage import temporary_path_beside
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action, comparable_instant
+from hudi_sync.table.timeline import Timeline
+
+if TYPE_CHECKING:
+    from hudi_sync.delta_manifest import PublishedDelta
 
 MANIFEST_FOLDER = ".hoodie/manifest"
 LATEST_FILES = "latest_snapshot_files.csv"
@@ -57,7 +69,7 @@ class Manifest:
     """The base files of one snapshot, keyed by ``(partition, file id)``."""
 
     instant: str | None
-    files: dict[tuple[str, str], str]
+    files: Mapping[tuple[str, str], str]  # a FileSet when read back or derived
     pending: tuple[str, ...] = ()
     derived_incrementally: bool = False
     full_listing_reason: str = ""
@@ -73,6 +85,10 @@ class Manifest:
     def names(self) -> list[str]:
         return sorted(self.files.values())
 
+    def depths(self) -> list[int]:
+        """The partition folder depths of the snapshot's files."""
+        return FileSet.of(self.files).depths()
+
 
 @dataclass(frozen=True)
 class PublishedManifest:
@@ -81,6 +97,14 @@ class PublishedManifest:
     manifest: Manifest
     files_uri: str
     uris_uri: str
+    # Delta mode: the full snapshot ``files_uri``/``uris_uri`` name is the base, and
+    # ``manifest`` holds no files; the snapshot is the base plus these changes.
+    delta: PublishedDelta | None = None
+
+    @property
+    def file_count(self) -> int:
+        """Base files in the snapshot."""
+        return self.delta.manifest.files if self.delta else len(self.manifest.files)
 
 
 def build_manifest(table: HudiTable, as_of: str | None = None) -> Manifest:
@@ -92,10 +116,18 @@ def build_manifest(table: HudiTable, as_of: str | None = None) -> Manifest:
     return Manifest(instant, files, _pending_writes(table, instant))
 
 
-def derive_manifest(table: HudiTable, previous: Manifest, target: str | None = None) -> Manifest:
+def derive_manifest(
+    table: HudiTable,
+    previous: Manifest,
+    target: str | None = None,
+    timeline: Timeline | None = None,
+) -> Manifest:
     """The snapshot at ``target`` (default latest) from ``previous`` plus the commit
-    metadata in between; a full listing when that cannot be trusted."""
-    target = target or table.latest_instant()
+    metadata in between; a full listing when that cannot be trusted. ``timeline``: the
+    table's, or its tail from ``previous`` on (``timeline_tail``)."""
+    timeline = timeline or table.timeline
+    latest = timeline.latest_completed_write()
+    target = target or (latest.requested_time if latest else None)
     if target is None or previous.instant is None:
         return build_manifest(table, target)
     if comparable_instant(target) < comparable_instant(previous.instant):
@@ -103,47 +135,75 @@ def derive_manifest(table: HudiTable, previous: Manifest, target: str | None = N
             f"{table.uri}: cannot derive the snapshot at {target} "
             f"from a later one ({previous.instant})"
         )
-    reason = _why_not_incremental(table, previous)
+    reason = why_not_incremental(timeline, previous.instant, previous.pending)
     if reason is not None:
         full = build_manifest(table, target)
         return Manifest(full.instant, full.files, full.pending, False, reason)
-    files = dict(previous.files)
-    lo, hi = comparable_instant(previous.instant), comparable_instant(target)
+    changes = {
+        key: name for key, name, _new in commit_changes(table, previous.instant, target, timeline)
+    }
+    files = FileSet.of(previous.files).apply(changes)
+    return Manifest(target, files, pending_writes(timeline, target), derived_incrementally=True)
+
+
+def timeline_tail(table: HudiTable, instant: str, pending: Sequence[str]) -> Timeline:
+    """The table's timeline from a published snapshot's instant on, plus the writes that
+    were pending at it: all a derivation from that snapshot reads, without parsing the
+    names of the (possibly tens of thousands of) instants before it."""
+    return Timeline(table.location, table.config, since=instant, also=pending)
+
+
+def commit_changes(
+    table: HudiTable, after: str, up_to: str, timeline: Timeline | None = None
+) -> Iterator[tuple[tuple[str, str], str, bool]]:
+    """``((partition, file id), base file name, new group)`` of every completed write
+    after ``after`` up to ``up_to``, in commit order; the name is empty for a file group
+    a replacecommit removed, ``new group`` true for a write stat without
+    ``prevCommit``. ``timeline`` defaults to the table's (a tail is enough)."""
+    timeline = timeline or table.timeline
+    lo, hi = comparable_instant(after), comparable_instant(up_to)
     extension = "." + table.config.base_file_format.lower()
-    for instant in table.timeline.completed_writes:
+    for instant in timeline.completed_writes:
         key = comparable_instant(instant.requested_time)
         if key <= lo or key > hi:
             continue
-        metadata = table.timeline.commit_metadata(instant)
+        metadata = timeline.commit_metadata(instant)
         for partition, file_ids in metadata.partition_to_replace_file_ids.items():
             for file_id in file_ids:
-                files.pop((partition, file_id), None)
+                yield (partition, file_id), "", False
         for stat in metadata.write_stats:
             if stat.path.endswith(extension):
-                files[(stat.partition_path, stat.file_id)] = stat.file_name
-    return Manifest(target, files, _pending_writes(table, target), derived_incrementally=True)
+                yield (stat.partition_path, stat.file_id), stat.file_name, stat.prev_commit is None
 
 
-def _why_not_incremental(table: HudiTable, previous: Manifest) -> str | None:
-    timeline = table.timeline
+def why_not_incremental(
+    timeline: Timeline, instant: str | None, pending: tuple[str, ...]
+) -> str | None:
+    """Why the snapshot after ``instant`` (published with these ``pending`` writes)
+    cannot be derived from it plus the commit metadata since; None when it can. A tail
+    of the timeline from the oldest of ``instant`` and ``pending`` is enough."""
     known = {i.requested_time for i in timeline.instants}
-    if previous.instant not in known:
+    if instant not in known:
         return "the previous snapshot's instant is no longer on the active timeline"
-    since = comparable_instant(previous.instant or "")
-    for instant in timeline.instants:
+    since = comparable_instant(instant or "")
+    for candidate in timeline.instants:
         if (
-            instant.action in (Action.CLEAN, Action.ROLLBACK, Action.RESTORE)
-            and instant.is_completed
-            and comparable_instant(instant.requested_time) > since
+            candidate.action in (Action.CLEAN, Action.ROLLBACK, Action.RESTORE)
+            and candidate.is_completed
+            and comparable_instant(candidate.requested_time) > since
         ):
-            return f"{instant.action} {instant.requested_time} since the previous snapshot"
+            return f"{candidate.action} {candidate.requested_time} since the previous snapshot"
     completed = {i.requested_time for i in timeline.completed_writes}
-    if any(p in completed for p in previous.pending):
+    if any(p in completed for p in pending):
         return "a write pending at the previous snapshot has completed since"
     return None
 
 
 def _pending_writes(table: HudiTable, instant: str | None) -> tuple[str, ...]:
+    return pending_writes(table.timeline, instant)
+
+
+def pending_writes(timeline: Timeline, instant: str | None) -> tuple[str, ...]:
     """Writes requested before ``instant`` that had not completed: they would change the
     snapshot behind an incremental derivation's back when they complete."""
     if instant is None:
@@ -151,7 +211,7 @@ def _pending_writes(table: HudiTable, instant: str | None) -> tuple[str, ...]:
     limit = comparable_instant(instant)
     return tuple(
         i.requested_time
-        for i in table.timeline.pending
+        for i in timeline.pending
         if comparable_instant(i.requested_time) < limit
         and i.action
         in (
@@ -173,53 +233,58 @@ class ManifestStore:
         self.table = table
         self.keep = keep
         self.folder = table.location.join(MANIFEST_FOLDER)
+        # The timeline the last ``build`` read: the table's, or a tail of it.
+        self.timeline = table.timeline
 
-    def _path(self, *parts: str) -> str:
+    def path(self, *parts: str) -> str:
         return "/".join([self.folder, *parts])
 
-    def _uri(self, *parts: str) -> str:
+    def uri(self, *parts: str) -> str:
         return self.table.location.uri_of("/".join([MANIFEST_FOLDER, *parts]))
 
     def latest(self) -> Manifest | None:
         """The last published manifest, or ``None`` before the first publication."""
         fs = self.table.location.fs
         try:
-            pointer = json.loads(bytes(fs.cat_file(self._path(POINTER))))
+            pointer = json.loads(bytes(fs.cat_file(self.path(POINTER))))
             instant = pointer["instant"]
             pending = tuple(pointer.get("pending", ()))
-            text = bytes(fs.cat_file(self._path("snapshots", instant, "uris.csv"))).decode()
+            data = bytes(fs.cat_file(self.path("snapshots", instant, "uris.csv")))
         except FileNotFoundError:
             return None
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptTableError(
                 f"{self.table.uri}: {MANIFEST_FOLDER}/{POINTER} is corrupt ({exc})"
             ) from None
-        base = self.table.location.uri.rstrip("/") + "/"
-        files: dict[tuple[str, str], str] = {}
-        for line in text.replace(base, "").splitlines():
-            if line:
-                partition, _, name = line.rpartition("/")
-                files[(partition, name[: name.find("_")])] = name
+        where = f"{self.table.uri}: {MANIFEST_FOLDER}/snapshots/{instant}/uris.csv"
+        try:
+            files = FileSet.read_lines(data, self._base(), where)
+        except (ValueError, pa.ArrowException) as exc:
+            raise CorruptTableError(f"{where} is corrupt ({exc})") from None
         return Manifest(instant, files, pending)
+
+    def _base(self) -> str:
+        """What every URI in ``uris.csv`` starts with."""
+        return self.table.location.uri.rstrip("/") + "/"
 
     def build(self, as_of: str | None = None) -> Manifest:
         """The manifest to publish: derived from the last one when possible."""
         if as_of is not None:
             return build_manifest(self.table, as_of)
         previous = self.latest()
-        if previous is None:
+        if previous is None or previous.instant is None:
             return build_manifest(self.table)
-        latest = self.table.latest_instant()
-        if (
-            latest is not None
-            and previous.instant is not None
-            and (comparable_instant(latest) < comparable_instant(previous.instant))
+        tail = timeline_tail(self.table, previous.instant, previous.pending)
+        latest = tail.latest_completed_write()
+        if latest is None or (
+            comparable_instant(latest.requested_time) < comparable_instant(previous.instant)
         ):
-            return build_manifest(self.table)
-        return derive_manifest(self.table, previous)
+            return build_manifest(self.table)  # archived or restored past the previous one
+        self.timeline = tail
+        return derive_manifest(self.table, previous, latest.requested_time, tail)
 
     def snapshot_uris(self, instant: str) -> tuple[str, str]:
-        return self._uri("snapshots", instant, "files.csv"), self._uri(
+        return self.uri("snapshots", instant, "files.csv"), self.uri(
             "snapshots", instant, "uris.csv"
         )
 
@@ -233,14 +298,14 @@ class ManifestStore:
         if manifest.instant is None:
             raise BadInputError(f"{self.table.uri}: the table has no completed commit to publish")
         instant = manifest.instant
-        names = "\n".join(manifest.names()) + "\n" if manifest.files else ""
-        base = self.table.location.uri.rstrip("/") + "/"
-        uris = "".join(f"{base}{p}\n" for p in manifest.relative_paths())
+        files = FileSet.of(manifest.files)
+        names = lines_bytes(files.sorted_names())
+        uris = lines_bytes(files.sorted_paths(), self._base())
         meta = {"instant": instant, "pending": list(manifest.pending), "files": len(manifest.files)}
-        self._write_once(self._path("snapshots", instant, "files.csv"), names)
-        self._write_once(self._path("snapshots", instant, "uris.csv"), uris)
+        self.write_once(self.path("snapshots", instant, "files.csv"), names)
+        self.write_once(self.path("snapshots", instant, "uris.csv"), uris)
         # Written last: a snapshot folder without it is incomplete and never pointed at.
-        self._write_once(self._path("snapshots", instant, SNAPSHOT_META), json.dumps(meta))
+        self.write_once(self.path("snapshots", instant, SNAPSHOT_META), json.dumps(meta).encode())
         if make_latest:
             newest = instant
             for _attempt in range(3):
@@ -257,20 +322,20 @@ class ManifestStore:
         ``latest_snapshot_files.csv`` (a hard link locally, a server-side copy on object
         stores: no second write of a million names), then its meta the pointer."""
         fs = self.table.location.fs
-        names = self._path("snapshots", instant, "files.csv")
-        latest = self._path(LATEST_FILES)
+        names = self.path("snapshots", instant, "files.csv")
+        latest = self.path(LATEST_FILES)
         if self.table.location.is_local:
             temporary = temporary_path_beside(latest)
             os.link(names, temporary)
             os.replace(temporary, latest)
         else:
             fs.copy(names, latest)
-        meta = bytes(fs.cat_file(self._path("snapshots", instant, SNAPSHOT_META))).decode()
-        self._write_atomic(self._path(POINTER), meta)
+        meta = bytes(fs.cat_file(self.path("snapshots", instant, SNAPSHOT_META))).decode()
+        self.write_atomic(self.path(POINTER), meta.encode())
 
-    def _snapshot_instants(self) -> list[str]:
+    def snapshot_instants(self) -> list[str]:
         try:
-            entries = self.table.location.fs.ls(self._path("snapshots"), detail=False)
+            entries = self.table.location.fs.ls(self.path("snapshots"), detail=False)
         except FileNotFoundError:
             return []
         instants = (str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries)
@@ -280,7 +345,7 @@ class ManifestStore:
         """The newest complete snapshot at or after ``own`` whose instant is a completed
         write on a fresh read of the timeline (a restore can remove a newer one)."""
         newer = [
-            i for i in self._snapshot_instants() if comparable_instant(i) > comparable_instant(own)
+            i for i in self.snapshot_instants() if comparable_instant(i) > comparable_instant(own)
         ]
         if not newer:
             return own
@@ -289,23 +354,23 @@ class ManifestStore:
         completed = {i.requested_time for i in fresh.completed_writes}
         for candidate in reversed(newer):
             if candidate in completed and fs.exists(
-                self._path("snapshots", candidate, SNAPSHOT_META)
+                self.path("snapshots", candidate, SNAPSHOT_META)
             ):
                 return candidate
         return own
 
-    def _write_once(self, path: str, text: str) -> None:
+    def write_once(self, path: str, data: bytes) -> None:
         """Immutable files: an existing one (same instant, same content) is left as is."""
         fs = self.table.location.fs
         if fs.exists(path):
             return
-        self._write_atomic(path, text)
+        self.write_atomic(path, data)
 
-    def _write_atomic(self, path: str, text: str) -> None:
+    def write_atomic(self, path: str, data: bytes) -> None:
         """Locally: write a temporary file and rename it over ``path``. Object stores
         publish an object in one PUT (readers see the old or the new object, never a
         part), and their "rename" is a copy, so there the object is written directly."""
-        self.table.location.write_file(path, text.encode())
+        self.table.location.write_file(path, data)
 
     def _prune(self, current: str) -> None:
         """Keep the newest ``keep`` snapshots up to ``current``; snapshots after it are
@@ -313,12 +378,12 @@ class ManifestStore:
         fs = self.table.location.fs
         instants = [
             i
-            for i in self._snapshot_instants()
+            for i in self.snapshot_instants()
             if comparable_instant(i) <= comparable_instant(current)
         ]
         for instant in instants[: -self.keep]:
             if instant != current:
-                fs.rm(self._path("snapshots", instant), recursive=True)
+                fs.rm(self.path("snapshots", instant), recursive=True)
         if self.table.location.is_local:
             self._remove_stale_temporaries()
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from hudi_sync.delta_manifest import DeltaStore
 from hudi_sync.errors import (
     BadInputError,
     HudiSyncError,
@@ -83,24 +84,39 @@ class SyncReport:
 
 
 def publish_manifest(
-    table: HudiTable, as_of: str | None = None, keep: int = DEFAULT_KEEP, dry_run: bool = False
+    table: HudiTable,
+    as_of: str | None = None,
+    keep: int = DEFAULT_KEEP,
+    dry_run: bool = False,
+    delta_commits: int = 0,
 ) -> PublishedManifest:
-    """Build and (unless ``dry_run``) publish the table's manifest."""
+    """Build and (unless ``dry_run``) publish the table's manifest; with
+    ``delta_commits`` (latest snapshot only) as a delta on a base compacted every that
+    many commits (``hudi_sync.delta_manifest``)."""
     with reporting_storage_failures(table.location):  # a store refusing a PUT: one line
-        return _publish_manifest(table, as_of, keep, dry_run)
+        return _publish_manifest(table, as_of, keep, dry_run, delta_commits)
 
 
 def _publish_manifest(
-    table: HudiTable, as_of: str | None, keep: int, dry_run: bool
+    table: HudiTable, as_of: str | None, keep: int, dry_run: bool, delta_commits: int
 ) -> PublishedManifest:
     store = ManifestStore(table, keep=keep)
+    if delta_commits and as_of is None and not dry_run:
+        published = DeltaStore(store, delta_commits).publish()
+        if published is not None:
+            return published
     manifest = store.build(as_of=as_of)
     if manifest.instant is not None:  # an incremental build may not have parsed it
-        table.timeline.snapshot_write(manifest.instant)  # corrupt: raises, nothing written
+        store.timeline.snapshot_write(manifest.instant)  # corrupt: raises, nothing written
     if dry_run or manifest.instant is None:
         files_uri, uris_uri = store.snapshot_uris(manifest.instant or EMPTY_SNAPSHOT)
         return PublishedManifest(manifest, files_uri, uris_uri)
     return store.publish(manifest, make_latest=as_of is None)
+
+
+def supports_delta_manifests(target: Target) -> bool:
+    """The target's objects can read a base snapshot plus delta (``delta_manifest``)."""
+    return bool(getattr(target, "supports_delta_manifests", False))
 
 
 def format_refusal(table: HudiTable, target: Target) -> str | None:
@@ -139,6 +155,7 @@ def sync_table(
     force: bool = False,
     dry_run: bool = False,
     continue_on_error: bool = False,
+    delta_commits: int = 0,
 ) -> SyncReport:
     """Publish the manifest, then sync each target in turn. With ``continue_on_error``
     (the post-commit hook) a failing target is recorded in ``errors`` and the others
@@ -151,7 +168,10 @@ def sync_table(
 
     A table without a completed commit publishes nothing: each target creates its
     objects empty, typed by ``hoodie.table.create.schema`` (their marker records
-    ``EMPTY_INSTANT``), and the sync after the first commit fills them in place."""
+    ``EMPTY_INSTANT``), and the sync after the first commit fills them in place.
+
+    ``delta_commits`` > 0 publishes delta manifests when every target can read them
+    (``supports_delta_manifests``), else full ones."""
     if isinstance(table, str):
         table = HudiTable.open(table, storage_options)
     errors: dict[str, str] = {}
@@ -166,7 +186,11 @@ def sync_table(
             errors[target.name] = refusal
     if targets and not readers:
         return SyncReport(table.uri, None, 0, False, (), (), errors)
-    published = publish_manifest(table, as_of=as_of, keep=keep, dry_run=dry_run)
+    if not all(supports_delta_manifests(t) for t in readers):
+        delta_commits = 0
+    published = publish_manifest(
+        table, as_of=as_of, keep=keep, dry_run=dry_run, delta_commits=delta_commits
+    )
     if published.manifest.is_empty and readers:
         require_empty_objects_schema(table, as_of)
     plans: list[SyncPlan] = []
@@ -187,7 +211,7 @@ def sync_table(
     return SyncReport(
         table.uri,
         published.manifest.instant,
-        len(published.manifest.files),
+        published.file_count,
         published.manifest.derived_incrementally,
         tuple(plans),
         tuple(results),

@@ -15,6 +15,8 @@ from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
 
 # Empty tables have no rows to compare: tests/test_empty_table_sync.py covers them.
 TABLES = [t for t in fixture_tables() if "empty" not in t.name]
+# Full manifests, and delta manifests compacted every 3 commits (hudi_sync.delta_manifest).
+MODES = pytest.mark.parametrize("delta_commits", [0, 3], ids=["full", "delta"])
 
 
 def _view_rows(database: Path, view: str) -> object:
@@ -23,11 +25,14 @@ def _view_rows(database: Path, view: str) -> object:
         return con.execute(f'SELECT * FROM "{view}"').to_arrow_table()
 
 
+@MODES
 @pytest.mark.parametrize("fixture", TABLES, ids=[t.id for t in TABLES])
-def test_view_equals_hudi_rs_snapshot(fixture, fixture_copy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_view_equals_hudi_rs_snapshot(
+    fixture, fixture_copy, tmp_path: Path, delta_commits: int
+) -> None:  # type: ignore[no-untyped-def]
     path = fixture_copy(fixture.name.split("/", 1)[1])
     database = tmp_path / "warehouse.duckdb"
-    report = sync_table(str(path), [DuckDBTarget(str(database), "t")])
+    report = sync_table(str(path), [DuckDBTarget(str(database), "t")], delta_commits=delta_commits)
     assert [r.action for r in report.results] == ["create"]
     table = HudiTable.open(str(path))
     ours, theirs = same_columns(
@@ -129,7 +134,10 @@ def test_failed_sync_leaves_previous_objects(fixture_copy, tmp_path: Path, monke
     assert target.current_marker(ObjectNames.for_table("t")) == marker_before
 
 
-def test_a_new_snapshot_replaces_only_the_manifest_view(fixture_copy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+@MODES
+def test_a_new_snapshot_replaces_only_the_manifest_view(
+    fixture_copy, tmp_path: Path, delta_commits: int
+) -> None:  # type: ignore[no-untyped-def]
     """Binding a view over the history reads every footer: only the first sync (or a
     changed history SQL) creates it; later syncs swap the manifest view."""
     from tests.timeline_files import HeldBackCommits
@@ -137,10 +145,12 @@ def test_a_new_snapshot_replaces_only_the_manifest_view(fixture_copy, tmp_path: 
     path = fixture_copy("cow/v9_txns_simple_meta")
     held = HeldBackCommits(path, keep=1)
     target = DuckDBTarget(str(tmp_path / "w.duckdb"), "t")
-    first = sync_table(str(path), [target]).plans[0].steps
+    first = sync_table(str(path), [target], delta_commits=delta_commits).plans[0].steps
     assert sum(s.startswith("CREATE OR REPLACE VIEW") for s in first) == 3
     held.complete_next()
-    report = sync_table(str(path), [target])
+    report = sync_table(str(path), [target], delta_commits=delta_commits)
+    assert report.incremental
+    assert ("deltas/" in " ".join(report.plans[0].steps)) == bool(delta_commits)
     creates = [s for s in report.plans[0].steps if s.startswith("CREATE")]
     assert creates == [s for s in creates if s.startswith('CREATE OR REPLACE VIEW "t_manifest"')]
     assert len(creates) == 1

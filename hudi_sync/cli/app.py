@@ -19,6 +19,7 @@ from rich.table import Table
 
 from hudi_sync import __version__
 from hudi_sync.backfill import backfill, discover_tables
+from hudi_sync.delta_manifest import DELTA_COMMITS_OPTION, delta_commits_option
 from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, build_target, target_names
 from hudi_sync.manifest import DEFAULT_KEEP, manifest_summary
@@ -311,13 +312,20 @@ def _sync(
     force: bool,
     dry_run: bool,
     as_json: bool,
+    delta_commits: int = 0,
 ) -> None:
     """The shape of every ``sync`` command: open the table, build targets, sync, print."""
 
     def body() -> SyncReport:
         table = HudiTable.open(uri, parse_storage_options(storage_option))
         return sync_table(
-            table, make_targets(table), as_of=as_of, keep=keep, force=force, dry_run=dry_run
+            table,
+            make_targets(table),
+            as_of=as_of,
+            keep=keep,
+            force=force,
+            dry_run=dry_run,
+            delta_commits=delta_commits,
         )
 
     report = _run(body)
@@ -387,14 +395,28 @@ def sync_duckdb(
     dry_run: DryRunOption = False,
     as_json: JsonFlag = False,
     storage_option: StorageOption = None,
+    delta_commits: Annotated[
+        int | None,
+        typer.Option(
+            "--delta-commits",
+            help=f"{DELTA_COMMITS_OPTION}: publish delta manifests, a new base every N commits.",
+        ),
+    ] = None,
 ) -> None:
     """Create NAME, NAME_manifest and NAME_history in a DuckDB file."""
-    flags = {DUCKDB_DATABASE: database, DUCKDB_TABLE: table_name}
+    flags = {
+        DUCKDB_DATABASE: database,
+        DUCKDB_TABLE: table_name,
+        DELTA_COMMITS_OPTION: delta_commits,
+    }
 
     def targets(table: HudiTable) -> list[Target]:
         return [build_target("duckdb", _options(props, conf, flags=flags), table)]
 
-    _sync(uri, targets, storage_option, as_of, keep, force, dry_run, as_json)
+    def delta() -> int:
+        return delta_commits_option(_options(props, conf, flags=flags))
+
+    _sync(uri, targets, storage_option, as_of, keep, force, dry_run, as_json, _run(delta))
 
 
 @sync_app.command("bigquery")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 from functools import cached_property
 from typing import Any
@@ -59,9 +59,21 @@ def _modification_instant(info: dict[str, Any], zone: dt.tzinfo | None) -> str |
 class Timeline:
     """The instants of a table's active timeline, one entry per instant (its latest state)."""
 
-    def __init__(self, location: Location, config: TableConfig) -> None:
+    def __init__(
+        self,
+        location: Location,
+        config: TableConfig,
+        since: str | None = None,
+        also: Sequence[str] = (),
+    ) -> None:
+        """``since``: keep only the instants requested at or after it (a tail of the
+        timeline), and those requested at one of ``also``, so a reader that needs only
+        the recent instants (and a few known older ones) never parses the names of the
+        thousands before them."""
         self.location = location
         self.config = config
+        self.since = since
+        self.also = tuple(also)
         self.folder = (
             location.join(".hoodie")
             if config.timeline_layout_version == 1
@@ -72,9 +84,55 @@ class Timeline:
     # -- listing -------------------------------------------------------------------------
     @cached_property
     def _listing(self) -> dict[str, dict[str, Any] | None]:
-        """``file name -> fsspec info`` of the timeline folder's files; locally the info
-        is ``None`` (names only: a stat per file is what a sync of a long timeline would
-        spend most of its time on, and only layout-1 completion times need it)."""
+        """``file name -> fsspec info`` of the timeline folder's files (of the tail only,
+        with ``since``; files that are not instants, e.g. ``hoodie.properties``, always)."""
+        if self.since is None:
+            return self._full_listing()
+        if self.location.is_local:
+            # Names only (no entry types: a stat of 30,000 names costs more than all the
+            # rest); the few kept names that are folders are dropped below.
+            try:
+                names = os.listdir(self.folder)
+            except FileNotFoundError:
+                names = []
+            listing: dict[str, dict[str, Any] | None] = dict.fromkeys(self._tail(names))
+            return {
+                name: None
+                for name in listing
+                if name[:1].isdigit() or not os.path.isdir(f"{self.folder}/{name}")
+            }
+        full = self._full_listing()
+        return {name: full[name] for name in self._tail(full)}
+
+    def _tail(self, names: Collection[str]) -> list[str]:
+        """The names of instants requested at or after ``since`` or at one of ``also``,
+        and names that are not instants."""
+        bound = comparable_instant(self.since or "")
+        # A name below the bound's first 14 digits (seconds) is an older instant: one
+        # string comparison rules out almost every name before any is split.
+        seconds = bound[:14]
+        # Names of instants start with a digit: "0" <= name < ":" (the next character).
+        kept = [
+            name
+            for name in names
+            if (
+                name >= seconds
+                and (
+                    name >= ":"
+                    or comparable_instant(name.partition(".")[0].partition("_")[0]) >= bound
+                )
+            )
+            or name < "0"
+        ]
+        also = frozenset(self.also)
+        for length in {len(t) for t in also}:
+            kept += [name for name in names if name[:length] in also]
+        return list(dict.fromkeys(kept))
+
+    def _full_listing(self) -> dict[str, dict[str, Any] | None]:
+        """Locally the info is ``None`` (names only: a stat per file is what a sync of a
+        long timeline would spend most of its time on, and only layout-1 completion
+        times need it)."""
         if self.location.is_local:
             try:
                 with os.scandir(self.folder) as entries:

@@ -46,6 +46,8 @@ class DuckDBTarget:
     """Syncs a table's published manifest into a DuckDB database file."""
 
     mode = "view"
+    # The manifest view can union a base snapshot and its changes (delta_manifest.py).
+    supports_delta_manifests = True
     # The history view is built on read_parquet; ORC, HFile and Lance tables are refused.
     base_file_formats: frozenset[str] = frozenset({"PARQUET"})
 
@@ -176,12 +178,15 @@ class DuckDBTarget:
         marker: SyncMarker,
         current: dict[str, str],
     ) -> list[str]:
-        manifest_sql = (
-            f"SELECT filename FROM read_csv({quote_literal(published.files_uri)}, header = false, "
-            "columns = {'filename': 'VARCHAR'}, auto_detect = false)"
-            if published.manifest.files
-            else "SELECT CAST(NULL AS VARCHAR) AS filename WHERE false"
-        )
+        if published.delta is not None:
+            manifest_sql = delta_manifest_select(published)
+        elif published.manifest.files:
+            manifest_sql = (
+                f"SELECT filename FROM read_csv({quote_literal(published.files_uri)}, "
+                "header = false, columns = {'filename': 'VARCHAR'}, auto_detect = false)"
+            )
+        else:
+            manifest_sql = "SELECT CAST(NULL AS VARCHAR) AS filename WHERE false"
         history_sql = self._history_select(table, published)
         file_column = (
             "_hoodie_file_name"
@@ -211,7 +216,11 @@ class DuckDBTarget:
         return statements
 
     def _history_select(self, table: HudiTable, published: PublishedManifest) -> str:
-        globs = partition_globs(table.location.uri, published.manifest.relative_paths())
+        if published.delta is not None:
+            depths: Sequence[int] = published.delta.manifest.depths
+        else:
+            depths = published.manifest.depths()
+        globs = partition_globs(table.location.uri, depths)
         if not globs:  # no base file yet (an empty table): typed, no rows
             columns = ", ".join(
                 f"CAST(NULL AS {sql_type}) AS {quote_identifier(name)}"
@@ -227,10 +236,32 @@ class DuckDBTarget:
         )
 
 
-def partition_globs(base_uri: str, relative_paths: Sequence[str]) -> list[str]:
+def delta_manifest_select(published: PublishedManifest) -> str:
+    """The file names of a delta manifest's snapshot: the base snapshot's files whose
+    file group has no change, plus the changed groups' current files. A file group is
+    ``<table>/<partition>/<file id>``, the base URI up to the file name's first ``_``."""
+    delta = published.delta
+    assert delta is not None
+    changes = (
+        f"read_csv({quote_literal(delta.changes_uri)}, header = false, auto_detect = false, "
+        "columns = {'file_group': 'VARCHAR', 'filename': 'VARCHAR'}, quote = '\"', "
+        "escape = '\"')"
+    )
+    base = (
+        f"read_csv({quote_literal(published.uris_uri)}, header = false, auto_detect = false, "
+        "columns = {'uri': 'VARCHAR'})"
+    )
+    return (
+        f"SELECT regexp_extract(uri, '[^/]+$') AS filename FROM {base} "
+        "WHERE regexp_extract(uri, '^.*/[^/_]*') NOT IN "
+        f"(SELECT {quote_literal(delta.base_prefix)} || file_group FROM {changes}) "
+        f"UNION ALL SELECT filename FROM {changes} WHERE filename IS NOT NULL"
+    )
+
+
+def partition_globs(base_uri: str, depths: Sequence[int]) -> list[str]:
     """Globs over every partition folder depth the snapshot uses, each level ``[!.]*`` so
     ``.hoodie`` and other hidden folders never match."""
-    depths = sorted({path.count("/") for path in relative_paths})
     base = base_uri.rstrip("/")
     return ["/".join([base, *(["[!.]*"] * depth), "[!.]*.parquet"]) for depth in depths]
 

@@ -1,0 +1,288 @@
+"""Delta manifests: a full base snapshot plus the changes since it, so that a sync after
+one commit reads and writes that commit's files, not the table's.
+
+Layout under ``<table>/.hoodie/manifest/``, beside the full snapshots of ``manifest.py``:
+
+- ``deltas/<base>_<instant>.csv`` — the changes from the base snapshot to ``<instant>``
+  (named by both: two publishers of one instant from different bases never share a
+  file), one
+  ``<partition>/<file id>,<base file name>`` row per changed file group (the name empty
+  when a replacecommit removed the group). Cumulative, so a reader needs the base and
+  one delta file; immutable, written under a temporary name and moved into place;
+- ``delta.json`` — pointer to the newest delta (instant, base instant, pending writes,
+  file count, partition folder depths, commits since the base), written last.
+
+A publication reads only the tail of the timeline from the previous delta's instant
+(``Timeline(since=...)``), the new commits' metadata and the previous delta file. Every
+``delta_commits`` commits, and whenever a derivation is not safe
+(``manifest.why_not_incremental``: a clean, rollback, restore or archival since, a
+pending write completed), it compacts: a full snapshot is published as the new base
+(``ManifestStore.publish``), which is also when ``latest_snapshot_files.csv`` and
+``latest.json`` move. Between compactions they show the base, at most
+``delta_commits`` commits behind; ``delta.json`` names the latest snapshot.
+
+The file count is kept from the commit metadata (a write stat without ``prevCommit``
+adds a file group, a replacecommit removes one) and is exact again at each compaction.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hudi_sync.errors import BadInputError, CorruptTableError
+from hudi_sync.file_set import relative_path
+from hudi_sync.manifest import (
+    MANIFEST_FOLDER,
+    SNAPSHOT_META,
+    Manifest,
+    ManifestStore,
+    PublishedManifest,
+    commit_changes,
+    pending_writes,
+    timeline_tail,
+    why_not_incremental,
+)
+from hudi_sync.table.instant import comparable_instant
+
+DELTA_POINTER = "delta.json"
+DELTA_FOLDER = "deltas"
+DELTA_COMMITS_OPTION = "hoodie.manifest.delta.commits"
+
+FileKey = tuple[str, str]  # (partition, file id)
+
+
+@dataclass(frozen=True)
+class DeltaManifest:
+    """A snapshot as its base snapshot plus the file groups changed since."""
+
+    instant: str
+    base: str
+    changes: dict[FileKey, str]  # file name, "" when the group was removed
+    pending: tuple[str, ...]
+    files: int
+    depths: tuple[int, ...]  # partition folder depths of the snapshot's files
+    commits: int  # commits applied since the base
+    compaction_reason: str = ""  # why this publication wrote a new base, if it did
+
+    def pointer(self) -> dict[str, Any]:
+        return {
+            "instant": self.instant,
+            "base": self.base,
+            "pending": list(self.pending),
+            "files": self.files,
+            "depths": list(self.depths),
+            "commits": self.commits,
+        }
+
+
+@dataclass(frozen=True)
+class PublishedDelta:
+    """Where a published delta lives; the base is the ``PublishedManifest``'s URIs."""
+
+    manifest: DeltaManifest
+    changes_uri: str
+    base_prefix: str  # the table URI the base's URIs start with
+
+
+def delta_commits_option(options: Mapping[str, Any]) -> int:
+    """``hoodie.manifest.delta.commits`` from write or sync options: 0 (full manifests)
+    when unset."""
+    raw = options.get(DELTA_COMMITS_OPTION)
+    if raw is None or str(raw).strip() == "":
+        return 0
+    try:
+        return int(str(raw).strip())
+    except ValueError:
+        raise BadInputError(f"{DELTA_COMMITS_OPTION}={raw!r} is not a whole number") from None
+
+
+def changes_file_name(base: str, instant: str) -> str:
+    return f"{base}_{instant}.csv"
+
+
+def partition_depth(partition: str) -> int:
+    return partition.count("/") + 1 if partition else 0
+
+
+def _changes_csv(changes: dict[FileKey, str]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for (partition, file_id), name in sorted(changes.items()):
+        writer.writerow([relative_path(partition, file_id), name])
+    return out.getvalue()
+
+
+def _parse_changes(text: str, where: str) -> dict[FileKey, str]:
+    changes: dict[FileKey, str] = {}
+    for row in csv.reader(io.StringIO(text)):
+        if len(row) != 2:
+            raise CorruptTableError(f"{where}: a row of {len(row)} fields, expected 2")
+        partition, _, file_id = row[0].rpartition("/")
+        changes[(partition, file_id)] = row[1]
+    return changes
+
+
+class DeltaStore:
+    """Publishes delta manifests for a table, compacting every ``delta_commits``."""
+
+    def __init__(self, store: ManifestStore, delta_commits: int) -> None:
+        if delta_commits < 1:
+            raise BadInputError(
+                f"{DELTA_COMMITS_OPTION} must be at least 1 to publish delta manifests, "
+                f"got {delta_commits}"
+            )
+        self.store = store
+        self.table = store.table
+        self.delta_commits = delta_commits
+
+    def _changes_path(self, base: str, instant: str) -> str:
+        return self.store.path(DELTA_FOLDER, changes_file_name(base, instant))
+
+    def published(self, delta: DeltaManifest) -> PublishedManifest:
+        files_uri, uris_uri = self.store.snapshot_uris(delta.base)
+        manifest = Manifest(delta.instant, {}, delta.pending, not delta.compaction_reason)
+        changes_uri = self.store.uri(DELTA_FOLDER, changes_file_name(delta.base, delta.instant))
+        prefix = self.table.location.uri.rstrip("/") + "/"
+        return PublishedManifest(
+            manifest, files_uri, uris_uri, PublishedDelta(delta, changes_uri, prefix)
+        )
+
+    def latest(self) -> DeltaManifest | None:
+        """The last published delta, or None before the first."""
+        fs = self.table.location.fs
+        where = f"{self.table.uri}: {MANIFEST_FOLDER}/{DELTA_POINTER}"
+        try:
+            pointer = json.loads(bytes(fs.cat_file(self.store.path(DELTA_POINTER))))
+            instant, base = str(pointer["instant"]), str(pointer["base"])
+            text = bytes(fs.cat_file(self._changes_path(base, instant))).decode()
+            return DeltaManifest(
+                instant,
+                base,
+                _parse_changes(
+                    text, f"{where} -> {DELTA_FOLDER}/{changes_file_name(base, instant)}"
+                ),
+                tuple(str(p) for p in pointer["pending"]),
+                int(pointer["files"]),
+                tuple(int(d) for d in pointer["depths"]),
+                int(pointer["commits"]),
+            )
+        except FileNotFoundError:
+            return None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptTableError(f"{where} is corrupt ({exc})") from None
+
+    def publish(self) -> PublishedManifest | None:
+        """Publish the latest snapshot as a delta (or, when due, as a new base); None
+        for a table without a completed commit (nothing is written)."""
+        previous = self.latest()
+        if previous is None:
+            return self._compact("no delta manifest yet")
+        tail = timeline_tail(self.table, previous.instant, previous.pending)
+        latest = tail.latest_completed_write()
+        if latest is None:
+            return self._compact("the previous delta's instant is no longer active")
+        target = latest.requested_time
+        if comparable_instant(target) < comparable_instant(previous.instant):
+            return self._compact(f"the latest commit {target} is older than the last delta")
+        reason = why_not_incremental(tail, previous.instant, previous.pending)
+        if reason is not None:
+            return self._compact(reason)
+        if not self.table.location.fs.exists(
+            self.store.path("snapshots", previous.base, SNAPSHOT_META)
+        ):
+            return self._compact(f"the base snapshot {previous.base} is gone")
+        if target == previous.instant:
+            tail.snapshot_write(target)  # a corrupt newest commit is reported, as in full mode
+            return self.published(previous)
+        lo, hi = comparable_instant(previous.instant), comparable_instant(target)
+        new_commits = sum(
+            1 for i in tail.completed_writes if lo < comparable_instant(i.requested_time) <= hi
+        )
+        if previous.commits + new_commits > self.delta_commits:
+            return self._compact(f"{self.delta_commits} commits since the base")
+        changes = dict(previous.changes)
+        files = previous.files
+        depths = set(previous.depths)
+        for key, name, new_group in commit_changes(self.table, previous.instant, target, tail):
+            before = changes.get(key)
+            present = bool(before) if before is not None else not (name and new_group)
+            files += (1 if name else 0) - (1 if present else 0)
+            changes[key] = name
+            if name:
+                depths.add(partition_depth(key[0]))
+        tail.snapshot_write(target)
+        delta = DeltaManifest(
+            target,
+            previous.base,
+            changes,
+            pending_writes(tail, target),
+            files,
+            tuple(sorted(depths)),
+            previous.commits + new_commits,
+        )
+        self._write(delta)
+        return self.published(delta)
+
+    def _compact(self, reason: str) -> PublishedManifest | None:
+        manifest = self.store.build()
+        if manifest.instant is None:
+            return None
+        self.store.timeline.snapshot_write(manifest.instant)  # corrupt: raises, nothing written
+        self.store.publish(manifest)
+        delta = DeltaManifest(
+            manifest.instant,
+            manifest.instant,
+            {},
+            manifest.pending,
+            len(manifest.files),
+            tuple(manifest.depths()),
+            0,
+            reason,
+        )
+        self._write(delta)
+        self._prune()
+        return self.published(delta)
+
+    def _write(self, delta: DeltaManifest) -> None:
+        """The changes file (immutable), then the pointer, unless a concurrent
+        publication already moved it past this instant."""
+        changes = _changes_csv(delta.changes).encode()
+        self.store.write_once(self._changes_path(delta.base, delta.instant), changes)
+        current = self.latest()
+        if current is not None and comparable_instant(current.instant) > comparable_instant(
+            delta.instant
+        ):
+            return
+        pointer = json.dumps(delta.pointer()).encode()
+        self.store.write_atomic(self.store.path(DELTA_POINTER), pointer)
+
+    def _prune(self) -> None:
+        """Delta files on a base older than the oldest retained snapshot."""
+        retained = self.store.snapshot_instants()
+        if not retained:
+            return
+        oldest = comparable_instant(retained[0])
+        fs = self.table.location.fs
+        try:
+            entries = fs.ls(self.store.path(DELTA_FOLDER), detail=False)
+        except FileNotFoundError:
+            return
+        for entry in entries:
+            name = str(entry).rstrip("/").rsplit("/", 1)[-1]
+            base = name.removesuffix(".csv").partition("_")[0]
+            if base.isdigit() and comparable_instant(base) < oldest:
+                fs.rm(str(entry))
+
+
+__all__ = [
+    "DELTA_COMMITS_OPTION",
+    "DeltaManifest",
+    "DeltaStore",
+    "PublishedDelta",
+    "delta_commits_option",
+]
