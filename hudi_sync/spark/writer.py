@@ -6,12 +6,16 @@ Steps of one write (Hudi's, see docs/hudi-format §8):
 2. Under the table lock: roll back failed writes (pending instants whose writer is
    gone), take a new instant and write ``<instant>.<action>.requested``. Then mark it
    inflight and keep a heartbeat while the write runs.
-3. Spark: key the rows, deduplicate by the ordering field, tag each key with the file
-   group that stores it (a join against the snapshot's ``_hoodie_record_key``), route
-   new keys into small files, then into new file groups sized by
-   ``hoodie.parquet.max.file.size``. Spark's Python workers merge each touched file
-   group (``merge.merge_file_group``) and write its new base file under its Hudi name,
-   after a marker that lets a rollback find it.
+3. Spark: key the rows and deduplicate them by the ordering field (done by the job
+   of step 1's checks, and cached), tag each key with the file group that stores it (a
+   join against the snapshot's ``_hoodie_record_key``), route new keys into small
+   files, then into new file groups sized by ``hoodie.parquet.max.file.size``. Then
+   each touched file group is merged and written under its Hudi name, after a marker
+   that lets a rollback find it. Where Spark can open the table (local disk, or a
+   scheme its Hadoop reads without fsspec options) and CDC logging is off, Spark merges
+   with its own join and parquet writer (``spark_merge``; no Hudi key-range footer
+   metadata); else, or with ``hudi_sync.write.merge.engine=python``, Spark's Python
+   workers merge each file group with pyarrow (``merge.merge_file_group``).
 4. Under the lock: fail with ``WriteConflictError`` if a commit completed meanwhile
    touched the same file groups; else publish the completed instant, last and whole,
    with a conditional create (an instant completed by another writer is a conflict).
@@ -23,10 +27,11 @@ Steps of one write (Hudi's, see docs/hudi-format §8):
 A write that fails before step 4 is rolled back at once; one that dies is rolled back
 by the next writer. Readers never see it.
 
-Tables live on local disk or an object store (``s3://``, ``gs://``...): every file goes
-through the table's ``Location`` (fsspec). Spark itself never opens a table path: the
-driver and the Python workers do, the workers rebuilding the file system from the URI
-and the storage options, so a cluster needs no Hadoop connector for the table.
+Tables live on local disk or an object store (``s3://``, ``gs://``...): every file the
+driver writes goes through the table's ``Location`` (fsspec). On the Python merge path
+Spark itself never opens a table path: the driver and the Python workers do, the
+workers rebuilding the file system from the URI and the storage options, so a cluster
+needs no Hadoop connector for the table.
 """
 
 from __future__ import annotations
@@ -293,9 +298,8 @@ class _Write:
         ):
             roll_back(self.location, self.timeline, self.instant, self.action)
         if not isinstance(exc, HudiSyncError | KeyboardInterrupt | SystemExit):
-            first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise WriteError(
-                f"{self.base}: write {self.instant} failed and was rolled back: {first_line}"
+                f"{self.base}: write {self.instant} failed and was rolled back: {_first_line(exc)}"
             ) from exc
 
     def _roll_back_failed_writes(self, table: HudiTable) -> list[str]:
@@ -463,14 +467,20 @@ class _Write:
         deduplicate = self.operation in ("upsert", "delete") or self.options.combine_before_insert
         rows = self._deduplicated(keyed) if deduplicate else keyed
         self._rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
-        found = (
-            self._rows.groupBy(PARTITION_PATH)
-            .agg(
-                F.max(F.col(RECORD_KEY).isNull().cast("int")).alias("null_key"),
-                F.sum((~F.col(DELETE_FLAG)).cast("long")).alias("upserts"),
+        try:
+            found = (
+                self._rows.groupBy(PARTITION_PATH)
+                .agg(
+                    F.max(F.col(RECORD_KEY).isNull().cast("int")).alias("null_key"),
+                    F.sum((~F.col(DELETE_FLAG)).cast("long")).alias("upserts"),
+                )
+                .collect()
             )
-            .collect()
-        )
+        except Exception as exc:  # the rows' own computation failed (e.g. a UDF)
+            raise WriteError(
+                f"{self.base}: computing the rows to write failed, nothing was written: "
+                f"{_first_line(exc)}"
+            ) from exc
         if any(r["null_key"] for r in found):
             raise BadInputError(
                 f"{self.base}: a row has a null record key "
@@ -767,6 +777,10 @@ class _Write:
                 relative = f"{partition}/{name}" if partition else name
                 if relative not in reported:
                     self.location.remove(self.location.join(relative))
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _same_type(new: pa.DataType, stored: pa.DataType) -> bool:
