@@ -326,8 +326,14 @@ def write_file_groups(
         ],
         F.col(FILE_ID).alias(_STAGING_COLUMN),
     )
-    # Hudi's (and pyarrow's) timestamps: int64 microseconds, not Spark's INT96.
-    with _session_conf(spark, {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}):
+    settings = {
+        # Hudi's (and pyarrow's) timestamps: int64 microseconds, not Spark's INT96.
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        # A task holds (nearly always) one file group: no sort by file id before writing.
+        "spark.sql.optimizer.plannedWrite.enabled": "false",
+        "spark.sql.maxConcurrentOutputFiles": str(len(groups) + 1),
+    }
+    with _session_conf(spark, settings):
         out.write.partitionBy(_STAGING_COLUMN).mode("overwrite").parquet(
             file_uri(location, staging)
         )
