@@ -1,6 +1,7 @@
 """Upsert benchmark: the PySpark writer against plain Spark rewriting the same files.
 
-``python -m benchmarks.bench_writer [--preset small|full] [--repeat N]``
+``python -m benchmarks.bench_writer [--preset small|full] [--repeat N]
+[--operations upsert,delete,insert_overwrite]``
 
 The base table (full preset: 10,000,000 rows in 20 ``day`` partitions, one base file
 each, written once by our ``bulk_insert`` and cached under ``benchmarks/results/tables``)
@@ -8,10 +9,21 @@ receives an upsert of 1,000,000 rows: 10 % update keys of the two newest days (l
 changes), 90 % are new keys of a new day. Each measured write runs in a fresh process
 on its own hard-linked copy of the base table:
 
-- **ours**: ``hudi_sync.spark.write(..., upsert)``: tag keys, deduplicate, merge, commit.
+- **ours**: ``hudi_sync.spark.write(..., upsert)``: tag keys, deduplicate, merge, commit,
+  with the default merge engine (Spark's Python workers merge each file group with
+  pyarrow).
+- **ours-spark**: the same with ``hudi_sync.write.merge.engine=spark`` (Spark's own join
+  and parquet writer).
 - **reference**: plain Spark, told which files the upsert touches (the two newest days'
   base files): read them, drop the updated keys, union the incoming rows, write parquet
   partitioned by ``day``. No index, no ordering field, no commit protocol.
+
+``--operations`` adds two more writes, each with the same three modes:
+
+- **delete** of the incoming rows' updated keys (10 % of the upsert, all in the two
+  newest days); reference: read the two files, drop those keys, write parquet.
+- **insert_overwrite** of the incoming rows' three days; reference: write the incoming
+  rows as parquet partitioned by ``day`` (nothing to read).
 
 Times cover the write only (the Spark session is started and warmed up first). Peak
 memory is the highest summed RSS of the child's process tree (the Python driver, the
@@ -176,7 +188,13 @@ def link_copy(source: Path, target: Path) -> None:
 
 
 # -- one measured write (child process) --------------------------------------------------------
-def child(mode: str, table: str, incoming: str, touched: list[str], out: str) -> dict[str, Any]:
+MODES = ("ours", "ours-spark", "reference")
+OPERATIONS = ("upsert", "delete", "insert_overwrite")
+
+
+def child(
+    mode: str, table: str, incoming: str, touched: list[str], out: str, operation: str = "upsert"
+) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     from hudi_sync.spark import local_session, write
@@ -185,13 +203,21 @@ def child(mode: str, table: str, incoming: str, touched: list[str], out: str) ->
     spark = local_session(f"bench-writer-{mode}")
     spark.range(1000).groupBy((F.col("id") % 3).alias("g")).count().collect()  # warm up
     rows = spark.read.parquet(incoming)
-    result: dict[str, Any] = {"mode": mode}
+    if operation == "delete":  # the updated keys: those of the touched (stored) days
+        rows = rows.where(F.concat(F.lit(f"{PARTITION}="), F.col(PARTITION)).isin(touched))
+    result: dict[str, Any] = {"mode": mode, "operation": operation}
     with PeakSampler() as sampler:
         started = time.monotonic()
-        if mode == "ours":
-            written = write(rows, table, write_options("upsert"))
+        if mode in ("ours", "ours-spark"):
+            options = write_options(operation)
+            if mode == "ours-spark":
+                options["hudi_sync.write.merge.engine"] = "spark"
+            written = write(rows, table, options)
             result["files_written"] = len(written.stats)
             result["files_rewritten"] = sum(1 for s in written.stats if s.prev_commit)
+        elif operation == "insert_overwrite":
+            rows.write.partitionBy(PARTITION).mode("overwrite").parquet(out)
+            result["files_rewritten"] = 0
         else:
             snapshot = HudiTable.open(table).view.base_files_as_of()
             files = [
@@ -200,7 +226,9 @@ def child(mode: str, table: str, incoming: str, touched: list[str], out: str) ->
                 if partition in touched
             ]
             old = spark.read.parquet(*files).select(*rows.columns)
-            merged = old.join(rows.select(KEY), KEY, "left_anti").unionByName(rows)
+            merged = old.join(rows.select(KEY), KEY, "left_anti")
+            if operation == "upsert":
+                merged = merged.unionByName(rows)
             merged.write.partitionBy(PARTITION).mode("overwrite").parquet(out)
             result["files_rewritten"] = len(files)
         result["seconds"] = time.monotonic() - started
@@ -210,9 +238,14 @@ def child(mode: str, table: str, incoming: str, touched: list[str], out: str) ->
 
 
 def run_child(
-    mode: str, table: Path, incoming: Path, touched: list[str], out: Path
+    mode: str,
+    table: Path,
+    incoming: Path,
+    touched: list[str],
+    out: Path,
+    operation: str = "upsert",
 ) -> dict[str, Any]:
-    command = [sys.executable, "-m", "benchmarks.bench_writer", "--child", mode]
+    command = [sys.executable, "-m", "benchmarks.bench_writer", "--child", mode, operation]
     command += [str(table), str(incoming), ",".join(touched), str(out)]
     env = {
         **os.environ,
@@ -228,57 +261,72 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cache", type=Path, default=RESULTS_DIR / "tables")
     parser.add_argument("--results", type=Path, default=RESULTS_DIR / "writer.json")
-    parser.add_argument("--child", nargs=5, metavar=("MODE", "TABLE", "INCOMING", "TOUCHED", "OUT"))
+    parser.add_argument("--operations", default="upsert", help="of: " + ",".join(OPERATIONS))
+    parser.add_argument(
+        "--child", nargs=6, metavar=("MODE", "OPERATION", "TABLE", "INCOMING", "TOUCHED", "OUT")
+    )
     args = parser.parse_args(argv)
     if args.child:
-        mode, table, incoming, touched, out = args.child
-        print(json.dumps(child(mode, table, incoming, touched.split(","), out)))
+        mode, operation, table, incoming, touched, out = args.child
+        print(json.dumps(child(mode, table, incoming, touched.split(","), out, operation)))
         return 0
+    operations = [o.strip() for o in args.operations.split(",") if o.strip()]
+    unknown = set(operations) - set(OPERATIONS)
+    if unknown:
+        parser.error(f"unknown operations: {', '.join(sorted(unknown))}")
     preset = PRESETS[args.preset]
     table, incoming, touched = generate(preset, args.cache)
-    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "reference": []}
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {
+        op: {mode: [] for mode in MODES} for op in operations
+    }
     work = args.cache / "writer_work"
     for attempt in range(args.repeat):
-        for mode in ("ours", "reference"):  # alternated, so drift affects both alike
-            shutil.rmtree(work, ignore_errors=True)
-            link_copy(table, work / "table")
-            run = run_child(mode, work / "table", incoming, touched, work / "out")
-            runs[mode].append(run)
-            print(
-                f"run {attempt + 1} {mode}: {run['seconds']:.1f} s, "
-                f"peak {run['peak_rss_bytes'] / 2**30:.2f} GiB"
-            )
+        for operation in operations:
+            for mode in MODES:  # alternated, so drift affects all alike
+                shutil.rmtree(work, ignore_errors=True)
+                link_copy(table, work / "table")
+                run = run_child(mode, work / "table", incoming, touched, work / "out", operation)
+                runs[operation][mode].append(run)
+                print(
+                    f"run {attempt + 1} {operation} {mode}: {run['seconds']:.1f} s, "
+                    f"peak {run['peak_rss_bytes'] / 2**30:.2f} GiB",
+                    flush=True,
+                )
     shutil.rmtree(work, ignore_errors=True)
-    summary = {
-        mode: {
-            "median_seconds": statistics.median(r["seconds"] for r in mode_runs),
-            "peak_rss_gib": max(r["peak_rss_bytes"] for r in mode_runs) / 2**30,
-            "files_rewritten": mode_runs[0]["files_rewritten"],
-        }
-        for mode, mode_runs in runs.items()
-    }
-    ratio = summary["ours"]["median_seconds"] / summary["reference"]["median_seconds"]
-    memory_ratio = summary["ours"]["peak_rss_gib"] / summary["reference"]["peak_rss_gib"]
-    report = {
-        "preset": asdict(preset),
-        "summary": summary,
-        "time_ratio": ratio,
-        "memory_ratio": memory_ratio,
-        "runs": runs,
-    }
+    summaries = {op: _summary(op_runs) for op, op_runs in runs.items()}
+    report = {"preset": asdict(preset), "repeat": args.repeat, "summary": summaries, "runs": runs}
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(report, indent=2))
     print(
-        f"\nupsert of {preset.upsert_rows:,} rows ({preset.update_fraction:.0%} updates) "
-        f"into {preset.base_rows:,} rows, medians of {args.repeat}:"
+        f"\n{preset.upsert_rows:,} incoming rows ({preset.update_fraction:.0%} updates) into "
+        f"{preset.base_rows:,} rows, medians of {args.repeat} (ratios against reference):"
     )
-    for mode, s in summary.items():
-        print(
-            f"  {mode:<10} {s['median_seconds']:7.1f} s  peak {s['peak_rss_gib']:.2f} GiB  "
-            f"files rewritten {s['files_rewritten']}"
-        )
-    print(f"  ratio      {ratio:7.2f}x time, {memory_ratio:.2f}x peak memory (target <= 1.3x time)")
+    for operation, summary in summaries.items():
+        for mode, s in summary.items():
+            print(
+                f"  {operation:<17} {mode:<12} {s['median_seconds']:7.1f} s "
+                f"({s['time_ratio']:.2f}x)  peak {s['peak_rss_gib']:.2f} GiB "
+                f"({s['memory_ratio']:.2f}x)  files rewritten {s['files_rewritten']}"
+            )
+    print("  targets: <= 1.3x time, <= 1.5x peak memory")
     return 0
+
+
+def _summary(mode_runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Medians and peaks per mode, and their ratios against the reference."""
+    summary = {
+        mode: {
+            "median_seconds": statistics.median(r["seconds"] for r in runs),
+            "peak_rss_gib": max(r["peak_rss_bytes"] for r in runs) / 2**30,
+            "files_rewritten": runs[0]["files_rewritten"],
+        }
+        for mode, runs in mode_runs.items()
+    }
+    reference = summary["reference"]
+    for s in summary.values():
+        s["time_ratio"] = s["median_seconds"] / reference["median_seconds"]
+        s["memory_ratio"] = s["peak_rss_gib"] / reference["peak_rss_gib"]
+    return summary
 
 
 if __name__ == "__main__":

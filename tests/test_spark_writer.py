@@ -5,11 +5,11 @@ from __future__ import annotations
 import random
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pyarrow as pa
 import pytest
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from hudi_sync.errors import BadInputError, TimeTravelError, WriteError
 from hudi_sync.spark import read, write
@@ -138,13 +138,16 @@ class RandomWorkload:
         elif operation == "failed_upsert":
             rows = [self._row(k, model.rows[k]["p"]) for k in existing[:3]] + self._new_rows(2)
             df = frame(self.spark, rows, model.has_extra)
-            boom = F.udf(lambda name: (_ for _ in ()).throw(RuntimeError("worker died")), "string")
-            with pytest.raises(WriteError, match="rolled back"):
-                write(
-                    df.withColumn("name", boom("name")),
-                    str(self.path),
-                    options(f"t{self.version}", self.version, "upsert"),
-                )
+            # The write dies once its data files are written, before it commits.
+            with (
+                mock.patch(
+                    "hudi_sync.spark.writer._Write._write_partition_metadata",
+                    side_effect=RuntimeError("writer died"),
+                ),
+                pytest.raises(WriteError, match="rolled back"),
+            ):
+                name = f"t{self.version}"
+                write(df, str(self.path), options(name, self.version, "upsert", **self.extra))
             return None
         else:  # pragma: no cover - the test's own list
             raise AssertionError(operation)

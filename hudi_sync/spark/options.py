@@ -36,6 +36,12 @@ HEARTBEAT_MISSES = "hoodie.client.heartbeat.tolerable.misses"
 COMBINE_BEFORE_INSERT = "hoodie.combine.before.insert"
 DELETE_FIELD = "hoodie.payload.delete.field"
 DELETE_MARKER = "hoodie.payload.delete.marker"
+# hudi_sync's own: who merges file groups. "python" (default): Spark's Python workers
+# with pyarrow, which also write Hudi's key-range footer metadata; "spark": Spark's join
+# and parquet writer where Spark can open the table and CDC is off (else Python). The
+# Spark merge needs about 30 % less peak memory but measured ~17 % slower (README).
+MERGE_ENGINE = "hudi_sync.write.merge.engine"
+MERGE_ENGINES = ("spark", "python")
 
 OPERATIONS = (
     "insert",
@@ -100,6 +106,7 @@ class WriteOptions:
     cdc_mode: CdcMode | None  # None: CDC off
     delete_field: str | None  # rows whose delete_field equals delete_marker are deletes
     delete_marker: str | None
+    merge_engine: str  # one of MERGE_ENGINES
     raw: Mapping[str, str]
 
     @classmethod
@@ -127,6 +134,11 @@ class WriteOptions:
         delete_marker = raw.get(DELETE_MARKER)
         if (delete_field is None) != (delete_marker is None):
             raise BadInputError(f"{DELETE_FIELD} and {DELETE_MARKER} go together")
+        engine = raw.get(MERGE_ENGINE, "python").strip().lower()
+        if engine not in MERGE_ENGINES:
+            raise BadInputError(
+                f"{MERGE_ENGINE}={engine!r} is not one of {', '.join(MERGE_ENGINES)}"
+            )
         return cls(
             table_name=name,
             record_key_fields=keys,
@@ -152,6 +164,7 @@ class WriteOptions:
             cdc_mode=mode if _flag(raw, CDC_ENABLED, False) else None,
             delete_field=delete_field,
             delete_marker=delete_marker,
+            merge_engine=engine,
             raw=raw,
         )
 

@@ -6,12 +6,17 @@ Steps of one write (Hudi's, see docs/hudi-format §8):
 2. Under the table lock: roll back failed writes (pending instants whose writer is
    gone), take a new instant and write ``<instant>.<action>.requested``. Then mark it
    inflight and keep a heartbeat while the write runs.
-3. Spark: key the rows, deduplicate by the ordering field, tag each key with the file
-   group that stores it (a join against the snapshot's ``_hoodie_record_key``), route
-   new keys into small files, then into new file groups sized by
-   ``hoodie.parquet.max.file.size``. Spark's Python workers merge each touched file
-   group (``merge.merge_file_group``) and write its new base file under its Hudi name,
-   after a marker that lets a rollback find it.
+3. Spark: key the rows and deduplicate them by the ordering field (done by the job
+   of step 1's checks, and cached), tag each key with the file group that stores it (a
+   join against the snapshot's ``_hoodie_record_key``), route new keys into small
+   files, then into new file groups sized by ``hoodie.parquet.max.file.size``. Then
+   each touched file group is merged and written under its Hudi name, after a marker
+   that lets a rollback find it. By default Spark's Python workers merge each file
+   group with pyarrow (``merge.merge_file_group``). With
+   ``hudi_sync.write.merge.engine=spark``, where Spark can open the table (local disk,
+   or a scheme its Hadoop reads without fsspec options) and CDC logging is off, Spark
+   merges with its own join and parquet writer (``spark_merge``: less memory, slower
+   as measured, no Hudi key-range footer metadata).
 4. Under the lock: fail with ``WriteConflictError`` if a commit completed meanwhile
    touched the same file groups; else publish the completed instant, last and whole,
    with a conditional create (an instant completed by another writer is a conflict).
@@ -23,10 +28,11 @@ Steps of one write (Hudi's, see docs/hudi-format §8):
 A write that fails before step 4 is rolled back at once; one that dies is rolled back
 by the next writer. Readers never see it.
 
-Tables live on local disk or an object store (``s3://``, ``gs://``...): every file goes
-through the table's ``Location`` (fsspec). Spark itself never opens a table path: the
-driver and the Python workers do, the workers rebuilding the file system from the URI
-and the storage options, so a cluster needs no Hadoop connector for the table.
+Tables live on local disk or an object store (``s3://``, ``gs://``...): every file the
+driver writes goes through the table's ``Location`` (fsspec). On the Python merge path
+Spark itself never opens a table path: the driver and the Python workers do, the
+workers rebuilding the file system from the URI and the storage options, so a cluster
+needs no Hadoop connector for the table.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ from hudi_sync.errors import (
 )
 from hudi_sync.hook import run_post_commit_hook
 from hudi_sync.spark import options as opt
+from hudi_sync.spark import spark_merge
 from hudi_sync.spark.keys import partition_path_column, record_key_column
 from hudi_sync.spark.merge import (
     DELETE_FLAG,
@@ -67,7 +74,9 @@ from hudi_sync.spark.merge import (
     merge_file_group,
 )
 from hudi_sync.spark.options import WriteOptions
+from hudi_sync.spark.reader import spark_opens
 from hudi_sync.spark.session import default_parallelism
+from hudi_sync.spark.spark_merge import FILE_ID, Bucket, route
 from hudi_sync.storage import Location, open_location, reporting_storage_failures
 from hudi_sync.sync import SyncReport
 from hudi_sync.table import HudiTable
@@ -86,16 +95,12 @@ from hudi_sync.table.rollback import files_written_by, marker_folder, roll_back,
 from hudi_sync.table.schema import META_FIELDS, arrow_to_avro_schema
 from hudi_sync.table.timeline_writer import CommitRecord, TimelineWriter
 
-FILE_ID = "__hudi_sync_file_id"
 REPLACE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table", "delete_partition")
 _STATS_SCHEMA = (
     "partition string, file_id string, path string, prev_commit string, num_writes long, "
     "num_deletes long, num_update_writes long, num_inserts long, file_size long, "
     "prev_base_file string, cdc_path string, cdc_size long"
 )
-
-# Record-key hashes are mapped onto [0, 1) in steps of 1 / _HASH_SPAN.
-_HASH_SPAN = 1 << 30
 
 
 @dataclass
@@ -152,8 +157,11 @@ def write(
     write_options = WriteOptions.parse(options)
     write = _Write(df, table_uri(path), write_options, storage_options)
     write.extra_metadata = dict(extra_metadata or {})
-    with reporting_storage_failures(write.location):  # a refusal mid-write: one line
-        return write.run()
+    try:
+        with reporting_storage_failures(write.location):  # a refusal mid-write: one line
+            return write.run()
+    finally:
+        write.release()
 
 
 class _Write:
@@ -179,6 +187,15 @@ class _Write:
         self.extra_metadata: dict[str, str] = {}
         self._instant_taken = False  # another writer completed this write's instant
         self._written: list[str] = []
+        # The keyed (and deduplicated) incoming rows, cached by the first Spark job.
+        self._rows: DataFrame | None = None
+        self._upserts: dict[str, int] = {}  # partition -> incoming non-delete rows
+
+    def release(self) -> None:
+        """Drop the cached incoming rows."""
+        if self._rows is not None:
+            self._rows.unpersist()
+            self._rows = None
 
     # -- orchestration -------------------------------------------------------------------
     def run(self) -> WriteResult:
@@ -197,6 +214,12 @@ class _Write:
         snapshot = table.view.base_files_as_of()
         # Bad input is refused before the timeline is touched.
         schema = self._writer_schema(snapshot)
+        # Spark merges when it can open the table itself; CDC logs need the Python merge.
+        self.spark_merge = (
+            self.options.merge_engine == "spark"
+            and self.cdc_mode is None
+            and spark_opens(self.spark, self.location)
+        )
         partitions = self._incoming_partitions()
         lock = self._lock()
         with lock:
@@ -285,9 +308,8 @@ class _Write:
         ):
             roll_back(self.location, self.timeline, self.instant, self.action)
         if not isinstance(exc, HudiSyncError | KeyboardInterrupt | SystemExit):
-            first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise WriteError(
-                f"{self.base}: write {self.instant} failed and was rolled back: {first_line}"
+                f"{self.base}: write {self.instant} failed and was rolled back: {_first_line(exc)}"
             ) from exc
 
     def _roll_back_failed_writes(self, table: HudiTable) -> list[str]:
@@ -438,24 +460,41 @@ class _Write:
 
     def _incoming_partitions(self) -> set[str]:
         """The partitions the rows go to, and (in the same Spark job) the check that
-        every row has a record key: both are needed before the timeline is touched."""
-        if self.operation == "delete_partition" and self.options.partitions_to_delete:
-            return set(self.options.partitions_to_delete)
-        key = record_key_column(self.options.record_key_fields)
-        partition = partition_path_column(
-            self.options.partition_fields, self.options.hive_style_partitioning
-        )
-        found = (
-            self.df.groupBy(partition.alias(PARTITION_PATH))
-            .agg(F.max(key.isNull().cast("int")).alias("null_key"))
-            .collect()
-        )
-        if self.operation != "delete_partition" and any(r["null_key"] for r in found):
+        every row has a record key: both are needed before the timeline is touched.
+        The job also caches the keyed, deduplicated rows the write goes on with, and
+        counts each partition's non-delete rows (what routing new keys starts from)."""
+        if self.operation == "delete_partition":
+            if self.options.partitions_to_delete:
+                return set(self.options.partitions_to_delete)
+            partition = partition_path_column(
+                self.options.partition_fields, self.options.hive_style_partitioning
+            )
+            return {r[0] for r in self.df.select(partition).distinct().collect()}
+        keyed = self._keyed()
+        deduplicate = self.operation in ("upsert", "delete") or self.options.combine_before_insert
+        rows = self._deduplicated(keyed) if deduplicate else keyed
+        self._rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            found = (
+                self._rows.groupBy(PARTITION_PATH)
+                .agg(
+                    F.max(F.col(RECORD_KEY).isNull().cast("int")).alias("null_key"),
+                    F.sum((~F.col(DELETE_FLAG)).cast("long")).alias("upserts"),
+                )
+                .collect()
+            )
+        except Exception as exc:  # the rows' own computation failed (e.g. a UDF)
+            raise WriteError(
+                f"{self.base}: computing the rows to write failed, nothing was written: "
+                f"{_first_line(exc)}"
+            ) from exc
+        if any(r["null_key"] for r in found):
             raise BadInputError(
                 f"{self.base}: a row has a null record key "
                 f"({opt.RECORD_KEY}={','.join(self.options.record_key_fields)})"
             )
-        return {r[PARTITION_PATH] for r in found}
+        self._upserts = {r[PARTITION_PATH]: int(r["upserts"] or 0) for r in found}
+        return set(self._upserts)
 
     def _deduplicated(self, keyed: DataFrame) -> DataFrame:
         """One row per key: the highest ordering value, ties to the later row."""
@@ -481,14 +520,16 @@ class _Write:
         operation = self.operation
         if operation == "delete_partition":
             return [], _group_ids(snapshot, lambda p: p in partitions)
-        keyed = self._keyed()
-        deduplicate = operation in ("upsert", "delete") or self.options.combine_before_insert
-        rows = self._deduplicated(keyed) if deduplicate else keyed
+        rows = self._rows
+        assert rows is not None  # cached by _incoming_partitions
         replaced: dict[str, list[str]] = {}
         if operation == "insert_overwrite":
             replaced = _group_ids(snapshot, lambda p: p in partitions)
         elif operation == "insert_overwrite_table":
             replaced = _group_ids(snapshot, lambda p: True)
+        use_small_files = operation in ("insert", "upsert")
+        if self.spark_merge:
+            return self._write_in_spark(rows, table, snapshot, schema, partitions), replaced
         if operation in ("upsert", "delete"):
             tagged = self._tag(rows, snapshot, partitions)
         else:
@@ -497,14 +538,87 @@ class _Write:
         tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             updates = tagged.where(F.col(FILE_ID).isNotNull())
-            inserts = tagged.where(F.col(FILE_ID).isNull() & ~F.col(DELETE_FLAG)).drop(FILE_ID)
-            use_small_files = operation in ("insert", "upsert")
-            routed = self._route_inserts(inserts, table, snapshot, use_small_files)
-            to_write = updates.unionByName(routed) if routed is not None else updates
+            inserts = tagged.where(F.col(FILE_ID).isNull() & ~F.col(DELETE_FLAG))
+            counts = {r[0]: int(r[1]) for r in inserts.groupBy(PARTITION_PATH).count().collect()}
+            buckets = self._buckets(counts, table, snapshot, use_small_files)
+            to_write = updates.unionByName(route(self.spark, inserts, buckets))
             stats = self._merge_groups(to_write, snapshot, schema)
         finally:
             tagged.unpersist()
         return stats, replaced
+
+    def _write_in_spark(
+        self,
+        rows: DataFrame,
+        table: HudiTable,
+        snapshot: Mapping[tuple[str, str], str],
+        schema: pa.Schema,
+        partitions: set[str],
+    ) -> list[WriteStat]:
+        """The merge as Spark's own jobs (``spark_merge``): profile the incoming keys
+        against the stored ones, route new keys, then join, merge and write."""
+        tagging = self.operation in ("upsert", "delete")
+        ordering = None if self.operation == "delete" else self.ordering
+        nearby = {k: name for k, name in snapshot.items() if k[0] in partitions}
+        profiles = (
+            spark_merge.profile(
+                self.spark,
+                self.location,
+                rows,
+                [self.location.join(p, name) for (p, _), name in sorted(nearby.items())],
+                ordering,
+            )
+            if tagging
+            else {}
+        )
+        counts = dict(self._upserts)
+        for (partition, _), group in profiles.items():
+            counts[partition] -= group.matched_upserts
+        counts = {p: n for p, n in counts.items() if n > 0}
+        use_small_files = self.operation in ("insert", "upsert")
+        buckets = self._buckets(counts, table, snapshot, use_small_files)
+        touched = set(profiles) | {(b.partition, b.file_id) for b in buckets}
+        rewritten = {k: snapshot[k] for k in sorted(touched) if k in snapshot}
+        groups = {file_id: partition for partition, file_id in touched}
+        if not groups:
+            return []
+        for file_id, partition in groups.items():
+            name = spark_merge.base_file_name(file_id, self.instant)
+            write_marker(self.location, self.instant, partition, name)
+        merged = spark_merge.merged_rows(
+            self.spark, self.location, rows, schema, rewritten, ordering, tagging, self.instant
+        )
+        routed = spark_merge.route(self.spark, merged, buckets)
+        published = spark_merge.write_file_groups(
+            self.location, routed, schema, self.instant, groups
+        )
+        stats = []
+        for partition, file_id in sorted(touched):
+            stored = rewritten.get((partition, file_id))
+            if file_id in published:
+                relative, num_rows, size = published[file_id]
+            elif stored is not None:  # every row deleted: the group keeps an empty file
+                name = spark_merge.base_file_name(file_id, self.instant)
+                relative, num_rows = f"{partition}/{name}".lstrip("/"), 0
+                size = spark_merge.write_empty(self.location, schema, relative)
+            else:
+                continue  # a new group no key hashed to
+            stored_count = (
+                spark_merge.stored_rows(self.location, f"{partition}/{stored}") if stored else 0
+            )
+            stats.append(
+                spark_merge.write_stat(
+                    partition,
+                    file_id,
+                    relative,
+                    num_rows,
+                    size,
+                    stored,
+                    stored_count,
+                    profiles.get((partition, file_id)),
+                )
+            )
+        return stats
 
     def _tag(
         self, rows: DataFrame, snapshot: Mapping[tuple[str, str], str], partitions: set[str]
@@ -548,18 +662,18 @@ class _Write:
                 return max(1, size // records)
         return self.options.record_size_estimate
 
-    def _route_inserts(
+    def _buckets(
         self,
-        inserts: DataFrame,
+        counts: Mapping[str, int],
         table: HudiTable,
         snapshot: Mapping[tuple[str, str], str],
         use_small_files: bool,
-    ) -> DataFrame | None:
-        """New keys to file groups: small files first, then new groups of
-        ``max.file.size / record size`` records each (Hudi's upsert partitioner)."""
-        counts = {r[0]: int(r[1]) for r in inserts.groupBy(PARTITION_PATH).count().collect()}
+    ) -> list[Bucket]:
+        """New keys (``counts``: per partition) to file groups: small files first, then
+        new groups of ``max.file.size / record size`` records each (Hudi's upsert
+        partitioner)."""
         if not counts:
-            return None
+            return []
         record_size = self._record_size(table)
         per_file = max(1, self.options.max_file_size // record_size)
         groups_by_partition: dict[str, list[tuple[str, str]]] = {}
@@ -570,7 +684,7 @@ class _Write:
         # Hudi's upsert partitioner: each bucket takes a share of the partition's inserts
         # by weight, and a record goes to the bucket its key's hash falls in, so no
         # ordering of the inserts is needed (bucket sizes are near, not exactly, equal).
-        buckets: list[tuple[str, float, float, str]] = []
+        buckets: list[Bucket] = []
         for partition, count in sorted(counts.items()):
             shares: list[tuple[int, str]] = []
             assigned = 0
@@ -591,23 +705,9 @@ class _Write:
             for room, file_id in shares:
                 high = low + room
                 upper = 1.0 if high >= count else high / count
-                buckets.append((partition, low / count, upper, file_id))
+                buckets.append(Bucket(partition, low / count, upper, file_id))
                 low = high
-        ranges = self.spark.createDataFrame(
-            buckets, "__bucket_partition string, __lo double, __hi double, __bucket_file string"
-        )
-        position = F.pmod(F.xxhash64(RECORD_KEY), F.lit(_HASH_SPAN)) / F.lit(float(_HASH_SPAN))
-        hashed = inserts.withColumn("__hudi_sync_position", position)
-        condition = (
-            (hashed[PARTITION_PATH] == ranges["__bucket_partition"])
-            & (hashed["__hudi_sync_position"] >= ranges["__lo"])
-            & (hashed["__hudi_sync_position"] < ranges["__hi"])
-        )
-        return (
-            hashed.join(F.broadcast(ranges), condition)
-            .withColumn(FILE_ID, F.col("__bucket_file"))
-            .drop("__hudi_sync_position", "__bucket_partition", "__lo", "__hi", "__bucket_file")
-        )
+        return buckets
 
     def _merge_groups(
         self, rows: DataFrame, snapshot: Mapping[tuple[str, str], str], schema: pa.Schema
@@ -684,6 +784,10 @@ class _Write:
                 relative = f"{partition}/{name}" if partition else name
                 if relative not in reported:
                     self.location.remove(self.location.join(relative))
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def _same_type(new: pa.DataType, stored: pa.DataType) -> bool:

@@ -1,0 +1,205 @@
+"""The Spark merge (``hudi_sync.write.merge.engine=spark``) against the Python merge:
+same rows, meta fields and write stats, files hudi-rs reads the same, nothing visible
+after a failed write."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import functions as F
+
+from hudi_sync.errors import WriteError
+from hudi_sync.spark import spark_merge, write
+from hudi_sync.spark.options import MERGE_ENGINE
+from hudi_sync.table import HudiTable
+from tests.test_spark_writer import RandomWorkload, frame, hudi_rs, options
+from tests.warehouse_rows import hudi_rs_rows
+
+STEPS = ["insert", "upsert", "insert", "upsert", "delete", "insert_overwrite", "add_column"]
+STEPS += ["upsert", "delete", "upsert"]
+
+
+def _normalized(path: Path, instants: list[str]) -> pa.Table:
+    """hudi-rs's snapshot with commit times as the write's position, without the
+    names and seqnos that differ by design."""
+    table = hudi_rs_rows(str(path))
+    times = table.column("_hoodie_commit_time")
+    position = pc.index_in(times, value_set=pa.array(instants, pa.string()))
+    table = table.set_column(0, "_hoodie_commit_time", position)
+    table = table.drop_columns(["_hoodie_commit_seqno", "_hoodie_file_name"])
+    return table.sort_by("_hoodie_record_key")
+
+
+def _check_files(path: Path) -> None:
+    """Every latest base file names itself in ``_hoodie_file_name``; seqnos are unique
+    and start with the row's commit time."""
+    table = HudiTable.open(str(path))
+    seqnos: list[str] = []
+    for file_slice in table.file_slices():
+        if file_slice.base_file is None:
+            continue
+        name = file_slice.base_file.name
+        stored = pq.read_table(
+            os.path.join(str(path), file_slice.partition_path, name),
+            columns=["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_file_name"],
+        )
+        assert set(stored.column("_hoodie_file_name").to_pylist()) <= {name}
+        for time, seqno in zip(
+            stored.column("_hoodie_commit_time").to_pylist(),
+            stored.column("_hoodie_commit_seqno").to_pylist(),
+            strict=True,
+        ):
+            assert seqno.startswith(f"{time}_"), (seqno, time)
+        seqnos += stored.column("_hoodie_commit_seqno").to_pylist()
+    assert len(seqnos) == len(set(seqnos))
+
+
+@pytest.mark.parametrize("version,seed", [(6, 3), (8, 4)])
+def test_spark_and_python_merges_write_the_same_table(  # type: ignore[no-untyped-def]
+    spark, tmp_path, version, seed
+) -> None:
+    engines = ("python", "spark")
+    workloads = {
+        e: RandomWorkload(spark, tmp_path / e, version, seed, **{MERGE_ENGINE: e}) for e in engines
+    }
+    instants: dict[str, list[str]] = {e: [] for e in engines}
+    for step in STEPS:
+        for engine, workload in workloads.items():
+            instant = workload.step(step)
+            assert instant is not None
+            instants[engine].append(instant)
+        ours = workloads["spark"]
+        assert hudi_rs(ours.path, ours.model.has_extra) == ours.model.snapshot(), step
+        tables = {e: _normalized(workloads[e].path, instants[e]) for e in engines}
+        assert tables["spark"].equals(tables["python"]), step
+        _check_files(ours.path)
+        stats = {}
+        for engine, workload in workloads.items():
+            timeline = HudiTable.open(str(workload.path)).timeline
+            metadata = timeline.commit_metadata(timeline.completed_writes[-1])
+            written = metadata.write_stats
+            stats[engine] = (
+                sum(s.num_inserts for s in written),
+                sum(s.num_updates for s in written),
+                sum(s.num_deletes for s in written),
+            )  # not the files: routing new keys to small files depends on file sizes
+            for s in written:
+                assert s.file_size == os.path.getsize(workload.path / s.path), s
+                rows = pq.read_metadata(workload.path / s.path).num_rows
+                assert s.num_writes == rows, s
+        assert stats["spark"] == stats["python"], step
+
+
+def _table_files(path: Path) -> set[str]:
+    found = set()
+    for folder, _, names in os.walk(path):
+        for name in names:
+            relative = os.path.relpath(os.path.join(folder, name), path)
+            if not relative.startswith(".hoodie"):
+                found.add(relative)
+    return found
+
+
+def _seed_table(spark: Any, path: Path) -> None:
+    rows = [{"id": i, "p": "abc"[i % 3], "name": f"n{i}", "ts": 1} for i in range(30)]
+    write(frame(spark, rows, False), str(path), options("t", 6, "insert"))
+
+
+def test_a_spark_job_that_fails_mid_write_leaves_nothing_visible(  # type: ignore[no-untyped-def]
+    spark, tmp_path
+) -> None:
+    path = tmp_path / "table"
+    _seed_table(spark, path)
+    before_rows, before_files = hudi_rs(path, False), _table_files(path)
+    boom = F.udf(lambda key: (_ for _ in ()).throw(RuntimeError("task died")), "string")
+    real_route = spark_merge.route
+
+    def failing_route(*args: Any) -> Any:  # the write job's tasks fail
+        return real_route(*args).withColumn("name", boom("_hoodie_record_key"))
+
+    rows = [{"id": i, "p": "abc"[i % 3], "name": "new", "ts": 2} for i in range(0, 40, 2)]
+    with (
+        mock.patch.object(spark_merge, "route", failing_route),
+        pytest.raises(WriteError, match="rolled back"),
+    ):
+        write(frame(spark, rows, False), str(path), options("t", 6, "upsert"))
+    assert hudi_rs(path, False) == before_rows
+    assert _table_files(path) == before_files
+    table = HudiTable.open(str(path))
+    assert not table.timeline.pending
+    temp = path / ".hoodie" / ".temp"
+    assert not temp.exists() or not os.listdir(temp)
+
+
+def test_files_renamed_before_a_failed_commit_are_rolled_back(  # type: ignore[no-untyped-def]
+    spark, tmp_path
+) -> None:
+    path = tmp_path / "table"
+    _seed_table(spark, path)
+    before_rows, before_files = hudi_rs(path, False), _table_files(path)
+    rows = [{"id": i, "p": "abc"[i % 3], "name": "new", "ts": 2} for i in range(0, 40, 2)]
+    with (
+        mock.patch(
+            "hudi_sync.spark.writer._Write._write_partition_metadata",
+            side_effect=RuntimeError("driver died"),
+        ),
+        pytest.raises(WriteError, match="rolled back"),
+    ):
+        write(frame(spark, rows, False), str(path), options("t", 6, "upsert"))
+    assert hudi_rs(path, False) == before_rows
+    assert _table_files(path) == before_files
+
+
+def test_a_failing_transformation_fails_before_the_timeline_is_touched(  # type: ignore[no-untyped-def]
+    spark, tmp_path
+) -> None:
+    path = tmp_path / "table"
+    _seed_table(spark, path)
+    timeline = sorted(os.listdir(path / ".hoodie"))
+    boom = F.udf(lambda name: (_ for _ in ()).throw(RuntimeError("udf died")), "string")
+    rows = [{"id": 1, "p": "b", "name": "x", "ts": 2}]
+    df = frame(spark, rows, False).withColumn("name", boom("name"))
+    with pytest.raises(WriteError, match="nothing was written"):
+        write(df, str(path), options("t", 6, "upsert"))
+    assert sorted(os.listdir(path / ".hoodie")) == timeline
+
+
+def test_timestamps_and_new_columns_keep_their_types(  # type: ignore[no-untyped-def]
+    spark, tmp_path
+) -> None:
+    """Spark writes timestamps as Hudi does (int64 microseconds, UTC), not INT96; a
+    column added later reads as null in rows written before it, in both merges."""
+    schema = "id int, p string, at timestamp, ts long"
+    first = spark.createDataFrame([(1, "a", None, 1), (2, "a", None, 1)], schema).withColumn(
+        "at", F.to_timestamp(F.lit("2024-01-02 03:04:05.123456"))
+    )
+    tables = {}
+    for engine in ("python", "spark"):
+        path = tmp_path / engine
+        write(first, str(path), options("t", 6, "insert", **{MERGE_ENGINE: engine}))
+        second = (
+            first.where("id = 2")
+            .withColumn("extra", F.lit("x"))
+            .unionByName(
+                first.where("id = 1").withColumn("id", F.lit(3)).withColumn("extra", F.lit(None))
+            )
+        )
+        write(second, str(path), options("t", 6, "upsert", **{MERGE_ENGINE: engine}))
+        for name in _table_files(path):
+            if name.endswith(".parquet"):
+                field = pq.read_schema(path / name).field("at")
+                assert field.type == pa.timestamp("us", tz="UTC"), (engine, name)
+        tables[engine] = _normalized(path, [])
+    assert (
+        tables["spark"]
+        .drop_columns(["_hoodie_commit_time"])
+        .equals(tables["python"].drop_columns(["_hoodie_commit_time"]))
+    )
+    assert tables["spark"].column("extra").to_pylist() == [None, "x", None]
