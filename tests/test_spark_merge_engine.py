@@ -107,6 +107,10 @@ def _table_files(path: Path) -> set[str]:
     return found
 
 
+# The Python merge is the default; these tests are about the Spark merge's failures.
+SPARK_UPSERT = options("t", 6, "upsert", **{MERGE_ENGINE: "spark"})
+
+
 def _seed_table(spark: Any, path: Path) -> None:
     rows = [{"id": i, "p": "abc"[i % 3], "name": f"n{i}", "ts": 1} for i in range(30)]
     write(frame(spark, rows, False), str(path), options("t", 6, "insert"))
@@ -129,7 +133,7 @@ def test_a_spark_job_that_fails_mid_write_leaves_nothing_visible(  # type: ignor
         mock.patch.object(spark_merge, "route", failing_route),
         pytest.raises(WriteError, match="rolled back"),
     ):
-        write(frame(spark, rows, False), str(path), options("t", 6, "upsert"))
+        write(frame(spark, rows, False), str(path), SPARK_UPSERT)
     assert hudi_rs(path, False) == before_rows
     assert _table_files(path) == before_files
     table = HudiTable.open(str(path))
@@ -152,7 +156,7 @@ def test_files_renamed_before_a_failed_commit_are_rolled_back(  # type: ignore[n
         ),
         pytest.raises(WriteError, match="rolled back"),
     ):
-        write(frame(spark, rows, False), str(path), options("t", 6, "upsert"))
+        write(frame(spark, rows, False), str(path), SPARK_UPSERT)
     assert hudi_rs(path, False) == before_rows
     assert _table_files(path) == before_files
 
