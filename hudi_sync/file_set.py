@@ -115,7 +115,7 @@ class FileSet(Mapping[FileKey, str]):
         removed = pc.indices_nonzero(changed).to_pylist()
         names = None
         if self.names is not None:
-            gone = self._names_of(self.paths.take(pa.array(removed, pa.int64())))
+            gone = self._names_of(self.paths.filter(changed))
             at = pc.indices_nonzero(pc.is_in(self.names, value_set=gone)).to_pylist()
             if len(at) == len(removed):  # else a name repeats: derive them when written
                 names = splice(self.names, at, sorted(p.rpartition("/")[2] for p in added))
