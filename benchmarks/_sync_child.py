@@ -19,6 +19,9 @@ the step's own breakdown, and peak RSS in KiB (``VmHWM``, see
 * ``ref-physical PREVIOUS_URIS PREVIOUS_FILES OUT_DIR``: the physical floor of a
   full-manifest publication: read the previous URI and name lists with pyarrow's CSV
   reader and write the same rows back with its CSV writer (no logic at all);
+* ``ref-physical-durable PREVIOUS_URIS PREVIOUS_FILES OUT_DIR``: the same, paying the
+  durability a publication pays: the same number of files written (the two lists, a
+  snapshot meta and the pointer), each to a temporary name, fsynced, then renamed;
 * ``sync TABLE DB [DELTA_COMMITS]``: ``hudi_sync.sync.sync_table(TABLE,
   [DuckDBTarget(DB, "t")], delta_commits=DELTA_COMMITS)`` (default 0: full manifests),
   the target wrapped only to time its share;
@@ -119,8 +122,22 @@ def _ref_incremental(table: str, previous_uris: str, commit_file: str, out_dir: 
     return step
 
 
-def _ref_physical(previous_uris: str, previous_files: str, out_dir: str) -> Step:
+def _ref_physical(
+    previous_uris: str, previous_files: str, out_dir: str, durable: bool = False
+) -> Step:
     import pyarrow.csv as pacsv
+
+    def publish(path: Path, write: Callable[[Path], None]) -> None:
+        """``write`` a temporary file then rename it; with ``durable`` fsync it first."""
+        temporary = path.with_name(f".tmp-{path.name}")
+        write(temporary)
+        if durable:
+            fd = os.open(temporary, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        os.replace(temporary, path)
 
     def step() -> dict[str, Any]:
         t0 = time.perf_counter()
@@ -132,9 +149,11 @@ def _ref_physical(previous_uris: str, previous_files: str, out_dir: str) -> Step
         out.mkdir(parents=True, exist_ok=True)
         write = pacsv.WriteOptions(include_header=False, quoting_style="none")
         for name, rows in zip(("uris.csv", "files.csv"), tables, strict=True):
-            temporary = out / f".tmp-{name}"
-            pacsv.write_csv(rows, temporary, write)
-            os.replace(temporary, out / name)
+            publish(out / name, lambda t, rows=rows: pacsv.write_csv(rows, t, write))
+        if durable:  # a publication's other two files: snapshot meta, then the pointer
+            meta = json.dumps({"files": tables[0].num_rows}).encode()
+            for name in ("snapshot.json", "latest.json"):
+                publish(out / name, lambda t: t.write_bytes(meta))
         t2 = time.perf_counter()
         return {"read_s": t1 - t0, "write_s": t2 - t1, "files": tables[0].num_rows}
 
@@ -211,6 +230,7 @@ MODES: dict[str, Callable[..., Step]] = {
     "ref-full": _ref_full,
     "ref-incremental": _ref_incremental,
     "ref-physical": _ref_physical,
+    "ref-physical-durable": lambda *args: _ref_physical(*args, durable=True),
     "sync": _sync,
     "statements": _statements,
 }

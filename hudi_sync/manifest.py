@@ -22,7 +22,9 @@ commits' write stats and replaced file ids, and falls back to a full listing whe
 is not safe (previous snapshot archived, a clean, rollback or restore since, a write
 that was pending at the previous publication has completed since). It reads only the
 timeline's tail from the previous snapshot on (plus its pending writes), and handles the
-file lists as Arrow arrays (``hudi_sync.file_set``), never a Python object per file.
+file lists as Arrow arrays (``hudi_sync.file_set``), never a Python object per file: the
+previous ``uris.csv`` and ``files.csv`` are read, and the commits' changes spliced into
+both sorted lists.
 With ``hoodie.manifest.delta.commits`` the latest snapshot is published as a delta on a
 base snapshot instead (``hudi_sync.delta_manifest``).
 
@@ -250,6 +252,7 @@ class ManifestStore:
             instant = pointer["instant"]
             pending = tuple(pointer.get("pending", ()))
             data = bytes(fs.cat_file(self.path("snapshots", instant, "uris.csv")))
+            names = bytes(fs.cat_file(self.path("snapshots", instant, "files.csv")))
         except FileNotFoundError:
             return None
         except (KeyError, TypeError, ValueError) as exc:
@@ -258,7 +261,7 @@ class ManifestStore:
             ) from None
         where = f"{self.table.uri}: {MANIFEST_FOLDER}/snapshots/{instant}/uris.csv"
         try:
-            files = FileSet.read_lines(data, self._base(), where)
+            files = FileSet.read_lines(data, self._base(), where).with_names(names)
         except (ValueError, pa.ArrowException) as exc:
             raise CorruptTableError(f"{where} is corrupt ({exc})") from None
         return Manifest(instant, files, pending)

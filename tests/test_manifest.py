@@ -134,3 +134,63 @@ def test_manifest_of_a_non_parquet_table_lists_its_base_files(fixture_copy) -> N
     derived = derive_manifest(table, build_manifest(table, instants[0]), instants[-1])
     assert derived.derived_incrementally and derived.files == expected
     assert ManifestStore(table).build().files == expected
+
+
+@pytest.mark.parametrize("fixture", MULTI_COMMIT, ids=[t.id for t in MULTI_COMMIT])
+def test_published_lists_equal_a_full_listing_after_each_derived_publication(
+    fixture, fixture_copy
+) -> None:  # type: ignore[no-untyped-def]
+    # Derived publications splice the commit's changes into the previous (sorted) lists
+    # instead of sorting again: both files must still be exactly a full listing, sorted.
+    path: Path = fixture_copy(fixture.name)
+    table = HudiTable.open(str(path))
+    store = ManifestStore(table)
+    instants = [i.requested_time for i in table.completed_commits()]
+    store.publish(store.build(as_of=instants[0]))
+    folder = path / ".hoodie" / "manifest" / "snapshots"
+    for instant in instants[1:]:
+        previous = store.latest()
+        assert previous is not None
+        manifest = derive_manifest(table, previous, instant)
+        if manifest.derived_incrementally:
+            assert getattr(manifest.files, "is_sorted", False), instant  # the splice path
+        store.publish(manifest)
+        full = build_manifest(table, instant)
+        names = (folder / instant / "files.csv").read_text().splitlines()
+        uris = (folder / instant / "uris.csv").read_text().splitlines()
+        assert names == full.names(), instant
+        assert uris == [table.location.uri_of(p) for p in full.relative_paths()], instant
+
+
+def test_file_set_splices_changes_into_sorted_lists() -> None:
+    import random
+
+    from hudi_sync.file_set import FileSet, lines_bytes, relative_path, string_array
+
+    rng = random.Random(7)
+    partitions = ["", "a", "b", "a/x", "é", "z", "0"]
+    for _ in range(500):
+        groups: dict[tuple[str, str], str] = {}
+        for _ in range(rng.randint(0, 30)):
+            fid = f"f{rng.randint(0, 60)}"  # one id in two partitions: a name repeats
+            groups[(rng.choice(partitions), fid)] = f"{fid}_{rng.randint(0, 3)}.parquet"
+        paths = sorted(relative_path(p, n) for (p, _), n in groups.items())
+        names = lines_bytes(string_array(sorted(groups.values())))
+        files = FileSet(string_array(paths), is_sorted=True).with_names(names)
+        changes: dict[tuple[str, str], str] = {}
+        for _ in range(rng.randint(0, 6)):
+            if groups and rng.random() < 0.6:
+                key = rng.choice(list(groups))  # update or replace an existing group
+            else:
+                key = (rng.choice(partitions), f"f{rng.randint(0, 60)}")  # insert
+            changes[key] = rng.choice(["", f"{key[1]}_{rng.randint(4, 9)}.parquet"])
+        expected = dict(groups)
+        for key, name in changes.items():
+            if name:
+                expected[key] = name
+            else:
+                expected.pop(key, None)
+        result = files.apply(changes)
+        want = sorted(relative_path(p, n) for (p, _), n in expected.items())
+        assert result.sorted_paths().to_pylist() == want, (groups, changes)
+        assert result.sorted_names().to_pylist() == sorted(expected.values()), (groups, changes)
