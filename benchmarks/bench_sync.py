@@ -710,21 +710,25 @@ def print_sync(result: dict[str, Any], tables: list[WorkTable], repeat: int) -> 
             f"\nratio large/small, {label} (medians): {result[key]:.2f}x -> {verdict} "
             f"target <= {result['target_ratio']}x"
         )
-    physical = result["physical_floor"]
-    print(
-        "physical floor (pyarrow CSV read + write of the previous URI and name lists): "
-        + ", ".join(f"{label} {s['median_s']:.3f}s" for label, s in physical.items())
-        + f"; large full-manifest publish / physical floor: "
-        f"{result['full_publish_over_physical_floor']:.2f}x"
-    )
-    durable = result["durable_physical_floor"]
-    print(
-        "durable physical floor (the same + snapshot meta + pointer, each file fsynced "
-        "before its rename, as a publication does): "
-        + ", ".join(f"{label} {s['median_s']:.3f}s" for label, s in durable.items())
-        + f"; large full-manifest publish / durable physical floor: "
-        f"{result['full_publish_over_durable_physical_floor']:.2f}x"
-    )
+    for floor, what, ratio in (
+        (
+            "physical_floor",
+            "physical floor (pyarrow CSV read + write of the previous URI and name lists)",
+            "full_publish_over_physical_floor",
+        ),
+        (
+            "durable_physical_floor",
+            "durable physical floor (the same + snapshot meta + pointer, each file fsynced "
+            "before its rename, as a publication does)",
+            "full_publish_over_durable_physical_floor",
+        ),
+    ):
+        print(
+            f"{what}: "
+            + ", ".join(f"{label} {s['median_s']:.3f}s" for label, s in result[floor].items())
+            + f"; large full-manifest publish / {floor.replace('_', ' ')}: "
+            f"{result[ratio]:.2f}x"
+        )
     floors = result["full_manifest_floor"]
     print(
         "full-manifest floor (plain Python: read the previous URI list, apply the commit, "
