@@ -152,6 +152,18 @@ class DeltaStore:
             manifest, files_uri, uris_uri, PublishedDelta(delta, changes_uri, prefix)
         )
 
+    def _pointer_instant(self) -> str | None:
+        """The instant ``delta.json`` names now (the pointer only, not its changes)."""
+        try:
+            data = self.table.location.read_file(self.store.path(DELTA_POINTER))
+        except FileNotFoundError:
+            return None
+        try:
+            return str(json.loads(data)["instant"])
+        except (KeyError, TypeError, ValueError) as exc:
+            where = f"{self.table.uri}: {MANIFEST_FOLDER}/{DELTA_POINTER}"
+            raise CorruptTableError(f"{where} is corrupt ({exc})") from None
+
     def latest(self) -> DeltaManifest | None:
         """The last published delta, or None before the first."""
         fs = self.table.location.fs
@@ -253,10 +265,8 @@ class DeltaStore:
         publication already moved it past this instant."""
         changes = _changes_csv(delta.changes).encode()
         self.store.write_once(self._changes_path(delta.base, delta.instant), changes)
-        current = self.latest()
-        if current is not None and comparable_instant(current.instant) > comparable_instant(
-            delta.instant
-        ):
+        current = self._pointer_instant()
+        if current is not None and comparable_instant(current) > comparable_instant(delta.instant):
             return
         pointer = json.dumps(delta.pointer()).encode()
         self.store.write_atomic(self.store.path(DELTA_POINTER), pointer)

@@ -115,7 +115,7 @@ def build_manifest(table: HudiTable, as_of: str | None = None) -> Manifest:
     (``hudi_sync.sync.format_refusal``)."""
     instant = table.as_of_commit(as_of) if as_of is not None else table.latest_instant()
     files = table.view.base_files_as_of(instant) if instant else {}
-    return Manifest(instant, files, _pending_writes(table, instant))
+    return Manifest(instant, files, pending_writes(table.timeline, instant))
 
 
 def derive_manifest(
@@ -199,10 +199,6 @@ def why_not_incremental(
     if any(p in completed for p in pending):
         return "a write pending at the previous snapshot has completed since"
     return None
-
-
-def _pending_writes(table: HudiTable, instant: str | None) -> tuple[str, ...]:
-    return pending_writes(table.timeline, instant)
 
 
 def pending_writes(timeline: Timeline, instant: str | None) -> tuple[str, ...]:
