@@ -111,9 +111,9 @@ def _table_files(path: Path) -> set[str]:
 SPARK_UPSERT = options("t", 6, "upsert", **{MERGE_ENGINE: "spark"})
 
 
-def _seed_table(spark: Any, path: Path) -> None:
+def _seed_table(spark: Any, path: Path, engine: str = "python") -> None:
     rows = [{"id": i, "p": "abc"[i % 3], "name": f"n{i}", "ts": 1} for i in range(30)]
-    write(frame(spark, rows, False), str(path), options("t", 6, "insert"))
+    write(frame(spark, rows, False), str(path), options("t", 6, "insert", **{MERGE_ENGINE: engine}))
 
 
 def test_a_spark_job_that_fails_mid_write_leaves_nothing_visible(  # type: ignore[no-untyped-def]
@@ -207,3 +207,105 @@ def test_timestamps_and_new_columns_keep_their_types(  # type: ignore[no-untyped
         .equals(tables["python"].drop_columns(["_hoodie_commit_time"]))
     )
     assert tables["spark"].column("extra").to_pylist() == [None, "x", None]
+
+
+def _commit_counts(path: Path) -> tuple[int, int, int, int]:
+    """(inserts, updates, deletes, writes) of the newest commit's write stats."""
+    timeline = HudiTable.open(str(path)).timeline
+    stats = timeline.commit_metadata(timeline.completed_writes[-1]).write_stats
+    return (
+        sum(s.num_inserts for s in stats),
+        sum(s.num_updates for s in stats),
+        sum(s.num_deletes for s in stats),
+        sum(s.num_writes for s in stats),
+    )
+
+
+# Each step: (operation, rows, Spark settings, whether the Spark merge may stream the
+# stored files in place). Stored partitions a, b, c hold ids 0..29 (ts 1).
+IN_PLACE_STEPS: list[tuple[str, list[dict[str, Any]], dict[str, str], bool]] = [
+    # updates (some older than stored: kept), a delete flag, new keys of a new partition
+    (
+        "upsert",
+        [{"id": i, "p": "abc"[i % 3], "name": f"u{i}", "ts": 2 if i % 4 else 0} for i in range(12)]
+        + [{"id": 100 + i, "p": "d", "name": f"n{i}", "ts": 1} for i in range(7)],
+        {},
+        True,
+    ),
+    (
+        "delete",
+        [{"id": i, "p": "abc"[i % 3], "name": "", "ts": 0} for i in (1, 5)]
+        + [{"id": 101, "p": "d", "name": "", "ts": 0}],
+        {},
+        True,
+    ),
+    # the same key twice: deduplicated first, so not in place
+    (
+        "upsert",
+        [
+            {"id": 2, "p": "c", "name": "second", "ts": 7},
+            {"id": 2, "p": "c", "name": "first", "ts": 5},
+        ],
+        {},
+        False,
+    ),
+    # broadcasts off: not in place
+    (
+        "upsert",
+        [{"id": i, "p": "abc"[i % 3], "name": "late", "ts": 9} for i in range(20, 26)],
+        {"spark.sql.autoBroadcastJoinThreshold": "-1"},
+        False,
+    ),
+    # a new key in a partition of small files goes to one of them: not in place
+    ("upsert", [{"id": 200, "p": "a", "name": "small", "ts": 1}], {}, False),
+]
+SMALL_FILE_LIMIT = 3000  # options()' hoodie.parquet.small.file.limit
+
+
+def test_stored_files_are_merged_in_place_when_the_profile_allows(  # type: ignore[no-untyped-def]
+    spark, tmp_path
+) -> None:
+    """Hudi's merge handle in Spark (``merged_in_place``) writes what the Python merge
+    writes; it is used exactly when no key comes twice, the stored partitions' incoming
+    rows fit the broadcast threshold and no new key goes to a small file."""
+    paths = {e: tmp_path / e for e in ("python", "spark")}
+    for engine, path in paths.items():
+        _seed_table(spark, path, engine)
+    real = spark_merge.merged_in_place
+    for operation, rows, settings, in_place in IN_PLACE_STEPS:
+        for engine, path in paths.items():
+            before = {key: spark.conf.get(key, None) for key in settings}
+            for key, value in settings.items():
+                spark.conf.set(key, value)
+            try:
+                with mock.patch.object(spark_merge, "merged_in_place", wraps=real) as spy:
+                    write(
+                        frame(spark, rows, False),
+                        str(path),
+                        options("t", 6, operation, **{MERGE_ENGINE: engine}),
+                    )
+            finally:
+                for key, value in before.items():
+                    if value is None:
+                        spark.conf.unset(key)
+                    else:
+                        spark.conf.set(key, value)
+            assert spy.called == (in_place and engine == "spark"), (operation, rows[0], engine)
+        instants = {e: HudiTable.open(str(p)).timeline.completed_writes for e, p in paths.items()}
+        tables = {
+            e: _normalized(p, [i.requested_time for i in instants[e]]) for e, p in paths.items()
+        }
+        assert tables["spark"].equals(tables["python"]), (operation, rows[0])
+        assert _commit_counts(paths["spark"]) == _commit_counts(paths["python"])
+        _check_files(paths["spark"])
+    names = dict(
+        zip(
+            tables["spark"].column("id").to_pylist(),
+            tables["spark"].column("name").to_pylist(),
+            strict=True,
+        )
+    )
+    # newer ordering values won, older ones lost, deleted keys are gone
+    assert (names[1 + 2], names[4], names[2], names[104]) == ("u3", "n4", "second", "n4")
+    assert not {1, 5, 101} & set(names)
+    assert names[200] == "small" and names[21] == "late"

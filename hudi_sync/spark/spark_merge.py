@@ -6,15 +6,26 @@ open the table path (local tables, or a scheme its Hadoop has a file system for,
 Spark's Python workers merge each file group with pyarrow
 (``merge.merge_file_group``), which is also the reference for the rules here:
 
-1. ``profile``: the incoming keys joined with the stored keys (and ordering values)
-   of the partitions they go to: which file groups hold incoming keys, and how many
-   updates and deletes each takes; new keys per partition follow by subtraction (the
-   workload profile Hudi's upsert partitioner uses to route inserts).
-2. ``merged_rows``: the touched file groups' stored rows, full outer joined with the
-   incoming rows of their partitions; incoming rows of other partitions are inserts.
+1. ``profile``: the incoming keys (deduplicated on narrow columns) joined with the
+   stored keys (and ordering values) of the partitions they go to: which file groups
+   hold incoming keys, how many updates and deletes each takes, how many new keys each
+   partition gets (the workload profile Hudi's upsert partitioner routes inserts by),
+   and whether any key comes twice.
+2. The merge, one of two plans:
+
+   - ``merged_in_place`` (when no key comes twice, the incoming rows of the stored
+     partitions fit Spark's broadcast threshold and no new key goes to a small file):
+     Hudi's merge handle in Spark terms. Each stored base file is read by exactly one
+     task and streamed through a broadcast hash join with those incoming rows, so its
+     rows never leave the task that writes its new version; only inserts are shuffled,
+     to their new file groups.
+   - ``merged_rows`` (otherwise): the touched file groups' stored rows, full outer
+     joined with the deduplicated incoming rows of their partitions; inserts go to
+     file groups by key hash (``route``); everything is then shuffled by file group.
+
    Winning incoming rows get the instant as ``_hoodie_commit_time``, kept rows keep
-   their meta fields; inserts go to file groups by key hash (``route``).
-3. ``write_file_groups``: one Spark task per file group writes it under a staging
+   their meta fields.
+3. ``write_file_groups``: each file group is written by one Spark task under a staging
    folder inside the write's marker folder (``.hoodie/.temp/<instant>``), partitioned
    by file id; each file is then renamed to its Hudi name. Every name was announced by
    a marker before the Spark job started, so a rollback finds what was published, and
@@ -31,16 +42,17 @@ written as an empty file by the driver.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.window import Window
 
 from hudi_sync.errors import WriteError
 from hudi_sync.spark.merge import (
@@ -62,6 +74,7 @@ FILE_ID = "__hudi_sync_file_id"
 WRITE_TOKEN = "0-0-0"
 _NEW = "__hudi_sync_new"
 _STAGING_COLUMN = "__hudi_sync_fg"
+SEQUENCE = "__hudi_sync_seq"  # an incoming row's position: later rows win ties
 
 # Hashes of record keys are mapped onto [0, 1) in steps of 1 / HASH_SPAN.
 HASH_SPAN = 1 << 30
@@ -86,6 +99,35 @@ class GroupProfile:
     deletes: int
 
 
+@dataclass(frozen=True)
+class Profile:
+    """What the incoming rows do to the table: per stored file group; per partition,
+    its new keys (winning non-delete rows whose key no file group holds) and all its
+    incoming keys; and whether some key comes more than once."""
+
+    groups: dict[tuple[str, str], GroupProfile]
+    new_keys: dict[str, int]
+    keys: dict[str, int]
+    duplicates: bool
+
+
+def with_sequence(rows: DataFrame) -> DataFrame:
+    """``rows`` numbered in their order (ties between equal ordering values go to the
+    later row). Each job numbers them again, so ``rows`` must be deterministic."""
+    return rows.withColumn(SEQUENCE, F.monotonically_increasing_id())
+
+
+def deduplicated(rows: DataFrame, ordering: str | None) -> DataFrame:
+    """One row per key: the highest ordering value (nulls lose), ties to the later
+    row (``SEQUENCE``)."""
+    order = [F.col(SEQUENCE).desc()]
+    if ordering:
+        order.insert(0, F.col(ordering).desc_nulls_last())
+    window = Window.partitionBy(PARTITION_PATH, RECORD_KEY).orderBy(*order)
+    rank = "__hudi_sync_rank"
+    return rows.withColumn(rank, F.row_number().over(window)).where(F.col(rank) == 1).drop(rank)
+
+
 def file_uri(location: Location, path: str) -> str:
     """The URI Spark opens for ``path`` (a path on ``location``'s file system)."""
     if location.is_local:
@@ -103,16 +145,10 @@ def wins(incoming: Column | None, stored: Column | None) -> Column:
     )
 
 
-def profile(
-    spark: SparkSession,
-    location: Location,
-    rows: DataFrame,
-    stored_files: Sequence[str],
-    ordering: str | None,
-) -> dict[tuple[str, str], GroupProfile]:
-    """Per stored ``(partition, file id)``: what the incoming rows do to it."""
-    if not stored_files:
-        return {}
+def stored_keys(
+    spark: SparkSession, location: Location, stored_files: Sequence[str], ordering: str | None
+) -> DataFrame:
+    """``(__sp partition, __sk key, file id[, __so ordering])`` of the stored rows."""
     columns = [
         F.col(PARTITION_PATH).alias("__sp"),
         F.col(RECORD_KEY).alias("__sk"),
@@ -120,32 +156,82 @@ def profile(
     ]
     if ordering:
         columns.append(F.col(ordering).alias("__so"))
-    stored = spark.read.parquet(*[file_uri(location, f) for f in stored_files]).select(*columns)
-    incoming = rows.select(
-        PARTITION_PATH,
-        RECORD_KEY,
-        DELETE_FLAG,
-        *([F.col(ordering).alias("__io")] if ordering else []),
+    return spark.read.parquet(*[file_uri(location, f) for f in stored_files]).select(*columns)
+
+
+def profile(
+    spark: SparkSession,
+    location: Location,
+    rows: DataFrame,
+    stored_files: Sequence[str],
+    ordering: str | None,
+) -> Profile:
+    """Per incoming key (``rows`` keyed, with ``SEQUENCE``) its row, against the stored
+    keys: one Spark job over narrow columns with fixed-width aggregates (a hash
+    aggregate, no sort). Only when some key comes twice is it run again on the
+    deduplicated rows, whose winners the stats must count."""
+    found = _profile_rows(spark, location, rows, stored_files, ordering)
+    if any(int(r["most"]) > 1 for r in found):
+        unique = deduplicated(rows, ordering)
+        found = _profile_rows(spark, location, unique, stored_files, ordering)
+        return _profile(found, duplicates=True)
+    return _profile(found, duplicates=False)
+
+
+def _profile_rows(
+    spark: SparkSession,
+    location: Location,
+    rows: DataFrame,
+    stored_files: Sequence[str],
+    ordering: str | None,
+) -> list[Row]:
+    """Per ``(partition, stored file id or null)``: incoming keys, most rows of one key,
+    and (exact when every key comes once) upserts, updates and deletes."""
+    keys = rows.groupBy(PARTITION_PATH, RECORD_KEY).agg(
+        F.count(F.lit(1)).alias("__n"),
+        F.max(F.col(DELETE_FLAG).cast("int")).alias("__d"),
+        *([F.max(ordering).alias("__o")] if ordering else []),
     )
-    joined = incoming.join(
-        stored,
-        (incoming[PARTITION_PATH] == stored["__sp"]) & (incoming[RECORD_KEY] == stored["__sk"]),
-    )
-    won = wins(F.col("__io"), F.col("__so")) if ordering else F.lit(True)
-    delete = F.col(DELETE_FLAG)
-    found = (
-        joined.groupBy("__sp", FILE_ID)
+    delete = F.col("__d") == 1
+    won: Column = F.lit(True)
+    file_id: Column = F.lit(None).cast("string")
+    if stored_files:
+        stored = stored_keys(spark, location, stored_files, ordering)
+        keys = keys.join(
+            stored,
+            (keys[PARTITION_PATH] == stored["__sp"]) & (keys[RECORD_KEY] == stored["__sk"]),
+            "left",
+        )
+        if ordering:
+            won = wins(F.col("__o"), F.col("__so"))
+        file_id = F.col(FILE_ID)
+    return (
+        keys.groupBy(F.col(PARTITION_PATH).alias("__p"), file_id.alias("__f"))
         .agg(
-            F.sum((~delete).cast("long")).alias("matched"),
+            F.count(F.lit(1)).alias("keys"),
+            F.max("__n").alias("most"),
+            F.sum((~delete).cast("long")).alias("upserts"),
             F.sum((won & ~delete).cast("long")).alias("updates"),
             F.sum((won & delete).cast("long")).alias("deletes"),
         )
         .collect()
     )
-    return {
-        (r["__sp"], r[FILE_ID]): GroupProfile(r["matched"], r["updates"], r["deletes"])
-        for r in found
-    }
+
+
+def _profile(found: Sequence[Row], duplicates: bool) -> Profile:
+    groups: dict[tuple[str, str], GroupProfile] = {}
+    new_keys: dict[str, int] = {}
+    partition_keys: dict[str, int] = {}
+    for r in found:
+        partition_keys[r["__p"]] = partition_keys.get(r["__p"], 0) + int(r["keys"])
+        if r["__f"] is None:
+            if r["upserts"]:
+                new_keys[r["__p"]] = int(r["upserts"])
+        else:
+            groups[(r["__p"], r["__f"])] = GroupProfile(
+                int(r["upserts"]), int(r["updates"]), int(r["deletes"])
+            )
+    return Profile(groups, new_keys, partition_keys, duplicates)
 
 
 def _aligned(
@@ -161,53 +247,42 @@ def _aligned(
     return columns
 
 
-def merged_rows(
+def _stored_rows(
     spark: SparkSession,
     location: Location,
-    rows: DataFrame,
     schema: pa.Schema,
     rewritten: Mapping[tuple[str, str], str],
-    ordering: str | None,
-    tagging: bool,
-    instant: str,
 ) -> DataFrame:
-    """Every row of the new base files, with ``FILE_ID`` for the stored ones (null for
-    inserts) and ``_NEW`` for the rows this write puts in (their seqno comes later).
-
-    ``rewritten``: the stored file groups to rewrite, ``(partition, file id) -> file``.
-    ``tagging``: incoming keys may be stored (upsert, delete): stored and incoming
-    rows are joined; else (inserts) the stored rows are kept as they are."""
-    data_columns = [n for n in schema.names if n not in META_FIELDS]
-    instant_lit = F.lit(instant)
-    upserts = rows.where(~F.col(DELETE_FLAG))
-    if not rewritten:
-        return _inserts(upserts, schema, instant_lit)
+    """The rewritten file groups' rows, columns ``"__s_" + name`` plus ``FILE_ID``."""
     files = [
         file_uri(location, location.join(p, name)) for (p, _), name in sorted(rewritten.items())
     ]
-    stored_frame = spark.read.option("mergeSchema", "true").parquet(*files)
-    stored = stored_frame.select(
-        *_aligned(stored_frame, schema, "__s_", stored_frame.columns),
+    frame = spark.read.option("mergeSchema", "true").parquet(*files)
+    return frame.select(
+        *_aligned(frame, schema, "__s_", frame.columns),
         F.split(F.col(FILE_NAME), "_").getItem(0).alias(FILE_ID),
     )
-    if not tagging:
-        kept = stored.select(
-            *[F.col("__s_" + n).alias(n) for n in schema.names], FILE_ID, F.lit(False).alias(_NEW)
-        )
-        return kept.unionByName(_inserts(upserts, schema, instant_lit))
-    in_stored = F.col(PARTITION_PATH).isin(sorted({p for p, _ in rewritten}))
-    elsewhere = _inserts(upserts.where(~in_stored), schema, instant_lit)
-    nearby = _with_meta(rows.where(in_stored), F.lit(None))
-    nearby = nearby.select(
-        *_aligned(nearby, schema, "__i_", nearby.columns),
+
+
+def _incoming_side(rows: DataFrame, schema: pa.Schema) -> DataFrame:
+    """Incoming rows as the join's other side: columns ``"__i_" + name`` and the flag."""
+    frame = _with_meta(rows, F.lit(None))
+    return frame.select(
+        *_aligned(frame, schema, "__i_", frame.columns),
         F.col(DELETE_FLAG).alias("__i_delete"),
     )
-    joined = stored.join(
-        nearby,
-        (stored["__s_" + PARTITION_PATH] == nearby["__i_" + PARTITION_PATH])
-        & (stored["__s_" + RECORD_KEY] == nearby["__i_" + RECORD_KEY]),
-        "full_outer",
+
+
+def _same_key(stored: DataFrame, incoming: DataFrame) -> Column:
+    return (stored["__s_" + PARTITION_PATH] == incoming["__i_" + PARTITION_PATH]) & (
+        stored["__s_" + RECORD_KEY] == incoming["__i_" + RECORD_KEY]
     )
+
+
+def _merged(joined: DataFrame, schema: pa.Schema, ordering: str | None, instant: str) -> DataFrame:
+    """The joined stored (``__s_``) and incoming (``__i_``) rows as new rows: the
+    winner of each key, deleted keys dropped, ``_NEW`` where the incoming row won."""
+    data_columns = [n for n in schema.names if n not in META_FIELDS]
     has_stored = F.col("__s_" + RECORD_KEY).isNotNull()
     has_incoming = F.col("__i_" + RECORD_KEY).isNotNull()
     won = wins(
@@ -216,8 +291,8 @@ def merged_rows(
     )
     takes_incoming = has_incoming & (~has_stored | won)
     dropped = takes_incoming & F.col("__i_delete")
-    merged = joined.where(~dropped).select(
-        F.when(takes_incoming, instant_lit)
+    return joined.where(~dropped).select(
+        F.when(takes_incoming, F.lit(instant))
         .otherwise(F.col("__s_" + COMMIT_TIME))
         .alias(COMMIT_TIME),
         F.col("__s_" + SEQNO).alias(SEQNO),
@@ -233,7 +308,85 @@ def merged_rows(
         FILE_ID,
         takes_incoming.alias(_NEW),
     )
-    return merged.unionByName(elsewhere)
+
+
+def merged_rows(
+    spark: SparkSession,
+    location: Location,
+    rows: DataFrame,
+    schema: pa.Schema,
+    rewritten: Mapping[tuple[str, str], str],
+    ordering: str | None,
+    tagging: bool,
+    instant: str,
+) -> DataFrame:
+    """Every row of the new base files, with ``FILE_ID`` for the stored ones (null for
+    inserts) and ``_NEW`` for the rows this write puts in (their seqno comes later).
+
+    ``rows``: one per key. ``rewritten``: the stored file groups to rewrite,
+    ``(partition, file id) -> file``. ``tagging``: incoming keys may be stored (upsert,
+    delete): stored and incoming rows are joined; else (inserts) the stored rows are
+    kept as they are."""
+    instant_lit = F.lit(instant)
+    upserts = rows.where(~F.col(DELETE_FLAG))
+    if not rewritten:
+        return _inserts(upserts, schema, instant_lit)
+    stored = _stored_rows(spark, location, schema, rewritten)
+    if not tagging:
+        kept = stored.select(
+            *[F.col("__s_" + n).alias(n) for n in schema.names], FILE_ID, F.lit(False).alias(_NEW)
+        )
+        return kept.unionByName(_inserts(upserts, schema, instant_lit))
+    in_stored = F.col(PARTITION_PATH).isin(sorted({p for p, _ in rewritten}))
+    elsewhere = _inserts(upserts.where(~in_stored), schema, instant_lit)
+    nearby = _incoming_side(rows.where(in_stored), schema)
+    joined = stored.join(nearby, _same_key(stored, nearby), "full_outer")
+    return _merged(joined, schema, ordering, instant).unionByName(elsewhere)
+
+
+def merged_in_place(
+    spark: SparkSession,
+    location: Location,
+    rows: DataFrame,
+    schema: pa.Schema,
+    rewritten: Mapping[tuple[str, str], str],
+    ordering: str | None,
+    instant: str,
+    new_key_partitions: Collection[str],
+) -> tuple[DataFrame, DataFrame]:
+    """Hudi's merge handle as one Spark plan: the rewritten groups' new rows, and the
+    inserts (``FILE_ID`` null, to be routed).
+
+    Each stored row streams through a broadcast hash join with the incoming rows of the
+    stored partitions, so it stays in the task that read its file (``write_file_groups``
+    with ``whole_files`` reads each file in one task): no stored row is shuffled.
+    ``rows``: one per key (``Profile.duplicates`` false). ``new_key_partitions``: the
+    partitions with new keys (``Profile.new_keys``); only where they are also stored
+    partitions are the incoming keys joined with the stored ones to find them."""
+    instant_lit = F.lit(instant)
+    stored = _stored_rows(spark, location, schema, rewritten)
+    partitions = sorted({p for p, _ in rewritten})
+    in_stored = F.col(PARTITION_PATH).isin(partitions)
+    nearby = _incoming_side(rows.where(in_stored), schema)
+    joined = stored.join(F.broadcast(nearby), _same_key(stored, nearby), "left_outer")
+    upserts = rows.where(~F.col(DELETE_FLAG))
+    inserts = _inserts(upserts.where(~in_stored), schema, instant_lit)
+    mixed = [p for p in partitions if p in new_key_partitions]
+    if mixed:
+        files = [location.join(p, name) for (p, _), name in sorted(rewritten.items()) if p in mixed]
+        keys = stored_keys(spark, location, files, None)
+        new = upserts.where(F.col(PARTITION_PATH).isin(mixed)).join(
+            keys,
+            (upserts[PARTITION_PATH] == keys["__sp"]) & (upserts[RECORD_KEY] == keys["__sk"]),
+            "left_anti",
+        )
+        inserts = inserts.unionByName(_inserts(new, schema, instant_lit))
+    return _merged(joined, schema, ordering, instant), inserts
+
+
+def by_file_group(rows: DataFrame, groups: int) -> DataFrame:
+    """``rows`` shuffled so that each file group's rows are in one task."""
+    return rows.repartition(max(1, groups), FILE_ID)
 
 
 def _with_meta(incoming: DataFrame, commit_time: Column) -> DataFrame:
@@ -303,14 +456,16 @@ def write_file_groups(
     schema: pa.Schema,
     instant: str,
     groups: Mapping[str, str],
+    whole_files: int = 0,
 ) -> dict[str, tuple[str, int, int]]:
-    """Write ``rows`` (``FILE_ID`` set) as one base file per file group; ``groups``:
-    file id -> partition, each already announced by a marker. Returns file id ->
-    (relative path, rows, bytes) of the files published under their Hudi names."""
+    """Write ``rows`` (``FILE_ID`` set, each file group's rows in one task: see
+    ``by_file_group`` and ``merged_in_place``) as one base file per file group;
+    ``groups``: file id -> partition, each already announced by a marker.
+    ``whole_files``: when > 0, stored files up to that size are each read by one task
+    (``merged_in_place``). Returns file id -> (relative path, rows, bytes) of the files
+    published under their Hudi names."""
     spark = rows.sparkSession
     staging = f"{marker_folder(location, instant)}/.staging"
-    # One task per file group: each file group becomes exactly one file.
-    grouped = rows.repartition(max(1, len(groups)), FILE_ID)
     task = F.spark_partition_id()
     index = F.monotonically_increasing_id() - F.shiftleft(task.cast("long"), 33)
     seqno = F.concat(F.lit(f"{instant}_"), task.cast("string"), F.lit("_"), index.cast("string"))
@@ -319,7 +474,7 @@ def write_file_groups(
         seqno.alias(SEQNO) if n == SEQNO else name.alias(FILE_NAME) if n == FILE_NAME else F.col(n)
         for n in schema.names
     ]
-    out = grouped.select(
+    out = rows.select(
         *[
             F.when(F.col(_NEW), c).otherwise(F.col(SEQNO)).alias(SEQNO) if n == SEQNO else c
             for n, c in zip(schema.names, columns, strict=True)
@@ -329,10 +484,16 @@ def write_file_groups(
     settings = {
         # Hudi's (and pyarrow's) timestamps: int64 microseconds, not Spark's INT96.
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-        # A task holds (nearly always) one file group: no sort by file id before writing.
+        # A task holds (nearly always) one file group: no sort by file id before writing,
+        # one open writer per file group the task holds instead.
         "spark.sql.optimizer.plannedWrite.enabled": "false",
-        "spark.sql.maxConcurrentOutputFiles": str(len(groups) + 1),
+        "spark.sql.maxConcurrentOutputFileWriters": str(len(groups) + 1),
     }
+    if whole_files > 0:
+        # A file is never split (split size >= its size), nor packed with another one
+        # (each file counts as a whole split on its own).
+        settings["spark.sql.files.maxPartitionBytes"] = str(whole_files)
+        settings["spark.sql.files.openCostInBytes"] = str(whole_files)
     with _session_conf(spark, settings):
         out.write.partitionBy(_STAGING_COLUMN).mode("overwrite").parquet(
             file_uri(location, staging)
@@ -371,6 +532,13 @@ def _footer(location: Location, path: str) -> pq.FileMetaData:
         return pq.read_metadata(path)
     with location.fs.open(path, "rb") as handle:
         return pq.read_metadata(handle)
+
+
+def row_bytes(location: Location, path: str) -> int:
+    """Uncompressed bytes per row of a stored base file, from its footer."""
+    meta = _footer(location, path)
+    total = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    return max(1, int(total) // max(1, int(meta.num_rows)))
 
 
 def stored_rows(location: Location, relative: str) -> int:

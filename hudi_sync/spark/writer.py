@@ -41,7 +41,7 @@ import contextlib
 import json
 import os
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,7 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -471,9 +471,16 @@ class _Write:
             )
             return {r[0] for r in self.df.select(partition).distinct().collect()}
         keyed = self._keyed()
-        deduplicate = self.operation in ("upsert", "delete") or self.options.combine_before_insert
-        rows = self._deduplicated(keyed) if deduplicate else keyed
-        self._rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+        if self.spark_merge and self.operation in ("upsert", "delete"):
+            # Spark's merge profiles and deduplicates the keys itself on narrow columns
+            # and reads the rows again for the merge: nothing to cache.
+            self._rows = spark_merge.with_sequence(keyed)
+        else:
+            deduplicate = (
+                self.operation in ("upsert", "delete") or self.options.combine_before_insert
+            )
+            rows = self._deduplicated(keyed) if deduplicate else keyed
+            self._rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             found = (
                 self._rows.groupBy(PARTITION_PATH)
@@ -498,17 +505,9 @@ class _Write:
 
     def _deduplicated(self, keyed: DataFrame) -> DataFrame:
         """One row per key: the highest ordering value, ties to the later row."""
-        sequence = "__hudi_sync_seq"
-        order = [F.col(sequence).desc()]
-        if self.ordering and self.operation != "delete":
-            order.insert(0, F.col(self.ordering).desc_nulls_last())
-        window = Window.partitionBy(PARTITION_PATH, RECORD_KEY).orderBy(*order)
-        return (
-            keyed.withColumn(sequence, F.monotonically_increasing_id())
-            .withColumn("__hudi_sync_rank", F.row_number().over(window))
-            .where(F.col("__hudi_sync_rank") == 1)
-            .drop("__hudi_sync_rank", sequence)
-        )
+        ordering = self.ordering if self.operation != "delete" else None
+        rows = spark_merge.deduplicated(spark_merge.with_sequence(keyed), ordering)
+        return rows.drop(spark_merge.SEQUENCE)
 
     def _write_files(
         self,
@@ -556,11 +555,12 @@ class _Write:
         partitions: set[str],
     ) -> list[WriteStat]:
         """The merge as Spark's own jobs (``spark_merge``): profile the incoming keys
-        against the stored ones, route new keys, then join, merge and write."""
+        against the stored ones, route new keys, then merge and write, in place when
+        the profile allows it."""
         tagging = self.operation in ("upsert", "delete")
         ordering = None if self.operation == "delete" else self.ordering
         nearby = {k: name for k, name in snapshot.items() if k[0] in partitions}
-        profiles = (
+        found = (
             spark_merge.profile(
                 self.spark,
                 self.location,
@@ -569,14 +569,12 @@ class _Write:
                 ordering,
             )
             if tagging
-            else {}
+            else None
         )
-        counts = dict(self._upserts)
-        for (partition, _), group in profiles.items():
-            counts[partition] -= group.matched_upserts
-        counts = {p: n for p, n in counts.items() if n > 0}
+        counts = found.new_keys if found else self._upserts
         use_small_files = self.operation in ("insert", "upsert")
         buckets = self._buckets(counts, table, snapshot, use_small_files)
+        profiles = found.groups if found else {}
         touched = set(profiles) | {(b.partition, b.file_id) for b in buckets}
         rewritten = {k: snapshot[k] for k in sorted(touched) if k in snapshot}
         groups = {file_id: partition for partition, file_id in touched}
@@ -585,12 +583,36 @@ class _Write:
         for file_id, partition in groups.items():
             name = spark_merge.base_file_name(file_id, self.instant)
             write_marker(self.location, self.instant, partition, name)
-        merged = spark_merge.merged_rows(
-            self.spark, self.location, rows, schema, rewritten, ordering, tagging, self.instant
-        )
-        routed = spark_merge.route(self.spark, merged, buckets)
+        new_groups = sum(1 for k in touched if k not in snapshot)
+        whole_files = 0
+        if found and self._merges_in_place(found, rewritten, buckets, snapshot):
+            merged, inserts = spark_merge.merged_in_place(
+                self.spark,
+                self.location,
+                rows,
+                schema,
+                rewritten,
+                ordering,
+                self.instant,
+                found.new_keys,
+            )
+            routed = spark_merge.by_file_group(
+                spark_merge.route(self.spark, inserts, buckets), new_groups
+            )
+            to_write = merged.unionByName(routed)
+            paths = [self.location.join(p, name) for p, name in _files(rewritten)]
+            whole_files = 1 + max(self.location.size(path) for path in paths)
+        else:
+            if found and found.duplicates:
+                rows = spark_merge.deduplicated(rows, ordering)
+            merged = spark_merge.merged_rows(
+                self.spark, self.location, rows, schema, rewritten, ordering, tagging, self.instant
+            )
+            to_write = spark_merge.by_file_group(
+                spark_merge.route(self.spark, merged, buckets), len(groups)
+            )
         published = spark_merge.write_file_groups(
-            self.location, routed, schema, self.instant, groups
+            self.location, to_write, schema, self.instant, groups, whole_files
         )
         stats = []
         for partition, file_id in sorted(touched):
@@ -619,6 +641,33 @@ class _Write:
                 )
             )
         return stats
+
+    def _merges_in_place(
+        self,
+        found: spark_merge.Profile,
+        rewritten: Mapping[tuple[str, str], str],
+        buckets: Sequence[Bucket],
+        snapshot: Mapping[tuple[str, str], str],
+    ) -> bool:
+        """Whether ``merged_in_place`` can merge: no key comes twice, no new key goes to a
+        stored (small) file, and the incoming rows of the stored partitions fit Spark's
+        broadcast threshold (estimated at the stored files' uncompressed row size)."""
+        if found.duplicates or not rewritten:
+            return False
+        if any((b.partition, b.file_id) in snapshot for b in buckets):
+            return False
+        threshold = _size_setting(
+            self.spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB") or "10MB"
+        )
+        if threshold <= 0:
+            return False
+        stored_partitions = {p for p, _ in rewritten}
+        incoming = sum(n for p, n in found.keys.items() if p in stored_partitions)
+        row_bytes = max(
+            spark_merge.row_bytes(self.location, self.location.join(p, name))
+            for p, name in _files(rewritten)
+        )
+        return incoming * row_bytes <= threshold
 
     def _tag(
         self, rows: DataFrame, snapshot: Mapping[tuple[str, str], str], partitions: set[str]
@@ -784,6 +833,22 @@ class _Write:
                 relative = f"{partition}/{name}" if partition else name
                 if relative not in reported:
                     self.location.remove(self.location.join(relative))
+
+
+def _files(groups: Mapping[tuple[str, str], str]) -> list[tuple[str, str]]:
+    """``(partition, file name)`` of each file group's base file."""
+    return [(partition, name) for (partition, _), name in groups.items()]
+
+
+_SIZE_UNITS = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def _size_setting(value: str) -> int:
+    """A Spark byte-size setting (``10MB``, ``10485760``, ``-1``) in bytes."""
+    text = value.strip().lower().removesuffix("b") or "0"
+    unit = _SIZE_UNITS.get(text[-1], 1)
+    number = text[:-1] if text[-1] in _SIZE_UNITS else text
+    return int(float(number) * unit)
 
 
 def _first_line(exc: BaseException) -> str:
