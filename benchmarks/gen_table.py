@@ -649,7 +649,7 @@ class AppendedCommit:
     changes: tuple[tuple[str, str, str, str], ...]
 
 
-def _instant_index(instant: str) -> int:
+def instant_index(instant: str) -> int:
     """Inverse of ``instant_time`` (whole seconds after ``START``)."""
     moment = dt.datetime.strptime(instant[:14], "%Y%m%d%H%M%S").replace(tzinfo=dt.UTC)
     return int((moment - START).total_seconds())
@@ -684,7 +684,7 @@ def append_upsert(root: Path, updates: int = 5) -> AppendedCommit:
     for line in (hoodie / "hoodie.properties").read_text().splitlines():
         if line.startswith("hoodie.table.name="):
             table_name = line.split("=", 1)[1]
-    index = _instant_index(max(instants)) + 1
+    index = instant_index(max(instants)) + 1
     commit_time = instant_time(index)
     empty = any(os.path.getsize(root / stat["path"]) == 0 for stat in chosen)
     spec = TableSpec(name=table_name, empty_base_files=empty)
