@@ -15,7 +15,7 @@ Layout under ``<table>/.hoodie/manifest/``, beside the full snapshots of ``manif
 A publication reads only the tail of the timeline from the previous delta's instant
 (``Timeline(since=...)``), the new commits' metadata and the previous delta file. Every
 ``delta_commits`` commits, and whenever a derivation is not safe
-(``manifest.why_not_incremental``: a clean, rollback, restore or archival since, a
+(``manifest.why_not_incremental``: a rollback, restore or archival since, a
 pending write completed), it compacts: a full snapshot is published as the new base
 (``ManifestStore.publish``), which is also when ``latest_snapshot_files.csv`` and
 ``latest.json`` move. Between compactions they show the base, at most

@@ -19,7 +19,7 @@ kept, older ones deleted.
 
 A later publication derives the new file set from the previous one plus the new
 commits' write stats and replaced file ids, and falls back to a full listing when that
-is not safe (previous snapshot archived, a clean, rollback or restore since, a write
+is not safe (previous snapshot archived, a rollback or restore since, a write
 that was pending at the previous publication has completed since). It reads only the
 timeline's tail from the previous snapshot on (plus its pending writes), and handles the
 file lists as Arrow arrays (``hudi_sync.file_set``), never a Python object per file: the
@@ -188,9 +188,12 @@ def why_not_incremental(
     if instant not in known:
         return "the previous snapshot's instant is no longer on the active timeline"
     since = comparable_instant(instant or "")
+    # A clean deletes only file versions no latest snapshot has (older slices, groups
+    # replaced earlier), so it leaves the derivation valid; with Hudi's automatic clean
+    # after most commits, treating it as unsafe would mean a full listing every sync.
     for candidate in timeline.instants:
         if (
-            candidate.action in (Action.CLEAN, Action.ROLLBACK, Action.RESTORE)
+            candidate.action in (Action.ROLLBACK, Action.RESTORE)
             and candidate.is_completed
             and comparable_instant(candidate.requested_time) > since
         ):
