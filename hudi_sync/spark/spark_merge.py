@@ -196,7 +196,7 @@ def _profile_rows(
     won: Column = F.lit(True)
     file_id: Column = F.lit(None).cast("string")
     if stored_files:
-        stored = stored_keys(spark, location, stored_files, ordering)
+        stored = stored_keys(spark, location, stored_files, ordering).hint("shuffle_hash")
         keys = keys.join(
             stored,
             (keys[PARTITION_PATH] == stored["__sp"]) & (keys[RECORD_KEY] == stored["__sk"]),
@@ -412,9 +412,17 @@ def route(spark: SparkSession, merged: DataFrame, buckets: Sequence[Bucket]) -> 
     """Inserts (null ``FILE_ID``) to the bucket their key's hash falls in."""
     if not buckets:
         return merged
+    # From Arrow: a local relation in the JVM (from Python rows it would be a job on
+    # Python workers, a second or more to start).
     ranges = spark.createDataFrame(
-        [(b.partition, b.low, b.high, b.file_id) for b in buckets],
-        "__bucket_partition string, __lo double, __hi double, __bucket_file string",
+        pa.table(
+            {
+                "__bucket_partition": pa.array([b.partition for b in buckets], pa.string()),
+                "__lo": pa.array([b.low for b in buckets], pa.float64()),
+                "__hi": pa.array([b.high for b in buckets], pa.float64()),
+                "__bucket_file": pa.array([b.file_id for b in buckets], pa.string()),
+            }
+        )
     )
     position = F.pmod(F.xxhash64(RECORD_KEY), F.lit(HASH_SPAN)) / F.lit(float(HASH_SPAN))
     hashed = merged.withColumn("__hudi_sync_position", position)
