@@ -481,7 +481,8 @@ class _Write:
                 self.operation in ("upsert", "delete") or self.options.combine_before_insert
             )
             rows = self._deduplicated(keyed) if deduplicate else keyed
-            self._rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+            # Spark's merge of inserts reads the rows once more: cheaper than a cache.
+            self._rows = rows if self.spark_merge else rows.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             found = (
                 self._rows.groupBy(PARTITION_PATH)
