@@ -15,6 +15,13 @@ immutable manifest in one metadata update, then the view is stamped. A sync that
 anywhere leaves the view showing the old or the new snapshot, and a rerun converges.
 The marker (instant, base, mode) is recorded in each object's description and labels.
 
+With delta manifests (``hudi_sync.delta_manifest``, view mode only) the manifest table
+reads two files in one table: the base snapshot's ``uris.csv`` and the current changes
+file, each line one ``entry`` string, and the view's query unions them (base files whose
+group has no change, plus the changed groups' current files). Both URIs move in the
+manifest table's one metadata update, so a reader never pairs a base with another base's
+changes; the view's query is fixed while the table's base path stays the same.
+
 Before the table's first commit there is no file for an external table to match, so the
 history and manifest tables (the manifest-mode table) are created as native tables with
 the same columns and no rows. The first sync with files deletes and re-creates each as
@@ -171,6 +178,11 @@ class _Step:
 class BigQueryTarget:
     """Syncs a table's published manifest into BigQuery external tables and a view."""
 
+    @property
+    def supports_delta_manifests(self) -> bool:
+        """View mode can union a base and its changes; a manifest-file table cannot."""
+        return not self.config.use_bq_manifest_file
+
     # External tables read PARQUET and ORC base files (sourceFormat is the table's format).
     base_file_formats: frozenset[str] = frozenset({"PARQUET", "ORC"})
 
@@ -290,9 +302,15 @@ class BigQueryTarget:
             table_id = resource["tableReference"]["tableId"]
             found = existing[table_id]
             exists = found is not None and table_id not in deleted
-            if found is not None and exists and _kind(found) != _resource_kind(resource):
+            if (
+                found is not None
+                and exists
+                and (_kind(found) != _resource_kind(resource) or _drops_columns(found, resource))
+            ):
                 # A native table made before the first commit becomes external (or back,
-                # with --force): BigQuery cannot change a table's type in place.
+                # with --force), a manifest table switches between full and delta
+                # manifests: BigQuery changes neither a table's type nor drops a column
+                # in place. Until the view is updated, a query of it fails.
                 steps.append(_Step("delete", self._id(table_id)))
                 exists = False
             steps.append(_Step("update" if exists else "create", self._id(table_id), resource))
@@ -357,28 +375,38 @@ class BigQueryTarget:
             | {"sourceUris": list(self.config.source_uri) or history_uris(table, marker.base)},
             **stamp,
         }
+        file_column = "_hoodie_file_name" if with_meta else "_FILE_NAME"
+        manifest_id = _quote(self._id(names.manifest))
+        delta = published.delta
+        if delta is None:
+            # Tables without meta fields filter on the _FILE_NAME pseudo column, which
+            # holds absolute URIs: their manifest is the URI list.
+            sources = [seen_by_bigquery(published.files_uri if with_meta else published.uris_uri)]
+            column, delimiter = "filename", ","
+            files_sql = f"SELECT filename FROM {manifest_id}"
+        else:
+            sources = [seen_by_bigquery(published.uris_uri), seen_by_bigquery(delta.changes_uri)]
+            column, delimiter = DELTA_ENTRY_COLUMN, DELTA_ENTRY_DELIMITER
+            files_sql = delta_files_select(
+                manifest_id, delta.base_prefix, None if with_meta else marker.base
+            )
         manifest = {
             "tableReference": self._ref(names.manifest),
-            "schema": {"fields": [{"name": "filename", "type": "STRING", "mode": "NULLABLE"}]},
+            "schema": {"fields": [{"name": column, "type": "STRING", "mode": "NULLABLE"}]},
             "externalDataConfiguration": {
                 "sourceFormat": "CSV",
-                # Tables without meta fields filter on the _FILE_NAME pseudo column,
-                # which holds absolute URIs: their manifest is the URI list.
-                "sourceUris": [
-                    seen_by_bigquery(published.files_uri if with_meta else published.uris_uri)
-                ],
-                "csvOptions": {"skipLeadingRows": "0", "fieldDelimiter": ",", "quote": ""},
+                "sourceUris": sources,
+                "csvOptions": {"skipLeadingRows": "0", "fieldDelimiter": delimiter, "quote": ""},
                 "autodetect": False,
             },
             **stamp,
         }
-        file_column = "_hoodie_file_name" if with_meta else "_FILE_NAME"
         view = {
             "tableReference": self._ref(names.view),
             "view": {
                 "query": (
                     f"SELECT * FROM {_quote(self._id(names.history))} WHERE {file_column} IN "
-                    f"(SELECT filename FROM {_quote(self._id(names.manifest))})"
+                    f"({files_sql})"
                 ),
                 "useLegacySql": False,
             },
@@ -508,6 +536,46 @@ def history_uris(table: HudiTable, base: str) -> list[str]:
     return [f"{base}/{c}*{extension}" for c in sorted(starts - {"", ".", "_"})]
 
 
+# A delta manifest table reads each line whole: a tab never occurs in a table's paths.
+DELTA_ENTRY_COLUMN = "entry"
+DELTA_ENTRY_DELIMITER = "\t"
+
+
+def delta_files_select(manifest_id: str, base_prefix: str, uri_base: str | None) -> str:
+    """The file names (with ``uri_base``: absolute URIs under it) of a delta manifest's
+    snapshot, from its table's entries: base lines are absolute URIs starting with
+    ``base_prefix``; change lines are CSV rows ``<partition>/<file id>,<file name>`` (the
+    name empty for a removed group, the first field quoted when it holds a comma). A
+    base file's group is its path up to the file name's first ``_``."""
+    prefix = _string(base_prefix)
+    first_field = r"REGEXP_EXTRACT(entry, r'^(.*),[^,]*$')"
+    unquoted = (
+        f"IF(STARTS_WITH({first_field}, '\"'), "
+        f"REPLACE(SUBSTR({first_field}, 2, LENGTH({first_field}) - 2), '\"\"', '\"'), "
+        f"{first_field})"
+    )
+    relative = (
+        "WITH lines AS ("
+        f"SELECT entry, STARTS_WITH(entry, {prefix}) AS is_base FROM {manifest_id}), "
+        f"base AS (SELECT SUBSTR(entry, {len(base_prefix) + 1}) AS path "
+        "FROM lines WHERE is_base), "
+        f"changes AS (SELECT {unquoted} AS file_group, "
+        "REGEXP_EXTRACT(entry, r',([^,]*)$') AS filename FROM lines WHERE NOT is_base) "
+        "SELECT path FROM base WHERE REGEXP_EXTRACT(path, r'^(?:.*/)?[^/_]*') NOT IN "
+        "(SELECT file_group FROM changes) "
+        "UNION ALL SELECT CONCAT(IFNULL(REGEXP_EXTRACT(file_group, r'^(.*/)'), ''), filename) "
+        "FROM changes WHERE filename != ''"
+    )
+    if uri_base is None:
+        return f"SELECT REGEXP_EXTRACT(path, r'[^/]+$') FROM ({relative})"
+    return f"SELECT CONCAT({_string(uri_base.rstrip('/') + '/')}, path) FROM ({relative})"
+
+
+def _string(value: str) -> str:
+    """A GoogleSQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def _object_ids(names: ObjectNames) -> tuple[str, str, str]:
     return names.view, names.manifest, names.history
 
@@ -525,6 +593,14 @@ def _kind(table: bigquery.Table) -> str:
     if table.view_query is not None:
         return "view"
     return "external" if table.external_data_configuration is not None else "native"
+
+
+def _drops_columns(table: bigquery.Table, resource: dict[str, Any]) -> bool:
+    """The resource's schema lacks a column the table has."""
+    if "schema" not in resource:
+        return False
+    wanted = {f["name"] for f in resource["schema"]["fields"]}
+    return any(f.name not in wanted for f in table.schema)
 
 
 def _resource_kind(resource: dict[str, Any]) -> str:
