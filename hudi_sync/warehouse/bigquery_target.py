@@ -38,8 +38,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
-from hudi_sync.manifest import PublishedManifest
+from hudi_sync.manifest import PublishedManifest, timeline_tail
 from hudi_sync.table import HudiTable
+from hudi_sync.table.schema import PartitionField, parse_avro_schema, partition_fields
 from hudi_sync.warehouse.bigquery_schema import partition_key_type, table_schema
 from hudi_sync.warehouse.common import (
     ObjectNames,
@@ -342,9 +343,11 @@ class BigQueryTarget:
             return marker.base + uri[len(table.uri.rstrip("/")) :]
 
         stamp = {"description": marker.render(), "labels": _labels(marker)}
-        hive = self._hive_partitioning(table, marker.base)
-        excluded = frozenset(self._partition_names(table)) if hive else frozenset()
-        schema = table_schema(table.avro_schema, table.config.populate_meta_fields, excluded)
+        avro = snapshot_avro_schema(table, published.manifest.instant)
+        fields = partition_fields(avro, table.config.partition_fields, table.config.key_generator)
+        hive = self._hive_partitioning(table, marker.base, fields)
+        excluded = frozenset(self._partition_names(fields)) if hive else frozenset()
+        schema = table_schema(avro, table.config.populate_meta_fields, excluded)
         base_format = table.config.base_file_format
         if base_format not in self.base_file_formats:
             raise UnsupportedTableError(f"BigQuery external tables cannot read {base_format}")
@@ -366,7 +369,9 @@ class BigQueryTarget:
                 "externalDataConfiguration": external,
                 **stamp,
             }
-            return self._empty_tables(table, names, [single]) if marker.is_empty else [single]
+            if marker.is_empty:
+                return self._empty_tables(table, names, fields, [single])
+            return [single]
         with_meta = table.config.populate_meta_fields
         history = {
             "tableReference": self._ref(names.history),
@@ -413,21 +418,25 @@ class BigQueryTarget:
             **stamp,
         }
         if marker.is_empty:
-            return self._empty_tables(table, names, [history, manifest, view])
+            return self._empty_tables(table, names, fields, [history, manifest, view])
         return [history, manifest, view]
 
     def _empty_tables(
-        self, table: HudiTable, names: ObjectNames, resources: list[dict[str, Any]]
+        self,
+        table: HudiTable,
+        names: ObjectNames,
+        fields: list[PartitionField],
+        resources: list[dict[str, Any]],
     ) -> list[dict[str, Any]]:
         """Before the table's first commit no file exists, and a query of an external
         table whose URIs match no file fails: the external tables become native tables
         with the same columns (hive partition keys last, as BigQuery adds them) and no
         rows. The view keeps its query, or selects no row from the history where it
         would filter on the ``_FILE_NAME`` pseudo column, which only external tables have."""
-        types = {f.name: f.avro_type for f in table.partition_fields}
+        types = {f.name: f.avro_type for f in fields}
         partition_columns = [
             {"name": n, "type": partition_key_type(types.get(n, "string"), n), "mode": "NULLABLE"}
-            for n in self._partition_names(table)
+            for n in self._partition_names(fields)
         ]
         empty = []
         for resource in resources:
@@ -441,15 +450,17 @@ class BigQueryTarget:
             empty.append(resource)
         return empty
 
-    def _partition_names(self, table: HudiTable) -> list[str]:
-        return list(self.config.partition_fields) or [f.name for f in table.partition_fields]
+    def _partition_names(self, fields: list[PartitionField]) -> list[str]:
+        return list(self.config.partition_fields) or [f.name for f in fields]
 
-    def _hive_partitioning(self, table: HudiTable, base: str) -> dict[str, Any] | None:
+    def _hive_partitioning(
+        self, table: HudiTable, base: str, fields: list[PartitionField]
+    ) -> dict[str, Any] | None:
         """Typed hive keys (``{dt:DATE}``) when the partition paths are ``key=value``."""
-        names = self._partition_names(table)
+        names = self._partition_names(fields)
         if not names or not table.config.hive_style_partitioning:
             return None
-        types = {f.name: f.avro_type for f in table.partition_fields}
+        types = {f.name: f.avro_type for f in fields}
         keys = "/".join(
             f"{{{name}:{partition_key_type(types.get(name, 'string'), name)}}}" for name in names
         )
@@ -522,6 +533,20 @@ def bigquery_client(config: BigQuerySyncConfig, api_endpoint: str | None = None)
         credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
         client_options=ClientOptions(api_endpoint=api_endpoint),
     )
+
+
+def snapshot_avro_schema(table: HudiTable, instant: str | None) -> dict[str, Any]:
+    """``table.avro_schema`` (the newest write's schema) read from the timeline's tail at
+    the synced snapshot's ``instant``: the whole active timeline (thousands of instants
+    on a large table) is not parsed when a write at or after it has the schema. The
+    table's own (a cached property) when it was read already."""
+    if instant is not None and "avro_schema" not in vars(table):
+        tail = timeline_tail(table, instant, ())
+        for write in reversed(tail.completed_writes):
+            schema = tail.commit_metadata(write).schema
+            if schema:
+                return parse_avro_schema(schema, f"{table.uri}: {write.file_name}")
+    return table.avro_schema
 
 
 def history_uris(table: HudiTable, base: str) -> list[str]:
