@@ -559,3 +559,26 @@ def test_view_follows_every_commit_in_full_and_delta_mode(  # type: ignore[no-un
     ours, theirs = same_columns(rows, expected_rows)  # type: ignore[arg-type]
     normalise = _maps_as_dicts(theirs)
     assert canonical(ours, normalise) == canonical(theirs, normalise)
+
+
+def test_hook_syncs_delta_manifests_with_the_option(  # type: ignore[no-untyped-def]
+    upload, client, dataset, bigquery_emulator
+) -> None:
+    from hudi_sync.hook import SYNC_TOOLS, run_post_commit_hook
+
+    uploaded = upload(_one("cow/v9_txns_simple_meta"))
+    options = {
+        SYNC_TOOLS: "bigquery",
+        "hoodie.gcp.bigquery.sync.project_id": client.project,
+        "hoodie.gcp.bigquery.sync.dataset_name": dataset,
+        "hoodie.gcp.bigquery.sync.table_name": "t",
+        "hoodie.gcp.bigquery.sync.api_endpoint": bigquery_emulator.endpoint_url,
+        "hoodie.manifest.delta.commits": "2",
+    }
+    report = run_post_commit_hook(uploaded.uri, options, uploaded.gcs.storage_options)
+    assert report.ok, report.errors
+    manifest = _external(client, f"{client.project}.{dataset}.t_manifest")
+    assert manifest["sourceUris"] == [
+        f"{uploaded.uri}/.hoodie/manifest/snapshots/{report.instant}/uris.csv",
+        f"{uploaded.uri}/.hoodie/manifest/deltas/{report.instant}_{report.instant}.csv",
+    ]
