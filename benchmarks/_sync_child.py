@@ -25,6 +25,10 @@ the step's own breakdown, and peak RSS in KiB (``VmHWM``, see
 * ``sync TABLE DB [DELTA_COMMITS]``: ``hudi_sync.sync.sync_table(TABLE,
   [DuckDBTarget(DB, "t")], delta_commits=DELTA_COMMITS)`` (default 0: full manifests),
   the target wrapped only to time its share;
+* ``sync-bigquery TABLE ENDPOINT DATASET [DELTA_COMMITS]``: the same with a
+  ``BigQueryTarget`` (view mode, table ``t``) on the emulator at ``ENDPOINT``, the local
+  table described to it as ``gs://bench/<table folder name>`` (``source_uri_prefix``;
+  the emulator's external tables read no file), its client made before the timing;
 * ``statements TABLE DB``: the DuckDB statements a forced sync of the last published
   manifest would run, each timed, inside a transaction that is rolled back.
 """
@@ -194,6 +198,50 @@ def _sync(table: str, database: str, delta_commits: str = "0") -> Step:
     return step
 
 
+def _sync_bigquery(table: str, endpoint: str, dataset: str, delta_commits: str = "0") -> Step:
+    from hudi_sync.sync import sync_table
+    from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
+
+    class TimedBigQueryTarget(BigQueryTarget):
+        """The BigQuery target, recording how long its ``sync`` took."""
+
+        target_seconds = 0.0
+
+        def sync(self, *args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return super().sync(*args, **kwargs)
+            finally:
+                self.target_seconds += time.perf_counter() - t0
+
+    config = BigQuerySyncConfig.from_options(
+        {
+            "project_id": "test-project",
+            "dataset_name": dataset,
+            "table_name": "t",
+            "source_uri_prefix": f"gs://bench/{Path(table).name}",
+        }
+    )
+    target = TimedBigQueryTarget(config, api_endpoint=endpoint)
+    _ = target.client
+
+    def step() -> dict[str, Any]:
+        t0 = time.perf_counter()
+        report = sync_table(table, [target], delta_commits=int(delta_commits))
+        total = time.perf_counter() - t0
+        return {
+            "target_s": target.target_seconds,
+            "publish_s": total - target.target_seconds,
+            "instant": report.instant,
+            "files": report.manifest_files,
+            "incremental": report.incremental,
+            "actions": [r.action for r in report.results],
+            "errors": dict(report.errors),
+        }
+
+    return step
+
+
 def _statements(table: str, database: str) -> Step:
     import duckdb
 
@@ -232,6 +280,7 @@ MODES: dict[str, Callable[..., Step]] = {
     "ref-physical": _ref_physical,
     "ref-physical-durable": lambda *args: _ref_physical(*args, durable=True),
     "sync": _sync,
+    "sync-bigquery": _sync_bigquery,
     "statements": _statements,
 }
 

@@ -1,7 +1,8 @@
 """Sync benchmarks: a manifest of a million files, and one sync after a new commit.
 
 ``python -m benchmarks.bench_sync [--preset small|full] [--keep DIR | --temp]
-[--manifest-repeat N] [--sync-repeat N] [--only manifest|sync] [--profile]``
+[--manifest-repeat N] [--sync-repeat N] [--only manifest|sync|sync-duckdb|sync-bigquery]
+[--profile]``
 
 Tables come from ``benchmarks.gen_table`` and are cached in ``DIR`` (default
 ``benchmarks/results/tables``; ``--temp`` generates into a temporary directory and
@@ -53,6 +54,11 @@ plus the commits appended since, else the benchmark fails.
    latest write, before the services that followed it, so the sync after the next
    commit re-bases (a full listing, ``manifest.why_not_incremental``): that one-off
    sync is reported before the timed, incremental ones.
+3. The same sync after one commit into the BigQuery emulator (``--only sync-bigquery``;
+   ``--only sync`` runs 2 and 3, ``sync-duckdb`` only 2), on fresh working copies of
+   the two tables, full and delta manifests: the publication plus the target's API
+   calls to local-bigquery (the local table described as ``gs://bench/...``; the
+   emulator's external tables read no file), target large / small <= 1.5 again.
 
 Results: tables on stdout and ``benchmarks/results/sync.json``; profiles in
 ``sync.prof`` (large sync), ``sync_manifest_full.prof`` and
@@ -625,6 +631,79 @@ def bench_sync_after_commit(
     return result
 
 
+def bench_bigquery_sync_after_commit(
+    tables: list[WorkTable], repeat: int, updates: int, work: Path, delta: int
+) -> dict[str, Any]:
+    """The sync after one commit into the BigQuery emulator (local-bigquery, fake GCS
+    for its root), ``tables`` as for ``bench_sync_after_commit``: what is timed is the
+    publication plus the target's API calls to a local server (its external tables
+    read no file, so no query cost is in it)."""
+    from tests.bigquery_emulator import running_bigquery_emulator
+    from tests.objectstores import running_gcs_server
+
+    runs: dict[str, list[dict[str, Any]]] = {t.label: [] for t in tables}
+    first: dict[str, dict[str, Any]] = {}
+    (work / "gcs").mkdir(exist_ok=True)
+    (work / "bigquery").mkdir(exist_ok=True)
+    with (
+        running_gcs_server(work / "gcs") as gcs,
+        running_bigquery_emulator(gcs, work / "bigquery") as emulator,
+    ):
+        datasets = {t.label: f"bench_{t.label.replace('-', '_')}" for t in tables}
+
+        def child(table: WorkTable) -> dict[str, Any]:
+            return run_child(
+                "sync-bigquery",
+                table.path,
+                emulator.endpoint_url,
+                datasets[table.label],
+                delta if is_delta(table) else 0,
+            )
+
+        for table in tables:
+            report = child(table)
+            check_sync_report(table, report, first=True)
+            first[table.label] = report
+            log(f"  first BigQuery sync {table.label}: {report['seconds']:.3f}s")
+        for rep in range(repeat):
+            for table in tables if rep % 2 == 0 else tables[::-1]:
+                table.append(updates)
+                report = child(table)
+                check_sync_report(table, report, first=False)
+                runs[table.label].append(report)
+            log(
+                f"  BigQuery sync rep {rep + 1}/{repeat}: "
+                + ", ".join(f"{label} {r[-1]['seconds']:.3f}s" for label, r in runs.items())
+            )
+    summary = {label: summarize(r) for label, r in runs.items()}
+    large, small = tables[0].label, tables[1].label
+    ratio = summary[large]["median_s"] / summary[small]["median_s"]
+    delta_ratio = summary[f"{large}-delta"]["median_s"] / summary[f"{small}-delta"]["median_s"]
+    return {
+        "first_sync": first,
+        "incremental_sync": summary,
+        "ratio_large_over_small": ratio,
+        "delta_commits": delta,
+        "delta_ratio_large_over_small": delta_ratio,
+        "target_ratio": SYNC_TARGET_RATIO,
+        "meets_target": ratio <= SYNC_TARGET_RATIO,
+        "delta_meets_target": delta_ratio <= SYNC_TARGET_RATIO,
+    }
+
+
+def print_bigquery_sync(result: dict[str, Any], repeat: int) -> None:
+    print(f"\nBigQuery-emulator sync after one commit (median of {repeat})")
+    print(_header())
+    for label, s in result["incremental_sync"].items():
+        print(_row(label, s, _breakdown(s)))
+    print(
+        f"large/small: full manifests {result['ratio_large_over_small']:.2f}x, "
+        f"delta manifests (every {result['delta_commits']}) "
+        f"{result['delta_ratio_large_over_small']:.2f}x "
+        f"(target <= {result['target_ratio']}x)"
+    )
+
+
 def diagnose(
     tables: list[WorkTable], databases: dict[str, Path], updates: int, delta: int
 ) -> dict[str, Any]:
@@ -842,7 +921,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--temp", action="store_true", help="generate into a temp dir instead")
     parser.add_argument("--manifest-repeat", type=int, help="manifest repetitions")
     parser.add_argument("--sync-repeat", type=int, help="timed syncs per table")
-    parser.add_argument("--only", choices=("manifest", "sync"), help="run one benchmark")
+    parser.add_argument(
+        "--only",
+        choices=("manifest", "sync", "sync-duckdb", "sync-bigquery"),
+        help="run one benchmark (sync: the DuckDB and the BigQuery-emulator syncs)",
+    )
     parser.add_argument("--profile", action="store_true", help="always profile the large sync")
     parser.add_argument("--delta-commits", type=int, help="delta-mode compaction interval")
     parser.add_argument("--results", type=Path, default=RESULTS_DIR / "sync.json")
@@ -876,7 +959,7 @@ def main(argv: list[str] | None = None) -> int:
             result["manifest"] = manifest | {"table": table.info()}
             shutil.rmtree(table.path)
             print_manifest(manifest, table, manifest_repeat)
-        if args.only in (None, "sync"):
+        if args.only in (None, "sync", "sync-duckdb"):
             tables = [
                 open_work_table(size + suffix, spec, cache, work, archived)
                 for archived, suffix in ((False, ""), (True, "-archived"))
@@ -893,6 +976,21 @@ def main(argv: list[str] | None = None) -> int:
             )
             result["sync"] = sync | {"tables": {t.label: t.info() for t in tables}}
             print_sync(sync, tables, sync_repeat)
+        if args.only in (None, "sync", "sync-bigquery"):
+            log("3. BigQuery-emulator sync after one new commit ...")
+            tables = [
+                open_work_table("bq-large", preset.large_table, cache, work),
+                open_work_table("bq-small", preset.small_table, cache, work),
+            ]
+            tables += [
+                open_work_table(f"{t.label}-delta", t.spec, cache, work) for t in list(tables)
+            ]
+            delta = args.delta_commits or preset.delta_commits
+            bigquery = bench_bigquery_sync_after_commit(
+                tables, sync_repeat, preset.updates, work, delta
+            )
+            result["bigquery_sync"] = bigquery | {"tables": {t.label: t.info() for t in tables}}
+            print_bigquery_sync(bigquery, sync_repeat)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if temp is not None:

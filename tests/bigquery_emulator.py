@@ -178,6 +178,9 @@ def materialise(
     config = bigquery.LoadJobConfig(source_format=external["sourceFormat"], schema=schema)
     if external["sourceFormat"] == "CSV":
         config.skip_leading_rows = 0
+        csv_options = external.get("csvOptions", {})
+        config.field_delimiter = csv_options.get("fieldDelimiter", ",")
+        config.quote_character = csv_options.get("quote", '"')
     if "hivePartitioningOptions" in external:
         config.hive_partitioning = bigquery.HivePartitioningOptions.from_api_repr(
             external["hivePartitioningOptions"]

@@ -441,6 +441,13 @@ def test_cli_syncs_to_the_emulator(upload, client, dataset, bigquery_emulator, t
         "trips_history",
     ]
     assert _tables(client, dataset) == {"trips", "trips_manifest", "trips_history"}
+    delta = runner.invoke(app, [*args, "--delta-commits", "3", "--force"])
+    assert delta.exit_code == 0, delta.output
+    manifest = _external(client, f"{client.project}.{dataset}.trips_manifest")
+    assert [u.split("/.hoodie/manifest/")[1].split("/")[0] for u in manifest["sourceUris"]] == [
+        "snapshots",
+        "deltas",
+    ]
     bad = runner.invoke(app, [*args, "--table-name", "tri`ps"])
     assert bad.exit_code == 2
     assert bad.stderr.strip().count("\n") == 0 and "table_name" in bad.stderr
@@ -461,3 +468,117 @@ def test_a_table_opened_through_another_path_is_described_by_its_gcs_location(  
     assert history["hivePartitioningOptions"]["sourceUriPrefix"] == (
         "gs://lake-bucket/t/{byteField:INTEGER}/{shortField:INTEGER}"
     )
+
+
+DELTA_TABLES = [
+    t
+    for t in WITH_META
+    if t.name.endswith(("cow/v9_txns_simple_meta", "cow/v6_complexkeygen_hivestyle"))
+    or "overwritetable" in t.name
+    or t.name.endswith("v8_trips_8i3u1d")
+]
+
+
+def _hide_commits_after(fs: Any, uri: str, instant: str, hidden: str) -> list[tuple[str, str]]:
+    """Move the timeline files of instants after ``instant`` aside; returns the moves."""
+    root = uri.removeprefix("gs://")
+    folder = f"{root}/.hoodie/timeline"
+    if not fs.exists(folder):
+        folder = f"{root}/.hoodie"
+    fs.invalidate_cache()
+    moves = []
+    for entry in fs.ls(folder, detail=False):
+        name = str(entry).rsplit("/", 1)[-1]
+        if name[:1].isdigit() and name.split(".", 1)[0].split("_", 1)[0] > instant:
+            moves.append((str(entry), f"{hidden}/{name}"))
+    for src, dst in moves:
+        _move(fs, src, dst)
+    return moves
+
+
+def _move(fs: Any, src: str, dst: str) -> None:
+    fs.cp_file(src, dst)
+    fs.rm_file(src)
+    fs.invalidate_cache()
+
+
+@pytest.mark.parametrize("delta_commits", [0, 2], ids=["full", "delta"])
+@pytest.mark.parametrize("fixture", DELTA_TABLES, ids=[t.id for t in DELTA_TABLES])
+def test_view_follows_every_commit_in_full_and_delta_mode(  # type: ignore[no-untyped-def]
+    fixture, delta_commits, upload, client, dataset
+) -> None:
+    """The table grows one commit at a time (later timeline files moved aside in GCS);
+    after each sync the view, queried through the emulator, shows exactly the files of a
+    full listing at that commit, each record once, and at the end hudi-rs's rows. With
+    ``delta_commits=2`` the syncs cross compactions (every third commit re-bases) and the
+    overwrite fixtures' replacecommits remove file groups inside a delta."""
+    from hudi_sync.manifest import build_manifest
+
+    uploaded = upload(fixture)
+    fs = uploaded.gcs.fs()
+    table = uploaded.open()
+    instants = [i.requested_time for i in table.completed_commits()]
+    hidden = f"{uploaded.uri.removeprefix('gs://')}-hidden"
+    target = _target(client, dataset)
+    view_id, history_id, manifest_id = (
+        f"{client.project}.{dataset}.{n}" for n in ("t", "t_history", "t_manifest")
+    )
+    bases = set()
+    for instant in instants:
+        moves = _hide_commits_after(fs, uploaded.uri, instant, hidden)
+        try:
+            report = sync_table(uploaded.open(), [target], delta_commits=delta_commits)
+        finally:
+            for src, dst in moves:
+                _move(fs, dst, src)
+        assert report.ok and report.instant == instant, report
+        external = _external(client, manifest_id)
+        if delta_commits:
+            assert len(external["sourceUris"]) == 2
+            assert external["sourceUris"][1].startswith(f"{uploaded.uri}/.hoodie/manifest/deltas/")
+            bases.add(external["sourceUris"][0])
+        else:
+            assert external["sourceUris"] == [
+                f"{uploaded.uri}/.hoodie/manifest/snapshots/{instant}/files.csv"
+            ]
+        # The stored view's query over materialised copies (the objects stay external,
+        # so the next sync updates them as it would in BigQuery).
+        query = client.get_table(view_id).view_query
+        for table_id in (history_id, manifest_id):
+            materialise(client, table_id, destination=f"{table_id}_loaded")
+            query = query.replace(f"`{table_id}`", f"`{table_id}_loaded`")
+        shown = _query(client, f"SELECT _hoodie_file_name, _hoodie_record_key FROM ({query})")
+        expected = build_manifest(uploaded.open(), instant).names()
+        assert sorted(set(shown.column(0).to_pylist())) == expected, instant
+        keys = shown.column(1).to_pylist()
+        assert len(keys) == len(set(keys)), instant
+    if delta_commits and len(instants) > 3:
+        assert len(bases) >= 2  # a compaction re-based the manifest
+    rows = _query(client, f"SELECT * FROM ({query})")
+    expected_rows = hudi_rs_rows(str(uploaded.local), read_optimized=table.config.is_mor)
+    ours, theirs = same_columns(rows, expected_rows)  # type: ignore[arg-type]
+    normalise = _maps_as_dicts(theirs)
+    assert canonical(ours, normalise) == canonical(theirs, normalise)
+
+
+def test_hook_syncs_delta_manifests_with_the_option(  # type: ignore[no-untyped-def]
+    upload, client, dataset, bigquery_emulator
+) -> None:
+    from hudi_sync.hook import SYNC_TOOLS, run_post_commit_hook
+
+    uploaded = upload(_one("cow/v9_txns_simple_meta"))
+    options = {
+        SYNC_TOOLS: "bigquery",
+        "hoodie.gcp.bigquery.sync.project_id": client.project,
+        "hoodie.gcp.bigquery.sync.dataset_name": dataset,
+        "hoodie.gcp.bigquery.sync.table_name": "t",
+        "hoodie.gcp.bigquery.sync.api_endpoint": bigquery_emulator.endpoint_url,
+        "hoodie.manifest.delta.commits": "2",
+    }
+    report = run_post_commit_hook(uploaded.uri, options, uploaded.gcs.storage_options)
+    assert report.ok, report.errors
+    manifest = _external(client, f"{client.project}.{dataset}.t_manifest")
+    assert manifest["sourceUris"] == [
+        f"{uploaded.uri}/.hoodie/manifest/snapshots/{report.instant}/uris.csv",
+        f"{uploaded.uri}/.hoodie/manifest/deltas/{report.instant}_{report.instant}.csv",
+    ]

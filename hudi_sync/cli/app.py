@@ -377,6 +377,15 @@ def _bq_option(name: str, help_text: str) -> Any:
     )
 
 
+DeltaCommitsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--delta-commits",
+        help=f"{DELTA_COMMITS_OPTION}: publish delta manifests, a new base every N commits.",
+    ),
+]
+
+
 @sync_app.command("duckdb")
 def sync_duckdb(
     uri: Annotated[str, typer.Argument(help="Table base path or URI")],
@@ -395,13 +404,7 @@ def sync_duckdb(
     dry_run: DryRunOption = False,
     as_json: JsonFlag = False,
     storage_option: StorageOption = None,
-    delta_commits: Annotated[
-        int | None,
-        typer.Option(
-            "--delta-commits",
-            help=f"{DELTA_COMMITS_OPTION}: publish delta manifests, a new base every N commits.",
-        ),
-    ] = None,
+    delta_commits: DeltaCommitsOption = None,
 ) -> None:
     """Create NAME, NAME_manifest and NAME_history in a DuckDB file."""
     flags = {
@@ -461,6 +464,7 @@ def sync_bigquery(
     dry_run: DryRunOption = False,
     as_json: JsonFlag = False,
     storage_option: StorageOption = None,
+    delta_commits: DeltaCommitsOption = None,
 ) -> None:
     """Create external tables and a view (or one manifest-file table) in BigQuery."""
     flags = {
@@ -481,7 +485,11 @@ def sync_bigquery(
     def targets(_table: HudiTable) -> list[Target]:
         return [BigQueryTarget.from_options(_options(props, conf, BIGQUERY_PREFIX, flags))]
 
-    _sync(uri, targets, storage_option, as_of, keep, force, dry_run, as_json)
+    def delta() -> int:
+        own = {DELTA_COMMITS_OPTION: delta_commits}
+        return delta_commits_option(_options(props, conf, flags=own))
+
+    _sync(uri, targets, storage_option, as_of, keep, force, dry_run, as_json, _run(delta))
 
 
 def _sf_option(name: str, help_text: str) -> Any:

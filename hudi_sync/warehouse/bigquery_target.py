@@ -15,6 +15,13 @@ immutable manifest in one metadata update, then the view is stamped. A sync that
 anywhere leaves the view showing the old or the new snapshot, and a rerun converges.
 The marker (instant, base, mode) is recorded in each object's description and labels.
 
+With delta manifests (``hudi_sync.delta_manifest``, view mode only) the manifest table
+reads two files in one table: the base snapshot's ``uris.csv`` and the current changes
+file, each line one ``entry`` string, and the view's query unions them (base files whose
+group has no change, plus the changed groups' current files). Both URIs move in the
+manifest table's one metadata update, so a reader never pairs a base with another base's
+changes; the view's query is fixed while the table's base path stays the same.
+
 Before the table's first commit there is no file for an external table to match, so the
 history and manifest tables (the manifest-mode table) are created as native tables with
 the same columns and no rows. The first sync with files deletes and re-creates each as
@@ -31,8 +38,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
-from hudi_sync.manifest import PublishedManifest
+from hudi_sync.manifest import PublishedManifest, timeline_tail
 from hudi_sync.table import HudiTable
+from hudi_sync.table.schema import PartitionField, parse_avro_schema, partition_fields
 from hudi_sync.warehouse.bigquery_schema import partition_key_type, table_schema
 from hudi_sync.warehouse.common import (
     ObjectNames,
@@ -171,6 +179,11 @@ class _Step:
 class BigQueryTarget:
     """Syncs a table's published manifest into BigQuery external tables and a view."""
 
+    @property
+    def supports_delta_manifests(self) -> bool:
+        """View mode can union a base and its changes; a manifest-file table cannot."""
+        return not self.config.use_bq_manifest_file
+
     # External tables read PARQUET and ORC base files (sourceFormat is the table's format).
     base_file_formats: frozenset[str] = frozenset({"PARQUET", "ORC"})
 
@@ -290,9 +303,15 @@ class BigQueryTarget:
             table_id = resource["tableReference"]["tableId"]
             found = existing[table_id]
             exists = found is not None and table_id not in deleted
-            if found is not None and exists and _kind(found) != _resource_kind(resource):
+            if (
+                found is not None
+                and exists
+                and (_kind(found) != _resource_kind(resource) or _drops_columns(found, resource))
+            ):
                 # A native table made before the first commit becomes external (or back,
-                # with --force): BigQuery cannot change a table's type in place.
+                # with --force), a manifest table switches between full and delta
+                # manifests: BigQuery changes neither a table's type nor drops a column
+                # in place. Until the view is updated, a query of it fails.
                 steps.append(_Step("delete", self._id(table_id)))
                 exists = False
             steps.append(_Step("update" if exists else "create", self._id(table_id), resource))
@@ -324,9 +343,11 @@ class BigQueryTarget:
             return marker.base + uri[len(table.uri.rstrip("/")) :]
 
         stamp = {"description": marker.render(), "labels": _labels(marker)}
-        hive = self._hive_partitioning(table, marker.base)
-        excluded = frozenset(self._partition_names(table)) if hive else frozenset()
-        schema = table_schema(table.avro_schema, table.config.populate_meta_fields, excluded)
+        avro = snapshot_avro_schema(table, published.manifest.instant)
+        fields = partition_fields(avro, table.config.partition_fields, table.config.key_generator)
+        hive = self._hive_partitioning(table, marker.base, fields)
+        excluded = frozenset(self._partition_names(fields)) if hive else frozenset()
+        schema = table_schema(avro, table.config.populate_meta_fields, excluded)
         base_format = table.config.base_file_format
         if base_format not in self.base_file_formats:
             raise UnsupportedTableError(f"BigQuery external tables cannot read {base_format}")
@@ -348,7 +369,9 @@ class BigQueryTarget:
                 "externalDataConfiguration": external,
                 **stamp,
             }
-            return self._empty_tables(table, names, [single]) if marker.is_empty else [single]
+            if marker.is_empty:
+                return self._empty_tables(table, names, fields, [single])
+            return [single]
         with_meta = table.config.populate_meta_fields
         history = {
             "tableReference": self._ref(names.history),
@@ -357,49 +380,63 @@ class BigQueryTarget:
             | {"sourceUris": list(self.config.source_uri) or history_uris(table, marker.base)},
             **stamp,
         }
+        file_column = "_hoodie_file_name" if with_meta else "_FILE_NAME"
+        manifest_id = _quote(self._id(names.manifest))
+        delta = published.delta
+        if delta is None:
+            # Tables without meta fields filter on the _FILE_NAME pseudo column, which
+            # holds absolute URIs: their manifest is the URI list.
+            sources = [seen_by_bigquery(published.files_uri if with_meta else published.uris_uri)]
+            column, delimiter = "filename", ","
+            files_sql = f"SELECT filename FROM {manifest_id}"
+        else:
+            sources = [seen_by_bigquery(published.uris_uri), seen_by_bigquery(delta.changes_uri)]
+            column, delimiter = DELTA_ENTRY_COLUMN, DELTA_ENTRY_DELIMITER
+            files_sql = delta_files_select(
+                manifest_id, delta.base_prefix, None if with_meta else marker.base
+            )
         manifest = {
             "tableReference": self._ref(names.manifest),
-            "schema": {"fields": [{"name": "filename", "type": "STRING", "mode": "NULLABLE"}]},
+            "schema": {"fields": [{"name": column, "type": "STRING", "mode": "NULLABLE"}]},
             "externalDataConfiguration": {
                 "sourceFormat": "CSV",
-                # Tables without meta fields filter on the _FILE_NAME pseudo column,
-                # which holds absolute URIs: their manifest is the URI list.
-                "sourceUris": [
-                    seen_by_bigquery(published.files_uri if with_meta else published.uris_uri)
-                ],
-                "csvOptions": {"skipLeadingRows": "0", "fieldDelimiter": ",", "quote": ""},
+                "sourceUris": sources,
+                "csvOptions": {"skipLeadingRows": "0", "fieldDelimiter": delimiter, "quote": ""},
                 "autodetect": False,
             },
             **stamp,
         }
-        file_column = "_hoodie_file_name" if with_meta else "_FILE_NAME"
         view = {
             "tableReference": self._ref(names.view),
             "view": {
                 "query": (
                     f"SELECT * FROM {_quote(self._id(names.history))} WHERE {file_column} IN "
-                    f"(SELECT filename FROM {_quote(self._id(names.manifest))})"
+                    f"({files_sql})"
                 ),
                 "useLegacySql": False,
             },
             **stamp,
         }
         if marker.is_empty:
-            return self._empty_tables(table, names, [history, manifest, view])
+            return self._empty_tables(table, names, fields, [history, manifest, view])
         return [history, manifest, view]
 
     def _empty_tables(
-        self, table: HudiTable, names: ObjectNames, resources: list[dict[str, Any]]
+        self,
+        table: HudiTable,
+        names: ObjectNames,
+        fields: list[PartitionField],
+        resources: list[dict[str, Any]],
     ) -> list[dict[str, Any]]:
         """Before the table's first commit no file exists, and a query of an external
         table whose URIs match no file fails: the external tables become native tables
         with the same columns (hive partition keys last, as BigQuery adds them) and no
         rows. The view keeps its query, or selects no row from the history where it
         would filter on the ``_FILE_NAME`` pseudo column, which only external tables have."""
-        types = {f.name: f.avro_type for f in table.partition_fields}
+        types = {f.name: f.avro_type for f in fields}
         partition_columns = [
             {"name": n, "type": partition_key_type(types.get(n, "string"), n), "mode": "NULLABLE"}
-            for n in self._partition_names(table)
+            for n in self._partition_names(fields)
         ]
         empty = []
         for resource in resources:
@@ -413,15 +450,17 @@ class BigQueryTarget:
             empty.append(resource)
         return empty
 
-    def _partition_names(self, table: HudiTable) -> list[str]:
-        return list(self.config.partition_fields) or [f.name for f in table.partition_fields]
+    def _partition_names(self, fields: list[PartitionField]) -> list[str]:
+        return list(self.config.partition_fields) or [f.name for f in fields]
 
-    def _hive_partitioning(self, table: HudiTable, base: str) -> dict[str, Any] | None:
+    def _hive_partitioning(
+        self, table: HudiTable, base: str, fields: list[PartitionField]
+    ) -> dict[str, Any] | None:
         """Typed hive keys (``{dt:DATE}``) when the partition paths are ``key=value``."""
-        names = self._partition_names(table)
+        names = self._partition_names(fields)
         if not names or not table.config.hive_style_partitioning:
             return None
-        types = {f.name: f.avro_type for f in table.partition_fields}
+        types = {f.name: f.avro_type for f in fields}
         keys = "/".join(
             f"{{{name}:{partition_key_type(types.get(name, 'string'), name)}}}" for name in names
         )
@@ -496,6 +535,20 @@ def bigquery_client(config: BigQuerySyncConfig, api_endpoint: str | None = None)
     )
 
 
+def snapshot_avro_schema(table: HudiTable, instant: str | None) -> dict[str, Any]:
+    """``table.avro_schema`` (the newest write's schema) read from the timeline's tail at
+    the synced snapshot's ``instant``: the whole active timeline (thousands of instants
+    on a large table) is not parsed when a write at or after it has the schema. The
+    table's own (a cached property) when it was read already."""
+    if instant is not None and "avro_schema" not in vars(table):
+        tail = timeline_tail(table, instant, ())
+        for write in reversed(tail.completed_writes):
+            schema = tail.commit_metadata(write).schema
+            if schema:
+                return parse_avro_schema(schema, f"{table.uri}: {write.file_name}")
+    return table.avro_schema
+
+
 def history_uris(table: HudiTable, base: str) -> list[str]:
     """``<base>/<c>*.<ext>`` (``.parquet``, ``.orc``: the table's base file extension) for
     each first character ``c`` of the names in the table's folder (partition folders, or
@@ -506,6 +559,46 @@ def history_uris(table: HudiTable, base: str) -> list[str]:
     starts = {str(n).rstrip("/").rsplit("/", 1)[-1][:1] for n in names}
     extension = table.view.base_extension
     return [f"{base}/{c}*{extension}" for c in sorted(starts - {"", ".", "_"})]
+
+
+# A delta manifest table reads each line whole: a tab never occurs in a table's paths.
+DELTA_ENTRY_COLUMN = "entry"
+DELTA_ENTRY_DELIMITER = "\t"
+
+
+def delta_files_select(manifest_id: str, base_prefix: str, uri_base: str | None) -> str:
+    """The file names (with ``uri_base``: absolute URIs under it) of a delta manifest's
+    snapshot, from its table's entries: base lines are absolute URIs starting with
+    ``base_prefix``; change lines are CSV rows ``<partition>/<file id>,<file name>`` (the
+    name empty for a removed group, the first field quoted when it holds a comma). A
+    base file's group is its path up to the file name's first ``_``."""
+    prefix = _string(base_prefix)
+    first_field = r"REGEXP_EXTRACT(entry, r'^(.*),[^,]*$')"
+    unquoted = (
+        f"IF(STARTS_WITH({first_field}, '\"'), "
+        f"REPLACE(SUBSTR({first_field}, 2, LENGTH({first_field}) - 2), '\"\"', '\"'), "
+        f"{first_field})"
+    )
+    relative = (
+        "WITH lines AS ("
+        f"SELECT entry, STARTS_WITH(entry, {prefix}) AS is_base FROM {manifest_id}), "
+        f"base AS (SELECT SUBSTR(entry, {len(base_prefix) + 1}) AS path "
+        "FROM lines WHERE is_base), "
+        f"changes AS (SELECT {unquoted} AS file_group, "
+        "REGEXP_EXTRACT(entry, r',([^,]*)$') AS filename FROM lines WHERE NOT is_base) "
+        "SELECT path FROM base WHERE REGEXP_EXTRACT(path, r'^(?:.*/)?[^/_]*') NOT IN "
+        "(SELECT file_group FROM changes) "
+        "UNION ALL SELECT CONCAT(IFNULL(REGEXP_EXTRACT(file_group, r'^(.*/)'), ''), filename) "
+        "FROM changes WHERE filename != ''"
+    )
+    if uri_base is None:
+        return f"SELECT REGEXP_EXTRACT(path, r'[^/]+$') FROM ({relative})"
+    return f"SELECT CONCAT({_string(uri_base.rstrip('/') + '/')}, path) FROM ({relative})"
+
+
+def _string(value: str) -> str:
+    """A GoogleSQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _object_ids(names: ObjectNames) -> tuple[str, str, str]:
@@ -525,6 +618,14 @@ def _kind(table: bigquery.Table) -> str:
     if table.view_query is not None:
         return "view"
     return "external" if table.external_data_configuration is not None else "native"
+
+
+def _drops_columns(table: bigquery.Table, resource: dict[str, Any]) -> bool:
+    """The resource's schema lacks a column the table has."""
+    if "schema" not in resource:
+        return False
+    wanted = {f["name"] for f in resource["schema"]["fields"]}
+    return any(f.name not in wanted for f in table.schema)
 
 
 def _resource_kind(resource: dict[str, Any]) -> str:
