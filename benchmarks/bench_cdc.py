@@ -21,7 +21,9 @@ so every file group is rewritten): the commit the queries read.
    JSON images are built) and the row count.
 2. **CDC write overhead**: ``bench_writer``'s upsert (full: 1,000,000 rows, 10 % updates
    of the two newest days, the rest a new day) into the CDC-off table and into each CDC
-   table, each on its own hard-linked copy, by ``bench_writer``'s own measured child.
+   table, each on its own hard-linked copy, by ``bench_writer``'s own measured child,
+   all with the Python merge (``ours-python``: CDC logs are written by it), so the ratio
+   is what CDC costs the same merge.
 
 Each measurement runs in a fresh process (Spark started and warmed up first; only the
 query or write is timed); peak memory is the highest summed RSS of that process tree.
@@ -247,7 +249,9 @@ def main(argv: list[str] | None = None) -> int:
         for name in WRITES:
             shutil.rmtree(work, ignore_errors=True)
             link_copy(bases[name], work / "table")
-            run = measured(run_child, "ours", work / "table", incoming, touched, work / "out")
+            run = measured(
+                run_child, "ours-python", work / "table", incoming, touched, work / "out"
+            )
             writes[name].append(run)
             print(
                 f"run {attempt + 1} write cdc {name}: {run['seconds']:.1f} s, "

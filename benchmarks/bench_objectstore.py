@@ -10,7 +10,9 @@ runs in this process on 127.0.0.1; before each run the base table is uploaded to
 bucket (not timed). Each measured write runs in a fresh child process:
 
 - **s3**: ``hudi_sync.spark.write(..., upsert)`` to ``s3://<bucket>/table``;
-- **local**: the same upsert to a hard-linked local copy (``bench_writer``'s "ours");
+- **local**: the same upsert to a hard-linked local copy, with the same merge as on S3
+  (``hudi_sync.write.merge.engine=python``: Spark cannot open ``s3://`` here, so the
+  writer merges in its Python workers there; locally its default is Spark's own merge);
 - **reference-s3**: plain Spark, told which files the upsert touches: it reads them,
   drops the updated keys, unions the incoming rows, and its Python workers write one
   parquet file per ``day`` to the bucket through fsspec (Spark has no S3 jars here). No
@@ -66,7 +68,11 @@ def child(mode: str, table: str, incoming: str, touched: list[str], options: str
     with PeakSampler() as sampler:
         started = time.monotonic()
         if mode in ("s3", "local"):
-            written = write(rows, table, write_options("upsert"), storage_options=storage)
+            # Both on the Python merge, the only one that reaches the store here.
+            engine = {"hudi_sync.write.merge.engine": "python"}
+            written = write(
+                rows, table, {**write_options("upsert"), **engine}, storage_options=storage
+            )
             result["files_written"] = len(written.stats)
         else:
             local_table, target = table.split("|")

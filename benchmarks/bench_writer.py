@@ -9,11 +9,11 @@ receives an upsert of 1,000,000 rows: 10 % update keys of the two newest days (l
 changes), 90 % are new keys of a new day. Each measured write runs in a fresh process
 on its own hard-linked copy of the base table:
 
-- **ours**: ``hudi_sync.spark.write(..., upsert)``: tag keys, deduplicate, merge, commit,
-  with the default merge engine (Spark's Python workers merge each file group with
-  pyarrow).
-- **ours-spark**: the same with ``hudi_sync.write.merge.engine=spark`` (Spark's own join
-  and parquet writer).
+- **ours**: ``hudi_sync.spark.write(..., upsert)``: profile keys, merge, commit, with
+  the default merge engine (Spark's own joins and parquet writer, ``spark_merge``).
+- **ours-python**: the same with ``hudi_sync.write.merge.engine=python`` (Spark's Python
+  workers merge each file group with pyarrow: the path for tables Spark cannot open
+  itself and for CDC logging).
 - **reference**: plain Spark, told which files the upsert touches (the two newest days'
   base files): read them, drop the updated keys, union the incoming rows, write parquet
   partitioned by ``day``. No index, no ordering field, no commit protocol.
@@ -190,7 +190,7 @@ def link_copy(source: Path, target: Path) -> None:
 
 
 # -- one measured write (child process) --------------------------------------------------------
-MODES = ("ours", "ours-spark", "reference", "reference-meta")
+MODES = ("ours", "ours-python", "reference", "reference-meta")
 OPERATIONS = ("upsert", "delete", "insert_overwrite")
 
 
@@ -210,10 +210,10 @@ def child(
     result: dict[str, Any] = {"mode": mode, "operation": operation}
     with PeakSampler() as sampler:
         started = time.monotonic()
-        if mode in ("ours", "ours-spark"):
+        if mode in ("ours", "ours-python"):
             options = write_options(operation)
-            if mode == "ours-spark":
-                options["hudi_sync.write.merge.engine"] = "spark"
+            if mode == "ours-python":
+                options["hudi_sync.write.merge.engine"] = "python"
             written = write(rows, table, options)
             result["files_written"] = len(written.stats)
             result["files_rewritten"] = sum(1 for s in written.stats if s.prev_commit)

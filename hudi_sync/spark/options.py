@@ -36,10 +36,10 @@ HEARTBEAT_MISSES = "hoodie.client.heartbeat.tolerable.misses"
 COMBINE_BEFORE_INSERT = "hoodie.combine.before.insert"
 DELETE_FIELD = "hoodie.payload.delete.field"
 DELETE_MARKER = "hoodie.payload.delete.marker"
-# hudi_sync's own: who merges file groups. "python" (default): Spark's Python workers
-# with pyarrow, which also write Hudi's key-range footer metadata; "spark": Spark's join
-# and parquet writer where Spark can open the table and CDC is off (else Python). The
-# Spark merge needs about 30 % less peak memory but measured ~17 % slower (README).
+# hudi_sync's own: who merges file groups. "spark" (default): Spark's joins and parquet
+# writer, where Spark can open the table and CDC is off, else the Python merge; "python":
+# Spark's Python workers with pyarrow, which also write Hudi's key-range footer metadata
+# (read only by Hudi's BLOOM index; Spark's default SIMPLE index joins on the keys).
 MERGE_ENGINE = "hudi_sync.write.merge.engine"
 MERGE_ENGINES = ("spark", "python")
 
@@ -134,7 +134,7 @@ class WriteOptions:
         delete_marker = raw.get(DELETE_MARKER)
         if (delete_field is None) != (delete_marker is None):
             raise BadInputError(f"{DELETE_FIELD} and {DELETE_MARKER} go together")
-        engine = raw.get(MERGE_ENGINE, "python").strip().lower()
+        engine = raw.get(MERGE_ENGINE, "spark").strip().lower()
         if engine not in MERGE_ENGINES:
             raise BadInputError(
                 f"{MERGE_ENGINE}={engine!r} is not one of {', '.join(MERGE_ENGINES)}"

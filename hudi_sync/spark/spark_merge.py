@@ -1,10 +1,11 @@
 """The copy-on-write merge run by Spark itself: its join, its parquet writer.
 
-Used by ``writer.write`` with ``hudi_sync.write.merge.engine=spark`` when Spark can
-open the table path (local tables, or a scheme its Hadoop has a file system for, see
-``reader.spark_opens``) and the table does not log CDC; otherwise (and by default)
-Spark's Python workers merge each file group with pyarrow
-(``merge.merge_file_group``), which is also the reference for the rules here:
+Used by ``writer.write`` (``hudi_sync.write.merge.engine=spark``, the default) when
+Spark can open the table path (local tables, or a scheme its Hadoop has a file system
+for, see ``reader.spark_opens``) and the table does not log CDC; otherwise (or with
+``hudi_sync.write.merge.engine=python``) Spark's Python workers merge each file group
+with pyarrow (``merge.merge_file_group``), which is also the reference for the rules
+here:
 
 1. ``profile``: the incoming keys (deduplicated on narrow columns) joined with the
    stored keys (and ordering values) of the partitions they go to: which file groups

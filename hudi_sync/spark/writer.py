@@ -11,13 +11,13 @@ Steps of one write (Hudi's, see docs/hudi-format §8):
    join against the snapshot's ``_hoodie_record_key``), route new keys into small
    files, then into new file groups sized by ``hoodie.parquet.max.file.size``. Then
    each touched file group is merged and written under its Hudi name, after a marker
-   that lets a rollback find it. By default Spark's Python workers merge each file
-   group with pyarrow (``merge.merge_file_group``). With
-   ``hudi_sync.write.merge.engine=spark``, where Spark can open the table (local disk,
-   or a scheme its Hadoop reads without fsspec options) and CDC logging is off, Spark
-   merges with its own joins and parquet writer (``spark_merge``: it profiles and
+   that lets a rollback find it. By default, where Spark can open the table (local
+   disk, or a scheme its Hadoop reads without fsspec options) and CDC logging is off,
+   Spark merges with its own joins and parquet writer (``spark_merge``: it profiles and
    deduplicates the keys itself, nothing cached; faster and leaner in the writer
-   benchmark; no Hudi key-range footer metadata).
+   benchmark; no Hudi key-range footer metadata). Otherwise, or with
+   ``hudi_sync.write.merge.engine=python``, Spark's Python workers merge each file
+   group with pyarrow (``merge.merge_file_group``).
 4. Under the lock: fail with ``WriteConflictError`` if a commit completed meanwhile
    touched the same file groups; else publish the completed instant, last and whole,
    with a conditional create (an instant completed by another writer is a conflict).
