@@ -267,18 +267,23 @@ def test_stored_files_are_merged_in_place_when_the_profile_allows(  # type: igno
 ) -> None:
     """Hudi's merge handle in Spark (``merged_in_place``) writes what the Python merge
     writes; it is used exactly when no key comes twice, the stored partitions' incoming
-    rows fit the broadcast threshold and no new key goes to a small file."""
+    rows fit the broadcast threshold and no new key goes to a small file. The profile
+    streams the stored keys through a broadcast of the incoming ones whenever broadcasts
+    are on, and shuffles both sides when they are off: both give the same stats."""
     paths = {e: tmp_path / e for e in ("python", "spark")}
     for engine, path in paths.items():
         _seed_table(spark, path, engine)
-    real = spark_merge.merged_in_place
+    real, real_profile = spark_merge.merged_in_place, spark_merge.profile
     for operation, rows, settings, in_place in IN_PLACE_STEPS:
         for engine, path in paths.items():
             before = {key: spark.conf.get(key, None) for key in settings}
             for key, value in settings.items():
                 spark.conf.set(key, value)
             try:
-                with mock.patch.object(spark_merge, "merged_in_place", wraps=real) as spy:
+                with (
+                    mock.patch.object(spark_merge, "merged_in_place", wraps=real) as spy,
+                    mock.patch.object(spark_merge, "profile", wraps=real_profile) as profiled,
+                ):
                     write(
                         frame(spark, rows, False),
                         str(path),
@@ -291,6 +296,9 @@ def test_stored_files_are_merged_in_place_when_the_profile_allows(  # type: igno
                     else:
                         spark.conf.set(key, value)
             assert spy.called == (in_place and engine == "spark"), (operation, rows[0], engine)
+            if engine == "spark":  # the profile broadcasts the incoming keys unless told not to
+                broadcast_partitions = profiled.call_args.args[5]
+                assert (broadcast_partitions is not None) == (not settings), (operation, rows[0])
         instants = {e: HudiTable.open(str(p)).timeline.completed_writes for e, p in paths.items()}
         tables = {
             e: _normalized(p, [i.requested_time for i in instants[e]]) for e, p in paths.items()

@@ -46,11 +46,12 @@ import os
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import Column, DataFrame, Row, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.window import Window
@@ -166,17 +167,38 @@ def profile(
     rows: DataFrame,
     stored_files: Sequence[str],
     ordering: str | None,
+    broadcast_partitions: Collection[str] | None = None,
 ) -> Profile:
     """Per incoming key (``rows`` keyed, with ``SEQUENCE``) its row, against the stored
     keys: one Spark job over narrow columns with fixed-width aggregates (a hash
     aggregate, no sort). Only when some key comes twice is it run again on the
-    deduplicated rows, whose winners the stats must count."""
-    found = _profile_rows(spark, location, rows, stored_files, ordering)
+    deduplicated rows, whose winners the stats must count.
+
+    With ``broadcast_partitions`` (the partitions of ``stored_files``, whose incoming
+    keys the caller found small enough to broadcast) the stored keys are streamed
+    through a broadcast of those incoming keys instead of being shuffled to meet them:
+    a few updates into large files cost a scan of the files' key column, not a
+    shuffle of it."""
+    found = _profile_rows(spark, location, rows, stored_files, ordering, broadcast_partitions)
     if any(int(r["most"]) > 1 for r in found):
         unique = deduplicated(rows, ordering)
-        found = _profile_rows(spark, location, unique, stored_files, ordering)
+        found = _profile_rows(spark, location, unique, stored_files, ordering, broadcast_partitions)
         return _profile(found, duplicates=True)
     return _profile(found, duplicates=False)
+
+
+_COUNTS = ("keys", "most", "upserts", "updates", "deletes")
+
+
+def _counts(delete: Column, won: Column) -> list[Column]:
+    """The profile's aggregates (``_COUNTS``) over keyed rows."""
+    return [
+        F.count(F.lit(1)).alias("keys"),
+        F.max("__n").alias("most"),
+        F.sum((~delete).cast("long")).alias("upserts"),
+        F.sum((won & ~delete).cast("long")).alias("updates"),
+        F.sum((won & delete).cast("long")).alias("deletes"),
+    ]
 
 
 def _profile_rows(
@@ -185,41 +207,66 @@ def _profile_rows(
     rows: DataFrame,
     stored_files: Sequence[str],
     ordering: str | None,
-) -> list[Row]:
-    """Per ``(partition, stored file id or null)``: incoming keys, most rows of one key,
-    and (exact when every key comes once) upserts, updates and deletes."""
+    broadcast_partitions: Collection[str] | None,
+) -> list[dict[str, Any]]:
+    """Per ``(__p partition, __f stored file id or None)``: incoming keys, most rows of
+    one key, and (exact when every key comes once) upserts, updates and deletes."""
     keys = rows.groupBy(PARTITION_PATH, RECORD_KEY).agg(
         F.count(F.lit(1)).alias("__n"),
         F.max(F.col(DELETE_FLAG).cast("int")).alias("__d"),
         *([F.max(ordering).alias("__o")] if ordering else []),
     )
     delete = F.col("__d") == 1
-    won: Column = F.lit(True)
-    file_id: Column = F.lit(None).cast("string")
-    if stored_files:
-        stored = stored_keys(spark, location, stored_files, ordering).hint("shuffle_hash")
-        keys = keys.join(
-            stored,
+    if not stored_files:
+        return _collected(
+            keys.groupBy(
+                F.col(PARTITION_PATH).alias("__p"), F.lit(None).cast("string").alias("__f")
+            ).agg(*_counts(delete, F.lit(True)))
+        )
+    stored = stored_keys(spark, location, stored_files, ordering)
+    won = wins(F.col("__o"), F.col("__so")) if ordering else F.lit(True)
+    if broadcast_partitions is None:
+        joined = keys.join(
+            stored.hint("shuffle_hash"),
             (keys[PARTITION_PATH] == stored["__sp"]) & (keys[RECORD_KEY] == stored["__sk"]),
             "left",
         )
-        if ordering:
-            won = wins(F.col("__o"), F.col("__so"))
-        file_id = F.col(FILE_ID)
-    return (
-        keys.groupBy(F.col(PARTITION_PATH).alias("__p"), file_id.alias("__f"))
-        .agg(
-            F.count(F.lit(1)).alias("keys"),
-            F.max("__n").alias("most"),
-            F.sum((~delete).cast("long")).alias("upserts"),
-            F.sum((won & ~delete).cast("long")).alias("updates"),
-            F.sum((won & delete).cast("long")).alias("deletes"),
+        return _collected(
+            joined.groupBy(F.col(PARTITION_PATH).alias("__p"), F.col(FILE_ID).alias("__f")).agg(
+                *_counts(delete, won)
+            )
         )
-        .collect()
+    # Matched keys per stored file group (the stored side streamed through a broadcast
+    # of the incoming keys), and all keys per partition; unmatched = all - matched.
+    nearby = keys.where(F.col(PARTITION_PATH).isin(sorted(broadcast_partitions)))
+    matched = stored.join(
+        F.broadcast(nearby),
+        (nearby[PARTITION_PATH] == stored["__sp"]) & (nearby[RECORD_KEY] == stored["__sk"]),
+        "inner",
     )
+    per_group = matched.groupBy(F.col("__sp").alias("__p"), F.col(FILE_ID).alias("__f")).agg(
+        *_counts(delete, won)
+    )
+    per_partition = keys.groupBy(
+        F.col(PARTITION_PATH).alias("__p"), F.lit(None).cast("string").alias("__f")
+    ).agg(*_counts(delete, F.lit(False)))
+    found = _collected(per_group.unionByName(per_partition))
+    partitions = {r["__p"]: r for r in found if r["__f"] is None}
+    for row in found:
+        if row["__f"] is not None:
+            partitions[row["__p"]]["keys"] -= row["keys"]
+            partitions[row["__p"]]["upserts"] -= row["upserts"]
+    return found
 
 
-def _profile(found: Sequence[Row], duplicates: bool) -> Profile:
+def _collected(frame: DataFrame) -> list[dict[str, Any]]:
+    return [
+        {"__p": r["__p"], "__f": r["__f"], **{c: int(r[c] or 0) for c in _COUNTS}}
+        for r in frame.collect()
+    ]
+
+
+def _profile(found: Sequence[Mapping[str, Any]], duplicates: bool) -> Profile:
     groups: dict[tuple[str, str], GroupProfile] = {}
     new_keys: dict[str, int] = {}
     partition_keys: dict[str, int] = {}

@@ -50,9 +50,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import MapType
 
 from hudi_sync.errors import (
     BadInputError,
@@ -191,6 +192,7 @@ class _Write:
         # The keyed (and deduplicated) incoming rows, cached by the first Spark job.
         self._rows: DataFrame | None = None
         self._upserts: dict[str, int] = {}  # partition -> incoming non-delete rows
+        self._incoming_rows: dict[str, int] = {}  # partition -> incoming rows
 
     def release(self) -> None:
         """Drop the cached incoming rows."""
@@ -483,12 +485,17 @@ class _Write:
             rows = self._deduplicated(keyed) if deduplicate else keyed
             # Spark's merge of inserts reads the rows once more: cheaper than a cache.
             self._rows = rows if self.spark_merge else rows.persist(StorageLevel.MEMORY_AND_DISK)
+        # Uncached rows are computed again by the merge: every column is computed here
+        # too, so a failing one (a UDF, an ANSI cast) fails before the timeline is touched.
+        uncached = self.spark_merge
         try:
             found = (
                 self._rows.groupBy(PARTITION_PATH)
                 .agg(
                     F.max(F.col(RECORD_KEY).isNull().cast("int")).alias("null_key"),
                     F.sum((~F.col(DELETE_FLAG)).cast("long")).alias("upserts"),
+                    F.count(F.lit(1)).alias("rows"),
+                    *([_every_column_computed(self._rows, self.data_columns)] if uncached else []),
                 )
                 .collect()
             )
@@ -503,6 +510,7 @@ class _Write:
                 f"({opt.RECORD_KEY}={','.join(self.options.record_key_fields)})"
             )
         self._upserts = {r[PARTITION_PATH]: int(r["upserts"] or 0) for r in found}
+        self._incoming_rows = {r[PARTITION_PATH]: int(r["rows"]) for r in found}
         return set(self._upserts)
 
     def _deduplicated(self, keyed: DataFrame) -> DataFrame:
@@ -562,6 +570,10 @@ class _Write:
         tagging = self.operation in ("upsert", "delete")
         ordering = None if self.operation == "delete" else self.ordering
         nearby = {k: name for k, name in snapshot.items() if k[0] in partitions}
+        stored_partitions = {p for p, _ in nearby}
+        broadcast = tagging and self._fits_broadcast(
+            sum(self._incoming_rows.get(p, 0) for p in stored_partitions), nearby
+        )
         found = (
             spark_merge.profile(
                 self.spark,
@@ -569,6 +581,7 @@ class _Write:
                 rows,
                 [self.location.join(p, name) for (p, _), name in sorted(nearby.items())],
                 ordering,
+                stored_partitions if broadcast else None,
             )
             if tagging
             else None
@@ -658,16 +671,21 @@ class _Write:
             return False
         if any((b.partition, b.file_id) in snapshot for b in buckets):
             return False
+        stored_partitions = {p for p, _ in rewritten}
+        incoming = sum(n for p, n in found.keys.items() if p in stored_partitions)
+        return self._fits_broadcast(incoming, rewritten)
+
+    def _fits_broadcast(self, incoming: int, stored: Mapping[tuple[str, str], str]) -> bool:
+        """Whether ``incoming`` rows fit Spark's broadcast threshold, each estimated at the
+        largest uncompressed row of the ``stored`` files (their footers) they meet."""
         threshold = _size_setting(
             self.spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB") or "10MB"
         )
-        if threshold <= 0:
+        if threshold <= 0 or not stored or not incoming:
             return False
-        stored_partitions = {p for p, _ in rewritten}
-        incoming = sum(n for p, n in found.keys.items() if p in stored_partitions)
         row_bytes = max(
             spark_merge.row_bytes(self.location, self.location.join(p, name))
-            for p, name in _files(rewritten)
+            for p, name in _files(stored)
         )
         return incoming * row_bytes <= threshold
 
@@ -843,6 +861,15 @@ def _files(groups: Mapping[tuple[str, str], str]) -> list[tuple[str, str]]:
 
 
 _SIZE_UNITS = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def _every_column_computed(rows: DataFrame, columns: Sequence[str]) -> Column:
+    """An aggregate that needs every one of ``columns`` computed (Spark prunes columns an
+    aggregate does not read, and with them their failures): a hash of them all, maps by
+    their size (Spark does not hash maps)."""
+    types = {f.name: f.dataType for f in rows.schema.fields}
+    values = [F.size(c) if isinstance(types[c], MapType) else F.col(c) for c in columns]
+    return F.max(F.xxhash64(*values)).alias("__computed")
 
 
 def _size_setting(value: str) -> int:
