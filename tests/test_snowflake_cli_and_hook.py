@@ -145,3 +145,43 @@ def test_post_commit_hook_target(table_in_s3, s3_server, emulation) -> None:  # 
     )
     assert not failing.ok
     assert failing.errors["snowflake:HUDI.LAKE"].startswith("Snowflake create ")
+
+
+def _manifest_pattern(emulation: EmulatedSnowflake, name: str) -> str:
+    return emulation.external[("HUDI", "LAKE", name)].pattern
+
+
+def test_cli_and_hook_publish_delta_manifests_when_asked(  # type: ignore[no-untyped-def]
+    table_in_s3, s3_server, emulation
+) -> None:
+    """``--delta-commits N`` and the hook's ``hoodie.manifest.delta.commits``: the
+    manifest table reads the base URI list and the changes file; a bad value is one
+    line naming the option, exit 2, nothing created."""
+    local, table = table_in_s3
+    args = ["sync", "snowflake", table.uri, "--database", "hudi", "--schema", "lake"]
+    args += ["--table-name", "trips", "--storage-integration", "lake_s3"]
+    args += _storage_flags(s3_server)
+    bad = CliRunner().invoke(app, [*args, "-c", "hoodie.manifest.delta.commits=x"])
+    assert bad.exit_code == 2 and "hoodie.manifest.delta.commits='x'" in bad.output
+    assert not any(s.startswith("CREATE") for s in emulation.statements)
+
+    done = CliRunner().invoke(app, [*args, "--delta-commits", "2"])
+    assert done.exit_code == 0, done.output
+    instant = table.latest_instant()
+    assert _manifest_pattern(emulation, "TRIPS_MANIFEST") == (
+        f"^(.*/)?(snapshots/{instant}/uris[.]csv|deltas/{instant}_{instant}[.]csv)$"
+    )
+    assert _view_rows(table) == _hudi_rs(table, local)
+
+    options = {
+        SYNC_TOOLS: "snowflake",
+        f"{PREFIX}database": "hudi",
+        f"{PREFIX}schema": "lake",
+        f"{PREFIX}table_name": "trips_hooked",
+        f"{PREFIX}storage_integration": "lake_s3",
+        "hoodie.manifest.delta.commits": "2",
+    }
+    report = run_post_commit_hook(table.uri, options, s3_server.storage_options)
+    assert report.ok, report.errors
+    assert "deltas/" in _manifest_pattern(emulation, "TRIPS_HOOKED_MANIFEST")
+    assert _view_rows(table, "trips_hooked") == _hudi_rs(table, local)

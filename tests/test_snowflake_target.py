@@ -451,3 +451,113 @@ def test_stage_url_from_the_table_uri(tmp_path: Path) -> None:
     local = type("T", (), {"uri": str(tmp_path)})()
     with pytest.raises(BadInputError, match=r"set hoodie\.snowflake\.sync\.stage_url"):
         target.stage_url(local)  # type: ignore[arg-type]
+
+
+DELTA_TABLES = [
+    t
+    for t in COW
+    if t.name.endswith(
+        (
+            "v6_complexkeygen_hivestyle",
+            "v6_simplekeygen_nonhivestyle_overwritetable",
+            "v8_simplekeygen_hivestyle_no_metafields",
+            "v9_txns_simple_meta",
+        )
+    )
+]
+
+
+def _hide_commits_after(fs: Any, uri: str, instant: str) -> list[tuple[str, str]]:
+    """Move the timeline files of instants after ``instant`` aside (beside the table);
+    returns the moves, to undo them."""
+    root = uri.removeprefix("s3://")
+    folder = (
+        f"{root}/.hoodie/timeline" if fs.exists(f"{root}/.hoodie/timeline") else f"{root}/.hoodie"
+    )
+    moves = []
+    for entry in fs.ls(folder, detail=False):
+        name = str(entry).rsplit("/", 1)[-1]
+        if name[:1].isdigit() and name.split(".", 1)[0].split("_", 1)[0] > instant:
+            moves.append((str(entry), f"{root}-hidden/{name}"))
+    for src, dst in moves:
+        fs.mv(src, dst)
+    fs.invalidate_cache()
+    return moves
+
+
+def _shown_files(with_meta: bool) -> tuple[list[str], list[str]]:
+    """The view's distinct file names, and its record keys (tables with meta fields)."""
+    cursor = snowflake.connector.connect(database=DATABASE, schema=SCHEMA).cursor()
+    key = sql_name("_hoodie_record_key") if with_meta else "NULL"
+    cursor.execute(f"SELECT {sql_name('_hoodie_file_name')}, {key} FROM HUDI.LAKE.TRIPS")
+    rows = cursor.fetchall()
+    return sorted({str(r[0]) for r in rows}), [str(r[1]) for r in rows if r[1] is not None]
+
+
+@pytest.mark.parametrize("delta_commits", [0, 2], ids=["full", "delta"])
+@pytest.mark.parametrize("fixture", DELTA_TABLES, ids=[t.id for t in DELTA_TABLES])
+def test_view_follows_every_commit_in_full_and_delta_mode(  # type: ignore[no-untyped-def]
+    fixture, delta_commits, unpack_table, s3_server, emulation
+) -> None:
+    """The table grows one commit at a time (later timeline files moved aside in S3);
+    after each sync the view shows exactly the files of a full listing at that commit,
+    each record once, and at the end hudi-rs's rows. With ``delta_commits=2`` the manifest
+    table reads the base's URI list and a changes file, the syncs cross compactions
+    (every third commit re-bases) and the overwrite fixture's replacecommit removes file
+    groups inside a delta."""
+    from hudi_sync.manifest import build_manifest
+
+    local = unpack_table(fixture)
+    table = _upload(s3_server, local)
+    fs = s3_server.fs()
+    instants = [i.requested_time for i in table.completed_commits()]
+    with_meta = table.config.populate_meta_fields
+    bases = set()
+    for instant in instants:
+        moves = _hide_commits_after(fs, table.uri, instant)
+        try:
+            report = sync_table(
+                HudiTable.open(table.uri, s3_server.storage_options),
+                [_target()],
+                delta_commits=delta_commits,
+            )
+        finally:
+            for src, dst in moves:
+                fs.mv(dst, src)
+            fs.invalidate_cache()
+        assert report.ok and report.instant == instant, report
+        manifest = emulation.external[
+            (object_name(DATABASE), object_name(SCHEMA), "TRIPS_MANIFEST")
+        ]
+        if delta_commits:
+            assert manifest.path == ".hoodie/manifest/"
+            snapshot, changes = (
+                manifest.pattern.removeprefix("^(.*/)?(").removesuffix(")$").split("|")
+            )
+            assert snapshot.endswith("/uris[.]csv") and changes.startswith("deltas/"), manifest
+            bases.add(snapshot)
+        else:
+            assert manifest.path == f".hoodie/manifest/snapshots/{instant}/"
+        names, keys = _shown_files(with_meta)
+        assert names == build_manifest(HudiTable.open(str(local)), instant).names(), instant
+        assert len(keys) == len(set(keys)), instant
+    if delta_commits and len(instants) > 3:
+        assert len(bases) >= 2  # a compaction re-based the manifest
+    assert _view_rows(table) == _hudi_rs(table, local)
+
+
+def test_switching_between_full_and_delta_manifests_replaces_the_view(  # type: ignore[no-untyped-def]
+    unpack_table, s3_server, emulation
+) -> None:
+    """The view's definition differs between the modes, so a switch replaces it (the
+    manifest table is replaced at every sync anyway); the rows stay hudi-rs's."""
+    local = unpack_table(next(t for t in COW if t.name.endswith("v6_complexkeygen_hivestyle")))
+    table = _upload(s3_server, local)
+    for delta_commits in (0, 3, 0):
+        count = len(emulation.statements)
+        report = sync_table(table, [_target()], delta_commits=delta_commits)
+        assert report.ok, report
+        view = [s for s in emulation.statements[count:] if 'VIEW "HUDI"."LAKE"."TRIPS"' in s]
+        assert view and view[-1].startswith("CREATE OR REPLACE VIEW"), view
+        assert ("WITH lines AS" in view[-1]) == bool(delta_commits)
+        assert _view_rows(table) == _hudi_rs(table, local)

@@ -534,6 +534,7 @@ def sync_snowflake(
     dry_run: DryRunOption = False,
     as_json: JsonFlag = False,
     storage_option: StorageOption = None,
+    delta_commits: DeltaCommitsOption = None,
 ) -> None:
     """Create a stage, external tables and a view in Snowflake. Secrets (password,
     private_key_file_pwd, token, aws_secret_key, azure_sas_token) come from SNOWFLAKE_*
@@ -557,7 +558,11 @@ def sync_snowflake(
         options = _options(props, conf, SNOWFLAKE_PREFIX, flags)
         return [SnowflakeTarget.from_options(options, default_table_name=table.config.name)]
 
-    _sync(uri, targets, storage_option, as_of, keep, force, dry_run, as_json)
+    def delta() -> int:
+        own = {DELTA_COMMITS_OPTION: delta_commits}
+        return delta_commits_option(_options(props, conf, flags=own))
+
+    _sync(uri, targets, storage_option, as_of, keep, force, dry_run, as_json, _run(delta))
 
 
 @app.command("write")

@@ -9,6 +9,12 @@
   (``.hoodie/manifest/snapshots/<instant>/files.csv``), ``filename`` from ``VALUE:c1``;
 - the view ``<t>``: the history rows whose ``_hoodie_file_name`` is in the manifest.
 
+With delta manifests (``hudi_sync.delta_manifest``) ``<t>_manifest`` is one external
+table over the base snapshot's ``uris.csv`` and the current changes file (PATTERN names
+exactly those two under ``.hoodie/manifest/``), one line a row, and the view computes
+the snapshot's file names from them (``delta_files_select``): a sync after a commit
+reads and writes that commit's changes, not the table's whole file list.
+
 Snowflake commits each DDL statement on its own, so the order is what keeps readers
 consistent, as in the BigQuery target: the history table (a superset of every snapshot's
 files) is refreshed first, then the manifest table is replaced by one over the new
@@ -90,6 +96,8 @@ BASE_FILE_PATTERN = r"^/?([^./][^/]*/)*[^./][^/]*_[0-9]{14,17}[.]parquet$"
 # External tables read PARQUET and ORC base files (FILE_FORMAT is the table's format).
 BASE_FILE_FORMATS = frozenset({"PARQUET", "ORC"})
 MANIFEST_PATTERN = r"^(.*/)?files[.]csv$"
+# A delta manifest table reads each line whole (FIELD_DELIMITER = NONE) as one column.
+DELTA_ENTRY_COLUMN = "entry"
 _MARKER_DIGESTS = re.compile(r"history=(?P<history>\w+) view=(?P<view>\w+)")
 _CLOUD_URL = re.compile(r"^(s3|gcs|azure)://[^/]+(/.*)?$")
 
@@ -246,6 +254,8 @@ class SnowflakeTarget:
     """Syncs a table's published manifest into Snowflake external tables and a view."""
 
     base_file_formats: frozenset[str] = BASE_FILE_FORMATS
+    # The view unions a base snapshot and its changes (``hudi_sync.delta_manifest``).
+    supports_delta_manifests: bool = True
 
     def __init__(
         self,
@@ -367,7 +377,7 @@ class SnowflakeTarget:
             table.config.populate_meta_fields,
         )
         history_sql = self._history_sql(names.history, columns, table.config.base_file_format)
-        view_sql = self._view_sql(names, columns)
+        view_sql = self._view_sql(names, columns, published)
         history_digest, view_digest = _digest(history_sql), _digest(view_sql)
         current = state.marker
         same_objects = marker.same_objects(current)
@@ -453,32 +463,46 @@ class SnowflakeTarget:
         )
 
     def _manifest_sql(self, table: HudiTable, published: PublishedManifest, name: str) -> str:
-        """Over the immutable manifest folder of this instant: replacing the table is the
-        one atomic switch from the previous snapshot to this one."""
-        root = table.uri.rstrip("/") + "/"
-        if not published.files_uri.startswith(root):
-            raise HudiSyncError(f"manifest {published.files_uri} is not under {table.uri}")
-        folder = published.files_uri[len(root) :].rsplit("/", 1)[0]
-        if not re.fullmatch(r"[\w./-]+", folder):
-            raise HudiSyncError(f"manifest folder {folder!r} cannot be a stage path")
+        """Over immutable manifest files: replacing the table is the one atomic switch
+        from the previous snapshot to this one. Full manifests: this instant's
+        ``files.csv`` (column ``filename``). Delta manifests: the base's ``uris.csv``
+        and the current changes file, matched exactly by PATTERN under the manifest
+        folder, one whole line a row (column ``entry``, read by ``delta_files_select``)."""
+        delta = published.delta
+        if delta is None:
+            folder = _stage_path(table, published.files_uri).rsplit("/", 1)[0]
+            column, pattern = "filename", MANIFEST_PATTERN
+        else:
+            base = _stage_path(table, published.uris_uri)
+            changes = _stage_path(table, delta.changes_uri)
+            folder = os.path.commonpath([base, changes])
+            files = [p[len(folder) + 1 :].replace(".", "[.]") for p in (base, changes)]
+            column, pattern = DELTA_ENTRY_COLUMN, f"^(.*/)?({'|'.join(files)})$"
         return (
             f"CREATE OR REPLACE EXTERNAL TABLE {self._qualified(name)} "
-            f"({sql_name('filename')} VARCHAR AS (VALUE['c1']::VARCHAR)) "
+            f"({sql_name(column)} VARCHAR AS (VALUE['c1']::VARCHAR)) "
             f"WITH LOCATION = @{self._qualified(self._stage())}/{folder}/ "
             "REFRESH_ON_CREATE = TRUE AUTO_REFRESH = FALSE "
-            f"PATTERN = {quote_literal(MANIFEST_PATTERN)} "
+            f"PATTERN = {quote_literal(pattern)} "
             "FILE_FORMAT = (TYPE = CSV FIELD_DELIMITER = NONE SKIP_HEADER = 0 "
             "FIELD_OPTIONALLY_ENCLOSED_BY = NONE) COPY GRANTS"
         )
 
-    def _view_sql(self, names: ObjectNames, columns: list[Column]) -> str:
-        """Every column but the external table's ``VALUE`` variant."""
+    def _view_sql(
+        self, names: ObjectNames, columns: list[Column], published: PublishedManifest
+    ) -> str:
+        """Every column but the external table's ``VALUE`` variant, of the history rows
+        whose file is in the manifest table's snapshot."""
         listed = ", ".join(sql_name(c.name) for c in columns)
+        manifest = self._qualified(names.manifest)
+        if published.delta is None:
+            files = f"SELECT {sql_name('filename')} FROM {manifest}"
+        else:
+            files = delta_files_select(manifest, published.delta.base_prefix)
         return (
             f"CREATE OR REPLACE VIEW {self._qualified(names.view)} COPY GRANTS AS "
             f"SELECT {listed} FROM {self._qualified(names.history)} "
-            f"WHERE {sql_name('_hoodie_file_name')} IN "
-            f"(SELECT {sql_name('filename')} FROM {self._qualified(names.manifest)})"
+            f"WHERE {sql_name('_hoodie_file_name')} IN ({files})"
         )
 
     # -- applying ------------------------------------------------------------------------
@@ -527,6 +551,46 @@ class SnowflakeTarget:
         for secret in self.config.secrets():
             message = message.replace(secret, "***")
         return HudiSyncError(f"Snowflake {action} failed: {message}")
+
+
+def _stage_path(table: HudiTable, uri: str) -> str:
+    """``uri`` (a manifest file of ``table``) relative to the table: a path under the
+    stage, which is the table's location."""
+    root = table.uri.rstrip("/") + "/"
+    if not uri.startswith(root):
+        raise HudiSyncError(f"manifest {uri} is not under {table.uri}")
+    path = uri[len(root) :]
+    if not re.fullmatch(r"[\w./-]+", path):
+        raise HudiSyncError(f"manifest file {path!r} cannot be a stage path")
+    return path
+
+
+def delta_files_select(manifest: str, base_prefix: str) -> str:
+    """The file names of a delta manifest's snapshot, from its table's ``entry`` lines
+    (Snowflake SQL): base lines are absolute URIs starting with ``base_prefix``; change
+    lines are CSV rows ``<partition>/<file id>,<file name>`` (the name empty for a
+    removed group, the first field quoted when it holds a comma; a base file name never
+    holds one). A base file's group is its path up to the file name's first ``_``."""
+    entry = sql_name(DELTA_ENTRY_COLUMN)
+    name = f"REGEXP_SUBSTR({entry}, '[^,]*$')"
+    group = f"LEFT({entry}, LENGTH({entry}) - LENGTH({name}) - 1)"
+    unquoted = (
+        f"IFF(STARTSWITH({group}, '\"'), "
+        f"REPLACE(SUBSTR({group}, 2, LENGTH({group}) - 2), '\"\"', '\"'), {group})"
+    )
+    return (
+        "WITH lines AS ("
+        f"SELECT {entry}, STARTSWITH({entry}, {quote_literal(base_prefix)}) AS is_base "
+        f"FROM {manifest}), "
+        f"base AS (SELECT SUBSTR({entry}, {len(base_prefix) + 1}) AS path "
+        "FROM lines WHERE is_base), "
+        f"changes AS (SELECT {unquoted} AS file_group, {name} AS filename "
+        "FROM lines WHERE NOT is_base) "
+        "SELECT REGEXP_SUBSTR(path, '[^/]+$') FROM base "
+        "WHERE REGEXP_SUBSTR(path, '^(.*/)?[^/_]*') NOT IN "
+        "(SELECT file_group FROM changes WHERE file_group IS NOT NULL) "
+        "UNION ALL SELECT filename FROM changes WHERE filename <> ''"
+    )
 
 
 def _digest(sql: str) -> str:
