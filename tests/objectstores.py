@@ -398,3 +398,33 @@ class GuardedS3:
             yield cls(url, keys)
         finally:
             _stop_process(process)
+
+
+def move_object(fs: Any, src: str, dst: str) -> None:
+    """A move on any store (copy, delete), the listing cache then dropped."""
+    fs.cp_file(src, dst)
+    fs.rm_file(src)
+    fs.invalidate_cache()
+
+
+@contextlib.contextmanager
+def commits_after_hidden(fs: Any, uri: str, instant: str) -> Iterator[None]:
+    """The table at ``uri`` as it was at ``instant``: the timeline files of later
+    instants moved aside (beside the table) for the block, and back after it."""
+    root = uri.split("://", 1)[-1]
+    folder = f"{root}/.hoodie/timeline"
+    fs.invalidate_cache()
+    if not fs.exists(folder):
+        folder = f"{root}/.hoodie"
+    moves = []
+    for entry in fs.ls(folder, detail=False):
+        name = str(entry).rsplit("/", 1)[-1]
+        if name[:1].isdigit() and name.split(".", 1)[0].split("_", 1)[0] > instant:
+            moves.append((str(entry), f"{root}-hidden/{name}"))
+    for src, dst in moves:
+        move_object(fs, src, dst)
+    try:
+        yield
+    finally:
+        for src, dst in moves:
+            move_object(fs, dst, src)

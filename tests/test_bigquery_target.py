@@ -38,7 +38,7 @@ from hudi_sync.warehouse.bigquery_target import (
 )
 from tests.bigquery_emulator import BigQueryEmulator, materialise
 from tests.fixture_tables import fixture_tables
-from tests.objectstores import GcsStore
+from tests.objectstores import GcsStore, commits_after_hidden
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
 
 NON_EMPTY = [t for t in fixture_tables() if "empty" not in t.name]
@@ -479,29 +479,6 @@ DELTA_TABLES = [
 ]
 
 
-def _hide_commits_after(fs: Any, uri: str, instant: str, hidden: str) -> list[tuple[str, str]]:
-    """Move the timeline files of instants after ``instant`` aside; returns the moves."""
-    root = uri.removeprefix("gs://")
-    folder = f"{root}/.hoodie/timeline"
-    if not fs.exists(folder):
-        folder = f"{root}/.hoodie"
-    fs.invalidate_cache()
-    moves = []
-    for entry in fs.ls(folder, detail=False):
-        name = str(entry).rsplit("/", 1)[-1]
-        if name[:1].isdigit() and name.split(".", 1)[0].split("_", 1)[0] > instant:
-            moves.append((str(entry), f"{hidden}/{name}"))
-    for src, dst in moves:
-        _move(fs, src, dst)
-    return moves
-
-
-def _move(fs: Any, src: str, dst: str) -> None:
-    fs.cp_file(src, dst)
-    fs.rm_file(src)
-    fs.invalidate_cache()
-
-
 @pytest.mark.parametrize("delta_commits", [0, 2], ids=["full", "delta"])
 @pytest.mark.parametrize("fixture", DELTA_TABLES, ids=[t.id for t in DELTA_TABLES])
 def test_view_follows_every_commit_in_full_and_delta_mode(  # type: ignore[no-untyped-def]
@@ -518,19 +495,14 @@ def test_view_follows_every_commit_in_full_and_delta_mode(  # type: ignore[no-un
     fs = uploaded.gcs.fs()
     table = uploaded.open()
     instants = [i.requested_time for i in table.completed_commits()]
-    hidden = f"{uploaded.uri.removeprefix('gs://')}-hidden"
     target = _target(client, dataset)
     view_id, history_id, manifest_id = (
         f"{client.project}.{dataset}.{n}" for n in ("t", "t_history", "t_manifest")
     )
     bases = set()
     for instant in instants:
-        moves = _hide_commits_after(fs, uploaded.uri, instant, hidden)
-        try:
+        with commits_after_hidden(fs, uploaded.uri, instant):
             report = sync_table(uploaded.open(), [target], delta_commits=delta_commits)
-        finally:
-            for src, dst in moves:
-                _move(fs, dst, src)
         assert report.ok and report.instant == instant, report
         external = _external(client, manifest_id)
         if delta_commits:

@@ -33,7 +33,7 @@ from hudi_sync.warehouse.snowflake_target import (
     SnowflakeTarget,
 )
 from tests.fixture_tables import fixture_tables
-from tests.objectstores import S3Store
+from tests.objectstores import S3Store, commits_after_hidden
 from tests.snowflake_emulation import EmulatedSnowflake
 from tests.warehouse_rows import hudi_rs_rows
 
@@ -467,24 +467,6 @@ DELTA_TABLES = [
 ]
 
 
-def _hide_commits_after(fs: Any, uri: str, instant: str) -> list[tuple[str, str]]:
-    """Move the timeline files of instants after ``instant`` aside (beside the table);
-    returns the moves, to undo them."""
-    root = uri.removeprefix("s3://")
-    folder = (
-        f"{root}/.hoodie/timeline" if fs.exists(f"{root}/.hoodie/timeline") else f"{root}/.hoodie"
-    )
-    moves = []
-    for entry in fs.ls(folder, detail=False):
-        name = str(entry).rsplit("/", 1)[-1]
-        if name[:1].isdigit() and name.split(".", 1)[0].split("_", 1)[0] > instant:
-            moves.append((str(entry), f"{root}-hidden/{name}"))
-    for src, dst in moves:
-        fs.mv(src, dst)
-    fs.invalidate_cache()
-    return moves
-
-
 def _shown_files(with_meta: bool) -> tuple[list[str], list[str]]:
     """The view's distinct file names, and its record keys (tables with meta fields)."""
     cursor = snowflake.connector.connect(database=DATABASE, schema=SCHEMA).cursor()
@@ -514,17 +496,12 @@ def test_view_follows_every_commit_in_full_and_delta_mode(  # type: ignore[no-un
     with_meta = table.config.populate_meta_fields
     bases = set()
     for instant in instants:
-        moves = _hide_commits_after(fs, table.uri, instant)
-        try:
+        with commits_after_hidden(fs, table.uri, instant):
             report = sync_table(
                 HudiTable.open(table.uri, s3_server.storage_options),
                 [_target()],
                 delta_commits=delta_commits,
             )
-        finally:
-            for src, dst in moves:
-                fs.mv(dst, src)
-            fs.invalidate_cache()
         assert report.ok and report.instant == instant, report
         manifest = emulation.external[
             (object_name(DATABASE), object_name(SCHEMA), "TRIPS_MANIFEST")
