@@ -31,7 +31,6 @@ import csv
 import io
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from hudi_sync.errors import BadInputError, CorruptTableError
@@ -39,8 +38,10 @@ from hudi_sync.file_set import relative_path
 from hudi_sync.manifest import (
     MANIFEST_FOLDER,
     SNAPSHOT_META,
+    DeltaManifest,
     Manifest,
     ManifestStore,
+    PublishedDelta,
     PublishedManifest,
     commit_changes,
     pending_writes,
@@ -54,39 +55,6 @@ DELTA_FOLDER = "deltas"
 DELTA_COMMITS_OPTION = "hoodie.manifest.delta.commits"
 
 FileKey = tuple[str, str]  # (partition, file id)
-
-
-@dataclass(frozen=True)
-class DeltaManifest:
-    """A snapshot as its base snapshot plus the file groups changed since."""
-
-    instant: str
-    base: str
-    changes: dict[FileKey, str]  # file name, "" when the group was removed
-    pending: tuple[str, ...]
-    files: int
-    depths: tuple[int, ...]  # partition folder depths of the snapshot's files
-    commits: int  # commits applied since the base
-    compaction_reason: str = ""  # why this publication wrote a new base, if it did
-
-    def pointer(self) -> dict[str, Any]:
-        return {
-            "instant": self.instant,
-            "base": self.base,
-            "pending": list(self.pending),
-            "files": self.files,
-            "depths": list(self.depths),
-            "commits": self.commits,
-        }
-
-
-@dataclass(frozen=True)
-class PublishedDelta:
-    """Where a published delta lives; the base is the ``PublishedManifest``'s URIs."""
-
-    manifest: DeltaManifest
-    changes_uri: str
-    base_prefix: str  # the table URI the base's URIs start with
 
 
 def delta_commits_option(options: Mapping[str, Any]) -> int:

@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -54,9 +54,6 @@ from hudi_sync.storage import temporary_path_beside
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action, comparable_instant
 from hudi_sync.table.timeline import Timeline
-
-if TYPE_CHECKING:
-    from hudi_sync.delta_manifest import PublishedDelta
 
 MANIFEST_FOLDER = ".hoodie/manifest"
 LATEST_FILES = "latest_snapshot_files.csv"
@@ -91,6 +88,39 @@ class Manifest:
     def depths(self) -> list[int]:
         """The partition folder depths of the snapshot's files."""
         return FileSet.of(self.files).depths()
+
+
+@dataclass(frozen=True)
+class DeltaManifest:
+    """A snapshot as its base snapshot plus the file groups changed since."""
+
+    instant: str
+    base: str
+    changes: dict[tuple[str, str], str]  # file name, "" when the group was removed
+    pending: tuple[str, ...]
+    files: int
+    depths: tuple[int, ...]  # partition folder depths of the snapshot's files
+    commits: int  # commits applied since the base
+    compaction_reason: str = ""  # why this publication wrote a new base, if it did
+
+    def pointer(self) -> dict[str, Any]:
+        return {
+            "instant": self.instant,
+            "base": self.base,
+            "pending": list(self.pending),
+            "files": self.files,
+            "depths": list(self.depths),
+            "commits": self.commits,
+        }
+
+
+@dataclass(frozen=True)
+class PublishedDelta:
+    """Where a published delta lives; the base is the ``PublishedManifest``'s URIs."""
+
+    manifest: DeltaManifest
+    changes_uri: str
+    base_prefix: str  # the table URI the base's URIs start with
 
 
 @dataclass(frozen=True)
