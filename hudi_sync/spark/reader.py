@@ -32,7 +32,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark.merge import align
-from hudi_sync.spark.session import default_parallelism
+from hudi_sync.spark.parallelism import default_parallelism
 from hudi_sync.storage import Location, nest_option, open_location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.changes import (

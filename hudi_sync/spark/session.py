@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from pyspark.errors import PySparkAttributeError, PySparkRuntimeError
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 from hudi_sync.errors import HudiSyncError
@@ -45,14 +45,3 @@ def local_session(app_name: str = "hudi_sync", cores: int = 2) -> SparkSession:
 
     register(spark)  # spark.read.format("hudi")
     return spark
-
-
-def default_parallelism(spark: SparkSession) -> int:
-    """How many tasks to spread a list of files over: the session's default parallelism.
-    Spark Connect clients have no SparkContext: there, the configured value, else the
-    local CPU count."""
-    try:
-        return int(spark.sparkContext.defaultParallelism)
-    except PySparkAttributeError:
-        configured = spark.conf.get("spark.default.parallelism", None)
-        return int(configured) if configured else os.cpu_count() or 2

@@ -76,8 +76,8 @@ from hudi_sync.spark.merge import (
     merge_file_group,
 )
 from hudi_sync.spark.options import WriteOptions
+from hudi_sync.spark.parallelism import default_parallelism
 from hudi_sync.spark.reader import spark_opens
-from hudi_sync.spark.session import default_parallelism
 from hudi_sync.spark.spark_merge import FILE_ID, Bucket, route
 from hudi_sync.storage import Location, open_location, reporting_storage_failures
 from hudi_sync.sync import SyncReport
