@@ -681,7 +681,7 @@ class _Write:
         threshold = _size_setting(
             self.spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB") or "10MB"
         )
-        if threshold <= 0 or not stored or not incoming:
+        if threshold <= 0 or not stored:
             return False
         row_bytes = max(
             spark_merge.row_bytes(self.location, self.location.join(p, name))
