@@ -239,6 +239,15 @@ IN_PLACE_STEPS: list[tuple[str, list[dict[str, Any]], dict[str, str], bool]] = [
         {},
         True,
     ),
+    # two updates and ten new keys of one new file group: the inserts are read by one
+    # task instead of being shuffled to it
+    (
+        "upsert",
+        [{"id": i, "p": "abc"[i % 3], "name": f"v{i}", "ts": 3} for i in (6, 7)]
+        + [{"id": 300 + i, "p": "e", "name": f"e{i}", "ts": 1} for i in range(10)],
+        {},
+        True,
+    ),
     # the same key twice: deduplicated first, so not in place
     (
         "upsert",
@@ -297,8 +306,11 @@ def test_stored_files_are_merged_in_place_when_the_profile_allows(  # type: igno
                         spark.conf.set(key, value)
             assert spy.called == (in_place and engine == "spark"), (operation, rows[0], engine)
             if engine == "spark":  # the profile broadcasts the incoming keys unless told not to
-                broadcast_partitions = profiled.call_args.args[5]
-                assert (broadcast_partitions is not None) == (not settings), (operation, rows[0])
+                broadcast, counted = profiled.call_args.args[5:7]
+                assert broadcast == (not settings), (operation, rows[0])
+                # each partition's keys come counted unless some key comes twice
+                duplicated = len({(r["id"], r["p"]) for r in rows}) < len(rows)
+                assert (counted is None) == duplicated, (operation, rows[0])
         instants = {e: HudiTable.open(str(p)).timeline.completed_writes for e, p in paths.items()}
         tables = {
             e: _normalized(p, [i.requested_time for i in instants[e]]) for e, p in paths.items()
@@ -317,3 +329,4 @@ def test_stored_files_are_merged_in_place_when_the_profile_allows(  # type: igno
     assert (names[1 + 2], names[4], names[2], names[104]) == ("u3", "n4", "second", "n4")
     assert not {1, 5, 101} & set(names)
     assert names[200] == "small" and names[21] == "late"
+    assert (names[6], names[7], names[309]) == ("v6", "v7", "e9")

@@ -7,11 +7,12 @@ for, see ``reader.spark_opens``) and the table does not log CDC; otherwise (or w
 with pyarrow (``merge.merge_file_group``), which is also the reference for the rules
 here:
 
-1. ``profile``: the incoming keys (deduplicated on narrow columns) joined with the
-   stored keys (and ordering values) of the partitions they go to: which file groups
-   hold incoming keys, how many updates and deletes each takes, how many new keys each
-   partition gets (the workload profile Hudi's upsert partitioner routes inserts by),
-   and whether any key comes twice.
+1. ``partition_summary`` (before the timeline is touched): per partition, the incoming
+   rows and keys, and whether any key comes twice. ``profile``: the incoming keys of
+   partitions with stored files joined with those files' keys (and ordering values):
+   which file groups hold incoming keys, how many updates and deletes each takes, how
+   many new keys each partition gets (the workload profile Hudi's upsert partitioner
+   routes inserts by). When a key comes twice, the keys are deduplicated first.
 2. The merge, one of two plans:
 
    - ``merged_in_place`` (when no key comes twice, the incoming rows of the stored
@@ -19,7 +20,8 @@ here:
      Hudi's merge handle in Spark terms. Each stored base file is read by exactly one
      task and streamed through a broadcast hash join with those incoming rows, so its
      rows never leave the task that writes its new version; only inserts are shuffled,
-     to their new file groups.
+     to their new file groups (not even they when they are most of the incoming rows
+     and go to one new file group: one task then reads them all).
    - ``merged_rows`` (otherwise): the touched file groups' stored rows, full outer
      joined with the deduplicated incoming rows of their partitions; inserts go to
      file groups by key hash (``route``); everything is then shuffled by file group.
@@ -161,96 +163,115 @@ def stored_keys(
     return spark.read.parquet(*[file_uri(location, f) for f in stored_files]).select(*columns)
 
 
+def partition_summary(rows: DataFrame, computed: Column) -> DataFrame:
+    """Per partition of keyed ``rows``: ``null_key`` (1 when some key is null),
+    ``upserts`` (non-delete rows), ``rows``, ``keys``, ``most`` (most rows of one key)
+    and ``__computed`` (the largest ``computed``: Spark computes what an aggregate
+    reads, and with it any failure). One job, two hash aggregates over narrow columns;
+    when no key comes twice, ``profile`` takes each partition's counts from here."""
+    per_key = rows.groupBy(PARTITION_PATH, RECORD_KEY).agg(
+        F.count(F.lit(1)).alias("__n"),
+        F.sum((~F.col(DELETE_FLAG)).cast("long")).alias("__u"),
+        F.max(computed).alias("__c"),
+    )
+    return per_key.groupBy(PARTITION_PATH).agg(
+        F.max(F.col(RECORD_KEY).isNull().cast("int")).alias("null_key"),
+        F.sum("__u").alias("upserts"),
+        F.sum("__n").alias("rows"),
+        F.count(F.lit(1)).alias("keys"),
+        F.max("__n").alias("most"),
+        F.max("__c").alias("__computed"),
+    )
+
+
 def profile(
     spark: SparkSession,
     location: Location,
     rows: DataFrame,
-    stored_files: Sequence[str],
+    stored: Mapping[str, Sequence[str]],
     ordering: str | None,
-    broadcast_partitions: Collection[str] | None = None,
+    broadcast: bool,
+    counted: Mapping[str, tuple[int, int]] | None,
 ) -> Profile:
-    """Per incoming key (``rows`` keyed, with ``SEQUENCE``) its row, against the stored
-    keys: one Spark job over narrow columns with fixed-width aggregates (a hash
-    aggregate, no sort). Only when some key comes twice is it run again on the
-    deduplicated rows, whose winners the stats must count.
+    """Which stored file groups the incoming keys (``rows`` keyed, with ``SEQUENCE``)
+    hit, with how many updates and deletes, and each partition's new keys: one Spark
+    job over narrow columns with fixed-width aggregates (hash aggregates, no sort).
+    ``stored``: partition -> paths of its stored base files, for the partitions the
+    rows go to.
 
-    With ``broadcast_partitions`` (the partitions of ``stored_files``, whose incoming
-    keys the caller found small enough to broadcast) the stored keys are streamed
-    through a broadcast of those incoming keys instead of being shuffled to meet them:
-    a few updates into large files cost a scan of the files' key column, not a
-    shuffle of it."""
-    found = _profile_rows(spark, location, rows, stored_files, ordering, broadcast_partitions)
-    if any(int(r["most"]) > 1 for r in found):
+    ``counted``: each partition's (keys, non-delete keys) when no key comes twice
+    (``partition_summary``); then only the keys of ``stored``'s partitions are joined
+    with the stored keys, and every other key is new. ``None`` when some key comes
+    twice: the keys are deduplicated first, as the stats count each key's winner.
+
+    With ``broadcast`` (the caller found those keys small enough) the stored keys
+    stream through a broadcast of the incoming ones instead of being shuffled to meet
+    them: a few updates into large files cost a scan of the files' key column."""
+    files = [path for paths in stored.values() for path in paths]
+    if counted is None:
         unique = deduplicated(rows, ordering)
-        found = _profile_rows(spark, location, unique, stored_files, ordering, broadcast_partitions)
-        return _profile(found, duplicates=True)
-    return _profile(found, duplicates=False)
+        keys = _keys(unique, ordering)
+        matched = _matched(keys, stored_keys(spark, location, files, ordering), ordering, broadcast)
+        per_partition = keys.groupBy(
+            F.col(PARTITION_PATH).alias("__p"), F.lit(None).cast("string").alias("__f")
+        ).agg(*_counts(F.col("__d") == 1, F.lit(False)))
+        found = _collected(per_partition.unionByName(matched) if files else per_partition)
+        return _profile(_less_matched(found), duplicates=True)
+    found = [
+        {"__p": p, "__f": None, "keys": keys, "upserts": upserts, **dict.fromkeys(_TALLIES, 0)}
+        for p, (keys, upserts) in counted.items()
+    ]
+    if files:
+        nearby = _keys(rows.where(F.col(PARTITION_PATH).isin(sorted(stored))), ordering)
+        stored_side = stored_keys(spark, location, files, ordering)
+        found += _collected(_matched(nearby, stored_side, ordering, broadcast))
+    return _profile(_less_matched(found), duplicates=False)
 
 
-_COUNTS = ("keys", "most", "upserts", "updates", "deletes")
+_COUNTS = ("keys", "upserts", "updates", "deletes")
+_TALLIES = ("updates", "deletes")
+
+
+def _keys(rows: DataFrame, ordering: str | None) -> DataFrame:
+    """One row per incoming key (rows with one key each): whether it deletes (``__d``)
+    and its ordering value (``__o``)."""
+    return rows.select(
+        PARTITION_PATH,
+        RECORD_KEY,
+        F.col(DELETE_FLAG).cast("int").alias("__d"),
+        *([F.col(ordering).alias("__o")] if ordering else []),
+    )
 
 
 def _counts(delete: Column, won: Column) -> list[Column]:
-    """The profile's aggregates (``_COUNTS``) over keyed rows."""
+    """The profile's aggregates (``_COUNTS``) over keys."""
     return [
         F.count(F.lit(1)).alias("keys"),
-        F.max("__n").alias("most"),
         F.sum((~delete).cast("long")).alias("upserts"),
         F.sum((won & ~delete).cast("long")).alias("updates"),
         F.sum((won & delete).cast("long")).alias("deletes"),
     ]
 
 
-def _profile_rows(
-    spark: SparkSession,
-    location: Location,
-    rows: DataFrame,
-    stored_files: Sequence[str],
-    ordering: str | None,
-    broadcast_partitions: Collection[str] | None,
-) -> list[dict[str, Any]]:
-    """Per ``(__p partition, __f stored file id or None)``: incoming keys, most rows of
-    one key, and (exact when every key comes once) upserts, updates and deletes."""
-    keys = rows.groupBy(PARTITION_PATH, RECORD_KEY).agg(
-        F.count(F.lit(1)).alias("__n"),
-        F.max(F.col(DELETE_FLAG).cast("int")).alias("__d"),
-        *([F.max(ordering).alias("__o")] if ordering else []),
-    )
-    delete = F.col("__d") == 1
-    if not stored_files:
-        return _collected(
-            keys.groupBy(
-                F.col(PARTITION_PATH).alias("__p"), F.lit(None).cast("string").alias("__f")
-            ).agg(*_counts(delete, F.lit(True)))
-        )
-    stored = stored_keys(spark, location, stored_files, ordering)
+def _matched(
+    keys: DataFrame, stored: DataFrame, ordering: str | None, broadcast: bool
+) -> DataFrame:
+    """Per ``(__p partition, __f stored file id)``: the incoming ``keys`` (``_keys``)
+    the file group holds, its updates (incoming rows that win) and deletes."""
+    condition = (keys[PARTITION_PATH] == stored["__sp"]) & (keys[RECORD_KEY] == stored["__sk"])
+    if broadcast:
+        joined = stored.join(F.broadcast(keys), condition, "inner")
+    else:
+        joined = keys.join(stored.hint("shuffle_hash"), condition, "inner")
     won = wins(F.col("__o"), F.col("__so")) if ordering else F.lit(True)
-    if broadcast_partitions is None:
-        joined = keys.join(
-            stored.hint("shuffle_hash"),
-            (keys[PARTITION_PATH] == stored["__sp"]) & (keys[RECORD_KEY] == stored["__sk"]),
-            "left",
-        )
-        return _collected(
-            joined.groupBy(F.col(PARTITION_PATH).alias("__p"), F.col(FILE_ID).alias("__f")).agg(
-                *_counts(delete, won)
-            )
-        )
-    # Matched keys per stored file group (the stored side streamed through a broadcast
-    # of the incoming keys), and all keys per partition; unmatched = all - matched.
-    nearby = keys.where(F.col(PARTITION_PATH).isin(sorted(broadcast_partitions)))
-    matched = stored.join(
-        F.broadcast(nearby),
-        (nearby[PARTITION_PATH] == stored["__sp"]) & (nearby[RECORD_KEY] == stored["__sk"]),
-        "inner",
+    return joined.groupBy(F.col("__sp").alias("__p"), F.col(FILE_ID).alias("__f")).agg(
+        *_counts(F.col("__d") == 1, won)
     )
-    per_group = matched.groupBy(F.col("__sp").alias("__p"), F.col(FILE_ID).alias("__f")).agg(
-        *_counts(delete, won)
-    )
-    per_partition = keys.groupBy(
-        F.col(PARTITION_PATH).alias("__p"), F.lit(None).cast("string").alias("__f")
-    ).agg(*_counts(delete, F.lit(False)))
-    found = _collected(per_group.unionByName(per_partition))
+
+
+def _less_matched(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``found`` with each partition's row (``__f`` None, all its keys) reduced to the
+    keys no stored file group holds."""
     partitions = {r["__p"]: r for r in found if r["__f"] is None}
     for row in found:
         if row["__f"] is not None:

@@ -193,6 +193,8 @@ class _Write:
         self._rows: DataFrame | None = None
         self._upserts: dict[str, int] = {}  # partition -> incoming non-delete rows
         self._incoming_rows: dict[str, int] = {}  # partition -> incoming rows
+        # partition -> (keys, non-delete keys), when Spark merges and no key comes twice
+        self._counted: dict[str, tuple[int, int]] | None = None
 
     def release(self) -> None:
         """Drop the cached incoming rows."""
@@ -464,8 +466,9 @@ class _Write:
     def _incoming_partitions(self) -> set[str]:
         """The partitions the rows go to, and (in the same Spark job) the check that
         every row has a record key: both are needed before the timeline is touched.
-        The job also caches the keyed, deduplicated rows the write goes on with, and
-        counts each partition's non-delete rows (what routing new keys starts from)."""
+        The job also counts each partition's non-delete rows (what routing new keys
+        starts from); for the Python merge it caches the keyed, deduplicated rows the
+        write goes on with, for Spark's it counts each partition's keys."""
         if self.operation == "delete_partition":
             if self.options.partitions_to_delete:
                 return set(self.options.partitions_to_delete)
@@ -474,10 +477,14 @@ class _Write:
             )
             return {r[0] for r in self.df.select(partition).distinct().collect()}
         keyed = self._keyed()
-        if self.spark_merge and self.operation in ("upsert", "delete"):
-            # Spark's merge profiles and deduplicates the keys itself on narrow columns
-            # and reads the rows again for the merge: nothing to cache.
+        profiled = self.spark_merge and self.operation in ("upsert", "delete")
+        if profiled:
+            # Spark's merge profiles the keys itself on narrow columns and reads the
+            # rows again for the merge: nothing to cache. Counting each partition's
+            # keys here tells whether any comes twice.
             self._rows = spark_merge.with_sequence(keyed)
+            computed = _every_column_hash(self._rows, self.data_columns)
+            summary = spark_merge.partition_summary(self._rows, computed)
         else:
             deduplicate = (
                 self.operation in ("upsert", "delete") or self.options.combine_before_insert
@@ -485,20 +492,18 @@ class _Write:
             rows = self._deduplicated(keyed) if deduplicate else keyed
             # Spark's merge of inserts reads the rows once more: cheaper than a cache.
             self._rows = rows if self.spark_merge else rows.persist(StorageLevel.MEMORY_AND_DISK)
-        # Uncached rows are computed again by the merge: every column is computed here
-        # too, so a failing one (a UDF, an ANSI cast) fails before the timeline is touched.
-        uncached = self.spark_merge
-        try:
-            found = (
-                self._rows.groupBy(PARTITION_PATH)
-                .agg(
-                    F.max(F.col(RECORD_KEY).isNull().cast("int")).alias("null_key"),
-                    F.sum((~F.col(DELETE_FLAG)).cast("long")).alias("upserts"),
-                    F.count(F.lit(1)).alias("rows"),
-                    *([_every_column_computed(self._rows, self.data_columns)] if uncached else []),
-                )
-                .collect()
+            # Uncached rows are computed again by the merge: every column is computed
+            # here too, so a failing one (a UDF, an ANSI cast) fails before the timeline
+            # is touched.
+            computed = F.max(_every_column_hash(rows, self.data_columns))
+            summary = self._rows.groupBy(PARTITION_PATH).agg(
+                F.max(F.col(RECORD_KEY).isNull().cast("int")).alias("null_key"),
+                F.sum((~F.col(DELETE_FLAG)).cast("long")).alias("upserts"),
+                F.count(F.lit(1)).alias("rows"),
+                *([computed] if self.spark_merge else []),
             )
+        try:
+            found = summary.collect()
         except Exception as exc:  # the rows' own computation failed (e.g. a UDF)
             raise WriteError(
                 f"{self.base}: computing the rows to write failed, nothing was written: "
@@ -511,6 +516,8 @@ class _Write:
             )
         self._upserts = {r[PARTITION_PATH]: int(r["upserts"] or 0) for r in found}
         self._incoming_rows = {r[PARTITION_PATH]: int(r["rows"]) for r in found}
+        if profiled and all(int(r["most"]) == 1 for r in found):
+            self._counted = {r[PARTITION_PATH]: (int(r["keys"]), int(r["upserts"])) for r in found}
         return set(self._upserts)
 
     def _deduplicated(self, keyed: DataFrame) -> DataFrame:
@@ -569,19 +576,23 @@ class _Write:
         the profile allows it."""
         tagging = self.operation in ("upsert", "delete")
         ordering = None if self.operation == "delete" else self.ordering
-        nearby = {k: name for k, name in snapshot.items() if k[0] in partitions}
-        stored_partitions = {p for p, _ in nearby}
-        broadcast = tagging and self._fits_broadcast(
-            sum(self._incoming_rows.get(p, 0) for p in stored_partitions), nearby
-        )
+        stored_files: dict[str, list[str]] = {}
+        for (partition, _), name in sorted(snapshot.items()):
+            if partition in partitions:
+                path = self.location.join(partition, name)
+                stored_files.setdefault(partition, []).append(path)
         found = (
             spark_merge.profile(
                 self.spark,
                 self.location,
                 rows,
-                [self.location.join(p, name) for (p, _), name in sorted(nearby.items())],
+                stored_files,
                 ordering,
-                stored_partitions if broadcast else None,
+                self._fits_broadcast(
+                    sum(self._incoming_rows.get(p, 0) for p in stored_files),
+                    {k: name for k, name in snapshot.items() if k[0] in stored_files},
+                ),
+                self._counted,
             )
             if tagging
             else None
@@ -611,10 +622,15 @@ class _Write:
                 self.instant,
                 found.new_keys,
             )
-            routed = spark_merge.by_file_group(
-                spark_merge.route(self.spark, inserts, buckets), new_groups
-            )
-            to_write = merged.unionByName(routed)
+            routed = spark_merge.route(self.spark, inserts, buckets)
+            incoming = sum(self._incoming_rows.values())
+            if new_groups == 1 and incoming <= 2 * sum(found.new_keys.values()):
+                # One new file group, and its rows are most of the incoming ones: one
+                # task reads them all, cheaper than shuffling them to one task.
+                routed = routed.coalesce(1)
+            else:
+                routed = spark_merge.by_file_group(routed, new_groups)
+            to_write = routed.unionByName(merged)  # the insert task, often the largest, first
             paths = [self.location.join(p, name) for p, name in _files(rewritten)]
             whole_files = 1 + max(self.location.size(path) for path in paths)
         else:
@@ -863,13 +879,13 @@ def _files(groups: Mapping[tuple[str, str], str]) -> list[tuple[str, str]]:
 _SIZE_UNITS = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
-def _every_column_computed(rows: DataFrame, columns: Sequence[str]) -> Column:
-    """An aggregate that needs every one of ``columns`` computed (Spark prunes columns an
+def _every_column_hash(rows: DataFrame, columns: Sequence[str]) -> Column:
+    """A value that needs every one of ``columns`` computed (Spark prunes columns an
     aggregate does not read, and with them their failures): a hash of them all, maps by
     their size (Spark does not hash maps)."""
     types = {f.name: f.dataType for f in rows.schema.fields}
     values = [F.size(c) if isinstance(types[c], MapType) else F.col(c) for c in columns]
-    return F.max(F.xxhash64(*values)).alias("__computed")
+    return F.xxhash64(*values)
 
 
 def _size_setting(value: str) -> int:
