@@ -36,6 +36,7 @@ the step's own breakdown, and peak RSS in KiB (``VmHWM``, see
 from __future__ import annotations
 
 import cProfile
+import functools
 import json
 import os
 import sys
@@ -131,7 +132,7 @@ def _ref_physical(
 ) -> Step:
     import pyarrow.csv as pacsv
 
-    def publish(path: Path, write: Callable[[Path], None]) -> None:
+    def publish(path: Path, write: Callable[[Path], object]) -> None:
         """``write`` a temporary file then rename it; with ``durable`` fsync it first."""
         temporary = path.with_name(f".tmp-{path.name}")
         write(temporary)
@@ -153,7 +154,7 @@ def _ref_physical(
         out.mkdir(parents=True, exist_ok=True)
         write = pacsv.WriteOptions(include_header=False, quoting_style="none")
         for name, rows in zip(("uris.csv", "files.csv"), tables, strict=True):
-            publish(out / name, lambda t, rows=rows: pacsv.write_csv(rows, t, write))
+            publish(out / name, functools.partial(pacsv.write_csv, rows, write_options=write))
         if durable:  # a publication's other two files: snapshot meta, then the pointer
             meta = json.dumps({"files": tables[0].num_rows}).encode()
             for name in ("snapshot.json", "latest.json"):
@@ -273,7 +274,7 @@ MODES: dict[str, Callable[..., Step]] = {
     "ref-full": _ref_full,
     "ref-incremental": _ref_incremental,
     "ref-physical": _ref_physical,
-    "ref-physical-durable": lambda *args: _ref_physical(*args, durable=True),
+    "ref-physical-durable": functools.partial(_ref_physical, durable=True),
     "sync": _sync,
     "sync-bigquery": _sync_bigquery,
     "statements": _statements,
