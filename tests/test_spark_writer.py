@@ -267,6 +267,50 @@ def test_unchanged_rows_keep_commit_time_and_seqno(spark, tmp_path) -> None:  # 
     assert (stat.num_updates, stat.num_inserts, stat.prev_commit) == (1, 0, first)
 
 
+@pytest.mark.parametrize("version", [6, 8])
+def test_inserts_split_by_hudis_record_size_estimate(spark, tmp_path, version) -> None:  # type: ignore[no-untyped-def]
+    """New keys of a new partition fill ``max.file.size / record size`` records per file
+    group. The record size is the bytes per record of the newest commit that wrote more
+    than ``threshold * small.file.limit`` bytes, else the configured estimate; version 6
+    (Hudi 0.x) counts replacecommits, version 8 (Hudi 1.x) skips them."""
+    path, max_size, small_limit = str(tmp_path / "t"), 6000, 3000
+    threshold = "hoodie.record.size.estimation.threshold"
+
+    def insert(partition: str, count: int, operation: str = "insert", **extra: object) -> Any:
+        first_id = ord(partition) * 1000
+        rows = [{"id": first_id + i, "p": partition, "name": "n", "ts": 1} for i in range(count)]
+        return write(frame(spark, rows, False), path, options("t", version, operation, **extra))
+
+    def groups(result: Any) -> int:
+        return len({s.file_id for s in result.stats})
+
+    def expected(commit: Any, count: int) -> int:
+        written = sum(s.total_write_bytes for s in commit.stats)
+        records = sum(s.num_writes for s in commit.stats)
+        per_file = max_size // -(-written // records)
+        return -(-count // per_file)
+
+    first = insert("a", 200)  # an empty timeline: the estimate, 400 bytes
+    assert groups(first) == -(-200 // (max_size // 400))
+    # no commit wrote 10^6 * small.file.limit bytes: the estimate again
+    second = insert("b", 45, **{threshold: 1e6})
+    assert groups(second) == 3
+    # every commit qualifies: the newest one's bytes per record
+    third = insert("c", 45, **{threshold: 0})
+    assert groups(third) == expected(second, 45) != 3
+    # the two newest commits are too small, so the search goes back to the first one
+    small = max(sum(s.total_write_bytes for s in c.stats) for c in (second, third))
+    assert small < sum(s.total_write_bytes for s in first.stats)
+    fourth = insert("d", 45, **{threshold: (small + 0.5) / small_limit})
+    assert groups(fourth) == expected(first, 45)
+    # a replacecommit is the newest write
+    overwrite = insert("a", 3, "insert_overwrite")
+    fifth = insert("e", 45, **{threshold: 0})
+    assert groups(fifth) == expected(overwrite if version == 6 else fourth, 45)
+    assert expected(overwrite, 45) != expected(fourth, 45)
+    assert hudi_rs(Path(path), False) == our_rows(spark, Path(path), False)
+
+
 def test_cleaner_keeps_the_retained_commits_and_refuses_older_time_travel(  # type: ignore[no-untyped-def]
     spark, tmp_path
 ) -> None:
@@ -307,5 +351,9 @@ def test_options_that_contradict_the_table_fail_clearly(spark, tmp_path) -> None
     # (object-store tables, and a missing bucket: tests/test_spark_objectstores.py)
     with pytest.raises(BadInputError, match="operation"):
         write(frame(spark, rows, False), path, options("t", 6, "merge"))
+    for threshold, problem in (("often", "is not a number"), ("-1", "must be at least 0")):
+        odd = options("t", 6, "upsert", **{"hoodie.record.size.estimation.threshold": threshold})
+        with pytest.raises(BadInputError, match=rf"estimation\.threshold=.*{problem}"):
+            write(frame(spark, rows, False), path, odd)
     # Nothing of the refused writes reached the timeline.
     assert len(HudiTable.open(path).timeline.instants) == 1

@@ -22,6 +22,7 @@ TABLE_VERSION = "hoodie.write.table.version"
 MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
 SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
 RECORD_SIZE_ESTIMATE = "hoodie.copyonwrite.record.size.estimate"
+RECORD_SIZE_THRESHOLD = "hoodie.record.size.estimation.threshold"
 COMMITS_RETAINED = "hoodie.cleaner.commits.retained"
 AUTO_CLEAN = "hoodie.clean.automatic"
 KEEP_MIN_COMMITS = "hoodie.keep.min.commits"
@@ -78,6 +79,19 @@ def _integer(options: Mapping[str, str], key: str, default: int, minimum: int = 
     return value
 
 
+def _fraction(options: Mapping[str, str], key: str, default: float) -> float:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    try:
+        value = float(str(raw).strip())
+    except ValueError:
+        raise BadInputError(f"{key}={raw!r} is not a number") from None
+    if not value >= 0:
+        raise BadInputError(f"{key}={value} must be at least 0")
+    return value
+
+
 @dataclass(frozen=True)
 class WriteOptions:
     """The options of one write (defaults are Hudi's)."""
@@ -92,6 +106,8 @@ class WriteOptions:
     max_file_size: int
     small_file_limit: int
     record_size_estimate: int
+    # a commit informs the record size only if it wrote more than this * small_file_limit
+    record_size_threshold: float
     commits_retained: int
     auto_clean: bool
     archival: ArchivalPolicy
@@ -150,6 +166,7 @@ class WriteOptions:
             max_file_size=_integer(raw, MAX_FILE_SIZE, 120 * 1024 * 1024, minimum=1),
             small_file_limit=_integer(raw, SMALL_FILE_LIMIT, 100 * 1024 * 1024),
             record_size_estimate=_integer(raw, RECORD_SIZE_ESTIMATE, 1024, minimum=1),
+            record_size_threshold=_fraction(raw, RECORD_SIZE_THRESHOLD, 1.0),
             commits_retained=commits_retained,
             auto_clean=_flag(raw, AUTO_CLEAN, True),
             archival=archival,

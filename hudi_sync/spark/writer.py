@@ -738,13 +738,23 @@ class _Write:
         return joined.drop("__stored_partition", "__stored_key")
 
     def _record_size(self, table: HudiTable) -> int:
-        """Average bytes per record of recent commits, else the configured estimate."""
-        for instant in reversed(table.timeline.completed_writes[-5:]):
+        """Bytes per record of the newest commit big enough to tell (more bytes than
+        ``record.size.estimation.threshold * small.file.limit``), else the configured
+        estimate: Hudi's rule, so inserts split into as many file groups as Hudi's would.
+        Version 6 writers (Hudi 0.x) search every commit and replacecommit; version 8 and
+        later (Hudi 1.x) the newest five commits, skipping replacecommits."""
+        if table.config.version < 8:
+            actions, searched = {Action.COMMIT, Action.REPLACE_COMMIT}, None
+        else:
+            actions, searched = {Action.COMMIT, Action.DELTA_COMMIT, Action.COMPACTION}, 5
+        enough = int(self.options.record_size_threshold * self.options.small_file_limit)
+        candidates = [i for i in table.timeline.completed_writes if i.action in actions]
+        for instant in list(reversed(candidates))[:searched]:
             stats = table.timeline.commit_metadata(instant).write_stats
             records = sum(s.num_writes for s in stats)
-            size = sum(s.file_size for s in stats)
-            if records > 0 and size > 0:
-                return max(1, size // records)
+            written = sum(s.total_write_bytes for s in stats)
+            if written > enough and records > 0:
+                return -(-written // records)  # rounded up, as Hudi does
         return self.options.record_size_estimate
 
     def _buckets(
