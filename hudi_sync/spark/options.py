@@ -67,28 +67,26 @@ def _flag(options: Mapping[str, str], key: str, default: bool) -> bool:
 
 
 def _integer(options: Mapping[str, str], key: str, default: int, minimum: int = 0) -> int:
-    raw = options.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise BadInputError(f"{key}={raw!r} is not a whole number") from None
-    if value < minimum:
-        raise BadInputError(f"{key}={value} must be at least {minimum}")
-    return value
+    return int(_number(options, key, default, minimum, whole=True))
 
 
 def _fraction(options: Mapping[str, str], key: str, default: float) -> float:
+    return _number(options, key, default, 0, whole=False)
+
+
+def _number(
+    options: Mapping[str, str], key: str, default: float, minimum: int, whole: bool
+) -> float:
     raw = options.get(key)
     if raw is None:
         return default
     try:
-        value = float(str(raw).strip())
+        value = int(str(raw).strip()) if whole else float(str(raw).strip())
     except ValueError:
-        raise BadInputError(f"{key}={raw!r} is not a number") from None
-    if not value >= 0:
-        raise BadInputError(f"{key}={value} must be at least 0")
+        kind = "a whole number" if whole else "a number"
+        raise BadInputError(f"{key}={raw!r} is not {kind}") from None
+    if not value >= minimum:  # also refuses NaN
+        raise BadInputError(f"{key}={value} must be at least {minimum}")
     return value
 
 
