@@ -611,16 +611,20 @@ def _footer(location: Location, path: str) -> pq.FileMetaData:
         return pq.read_metadata(handle)
 
 
-def row_bytes(location: Location, path: str) -> int:
-    """Uncompressed bytes per row of a stored base file, from its footer."""
+@dataclass(frozen=True)
+class StoredFile:
+    """What a stored base file's footer says: its rows and uncompressed bytes per row."""
+
+    rows: int
+    row_bytes: int
+
+
+def stored_file(location: Location, path: str) -> StoredFile:
+    """A stored base file's rows and uncompressed bytes per row, from its footer."""
     meta = _footer(location, path)
     total = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    return max(1, int(total) // max(1, int(meta.num_rows)))
-
-
-def stored_rows(location: Location, relative: str) -> int:
-    """Rows of a stored base file, from its footer."""
-    return int(_footer(location, location.join(relative)).num_rows)
+    rows = int(meta.num_rows)
+    return StoredFile(rows, max(1, int(total) // max(1, rows)))
 
 
 def write_stat(

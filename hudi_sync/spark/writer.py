@@ -195,6 +195,7 @@ class _Write:
         self._incoming_rows: dict[str, int] = {}  # partition -> incoming rows
         # partition -> (keys, non-delete keys), when Spark merges and no key comes twice
         self._counted: dict[str, tuple[int, int]] | None = None
+        self._stored_files: dict[str, spark_merge.StoredFile] = {}  # path -> its footer's facts
 
     def release(self) -> None:
         """Drop the cached incoming rows."""
@@ -495,12 +496,14 @@ class _Write:
             # Uncached rows are computed again by the merge: every column is computed
             # here too, so a failing one (a UDF, an ANSI cast) fails before the timeline
             # is touched.
-            computed = F.max(_every_column_hash(rows, self.data_columns))
+            every_column = (
+                [F.max(_every_column_hash(rows, self.data_columns))] if self.spark_merge else []
+            )
             summary = self._rows.groupBy(PARTITION_PATH).agg(
                 F.max(F.col(RECORD_KEY).isNull().cast("int")).alias("null_key"),
                 F.sum((~F.col(DELETE_FLAG)).cast("long")).alias("upserts"),
                 F.count(F.lit(1)).alias("rows"),
-                *([computed] if self.spark_merge else []),
+                *every_column,
             )
         try:
             found = summary.collect()
@@ -590,7 +593,7 @@ class _Write:
                 ordering,
                 self._fits_broadcast(
                     sum(self._incoming_rows.get(p, 0) for p in stored_files),
-                    {k: name for k, name in snapshot.items() if k[0] in stored_files},
+                    [path for paths in stored_files.values() for path in paths],
                 ),
                 self._counted,
             )
@@ -611,7 +614,8 @@ class _Write:
             write_marker(self.location, self.instant, partition, name)
         new_groups = sum(1 for k in touched if k not in snapshot)
         whole_files = 0
-        if found and self._merges_in_place(found, rewritten, buckets, snapshot):
+        rewritten_paths = [self.location.join(p, name) for p, name in _files(rewritten)]
+        if found and self._merges_in_place(found, rewritten, rewritten_paths, buckets, snapshot):
             merged, inserts = spark_merge.merged_in_place(
                 self.spark,
                 self.location,
@@ -631,8 +635,7 @@ class _Write:
             else:
                 routed = spark_merge.by_file_group(routed, new_groups)
             to_write = routed.unionByName(merged)  # the insert task, often the largest, first
-            paths = [self.location.join(p, name) for p, name in _files(rewritten)]
-            whole_files = 1 + max(self.location.size(path) for path in paths)
+            whole_files = 1 + max(self.location.size(path) for path in rewritten_paths)
         else:
             if found and found.duplicates:
                 rows = spark_merge.deduplicated(rows, ordering)
@@ -657,7 +660,7 @@ class _Write:
             else:
                 continue  # a new group no key hashed to
             stored_count = (
-                spark_merge.stored_rows(self.location, f"{partition}/{stored}") if stored else 0
+                self._stored_file(self.location.join(partition, stored)).rows if stored else 0
             )
             stats.append(
                 spark_merge.write_stat(
@@ -677,6 +680,7 @@ class _Write:
         self,
         found: spark_merge.Profile,
         rewritten: Mapping[tuple[str, str], str],
+        rewritten_paths: Sequence[str],
         buckets: Sequence[Bucket],
         snapshot: Mapping[tuple[str, str], str],
     ) -> bool:
@@ -689,20 +693,24 @@ class _Write:
             return False
         stored_partitions = {p for p, _ in rewritten}
         incoming = sum(n for p, n in found.keys.items() if p in stored_partitions)
-        return self._fits_broadcast(incoming, rewritten)
+        return self._fits_broadcast(incoming, rewritten_paths)
 
-    def _fits_broadcast(self, incoming: int, stored: Mapping[tuple[str, str], str]) -> bool:
+    def _stored_file(self, path: str) -> spark_merge.StoredFile:
+        """A stored base file's footer facts, read once per write (the profile, the
+        in-place check and the stats all ask)."""
+        if path not in self._stored_files:
+            self._stored_files[path] = spark_merge.stored_file(self.location, path)
+        return self._stored_files[path]
+
+    def _fits_broadcast(self, incoming: int, stored: Sequence[str]) -> bool:
         """Whether ``incoming`` rows fit Spark's broadcast threshold, each estimated at the
-        largest uncompressed row of the ``stored`` files (their footers) they meet."""
+        largest uncompressed row of the ``stored`` files (paths; their footers) they meet."""
         threshold = _size_setting(
             self.spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB") or "10MB"
         )
         if threshold <= 0 or not stored:
             return False
-        row_bytes = max(
-            spark_merge.row_bytes(self.location, self.location.join(p, name))
-            for p, name in _files(stored)
-        )
+        row_bytes = max(self._stored_file(path).row_bytes for path in stored)
         return incoming * row_bytes <= threshold
 
     def _tag(
