@@ -31,6 +31,11 @@ the context. Tansu behaviour seen with kafka-python 3.0.12 (tansu v0.6.0-510f3e2
   2.0.2 does not import on Python 3.12+; 2.3.x's admin ``describe_topics`` raises
   ``ValueError: 14 is not a valid ACLOperation`` on Tansu's answer. Producing, assign/seek
   reads and groups work from 2.2.0 to 3.0.12.
+- A kafka-python 3.0.12 producer that has sent to a second topic can keep the first
+  topic's (empty) batch queue while its metadata holds only the second topic: its sender
+  thread then asks for a metadata update in a busy loop, one CPU for as long as the
+  producer lives (measured: a whole test run's remaining 45 minutes). So
+  :meth:`KafkaBroker.produce` opens a producer per call and closes it (about 7 ms).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 from tests.service import Service
 
 if TYPE_CHECKING:
-    from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+    from kafka import KafkaAdminClient, KafkaConsumer
     from kafka.consumer.fetcher import ConsumerRecord
 
 #: ``(key, value)`` or ``(key, value, partition)``; ``value=None`` is a tombstone.
@@ -93,12 +98,10 @@ class KafkaBroker(Service):
         self._tmp: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._admin: KafkaAdminClient | None = None
-        self._producer: KafkaProducer | None = None
         self._metadata: KafkaConsumer | None = None
         # kafka-python's admin client and consumer are not thread-safe, and a capture's thread
         # creates topics while the test's thread reads: this lock guards both.
         self._lock = threading.Lock()
-        self._producer_lock = threading.Lock()
 
     @property
     def bootstrap_servers(self) -> str:
@@ -198,11 +201,11 @@ class KafkaBroker(Service):
     def stop(self) -> None:
         """Close the clients, stop the broker (SIGTERM, then SIGKILL) and remove its files."""
         # Clients first: otherwise their background threads log connection errors.
-        for client in (self._producer, self._metadata, self._admin):
+        for client in (self._metadata, self._admin):
             if client is not None:
                 with contextlib.suppress(Exception):
                     client.close()
-        self._producer = self._metadata = self._admin = None
+        self._metadata = self._admin = None
         self._terminate()
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
@@ -219,18 +222,6 @@ class KafkaBroker(Service):
 
             self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers)
         return self._admin
-
-    @property
-    def producer(self) -> KafkaProducer:
-        """A shared producer (thread-safe) with kafka-python's default key partitioner."""
-        with self._producer_lock:
-            if self._producer is None:
-                from kafka import KafkaProducer
-
-                self._producer = KafkaProducer(
-                    bootstrap_servers=self.bootstrap_servers, acks="all", linger_ms=0
-                )
-            return self._producer
 
     def consumer(self, **config: Any) -> KafkaConsumer:
         """A new consumer without group or auto-commit (close it; ``config`` overrides)."""
@@ -292,12 +283,19 @@ class KafkaBroker(Service):
         Without a partition in the tuple, kafka-python's default partitioner picks one from
         the key (murmur2, as the Java client does; a random partition for a ``None`` key).
         """
-        producer = self.producer
-        for message in messages:
-            key, value = message[0], message[1]
-            partition = message[2] if len(message) == 3 else None
-            producer.send(topic, key=key, value=value, partition=partition).get(timeout=timeout)
-        producer.flush(timeout=timeout)
+        from kafka import KafkaProducer
+
+        # A producer per call: see the module doc (a long-lived one can spin a CPU).
+        producer = KafkaProducer(bootstrap_servers=self.bootstrap_servers, acks="all", linger_ms=0)
+        try:
+            for message in messages:
+                key, value = message[0], message[1]
+                partition = message[2] if len(message) == 3 else None
+                future = producer.send(topic, key=key, value=value, partition=partition)
+                future.get(timeout=timeout)
+            producer.flush(timeout=timeout)
+        finally:
+            producer.close(timeout=timeout)
 
     def end_offsets(self, topic: str, *, timeout: float = 10.0) -> dict[int, int]:
         """Return ``{partition: offset after the last record}`` from Fetch high watermarks.

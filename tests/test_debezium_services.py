@@ -7,6 +7,8 @@ tests/debezium_capture.py), so that ingestion tests built on it can trust what i
 from __future__ import annotations
 
 import json
+import threading
+import uuid
 from collections import defaultdict
 from typing import Any
 
@@ -61,3 +63,15 @@ def test_snapshot_then_insert_update_delete_reach_the_broker_in_order_per_key() 
     insert_3 = by_key[3][0]
     assert insert_3 is not None
     assert insert_3["payload"]["after"] == {"id": 3, "name": "Cy", "note": "new"}
+
+
+def test_producing_to_several_topics_leaves_no_producer_running(broker) -> None:  # type: ignore[no-untyped-def]
+    """A kafka-python 3.0.12 producer kept after sending to a second topic busy-loops on a
+    metadata update (one CPU for the rest of the run): produce() must close its own."""
+    topics = [f"helper.{n}.{uuid.uuid4().hex[:6]}" for n in (1, 2)]
+    for n, topic in enumerate(topics):
+        broker.create_topic(topic, partitions=2)
+        broker.produce(topic, [(f"k{n}".encode(), f"v{n}".encode())])
+    assert [[r.value for r in broker.consume(t)] for t in topics] == [[b"v0"], [b"v1"]]
+    producers = [t.name for t in threading.enumerate() if "producer" in t.name]
+    assert producers == []
