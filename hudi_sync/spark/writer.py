@@ -614,8 +614,7 @@ class _Write:
             write_marker(self.location, self.instant, partition, name)
         new_groups = sum(1 for k in touched if k not in snapshot)
         whole_files = 0
-        rewritten_paths = [self.location.join(p, name) for p, name in _files(rewritten)]
-        if found and self._merges_in_place(found, rewritten, rewritten_paths, buckets, snapshot):
+        if found and self._merges_in_place(found, rewritten, buckets, snapshot):
             merged, inserts = spark_merge.merged_in_place(
                 self.spark,
                 self.location,
@@ -635,7 +634,7 @@ class _Write:
             else:
                 routed = spark_merge.by_file_group(routed, new_groups)
             to_write = routed.unionByName(merged)  # the insert task, often the largest, first
-            whole_files = 1 + max(self.location.size(path) for path in rewritten_paths)
+            whole_files = 1 + max(self.location.size(path) for path in self._paths(rewritten))
         else:
             if found and found.duplicates:
                 rows = spark_merge.deduplicated(rows, ordering)
@@ -680,7 +679,6 @@ class _Write:
         self,
         found: spark_merge.Profile,
         rewritten: Mapping[tuple[str, str], str],
-        rewritten_paths: Sequence[str],
         buckets: Sequence[Bucket],
         snapshot: Mapping[tuple[str, str], str],
     ) -> bool:
@@ -693,7 +691,11 @@ class _Write:
             return False
         stored_partitions = {p for p, _ in rewritten}
         incoming = sum(n for p, n in found.keys.items() if p in stored_partitions)
-        return self._fits_broadcast(incoming, rewritten_paths)
+        return self._fits_broadcast(incoming, self._paths(rewritten))
+
+    def _paths(self, groups: Mapping[tuple[str, str], str]) -> list[str]:
+        """The path of each file group's base file."""
+        return [self.location.join(partition, name) for (partition, _), name in groups.items()]
 
     def _stored_file(self, path: str) -> spark_merge.StoredFile:
         """A stored base file's footer facts, read once per write (the profile, the
@@ -887,11 +889,6 @@ class _Write:
                 relative = f"{partition}/{name}" if partition else name
                 if relative not in reported:
                     self.location.remove(self.location.join(relative))
-
-
-def _files(groups: Mapping[tuple[str, str], str]) -> list[tuple[str, str]]:
-    """``(partition, file name)`` of each file group's base file."""
-    return [(partition, name) for (partition, _), name in groups.items()]
 
 
 _SIZE_UNITS = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
