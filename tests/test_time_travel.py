@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
+from pathlib import Path
 
 import pytest
 
 from hudi_sync.errors import TimeTravelError
+from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
 from hudi_sync.table.time_travel import to_instant_time
 from tests import hudi_oracle
+from tests.test_spark_crash_and_concurrency import _child
+from tests.test_spark_writer import frame, options
 from tests.timeline_files import write_clean
+from tests.warehouse_rows import hudi_rs_rows
 
 UTC = dt.UTC
 PLUS_TWO = dt.timezone(dt.timedelta(hours=2))
@@ -119,9 +125,69 @@ def test_cleaned_instant_is_refused(fixture_copy) -> None:  # type: ignore[no-un
     assert table.file_slices(as_of=second) == table.file_slices()
 
 
-def test_repeatable_reads(fixture_copy) -> None:  # type: ignore[no-untyped-def]
-    path = fixture_copy("mor/avro/v9_txns_simple_meta")
-    instants = [i.requested_time for i in HudiTable.open(str(path)).completed_commits()]
-    middle = instants[len(instants) // 2]
-    answers = {repr(HudiTable.open(str(path)).file_slices(as_of=middle)) for _ in range(3)}
-    assert len(answers) == 1
+def test_repeatable_reads(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """One ``as.of.instant`` read before, during and after concurrent commits (a writer in
+    another process held with its files written and its commit inflight, a commit from
+    this one meanwhile) and after a clean of file versions it does not need: the same rows
+    from the same files every time, and hudi-rs's."""
+    path, flag = tmp_path / "t", tmp_path / "go"
+    seed = [{"id": i, "p": p, "name": f"n{i}", "ts": 1} for i, p in enumerate("aab")]
+    write(frame(spark, seed, False), str(path), options("t", 6, "upsert"))
+    as_of = write(
+        frame(spark, [{"id": 1, "p": "a", "name": "v2", "ts": 2}], False),
+        str(path),
+        options("t", 6, "upsert"),
+    ).instant
+    write(
+        frame(spark, [{"id": 0, "p": "a", "name": "v3", "ts": 3}], False),
+        str(path),
+        options("t", 6, "upsert"),
+    )
+    columns = ["_hoodie_commit_time", "_hoodie_file_name", "id", "p", "name", "ts"]
+
+    def rows_as_of() -> list[tuple[object, ...]]:
+        frame_ = read(spark, str(path), {"as.of.instant": as_of}).select(*columns)
+        return sorted(tuple(r) for r in frame_.collect())
+
+    def hudi_rs_as_of() -> list[tuple[object, ...]]:
+        table = hudi_rs_rows(str(path), as_of=as_of).select(columns)
+        return sorted(tuple(r.values()) for r in table.to_pylist())
+
+    before = rows_as_of()
+    assert before == hudi_rs_as_of()
+    assert {r[2]: r[4] for r in before} == {0: "n0", 1: "v2", 2: "n2"}
+
+    slow = _child(path, "slow", flag)  # upserts ids 1 and 9 in partition a
+    deadline = time.monotonic() + 300
+    while not Path(f"{flag}.ready").exists():
+        assert slow.poll() is None, slow.communicate()[1][-2000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert HudiTable.open(str(path)).timeline.pending, "the other writer's commit is inflight"
+    assert rows_as_of() == before
+    write(
+        frame(spark, [{"id": 2, "p": "b", "name": "v4", "ts": 4}], False),
+        str(path),
+        options("t", 6, "upsert"),
+    )
+    assert rows_as_of() == before
+    flag.touch()
+    _, err = slow.communicate(timeout=300)
+    assert slow.returncode == 0, err[-2000:]
+    assert rows_as_of() == before
+
+    # Keep five commits: the clean retains commits from `as_of` on and deletes the file
+    # versions only older queries read (the first commit's, rewritten by `as_of`).
+    parquet_before = set(path.rglob("*.parquet"))
+    write(
+        frame(spark, [{"id": 0, "p": "a", "name": "v5", "ts": 5}], False),
+        str(path),
+        options("t", 6, "upsert", **{"hoodie.cleaner.commits.retained": 5}),
+    )
+    table = HudiTable.open(str(path))
+    clean = table.timeline.latest_clean()
+    assert clean is not None
+    assert table.timeline.clean_metadata(clean).earliest_commit_to_retain == as_of
+    assert parquet_before - set(path.rglob("*.parquet")), "the clean deleted file versions"
+    assert rows_as_of() == before
+    assert hudi_rs_as_of() == before

@@ -10,9 +10,10 @@ connector is needed. Options are Hudi's:
   ``hoodie.datasource.query.incremental.format`` (latest_state, cdc);
 - streaming: ``hoodie.datasource.query.incremental.format`` (latest_state, as in
   Hudi, or cdc) and ``hoodie.datasource.streaming.startOffset`` (earliest, latest or an
-  instant). Offsets are instants; a micro-batch covers the commits in
-  ``(start, end]``, and ``end`` never passes a pending write, so a commit that completes
-  late is not skipped;
+  instant; ``0``/``000`` mean earliest). Offsets are instants; a micro-batch covers the
+  commits in ``(start, end]`` on the axis the query selects by (completion time for
+  latest_state on table versions 8+, else requested time), and ``end`` never passes a
+  write that could still complete inside the batch, so no commit is skipped or delayed;
 - ``storage.<key>=<value>``: fsspec storage options (dotted keys nest, as the CLI's
   ``-o KEY=VALUE``), the same as ``hudi_sync.spark.read``'s.
 
@@ -193,6 +194,28 @@ class _BatchReader(DataSourceReader):
         yield from _read_part(location, self.arrow_schema, partition)
 
 
+def _newest_safe_end(table: HudiTable, cdc: bool) -> str | None:
+    """The newest point a micro-batch may end at, on the axis its query selects by.
+
+    A latest_state query on a layout-2 timeline selects by completion time: the newest
+    completion time is safe, since a write still running completes later and so falls in
+    a later batch. Otherwise (layout 1, and CDC, which selects by requested time) a write
+    still running with an earlier instant could complete later, so the end stays before
+    the first pending write."""
+    timeline = table.timeline
+    if not cdc and table.view.ranges_by_completion:
+        positions = [table.view.range_position(i) for i in timeline.completed_writes]
+        return max(positions, default=None)
+    pending = [comparable_instant(i.requested_time) for i in timeline.pending if i.is_write]
+    limit = min(pending) if pending else None
+    safe = [
+        i.requested_time
+        for i in timeline.completed_writes
+        if limit is None or comparable_instant(i.requested_time) < limit
+    ]
+    return safe[-1] if safe else None
+
+
 class _StreamReader(DataSourceStreamReader):
     """Micro-batches of commits: offsets ``{"instant": T}``, each batch ``(start, end]``."""
 
@@ -202,24 +225,14 @@ class _StreamReader(DataSourceStreamReader):
 
     def initialOffset(self) -> dict[str, str]:
         start = self.options.get(START_OFFSET, "earliest").strip()
-        if start.lower() == "earliest":
-            return {"instant": "0"}
         if start.lower() == "latest":
             return self.latestOffset()
-        return {"instant": start}
+        begin, _ = _Source.of(self.options).table().incremental_range(start)
+        return {"instant": begin or "0"}
 
     def latestOffset(self) -> dict[str, str]:
-        """The newest completed write that no pending write precedes: a write still
-        running with an earlier instant could complete later and must not be skipped."""
-        timeline = _Source.of(self.options).table().timeline
-        pending = [comparable_instant(i.requested_time) for i in timeline.pending if i.is_write]
-        limit = min(pending) if pending else None
-        safe = [
-            i.requested_time
-            for i in timeline.completed_writes
-            if limit is None or comparable_instant(i.requested_time) < limit
-        ]
-        return {"instant": safe[-1] if safe else "0"}
+        table = _Source.of(self.options).table()
+        return {"instant": _newest_safe_end(table, _is_cdc(self.options)) or "0"}
 
     def partitions(self, start: dict[str, str], end: dict[str, str]) -> list[InputPartition]:
         begin, stop = start["instant"], end["instant"]

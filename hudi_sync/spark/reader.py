@@ -122,8 +122,7 @@ def plan_files(table: HudiTable, opts: Mapping[str, str]) -> FilePlan:
         begin, end = opts.get(BEGIN), opts.get(END)
         if begin is None:
             raise BadInputError(f"{QUERY_TYPE}=incremental needs {BEGIN}")
-        begin_time = None if begin in ("", "0", "earliest") else begin
-        commits = tuple(i.requested_time for i in table.view.instants_in_range(begin_time, end))
+        commits = tuple(i.requested_time for i in table.commits_between(begin, end))
         return FilePlan(table.changed_file_slices(begin, end), commits)
     if table.config.is_mor and query == "snapshot":
         raise BadInputError(

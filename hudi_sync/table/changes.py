@@ -44,8 +44,6 @@ from hudi_sync.table.log_records import LogRecord, read_slice_log_records
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.table import HudiTable
-from hudi_sync.table.time_travel import to_instant_time
-from hudi_sync.table.timeline import timeline_zone
 
 BEGIN = "hoodie.datasource.read.begin.instanttime"
 END = "hoodie.datasource.read.end.instanttime"
@@ -124,7 +122,8 @@ class ChangePlan:
 def plan_changes(table: HudiTable, begin: str | None, end: str | None = None) -> ChangePlan:
     """Check a CDC query's range against the table and plan its splits.
 
-    ``begin`` is exclusive (``earliest`` or ``0``: the oldest commit still readable),
+    ``begin`` is exclusive (``earliest``, ``0``, ``000`` or any time before the first
+    commit: from the oldest commit still readable),
     ``end`` inclusive (``None``: the latest commit)."""
     if not table.config.cdc_enabled:
         raise BadInputError(
@@ -132,24 +131,35 @@ def plan_changes(table: HudiTable, begin: str | None, end: str | None = None) ->
             "use the latest_state incremental query"
         )
     mode = parse_cdc_mode(table.config.cdc_logging_mode, f"{table.uri}: hoodie.properties")
-    zone = timeline_zone(table.config)
     boundary = _earliest_valid_begin(table)
-    if begin is None or begin.strip() in ("", "0", "earliest"):
+    begin_time, end_time = table.incremental_range(begin, end)
+    if begin_time is None:
         begin_time = boundary
-    else:
-        begin_time = to_instant_time(begin, zone)
-        if boundary is not None and comparable_instant(begin_time) < comparable_instant(boundary):
+    elif boundary is not None and comparable_instant(begin_time) < comparable_instant(boundary):
+        if _before_first_write(table, begin_time):
+            begin_time = boundary
+        else:
             raise BadInputError(
-                f"{table.uri}: {BEGIN}={begin} is before the earliest instant whose changes are "
-                f"still readable; use {boundary} or later"
+                f"{table.uri}: {BEGIN}={begin} is before the earliest instant whose changes "
+                f"are still readable; use {boundary} or later"
             )
-    end_time = to_instant_time(end, zone) if end else None
     if begin_time and end_time and comparable_instant(begin_time) > comparable_instant(end_time):
         raise BadInputError(f"{table.uri}: {BEGIN}={begin} is after {END}={end}")
     instants = tuple(_changing_commits(table, begin_time, end_time))
     planner = _Planner(table, mode)
     splits = [s for instant in instants for s in planner.splits_of(instant)]
     return ChangePlan(begin_time, end_time, instants, tuple(splits))
+
+
+def _before_first_write(table: HudiTable, begin_time: str) -> bool:
+    """Whether ``begin`` precedes the table's first write (archived ones included): such a
+    begin means "from the start", like ``earliest``."""
+    key = comparable_instant(begin_time)
+    return all(
+        key < comparable_instant(i.requested_time)
+        for i in table.instants(include_archived=True)
+        if i.is_write and i.is_completed
+    )
 
 
 def _earliest_valid_begin(table: HudiTable) -> str | None:

@@ -322,21 +322,27 @@ class FileSystemView:
         end_time = max((i.requested_time for i in instants), key=comparable_instant)
         return [s for s in self.slices_as_of(end_time) if (s.partition_path, s.file_id) in touched]
 
+    @property
+    def ranges_by_completion(self) -> bool:
+        """Whether incremental ranges select by completion time (layout 2, Hudi 1.x) rather
+        than by requested time."""
+        return self.config.timeline_layout_version == 2
+
+    def range_position(self, instant: Instant) -> str:
+        """Where a completed write sits for an incremental range (comparable form)."""
+        ts = instant.completion_time if self.ranges_by_completion else None
+        return comparable_instant(ts or instant.requested_time)
+
     def instants_in_range(self, begin: str | None, end: str | None) -> list[Instant]:
         """Completed writes in ``(begin, end]``: by requested time in layout 1, by
         completion time in layout 2 (Hudi 1.x)."""
         lo = comparable_instant(begin) if begin else None
         hi = comparable_instant(end) if end else None
-        by_completion = self.config.timeline_layout_version == 2
-
-        def position(instant: Instant) -> str:
-            ts = instant.completion_time if by_completion and instant.completion_time else None
-            return comparable_instant(ts or instant.requested_time)
-
         return [
             i
             for i in self.timeline.completed_writes
-            if (lo is None or position(i) > lo) and (hi is None or position(i) <= hi)
+            if (lo is None or self.range_position(i) > lo)
+            and (hi is None or self.range_position(i) <= hi)
         ]
 
 

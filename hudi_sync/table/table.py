@@ -26,7 +26,7 @@ from hudi_sync.table.schema import (
     partition_fields,
     schema_from_parquet_footer,
 )
-from hudi_sync.table.time_travel import to_instant_time
+from hudi_sync.table.time_travel import to_begin_bound, to_instant_time
 from hudi_sync.table.timeline import Timeline, timeline_zone
 
 # Hudi's base file formats (HoodieFileFormat without HOODIE_LOG), each named by its file
@@ -172,12 +172,22 @@ class HudiTable:
         instant_time = self.resolve_as_of(as_of)
         return self.view.slices_as_of(instant_time, read_optimized)
 
+    def incremental_range(
+        self, begin: str | None, end: str | None = None
+    ) -> tuple[str | None, str | None]:
+        """An incremental query's ``(begin, end]`` as instant times; ``None`` leaves that
+        side open (``earliest``, ``0`` or ``000`` for begin, nothing for end)."""
+        zone = timeline_zone(self.config)
+        end_time = to_instant_time(end, zone) if end and end.strip() else None
+        return to_begin_bound(begin, zone), end_time
+
+    def commits_between(self, begin: str | None, end: str | None = None) -> list[Instant]:
+        """Completed writes in ``(begin, end]`` (an incremental query's commits)."""
+        return self.view.instants_in_range(*self.incremental_range(begin, end))
+
     def changed_file_slices(self, begin: str | None, end: str | None = None) -> list[FileSlice]:
         """Slices written by commits in ``(begin, end]`` (an incremental query's files)."""
-        zone = timeline_zone(self.config)
-        begin_time = None if begin in (None, "", "0", "earliest") else to_instant_time(begin, zone)
-        end_time = to_instant_time(end, zone) if end else None
-        return self.view.slices_changed_between(begin_time, end_time)
+        return self.view.slices_changed_between(*self.incremental_range(begin, end))
 
     # -- schema --------------------------------------------------------------------------
     @cached_property

@@ -62,6 +62,16 @@ def to_instant_time(value: str, zone: dt.tzinfo | None) -> str:
     return format_instant(moment.astimezone(zone))
 
 
+def to_begin_bound(value: str | None, zone: dt.tzinfo | None) -> str | None:
+    """An incremental query's exclusive begin as an instant time; ``None`` means "from the
+    start". A begin is a bound, not a time-travel target: as in Hudi's quickstart, ``earliest``,
+    an empty value and any run of zeros (``0``, ``000``) come before every commit."""
+    text = (value or "").strip()
+    if not text or text.lower() == "earliest" or (_DIGITS.match(text) and int(text) == 0):
+        return None
+    return to_instant_time(text, zone)
+
+
 def _check_instant_digits(text: str, original: str) -> None:
     _parse_or_fail(text[:14], "%Y%m%d%H%M%S", original)
 
