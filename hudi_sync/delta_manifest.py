@@ -23,6 +23,10 @@ pending write completed), it compacts: a full snapshot is published as the new b
 
 The file count is kept from the commit metadata (a write stat without ``prevCommit``
 adds a file group, a replacecommit removes one) and is exact again at each compaction.
+
+A table without a completed commit publishes the empty base (``snapshots/empty/``, see
+``manifest``) and an empty ``deltas/empty_empty.csv``, and ``delta.json`` names them with
+``"instant": null`` and ``"base": null``; the first commit's publication compacts.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.file_set import relative_path
 from hudi_sync.manifest import (
+    EMPTY_SNAPSHOT,
     MANIFEST_FOLDER,
     SNAPSHOT_META,
     DeltaManifest,
@@ -48,6 +53,7 @@ from hudi_sync.manifest import (
     timeline_tail,
     why_not_incremental,
 )
+from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import comparable_instant
 
 DELTA_POINTER = "delta.json"
@@ -121,23 +127,27 @@ class DeltaStore:
         )
 
     def _pointer_instant(self) -> str | None:
-        """The instant ``delta.json`` names now (the pointer only, not its changes)."""
+        """The instant ``delta.json`` names now (the pointer only, not its changes);
+        None before the first publication or while it names the empty table."""
         try:
             data = self.table.location.read_file(self.store.path(DELTA_POINTER))
         except FileNotFoundError:
             return None
         try:
-            return str(json.loads(data)["instant"])
+            instant = json.loads(data)["instant"]
+            return None if instant is None else str(instant)
         except (KeyError, TypeError, ValueError) as exc:
             where = f"{self.table.uri}: {MANIFEST_FOLDER}/{DELTA_POINTER}"
             raise CorruptTableError(f"{where} is corrupt ({exc})") from None
 
     def latest(self) -> DeltaManifest | None:
-        """The last published delta, or None before the first."""
+        """The last published delta, or None before the first delta of a commit."""
         fs = self.table.location.fs
         where = f"{self.table.uri}: {MANIFEST_FOLDER}/{DELTA_POINTER}"
         try:
             pointer = json.loads(bytes(fs.cat_file(self.store.path(DELTA_POINTER))))
+            if pointer["instant"] is None:  # the empty table's
+                return None
             instant, base = str(pointer["instant"]), str(pointer["base"])
             text = bytes(fs.cat_file(self._changes_path(base, instant))).decode()
             return DeltaManifest(
@@ -161,7 +171,7 @@ class DeltaStore:
         for a table without a completed commit (nothing is written)."""
         previous = self.latest()
         if previous is None:
-            return self._compact("no delta manifest yet")
+            return self._compact("no delta manifest of a commit yet")
         tail = timeline_tail(self.table, previous.instant, previous.pending)
         latest = tail.latest_completed_write()
         if latest is None:
@@ -228,6 +238,26 @@ class DeltaStore:
         self._prune()
         return self.published(delta)
 
+    def publish_empty(self) -> None:
+        """Name the published empty base in ``delta.json`` (with its empty changes file),
+        unless the pointer already names a commit that is still on the timeline."""
+        name = changes_file_name(EMPTY_SNAPSHOT, EMPTY_SNAPSHOT)
+        self.store.write_once(self.store.path(DELTA_FOLDER, name), b"")
+        current = self._pointer_instant()
+        if current is not None:
+            fresh = HudiTable(self.table.location, self.table.config).timeline
+            if current in {i.requested_time for i in fresh.completed_writes}:
+                return
+        pointer: dict[str, Any] = {
+            "instant": None,
+            "base": None,
+            "pending": [],
+            "files": 0,
+            "depths": [],
+            "commits": 0,
+        }
+        self.store.write_atomic(self.store.path(DELTA_POINTER), json.dumps(pointer).encode())
+
     def _write(self, delta: DeltaManifest) -> None:
         """The changes file (immutable), then the pointer, unless a concurrent
         publication already moved it past this instant."""
@@ -240,8 +270,10 @@ class DeltaStore:
         self.store.write_atomic(self.store.path(DELTA_POINTER), pointer)
 
     def _prune(self) -> None:
-        """Delta files on a base older than the oldest retained snapshot."""
-        retained = self.store.snapshot_instants()
+        """Delta files on a base older than the oldest retained snapshot (the empty
+        table's once its empty base is gone)."""
+        folders = self.store.snapshot_folders()
+        retained = [f for f in folders if f != EMPTY_SNAPSHOT]
         if not retained:
             return
         oldest = comparable_instant(retained[0])
@@ -253,7 +285,11 @@ class DeltaStore:
         for entry in entries:
             name = str(entry).rstrip("/").rsplit("/", 1)[-1]
             base = name.removesuffix(".csv").partition("_")[0]
-            if base.isdigit() and comparable_instant(base) < oldest:
+            if base == EMPTY_SNAPSHOT:
+                gone = EMPTY_SNAPSHOT not in folders
+            else:
+                gone = base.isdigit() and comparable_instant(base) < oldest
+            if gone:
                 fs.rm(str(entry))
 
 

@@ -29,9 +29,11 @@ With ``hoodie.manifest.delta.commits`` the latest snapshot is published as a del
 base snapshot instead (``hudi_sync.delta_manifest``).
 
 A table without a completed commit has the empty manifest: no instant, no files. It is
-never published (nothing is written); its URIs name ``snapshots/empty/``, a folder no
-publication writes (snapshot folders are instants, all digits), and the warehouse
-targets create their objects empty, with the columns of ``hoodie.table.create.schema``.
+published like any other, so a reader tells "empty" from "never synced": under
+``snapshots/empty/`` (the one snapshot folder not named by an instant; it sorts before
+them all and is pruned like them), with ``"instant": null`` in ``snapshot.json`` and
+``latest.json`` and an empty ``latest_snapshot_files.csv``. The warehouse targets create
+their objects empty, with the columns of ``hoodie.table.create.schema``.
 """
 
 from __future__ import annotations
@@ -60,8 +62,18 @@ LATEST_FILES = "latest_snapshot_files.csv"
 POINTER = "latest.json"
 SNAPSHOT_META = "snapshot.json"
 DEFAULT_KEEP = 5
-# The snapshot folder named by the empty manifest's URIs (never written).
+# The snapshot folder of the empty manifest (a table without a completed commit).
 EMPTY_SNAPSHOT = "empty"
+
+
+def snapshot_folder(instant: str | None) -> str:
+    """The folder under ``snapshots/`` (and the name in delta files) of a snapshot."""
+    return instant or EMPTY_SNAPSHOT
+
+
+def _folder_order(folder: str) -> str:
+    """Snapshot folders in publication order: the empty snapshot before every instant."""
+    return "" if folder == EMPTY_SNAPSHOT else comparable_instant(folder)
 
 
 @dataclass(frozen=True)
@@ -280,6 +292,8 @@ class ManifestStore:
         try:
             pointer = json.loads(bytes(fs.cat_file(self.path(POINTER))))
             instant = pointer["instant"]
+            if instant is None:  # the empty table's manifest
+                return Manifest(None, {})
             pending = tuple(pointer.get("pending", ()))
             data = bytes(fs.cat_file(self.path("snapshots", instant, "uris.csv")))
             names = bytes(fs.cat_file(self.path("snapshots", instant, "files.csv")))
@@ -327,40 +341,41 @@ class ManifestStore:
         The pointers never move backwards: a publisher that lost a race to a newer
         snapshot (a sync that started before the latest commit) points them at the
         newest complete snapshot instead of its own, and checks again after writing.
+        The empty manifest (no instant) is published as ``snapshots/empty/``.
         """
-        if manifest.instant is None:
-            raise BadInputError(f"{self.table.uri}: the table has no completed commit to publish")
-        instant = manifest.instant
+        folder = snapshot_folder(manifest.instant)
         files = FileSet.of(manifest.files)
-        meta = {"instant": instant, "pending": list(manifest.pending), "files": len(manifest.files)}
+        meta = {
+            "instant": manifest.instant,
+            "pending": list(manifest.pending),
+            "files": len(manifest.files),
+        }
         # The two lists are encoded, written and fsynced side by side (Arrow, the writes
         # and fsync release the GIL): most of a large publication is waiting on the disk.
         with ThreadPoolExecutor(max_workers=2) as pool:
             written = [
-                pool.submit(self._write_list, instant, "files.csv", files.sorted_names, ""),
-                pool.submit(
-                    self._write_list, instant, "uris.csv", files.sorted_paths, self._base()
-                ),
+                pool.submit(self._write_list, folder, "files.csv", files.sorted_names, ""),
+                pool.submit(self._write_list, folder, "uris.csv", files.sorted_paths, self._base()),
             ]
             for future in written:
                 future.result()
         # Written last: a snapshot folder without it is incomplete and never pointed at.
-        self.write_once(self.path("snapshots", instant, SNAPSHOT_META), json.dumps(meta).encode())
+        self.write_once(self.path("snapshots", folder, SNAPSHOT_META), json.dumps(meta).encode())
         if make_latest:
-            newest = instant
+            newest = folder
             for _attempt in range(3):
-                newest = self._newest_snapshot(instant)
+                newest = self._newest_snapshot(folder)
                 self._point_at(newest)
-                if self._newest_snapshot(instant) == newest:
+                if self._newest_snapshot(folder) == newest:
                     break
             self._prune(newest)
-        files_uri, uris_uri = self.snapshot_uris(instant)
+        files_uri, uris_uri = self.snapshot_uris(folder)
         return PublishedManifest(manifest, files_uri, uris_uri)
 
     def _write_list(
-        self, instant: str, name: str, values: Callable[[], pa.Array], prefix: str
+        self, folder: str, name: str, values: Callable[[], pa.Array], prefix: str
     ) -> None:
-        self.write_once(self.path("snapshots", instant, name), lines_bytes(values(), prefix))
+        self.write_once(self.path("snapshots", folder, name), lines_bytes(values(), prefix))
 
     def _point_at(self, instant: str) -> None:
         """Make a complete snapshot the latest: its names become
@@ -373,25 +388,33 @@ class ManifestStore:
             temporary = temporary_path_beside(latest)
             os.link(names, temporary)
             os.replace(temporary, latest)
+            # Renaming a link over another link of the same file does nothing (POSIX),
+            # so a re-publication of the latest snapshot would leave the temporary.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
         else:
             fs.copy(names, latest)
         meta = bytes(fs.cat_file(self.path("snapshots", instant, SNAPSHOT_META))).decode()
         self.write_atomic(self.path(POINTER), meta.encode())
 
-    def snapshot_instants(self) -> list[str]:
+    def snapshot_folders(self) -> list[str]:
+        """The snapshot folders, oldest first: ``empty`` (if published), then instants."""
         try:
             entries = self.table.location.fs.ls(self.path("snapshots"), detail=False)
         except FileNotFoundError:
             return []
-        instants = (str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries)
-        return sorted((i for i in instants if i.isdigit()), key=comparable_instant)
+        names = (str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries)
+        folders = (n for n in names if n.isdigit() or n == EMPTY_SNAPSHOT)
+        return sorted(folders, key=_folder_order)
+
+    def snapshot_instants(self) -> list[str]:
+        return [f for f in self.snapshot_folders() if f != EMPTY_SNAPSHOT]
 
     def _newest_snapshot(self, own: str) -> str:
-        """The newest complete snapshot at or after ``own`` whose instant is a completed
-        write on a fresh read of the timeline (a restore can remove a newer one)."""
-        newer = [
-            i for i in self.snapshot_instants() if comparable_instant(i) > comparable_instant(own)
-        ]
+        """The newest complete snapshot at or after ``own`` (a folder) whose instant is
+        a completed write on a fresh read of the timeline (a restore can remove a newer
+        one)."""
+        newer = [i for i in self.snapshot_instants() if comparable_instant(i) > _folder_order(own)]
         if not newer:
             return own
         fs = self.table.location.fs
@@ -418,17 +441,14 @@ class ManifestStore:
         self.table.location.write_file(path, data)
 
     def _prune(self, current: str) -> None:
-        """Keep the newest ``keep`` snapshots up to ``current``; snapshots after it are
-        in-flight publications of newer commits or were restored away, and stay."""
+        """Keep the newest ``keep`` snapshots up to ``current`` (the empty one counts, as
+        the oldest); snapshots after it are in-flight publications of newer commits or
+        were restored away, and stay."""
         fs = self.table.location.fs
-        instants = [
-            i
-            for i in self.snapshot_instants()
-            if comparable_instant(i) <= comparable_instant(current)
-        ]
-        for instant in instants[: -self.keep]:
-            if instant != current:
-                fs.rm(self.path("snapshots", instant), recursive=True)
+        folders = [f for f in self.snapshot_folders() if _folder_order(f) <= _folder_order(current)]
+        for folder in folders[: -self.keep]:
+            if folder != current:
+                fs.rm(self.path("snapshots", folder), recursive=True)
         if self.table.location.is_local:
             self._remove_stale_temporaries()
 

@@ -5,7 +5,7 @@ The CLI, the post-commit hook and the watcher all call ``sync_table``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -16,7 +16,12 @@ from hudi_sync.errors import (
     TimeTravelError,
     UnsupportedTableError,
 )
-from hudi_sync.manifest import DEFAULT_KEEP, EMPTY_SNAPSHOT, ManifestStore, PublishedManifest
+from hudi_sync.manifest import (
+    DEFAULT_KEEP,
+    ManifestStore,
+    PublishedManifest,
+    snapshot_folder,
+)
 from hudi_sync.storage import reporting_storage_failures
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.common import SyncPlan, SyncResult
@@ -89,16 +94,25 @@ def publish_manifest(
     keep: int = DEFAULT_KEEP,
     dry_run: bool = False,
     delta_commits: int = 0,
+    before_empty: Callable[[], None] | None = None,
 ) -> PublishedManifest:
     """Build and (unless ``dry_run``) publish the table's manifest; with
     ``delta_commits`` (latest snapshot only) as a delta on a base compacted every that
-    many commits (``hudi_sync.delta_manifest``)."""
+    many commits (``hudi_sync.delta_manifest``). A table without a completed commit
+    publishes the empty manifest (in delta mode ``delta.json`` names it too), after
+    ``before_empty``, which may refuse it before anything is written; a time-travel
+    sync to before the first commit publishes nothing."""
     with reporting_storage_failures(table.location):  # a store refusing a PUT: one line
-        return _publish_manifest(table, as_of, keep, dry_run, delta_commits)
+        return _publish_manifest(table, as_of, keep, dry_run, delta_commits, before_empty)
 
 
 def _publish_manifest(
-    table: HudiTable, as_of: str | None, keep: int, dry_run: bool, delta_commits: int
+    table: HudiTable,
+    as_of: str | None,
+    keep: int,
+    dry_run: bool,
+    delta_commits: int,
+    before_empty: Callable[[], None] | None,
 ) -> PublishedManifest:
     store = ManifestStore(table, keep=keep)
     if delta_commits and as_of is None and not dry_run:
@@ -108,9 +122,16 @@ def _publish_manifest(
     manifest = store.build(as_of=as_of)
     if manifest.instant is not None:  # an incremental build may not have parsed it
         store.timeline.snapshot_write(manifest.instant)  # corrupt: raises, nothing written
-    if dry_run or manifest.instant is None:
-        files_uri, uris_uri = store.snapshot_uris(manifest.instant or EMPTY_SNAPSHOT)
+    if dry_run or (manifest.is_empty and as_of is not None):
+        files_uri, uris_uri = store.snapshot_uris(snapshot_folder(manifest.instant))
         return PublishedManifest(manifest, files_uri, uris_uri)
+    if manifest.is_empty:
+        if before_empty is not None:
+            before_empty()
+        published = store.publish(manifest)
+        if delta_commits:
+            DeltaStore(store, delta_commits).publish_empty()
+        return published
     return store.publish(manifest, make_latest=as_of is None)
 
 
@@ -166,9 +187,11 @@ def sync_table(
     sync raises ``UnsupportedTableError``; with it the refusal is recorded and the other
     targets run (nothing is published when every target was refused).
 
-    A table without a completed commit publishes nothing: each target creates its
-    objects empty, typed by ``hoodie.table.create.schema`` (their marker records
-    ``EMPTY_INSTANT``), and the sync after the first commit fills them in place.
+    A table without a completed commit publishes the empty manifest (so its readers
+    tell "empty" from "never synced"), and each target creates its objects empty, typed
+    by ``hoodie.table.create.schema`` (their marker records ``EMPTY_INSTANT``); without
+    that schema the sync is refused before anything is written. The sync after the
+    first commit fills the objects in place.
 
     ``delta_commits`` > 0 publishes delta manifests when every target can read them
     (``supports_delta_manifests``), else full ones."""
@@ -189,7 +212,12 @@ def sync_table(
     if not all(supports_delta_manifests(t) for t in readers):
         delta_commits = 0
     published = publish_manifest(
-        table, as_of=as_of, keep=keep, dry_run=dry_run, delta_commits=delta_commits
+        table,
+        as_of=as_of,
+        keep=keep,
+        dry_run=dry_run,
+        delta_commits=delta_commits,
+        before_empty=(lambda: require_empty_objects_schema(table, as_of)) if readers else None,
     )
     if published.manifest.is_empty and readers:
         require_empty_objects_schema(table, as_of)

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -8,17 +7,6 @@ import pytest
 from tests.bigquery_emulator import bigquery_emulator  # noqa: F401  (session fixture)
 from tests.fixture_tables import FixtureTable, unpack
 from tests.objectstores import gcs_server, s3_server  # noqa: F401  (session fixtures)
-
-# Opt-in tests against real services: not collected (neither run nor skipped) unless
-# their credentials are given.
-collect_ignore = [
-    name
-    for name, variable in (
-        ("test_bigquery_real.py", "HUDI_SYNC_BIGQUERY_PROJECT"),
-        ("test_snowflake_real.py", "HUDI_SYNC_SNOWFLAKE_TABLE"),
-    )
-    if not os.environ.get(variable)
-]
 
 
 @pytest.fixture(scope="session")

@@ -1,10 +1,12 @@
 """Opt-in: the BigQuery target against real BigQuery.
 
-Collected only when ``HUDI_SYNC_BIGQUERY_PROJECT`` and ``HUDI_SYNC_BIGQUERY_TABLE`` (a
-``gs://`` Hudi table the credentials can read and whose ``.hoodie/manifest/`` they can
-write) are set, with application-default credentials (``tests/conftest.py`` leaves the
-file out otherwise, so CI neither runs nor skips it). Real BigQuery reads the external
-tables itself, so this checks the view's rows directly against hudi-rs.
+Runs when ``HUDI_SYNC_BIGQUERY_PROJECT`` and ``HUDI_SYNC_BIGQUERY_TABLE`` (a ``gs://``
+Hudi table the credentials can read and whose ``.hoodie/manifest/`` they can write) are
+set, with application-default credentials (``HUDI_SYNC_BIGQUERY_LOCATION``: the
+dataset's location, default ``US``); skipped otherwise, with the reason naming them.
+Real BigQuery reads the external tables itself, so this checks the view's rows directly
+against hudi-rs. The cloud clients are imported in the test, so collecting it needs
+neither them nor credentials.
 """
 
 from __future__ import annotations
@@ -12,41 +14,47 @@ from __future__ import annotations
 import os
 import uuid
 
-import gcsfs  # noqa: F401  (the table is read through fsspec's gs://)
 import pyarrow as pa
 
 from hudi_sync.sync import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
+from tests.real_services import needs_environment
 from tests.warehouse_rows import canonical, same_columns
 
-PROJECT = os.environ["HUDI_SYNC_BIGQUERY_PROJECT"]
-TABLE = os.environ["HUDI_SYNC_BIGQUERY_TABLE"]
-LOCATION = os.environ.get("HUDI_SYNC_BIGQUERY_LOCATION", "US")
+pytestmark = needs_environment(
+    "real BigQuery",
+    ["HUDI_SYNC_BIGQUERY_PROJECT", "HUDI_SYNC_BIGQUERY_TABLE"],
+    "(a gs:// Hudi table) with application-default credentials",
+)
 
 
 def test_view_and_manifest_modes_on_real_bigquery() -> None:
+    import gcsfs  # noqa: F401  (the table is read through fsspec's gs://)
     import hudi
     from google.cloud import bigquery
 
+    project = os.environ["HUDI_SYNC_BIGQUERY_PROJECT"]
+    uri = os.environ["HUDI_SYNC_BIGQUERY_TABLE"]
+    location = os.environ.get("HUDI_SYNC_BIGQUERY_LOCATION", "US")
     dataset = f"hudi_sync_test_{uuid.uuid4().hex[:8]}"
-    client = bigquery.Client(project=PROJECT)
-    table = HudiTable.open(TABLE)
-    expected = pa.Table.from_batches(hudi.HudiTable(TABLE).read(hudi.HudiReadOptions()))
+    client = bigquery.Client(project=project)
+    table = HudiTable.open(uri)
+    expected = pa.Table.from_batches(hudi.HudiTable(uri).read(hudi.HudiReadOptions()))
     try:
         for mode in ("false", "true"):
             config = BigQuerySyncConfig.from_options(
                 {
-                    "project_id": PROJECT,
+                    "project_id": project,
                     "dataset_name": dataset,
-                    "dataset_location": LOCATION,
+                    "dataset_location": location,
                     "table_name": "t",
                     "use_bq_manifest_file": mode,
                 }
             )
             report = sync_table(table, [BigQueryTarget(config, client)])
             assert report.results[0].action in ("create", "recreate")
-            rows = client.query_and_wait(f"SELECT * FROM `{PROJECT}.{dataset}.t`").to_arrow()
+            rows = client.query_and_wait(f"SELECT * FROM `{project}.{dataset}.t`").to_arrow()
             ours, theirs = same_columns(rows, expected)
             assert canonical(ours) == canonical(theirs)
     finally:

@@ -1,6 +1,8 @@
 """Syncing a table before its first commit (issue 15 item 10): every target creates its
 objects empty, with the columns of ``hoodie.table.create.schema``, and the sync after
 the first commit fills them in place. Without a create schema nothing is created.
+The empty manifest is published like any other, with every companion file of its mode
+(full or delta), so its readers tell "empty" from "never synced".
 
 The empty tables are the real fixtures ``cow/v6_empty``, ``cow/v8_empty`` and
 ``mor/parquet/v6_empty`` (created by Hudi, no commit), and real non-empty fixtures
@@ -30,6 +32,7 @@ from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
 from hudi_sync.warehouse.duckdb_target import SOURCE_FILE_COLUMN, DuckDBTarget
 from hudi_sync.warehouse.snowflake_schema import object_name
+from tests import hudi_oracle
 from tests.bigquery_emulator import BigQueryEmulator, materialise
 from tests.fixture_tables import fixture_tables
 from tests.objectstores import GcsStore, S3Store
@@ -97,6 +100,57 @@ def _move_files(source: Path, target: Path, keep: Path | None = None) -> None:
             file.rename(target / relative)
 
 
+def _manifest_files(table: HudiTable) -> dict[str, str]:
+    """Every file under ``.hoodie/manifest`` with its text, freshly listed (any store)."""
+    location = table.location
+    folder = location.join(".hoodie/manifest")
+    return {
+        name: location.read_file(f"{folder}/{name}").decode()
+        for name in location.files_under(folder)
+    }
+
+
+def _assert_empty_manifest(table: HudiTable, delta: bool) -> None:
+    """The empty snapshot with what any publication of the mode writes, and nothing else
+    (no temporary left by a repeated publication)."""
+    files = _manifest_files(table)
+    lists = {"latest_snapshot_files.csv", "snapshots/empty/files.csv", "snapshots/empty/uris.csv"}
+    pointers = {"latest.json", "snapshots/empty/snapshot.json"}
+    if delta:
+        lists.add("deltas/empty_empty.csv")
+        pointers.add("delta.json")
+    assert set(files) == lists | pointers
+    assert all(files[name] == "" for name in lists)
+    meta = {"instant": None, "pending": [], "files": 0}
+    assert json.loads(files["latest.json"]) == json.loads(files["snapshots/empty/snapshot.json"])
+    assert json.loads(files["latest.json"]) == meta
+    if delta:
+        assert json.loads(files["delta.json"]) == {
+            **meta,
+            "base": None,
+            "depths": [],
+            "commits": 0,
+        }
+
+
+def _assert_manifest_at(table: HudiTable, local: Path, instant: str, delta: bool) -> None:
+    """After the first commit's sync the pointers name it and the list is its base
+    files, as hudi-rs lists them (``local``: the table's local copy)."""
+    files = _manifest_files(table)
+    assert json.loads(files["latest.json"])["instant"] == instant
+    listed = sorted(files["latest_snapshot_files.csv"].split())
+    expected = sorted(s["base_file"] for s in hudi_oracle.slices(str(local)) if s["base_file"])
+    assert listed == expected and expected
+    assert files[f"snapshots/{instant}/files.csv"] == files["latest_snapshot_files.csv"]
+    if delta:
+        pointer = json.loads(files["delta.json"])
+        assert (pointer["instant"], pointer["base"], pointer["files"]) == (
+            instant,
+            instant,
+            len(expected),
+        )
+
+
 @pytest.fixture
 def emptied(unpack_table: Any, tmp_path: Path) -> Any:
     def _emptied(suffix: str) -> Emptied:
@@ -158,33 +212,37 @@ def test_duckdb_empty_fixture_gets_typed_empty_objects(  # type: ignore[no-untyp
         assert _duckdb_comment(database, view).startswith(
             f"hudi_sync instant=0 base={path} mode=view sql="
         )
-    assert not (path / ".hoodie" / "manifest").exists()  # nothing is published
+    _assert_empty_manifest(HudiTable.open(str(path)), delta=False)
     again = sync_table(str(path), [DuckDBTarget(str(database), "t")])
     assert [r.action for r in again.results] == ["noop"]
     assert "the empty table" in again.results[0].reason
+    _assert_empty_manifest(HudiTable.open(str(path)), delta=False)
 
 
+@pytest.mark.parametrize("delta_commits", [0, 3], ids=["full", "delta"])
 @pytest.mark.parametrize(
     "suffix",
     ["cow/v6_complexkeygen_hivestyle", "cow/v9_txns_simple_meta", "mor/parquet/v6_nonpartitioned"],
 )
 def test_duckdb_first_commit_fills_the_empty_objects(  # type: ignore[no-untyped-def]
-    suffix: str, emptied, tmp_path: Path
+    suffix: str, delta_commits: int, emptied, tmp_path: Path
 ) -> None:
     table = emptied(suffix)
     database = tmp_path / "w.duckdb"
     target = DuckDBTarget(str(database), "t")
-    first = sync_table(str(table.path), [target])
+    first = sync_table(str(table.path), [target], delta_commits=delta_commits)
     assert [r.action for r in first.results] == ["create"] and first.instant is None
+    _assert_empty_manifest(HudiTable.open(str(table.path)), delta=bool(delta_commits))
     empty_columns = _duckdb_columns(database, "t")
     assert [n for n, _ in empty_columns] == [*META_FIELDS, *_create_schema_names(table.path)]
     assert all(_duckdb_count(database, v) == 0 for v in ("t", "t_manifest", "t_history"))
 
     table.restore()  # the first commit (and, here, the later ones) complete
-    second = sync_table(str(table.path), [target])
+    second = sync_table(str(table.path), [target], delta_commits=delta_commits)
     latest = HudiTable.open(str(table.path)).latest_instant()
     assert second.instant == latest is not None
     assert [r.action for r in second.results] == ["update"]  # the empty marker never blocks
+    _assert_manifest_at(HudiTable.open(str(table.path)), table.path, latest, bool(delta_commits))
     # The same columns and types as the files give, now with the snapshot's rows.
     assert _duckdb_columns(database, "t") == empty_columns
     with duckdb.connect(str(database)) as con:
@@ -221,6 +279,32 @@ def test_duckdb_objects_showing_a_commit_are_not_emptied_without_force(  # type:
     table.restore()
     assert [r.action for r in sync_table(str(table.path), [target]).results] == ["update"]
     assert _duckdb_count(database, "t") == rows
+
+
+@pytest.mark.parametrize("delta_commits", [0, 3], ids=["full", "delta"])
+def test_empty_manifest_from_the_cli_then_retention_drops_it(  # type: ignore[no-untyped-def]
+    delta_commits: int, emptied, tmp_path: Path
+) -> None:
+    """``hudi-sync manifest`` publishes the empty manifest too; it is the oldest snapshot,
+    so a sync after the first commit keeping one snapshot removes it (and its delta)."""
+    table = emptied("cow/v6_nonpartitioned")
+    result = runner.invoke(app, ["manifest", str(table.path), "--json"])
+    assert result.exit_code == 0, result.output
+    (summary,) = json.loads(result.stdout)
+    assert (summary["instant"], summary["files"]) == (None, 0)
+    assert summary["files_uri"] == f"{table.path}/.hoodie/manifest/snapshots/empty/files.csv"
+    _assert_empty_manifest(HudiTable.open(str(table.path)), delta=False)
+    target = DuckDBTarget(str(tmp_path / "w.duckdb"), "t")
+    sync_table(str(table.path), [target], delta_commits=delta_commits)
+    _assert_empty_manifest(HudiTable.open(str(table.path)), delta=bool(delta_commits))
+
+    table.restore()
+    report = sync_table(str(table.path), [target], keep=1, delta_commits=delta_commits)
+    assert report.instant is not None and _duckdb_count(tmp_path / "w.duckdb", "t") > 0
+    opened = HudiTable.open(str(table.path))
+    _assert_manifest_at(opened, table.path, report.instant, bool(delta_commits))
+    left = set(_manifest_files(opened))
+    assert not {n for n in left if "empty" in n}, left
 
 
 def test_cli_dry_run_on_an_empty_table_prints_the_plan_and_changes_nothing(  # type: ignore[no-untyped-def]
@@ -329,9 +413,13 @@ def _query_columns(client: Any, table_id: str) -> tuple[list[str], int]:
     return result.column_names, result.num_rows
 
 
-@pytest.mark.parametrize("manifest_mode", [False, True], ids=["view", "manifest-file"])
+@pytest.mark.parametrize(
+    ("manifest_mode", "delta_commits"),
+    [(False, 0), (False, 3), (True, 0)],
+    ids=["view", "view-delta", "manifest-file"],
+)
 def test_bigquery_empty_objects_then_first_commit(  # type: ignore[no-untyped-def]
-    manifest_mode: bool, emptied, gcs_server: GcsStore, bq_client, dataset
+    manifest_mode: bool, delta_commits: int, emptied, gcs_server: GcsStore, bq_client, dataset
 ) -> None:
     table = emptied("cow/v6_complexkeygen_hivestyle")
     bucket = gcs_server.make_bucket()
@@ -339,9 +427,10 @@ def test_bigquery_empty_objects_then_first_commit(  # type: ignore[no-untyped-de
     options = {"use_bq_manifest_file": "true"} if manifest_mode else {}
     target = _bigquery_target(bq_client, dataset, **options)
     opened = HudiTable.open(uri, gcs_server.storage_options)
-    report = sync_table(opened, [target])
+    report = sync_table(opened, [target], delta_commits=delta_commits)
     assert report.ok and report.instant is None
     assert [r.action for r in report.results] == ["create"]
+    _assert_empty_manifest(opened, delta=bool(delta_commits))
     project = bq_client.project
     view_id = f"{project}.{dataset}.t"
     tables = {t.table_id for t in bq_client.list_tables(dataset)}
@@ -374,9 +463,10 @@ def test_bigquery_empty_objects_then_first_commit(  # type: ignore[no-untyped-de
     table.restore()
     gcs_server.upload_dir(table.path, bucket, "lake/t")
     opened = HudiTable.open(uri, gcs_server.storage_options)
-    second = sync_table(opened, [target])
+    second = sync_table(opened, [target], delta_commits=delta_commits)
     assert second.instant == opened.latest_instant() is not None
     assert [r.action for r in second.results] == ["update"]
+    _assert_manifest_at(opened, table.path, second.instant, bool(delta_commits))
     # Each native table was deleted and created again as an external table.
     steps = [s.split(" ", 2)[:2] for s in second.plans[0].steps]
     assert ["delete", data_id] in steps and ["create", data_id] in steps
@@ -397,7 +487,11 @@ def test_bigquery_empty_objects_then_first_commit(  # type: ignore[no-untyped-de
     else:
         materialise(bq_client, data_id)
         materialise(bq_client, f"{project}.{dataset}.t_manifest")
-    rows = bq_client.query_and_wait(f"SELECT * FROM `{view_id}`").to_arrow()
+    # The view's stored query: the emulator answers the delta view's own query, but not
+    # a SELECT from the view once the tables under it were materialised.
+    query = bq_client.get_table(view_id).view_query
+    source = f"({query})" if query else f"`{view_id}`"
+    rows = bq_client.query_and_wait(f"SELECT * FROM {source}").to_arrow()
     assert rows.column_names == empty_columns  # the columns the empty view had
     expected_rows = hudi_rs_rows(str(table.path))
     ours, theirs = same_columns(rows, expected_rows)
@@ -438,7 +532,9 @@ def _snowflake_count(name: str) -> int:
     return count
 
 
+@pytest.mark.parametrize("delta_commits", [0, 2], ids=["full", "delta"])
 def test_snowflake_empty_objects_then_first_commit(  # type: ignore[no-untyped-def]
+    delta_commits: int,
     emptied,
     s3_server: S3Store,
     emulation,  # noqa: F811  (the imported fixture)
@@ -447,9 +543,10 @@ def test_snowflake_empty_objects_then_first_commit(  # type: ignore[no-untyped-d
     bucket = s3_server.make_bucket()
     uri = s3_server.upload_dir(table.path, bucket, "tables/txns")
     opened = HudiTable.open(uri, s3_server.storage_options)
-    report = sync_table(opened, [_target()])
+    report = sync_table(opened, [_target()], delta_commits=delta_commits)
     assert report.ok and report.instant is None
     assert [r.action for r in report.results] == ["create"]
+    _assert_empty_manifest(opened, delta=bool(delta_commits))
     assert f"hudi_sync instant=0 base={uri}/ mode=view" in _view_comment()
     columns = _view_columns()
     assert columns == [object_name(c.name) for c in _columns(opened)]
@@ -458,15 +555,17 @@ def test_snowflake_empty_objects_then_first_commit(  # type: ignore[no-untyped-d
     assert _snowflake_count("TRIPS_HISTORY") == 0 and _snowflake_count("TRIPS_MANIFEST") == 0
     manifest_sql = next(s for s in emulation.statements if "TRIPS_MANIFEST" in s and "CREATE" in s)
     assert "/.hoodie/manifest/snapshots/empty/ " in manifest_sql
-    assert sync_table(opened, [_target()]).results[0].action == "noop"
+    assert sync_table(opened, [_target()], delta_commits=delta_commits).results[0].action == "noop"
+    _assert_empty_manifest(opened, delta=bool(delta_commits))
 
     table.restore()
     s3_server.upload_dir(table.path, bucket, "tables/txns")
     opened = HudiTable.open(uri, s3_server.storage_options)
     count = len(emulation.statements)
-    second = sync_table(opened, [_target()])
+    second = sync_table(opened, [_target()], delta_commits=delta_commits)
     assert second.instant == opened.latest_instant() is not None
     assert [r.action for r in second.results] == ["update"]
+    _assert_manifest_at(opened, table.path, second.instant, bool(delta_commits))
     applied = [s.split(" (")[0] for s in emulation.statements[count:] if not s.startswith("SHOW")]
     assert applied[:2] == [
         'ALTER EXTERNAL TABLE "HUDI"."LAKE"."TRIPS_HISTORY" REFRESH',  # the same definition

@@ -1,12 +1,13 @@
 """Opt-in: the Snowflake target against a real Snowflake account.
 
-Collected only when ``HUDI_SYNC_SNOWFLAKE_TABLE`` (an ``s3://`` Hudi table that the
-storage integration ``HUDI_SYNC_SNOWFLAKE_INTEGRATION`` can read and whose
-``.hoodie/manifest/`` this machine's AWS credentials can write) and the connection's
-``SNOWFLAKE_*`` variables (account, user, password or private key, role, warehouse,
-database, schema) are set; ``tests/conftest.py`` leaves the file out otherwise, so CI
-neither runs nor skips it. Real Snowflake reads the external tables itself, so the
-view's rows are checked directly against hudi-rs.
+Runs when ``HUDI_SYNC_SNOWFLAKE_TABLE`` (an ``s3://`` Hudi table that the storage
+integration ``HUDI_SYNC_SNOWFLAKE_INTEGRATION`` can read and whose ``.hoodie/manifest/``
+this machine's AWS credentials can write) is set with the integration, and the
+connection's ``SNOWFLAKE_*`` variables (account, user, password or private key, role,
+warehouse, database, schema); skipped otherwise, with the reason naming them. Real
+Snowflake reads the external tables itself, so the view's rows are checked directly
+against hudi-rs. The connector is imported in the test, so collecting it needs neither
+it nor credentials.
 """
 
 from __future__ import annotations
@@ -15,27 +16,34 @@ import os
 import uuid
 
 import pyarrow as pa
-import snowflake.connector
 
 from hudi_sync.sync import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.snowflake_schema import sql_name
 from hudi_sync.warehouse.snowflake_target import PREFIX, SnowflakeTarget
+from tests.real_services import needs_environment
 from tests.warehouse_rows import canonical
 
-TABLE = os.environ["HUDI_SYNC_SNOWFLAKE_TABLE"]
-INTEGRATION = os.environ["HUDI_SYNC_SNOWFLAKE_INTEGRATION"]
+pytestmark = needs_environment(
+    "real Snowflake",
+    ["HUDI_SYNC_SNOWFLAKE_TABLE", "HUDI_SYNC_SNOWFLAKE_INTEGRATION"],
+    "and the SNOWFLAKE_* connection variables (ACCOUNT, USER, PASSWORD or "
+    "PRIVATE_KEY_FILE, ROLE, WAREHOUSE, DATABASE, SCHEMA)",
+)
 
 
 def test_view_equals_hudi_rs_on_real_snowflake() -> None:
     import hudi
+    import snowflake.connector
 
+    uri = os.environ["HUDI_SYNC_SNOWFLAKE_TABLE"]
+    integration = os.environ["HUDI_SYNC_SNOWFLAKE_INTEGRATION"]
     name = f"hudi_sync_test_{uuid.uuid4().hex[:8]}"
     target = SnowflakeTarget.from_options(
-        {PREFIX + "table_name": name, PREFIX + "storage_integration": INTEGRATION}
+        {PREFIX + "table_name": name, PREFIX + "storage_integration": integration}
     )
-    table = HudiTable.open(TABLE)
-    expected = pa.Table.from_batches(hudi.HudiTable(TABLE).read(hudi.HudiReadOptions()))
+    table = HudiTable.open(uri)
+    expected = pa.Table.from_batches(hudi.HudiTable(uri).read(hudi.HudiReadOptions()))
     connection = snowflake.connector.connect(**target.config.connection)
     cursor = connection.cursor()
     qualified = ".".join(sql_name(n) for n in (target.config.database, target.config.schema))

@@ -226,7 +226,7 @@ class _Write:
             and self.cdc_mode is None
             and spark_opens(self.spark, self.location)
         )
-        partitions = self._incoming_partitions()
+        partitions = self._incoming_partitions(snapshot)
         lock = self._lock()
         with lock:
             rolled_back = self._roll_back_failed_writes(table)
@@ -464,19 +464,15 @@ class _Write:
         )
         return keyed
 
-    def _incoming_partitions(self) -> set[str]:
+    def _incoming_partitions(self, snapshot: Mapping[tuple[str, str], str]) -> set[str]:
         """The partitions the rows go to, and (in the same Spark job) the check that
         every row has a record key: both are needed before the timeline is touched.
         The job also counts each partition's non-delete rows (what routing new keys
         starts from); for the Python merge it caches the keyed, deduplicated rows the
-        write goes on with, for Spark's it counts each partition's keys."""
+        write goes on with, for Spark's it counts each partition's keys. For
+        ``delete_partition``: the snapshot's partitions named by the option or the rows."""
         if self.operation == "delete_partition":
-            if self.options.partitions_to_delete:
-                return set(self.options.partitions_to_delete)
-            partition = partition_path_column(
-                self.options.partition_fields, self.options.hive_style_partitioning
-            )
-            return {r[0] for r in self.df.select(partition).distinct().collect()}
+            return self._partitions_to_delete(snapshot)
         keyed = self._keyed()
         profiled = self.spark_merge and self.operation in ("upsert", "delete")
         if profiled:
@@ -522,6 +518,24 @@ class _Write:
         if profiled and all(int(r["most"]) == 1 for r in found):
             self._counted = {r[PARTITION_PATH]: (int(r["keys"]), int(r["upserts"])) for r in found}
         return set(self._upserts)
+
+    def _partitions_to_delete(self, snapshot: Mapping[tuple[str, str], str]) -> set[str]:
+        """Hudi takes ``partitions.to.delete`` (else the rows' partition paths) as the
+        partition paths to replace; each must name a partition of the snapshot, or the
+        write would commit a replacecommit that replaces nothing."""
+        o = self.options
+        requested: Sequence[str] = o.partitions_to_delete
+        if not requested:
+            column = partition_path_column(o.partition_fields, o.hive_style_partitioning)
+            requested = sorted(r[0] for r in self.df.select(column).distinct().collect())
+        if not requested:
+            raise BadInputError(
+                f"{self.base}: delete_partition needs {opt.PARTITIONS_TO_DELETE} or rows "
+                "naming the partitions to delete; neither was given"
+            )
+        stored = {partition for partition, _ in snapshot}
+        fields, hive_style = o.partition_fields, o.hive_style_partitioning
+        return {stored_partition(v, stored, fields, hive_style, self.base) for v in requested}
 
     def _deduplicated(self, keyed: DataFrame) -> DataFrame:
         """One row per key: the highest ordering value, ties to the later row."""
@@ -923,6 +937,27 @@ def _same_type(new: pa.DataType, stored: pa.DataType) -> bool:
     if pa.types.is_integer(new) and pa.types.is_integer(stored):
         return bool(new.bit_width == stored.bit_width)
     return str(new).replace(" not null", "") == str(stored).replace(" not null", "")
+
+
+def stored_partition(
+    value: str, stored: set[str], fields: Sequence[str], hive_style: bool, table: str
+) -> str:
+    """The partition path of ``stored`` that ``value`` names, as its path (``p=b``,
+    ``x=a/y=b``) or as the user writes it (``b``, ``a/b``): hive-style tables prefix
+    each level with its field, others do not. Refused when it names none."""
+    if value in stored:
+        return value
+    levels = value.split("/")
+    if fields and len(levels) == len(fields):
+        pairs = zip(fields, levels, strict=True)
+        if hive_style:
+            path = "/".join(v if v.startswith(f"{f}=") else f"{f}={v}" for f, v in pairs)
+        else:
+            path = "/".join(v.removeprefix(f"{f}=") for f, v in pairs)
+        if path in stored:
+            return path
+    example = f"its partitions look like {min(stored)!r}" if stored else "it has no partition"
+    raise BadInputError(f"{table}: no partition {value!r} to delete ({example})")
 
 
 def _group_ids(
