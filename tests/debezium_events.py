@@ -154,3 +154,50 @@ def final_state(
             assert after is not None
             rows[after["id"]] = dict(after)
     return rows
+
+
+@dataclass
+class MySqlLog:
+    """MySQL change events in the Debezium envelope without the JSON converter's schema
+    (as Flink CDC's ``debezium-json`` writes them). Snapshot reads may carry no binlog
+    position (``file: ""``, ``pos: 0``), as Flink CDC's snapshot phase and incremental
+    snapshots write them; binlog changes carry their file, position and row."""
+
+    table: str = "items"
+    ts_ms: int = 1_700_000_000_000
+
+    def change(
+        self,
+        op: str,
+        before: Mapping[str, Any] | None,
+        after: Mapping[str, Any] | None,
+        *,
+        file: str = "",
+        pos: int = 0,
+        row: int = 0,
+    ) -> tuple[bytes, bytes]:
+        """One event (key, value); ``file`` empty for a snapshot read without position."""
+        self.ts_ms += 1
+        image = after if after is not None else before
+        assert image is not None
+        source = {
+            "version": "1.9.8.Final",
+            "connector": "mysql",
+            "name": "mysql_binlog_source",
+            "ts_ms": self.ts_ms if file else 0,
+            "snapshot": "false",
+            "db": "shop",
+            "sequence": None,
+            "table": self.table,
+            "server_id": 223344 if file else 0,
+            "gtid": None,
+            "file": file,
+            "pos": pos,
+            "row": row,
+            "thread": None,
+            "query": None,
+        }
+        payload = {"before": before, "after": after, "source": source, "op": op}
+        payload["ts_ms"] = self.ts_ms + 5
+        key = json.dumps({"id": image["id"]}, separators=(",", ":")).encode()
+        return key, json.dumps(payload, separators=(",", ":")).encode()

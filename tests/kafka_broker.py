@@ -31,6 +31,13 @@ the context. Tansu behaviour seen with kafka-python 3.0.12 (tansu v0.6.0-510f3e2
   2.0.2 does not import on Python 3.12+; 2.3.x's admin ``describe_topics`` raises
   ``ValueError: 14 is not a valid ACLOperation`` on Tansu's answer. Producing, assign/seek
   reads and groups work from 2.2.0 to 3.0.12.
+- ``KafkaBroker(authentication=True)`` starts Tansu with ``--authentication``: every client
+  must log in with SASL, and Tansu 0.6.0 offers only SCRAM-SHA-512 (a PLAIN handshake is
+  answered "Unsupported SASL mechanism"). It starts with no users, and none could be made:
+  ``tansu user create`` needs a logged-in connection once authentication is on; run
+  against a broker started without it (which refuses every SASL handshake) on S3
+  storage, it exits 0 but stores nothing that the same storage's authenticating broker
+  finds. So every login is refused (``unknown-user``): good for testing refusals only.
 - A kafka-python 3.0.12 producer that has sent to a second topic can keep the first
   topic's (empty) batch queue while its metadata holds only the second topic: its sender
   thread then asks for a metadata update in a busy loop, one CPU for as long as the
@@ -91,8 +98,15 @@ def log_tail(path: Path, limit: int = 4000) -> str:
 class KafkaBroker(Service):
     """A Tansu broker subprocess on 127.0.0.1 with kafka-python helpers to seed and read it."""
 
-    def __init__(self, *, startup_timeout: float = 30.0, start_attempts: int = 3) -> None:
+    def __init__(
+        self,
+        *,
+        startup_timeout: float = 30.0,
+        start_attempts: int = 3,
+        authentication: bool = False,
+    ) -> None:
         self.startup_timeout = startup_timeout
+        self.authentication = authentication
         self.start_attempts = start_attempts
         self.port = 0
         self._tmp: Path | None = None
@@ -145,6 +159,7 @@ class KafkaBroker(Service):
                         url,
                         "--storage-engine",
                         "memory://tansu/",
+                        *(["--authentication"] if self.authentication else []),
                     ],
                     stdin=subprocess.DEVNULL,
                     stdout=log,
@@ -176,6 +191,8 @@ class KafkaBroker(Service):
                 return f"exited with code {self._process.returncode}"
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                if self.authentication:
+                    return ""  # no client may talk to it without logging in
                 admin = KafkaAdminClient(
                     bootstrap_servers=self.bootstrap_servers, request_timeout_ms=5000
                 )

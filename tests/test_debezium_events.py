@@ -13,7 +13,7 @@ import pytest
 
 from hudi_sync.debezium.batch import reduce_events, to_table
 from hudi_sync.debezium.events import EventError, EventReader, EventSettings, Position
-from tests.debezium_events import PostgresLog, final_state
+from tests.debezium_events import MySqlLog, PostgresLog, final_state
 
 POS = Position("pg.public.items", 0, 7)
 
@@ -334,3 +334,60 @@ def test_checkpoint_text_is_hudis_format() -> None:
     assert parse_checkpoint("topic,0:5") == {"topic": {0: 5}}
     with pytest.raises(Exception, match="is not topic,partition:offset"):
         parse_checkpoint("topic,0-5")
+
+
+@pytest.mark.parametrize(
+    "key", [b"customer-1", b"\x00\x00\x00\x00\x07\xff", b"\xff\xfeopaque", b"1", b'"1"']
+)
+def test_a_record_key_takes_the_key_from_the_row_and_never_parses_the_kafka_key(
+    key: bytes,
+) -> None:
+    log = PostgresLog(schemas=False)
+    row = {"id": 1, "name": "a", "note": None, "qty": 1}
+    created, deleted = log.change("c", None, row)[1], log.change("d", row, None)[1]
+    keyed = EventReader(EventSettings(record_key_fields=("id",)))
+    assert read(key, created, keyed).key == "[1]"
+    assert read(key, deleted, keyed).key == "[1]"  # from the before image
+    assert read(key, deleted, keyed).row == row
+    # Without key fields the Kafka key is the key: unreadable, one line naming the message.
+    with pytest.raises(EventError) as caught:
+        read(key, created)
+    text = str(caught.value)
+    assert text.startswith("topic pg.public.items partition 0 offset 7: ") and "\n" not in text
+    assert "--record-key" in text or "schema registry" in text
+
+
+def test_mysql_snapshot_reads_without_a_binlog_position_order_before_the_binlog() -> None:
+    log = MySqlLog()
+    reader = EventReader(EventSettings())
+    first = {"id": 1, "name": "snap-a"}
+    snap_a = reader.read(Position("t", 0, 5), *log.change("r", None, first))
+    snap_b = reader.read(Position("t", 0, 9), *log.change("r", None, {**first, "name": "b"}))
+    change = log.change("u", first, {**first, "name": "bin"}, file="mysql-bin.000001", pos=4)
+    update = reader.read(Position("t", 1, 0), *change)
+    assert snap_a is not None and snap_b is not None and update is not None
+    # Before every binlog position, and among themselves by Kafka offset.
+    assert snap_a.order < snap_b.order < update.order
+    assert snap_a.meta["_event_bin_file"] is None and snap_a.meta["_event_seq"] is None
+    assert update.meta["_event_seq"] == "1.4"
+    reduced = reduce_events([update, snap_b, snap_a], {}, None)
+    assert reduced.final["[1]"].row["name"] == "bin"
+    assert reduce_events([snap_b, snap_a], {}, None).final["[1]"].row["name"] == "b"
+    # A delete's tombstone drops a later-delivered snapshot read of the key.
+    delete = reader.read(
+        Position("t", 1, 1), *log.change("d", first, None, file="mysql-bin.000001", pos=9)
+    )
+    assert delete is not None
+    assert reduce_events([snap_b], {"[1]": delete.order}, None).dropped == 1
+    # Flattened by ExtractNewRecordState with add.fields=op,file,pos,row.
+    flat = {"id": 2, "name": "x", "__op": "r", "__file": "", "__pos": 0, "__row": 0}
+    flattened = reader.read(POS, b'{"id": 2}', json.dumps(flat).encode())
+    assert flattened is not None and flattened.order < update.order
+
+
+@pytest.mark.parametrize("op", ["c", "u", "d"])
+def test_a_mysql_change_without_a_binlog_position_is_refused(op: str) -> None:
+    row = {"id": 1, "name": "a"}
+    key, value = MySqlLog().change(op, row if op != "c" else None, row if op != "d" else None)
+    with pytest.raises(EventError, match=rf"a MySQL '{op}' event has no binlog file and position"):
+        read(key, value)

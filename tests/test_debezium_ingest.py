@@ -212,3 +212,52 @@ def test_a_topic_pattern_reads_every_matching_topic(spark, broker, tmp_path) -> 
     assert sorted(r["name"] for r in read(spark, str(path)).toArrow().to_pylist()) == topics
     assert set(load_state(str(path)).offsets) == set(topics)
     assert summary.checkpoint.count(";") == 1
+
+
+def test_plain_string_and_opaque_kafka_keys_with_a_record_key(spark, broker, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Topics keyed by plain strings or opaque bytes: with --record-key the key comes from
+    the row (``before`` for a delete) and the Kafka key is never parsed; without it the
+    unreadable key is a one-line error and nothing is written."""
+    from typer.testing import CliRunner
+
+    from hudi_sync.cli.app import app
+
+    topic = new_topic(broker, partitions=3)
+    log = PostgresLog(schemas=False)
+    keys = {
+        1: b"customer-1",  # a plain string
+        2: b"\x00\x00\x00\x00\x2a\x91\xfe",  # opaque, yet shaped like Confluent wire format
+        3: b"\xff\xfe\x00opaque",  # not even UTF-8
+        4: b"4",  # valid JSON, but no record of key fields
+        5: b"customer-5",
+    }
+    rows = {i: {"id": i, "name": f"n{i}", "note": None, "qty": i} for i in range(1, 6)}
+    history = [("c", None, rows[i]) for i in (1, 2, 3, 4)]
+    history += [("u", rows[1], {**rows[1], "name": "one"}), ("d", rows[2], None)]
+    history += [("u", rows[3], {**rows[3], "qty": 33}), ("c", None, rows[5]), ("d", rows[4], None)]
+    messages: list[tuple[bytes | None, bytes | None, int]] = []
+    for op, before, after in history:
+        ident = (after or before or {})["id"]
+        messages.append((keys[ident], log.change(op, before, after)[1], ident % 3))
+        if op == "d":
+            messages.append((keys[ident], None, ident % 3))  # the Kafka tombstone
+    broker.produce(topic, messages)
+    path = tmp_path / "items"
+    runner = CliRunner()
+    args = ["ingest", "debezium", "--table-path", str(path), "--topic", topic]
+    args += ["--bootstrap-servers", broker.bootstrap_servers, "--json"]
+    refused = runner.invoke(app, args)
+    assert refused.exit_code == 2, refused.output
+    line = refused.stderr.strip()
+    assert "\n" not in line and line.startswith(f"error: topic {topic} partition ")
+    assert "--record-key" in line
+    assert not path.exists() or not HudiTable.open(str(path)).completed_commits()
+    result = runner.invoke(app, [*args, "--record-key", "id"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["events_read"] == len(messages)
+    expected = final_state(history)
+    stored = read(spark, str(path)).toArrow()
+    assert expected == {1: {**rows[1], "name": "one"}, 3: {**rows[3], "qty": 33}, 5: rows[5]}
+    assert rows_of(stored) == expected
+    assert rows_of(hudi_rs_rows(str(path))) == expected
+    assert sorted(stored.column("_hoodie_record_key").to_pylist()) == ["1", "3", "5"]

@@ -709,11 +709,25 @@ def ingest_debezium(
     topic_pattern: Annotated[
         str | None, typer.Option("--topic-pattern", help="Read every topic matching this regex.")
     ] = None,
-    props: PropsOption = None,
-    conf: ConfOption = None,
+    props: Annotated[
+        str | None,
+        typer.Option(
+            "--props",
+            help="Java properties file: hoodie.* options and Kafka consumer settings "
+            "(security.protocol, sasl.*, ssl.*...), as HoodieStreamer reads them.",
+        ),
+    ] = None,
+    conf: Annotated[
+        list[str] | None,
+        typer.Option("--conf", "-c", help="A hoodie.* option or Kafka consumer setting KEY=VALUE."),
+    ] = None,
     record_key: Annotated[
         str | None,
-        typer.Option("--record-key", help="Record key fields (default: the message key's)."),
+        typer.Option(
+            "--record-key",
+            help="Record key fields, read from the event's row (the Kafka key is then not "
+            "parsed: plain-string or opaque keys are fine). Default: the Kafka key's fields.",
+        ),
     ] = None,
     partition_field: Annotated[
         str | None,

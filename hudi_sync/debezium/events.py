@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from hudi_sync.debezium.registry import SchemaRegistry, is_wire_format
+from hudi_sync.debezium.registry import RegistryError, SchemaRegistry, is_wire_format
 from hudi_sync.debezium.types import ColumnType, avro_row_columns, connect_row_columns
 from hudi_sync.errors import BadInputError
 
@@ -65,6 +65,7 @@ META_COLUMNS: dict[str, list[tuple[str, str]]] = {
 }
 
 
+RECORD_KEY_HINT = "hoodie.datasource.write.recordkey.field, --record-key"
 _SCHEMA_HEAD = b'{"schema":'
 _PAYLOAD_SEPARATOR = b',"payload":'
 
@@ -101,7 +102,11 @@ class ChangeEvent:
 
 @dataclass(frozen=True)
 class EventSettings:
-    """How events are read: key fields (None: the message key's), TOAST placeholders."""
+    """How events are read: key fields (None: the message key's), TOAST placeholders.
+
+    With key fields the key comes from the row (``after``; ``before`` for a delete) and
+    the Kafka key is never parsed: topics keyed by plain strings or opaque bytes are read
+    as Hudi's Debezium sources read them."""
 
     record_key_fields: tuple[str, ...] | None = None
     unavailable_values: tuple[str, ...] = (UNAVAILABLE,)
@@ -133,6 +138,8 @@ class EventReader:
             return None
         try:
             return self._read(position, key, value)
+        except RegistryError:
+            raise  # the registry's settings or service are at fault, not this event
         except BadInputError as exc:
             raise EventError(f"{position}: {exc}") from None
 
@@ -141,7 +148,9 @@ class EventReader:
         payload, columns = self._decode(value, "value")
         if not isinstance(payload, dict):
             raise BadInputError("the value is not a Debezium event (not an object)")
-        key_payload = self._decode(key, "key")[0] if key else None
+        key_payload = None
+        if key and self.settings.record_key_fields is None:
+            key_payload = self._decode(key, "key")[0]
         if "op" in payload or "source" in payload:
             return self._envelope(position, payload, key_payload, columns)
         if "__op" in payload or "__deleted" in payload:
@@ -165,8 +174,10 @@ class EventReader:
         try:
             document = orjson.loads(raw)
         except orjson.JSONDecodeError:
+            hint = f" (set {RECORD_KEY_HINT} to take the key from the row)"
             raise BadInputError(
                 f"the {what} is neither JSON nor Avro in Confluent wire format"
+                + (hint if what == "key" else "")
             ) from None
         if isinstance(document, dict) and "payload" in document and "schema" in document:
             schema = document["schema"]
@@ -222,7 +233,7 @@ class EventReader:
         row = dict(image) if isinstance(image, dict) else {}
         if op in ("c", "u", "r") and not row:
             raise BadInputError(f"a {op!r} event has no 'after' row")
-        meta = _meta(database, op, payload.get("ts_ms"), source)
+        meta = _meta(database, op, payload.get("ts_ms"), source, position)
         return self._event(position, op, row, key_payload, meta, database, columns)
 
     def _flattened(
@@ -260,7 +271,7 @@ class EventReader:
                 "a flattened event needs its log position: add lsn (PostgreSQL) or "
                 "file,pos,row (MySQL) to the SMT's add.fields"
             )
-        meta = _meta(database, op, added.get("ts_ms"), source)
+        meta = _meta(database, op, added.get("ts_ms"), source, position)
         return self._event(position, op, row, key_payload, meta, database, columns)
 
     def _event(
@@ -291,9 +302,14 @@ class EventReader:
 
     def _key(self, row: Mapping[str, Any], key_payload: Any) -> str:
         if self.key_fields is None:
+            if key_payload is None:
+                raise BadInputError(
+                    f"the message has no key to take the record key from (set {RECORD_KEY_HINT})"
+                )
             if not isinstance(key_payload, dict) or not key_payload:
                 raise BadInputError(
-                    "the message has no key to take the record key from (pass --record-key)"
+                    "the Kafka key is not a record of key fields (set "
+                    f"{RECORD_KEY_HINT} to take the key from the row)"
                 )
             self.key_fields = tuple(key_payload)
         key_source = key_payload if isinstance(key_payload, dict) else {}
@@ -338,7 +354,9 @@ def _int(value: Any, name: str) -> int | None:
         raise BadInputError(f"{name}={value!r} is not a number") from None
 
 
-def _meta(database: str, op: str, ts_ms: Any, source: Mapping[str, Any]) -> dict[str, Any]:
+def _meta(
+    database: str, op: str, ts_ms: Any, source: Mapping[str, Any], position: Position
+) -> dict[str, Any]:
     meta: dict[str, Any] = {
         OP: op,
         "_upstream_event_processed_ts_ms": _int(ts_ms, "ts_ms"),
@@ -359,9 +377,12 @@ def _meta(database: str, op: str, ts_ms: Any, source: Mapping[str, Any]) -> dict
     file = source.get("file")
     pos = _int(source.get("pos"), "source.pos")
     row = _int(source.get("row"), "source.row") or 0
+    if not file and op == "r":
+        return meta | _unpositioned_snapshot(source, position)
     if not file or pos is None:
         raise BadInputError(
-            "a MySQL event has no binlog file and position (source.file, source.pos)"
+            f"a MySQL {op!r} event has no binlog file and position (source.file, source.pos); "
+            "only snapshot reads (op r) may lack them"
         )
     number = _int(str(file).rsplit(".", 1)[-1], "source.file's number")
     meta |= {
@@ -373,6 +394,21 @@ def _meta(database: str, op: str, ts_ms: Any, source: Mapping[str, Any]) -> dict
         ORDER: f"{number:010d}:{pos:020d}:{row:010d}",
     }
     return meta
+
+
+def _unpositioned_snapshot(source: Mapping[str, Any], position: Position) -> dict[str, Any]:
+    """A MySQL snapshot read without a binlog position (``file: ""``, ``pos: 0``: Flink
+    CDC's snapshot phase, incremental snapshots). It happened before the binlog events
+    that follow it, so its order sorts before every binlog position (``-`` before any
+    digit) and, among such reads, by Kafka offset: the later read of a key wins."""
+    return {
+        "_event_bin_file": None,
+        "_event_pos": None,
+        "_event_row": None,
+        "_event_seq": None,
+        "_event_gtid": source.get("gtid"),
+        ORDER: f"-{position.offset:020d}:{position.partition:010d}",
+    }
 
 
 def _pg_sequence(sequence: Any, lsn: int | None) -> tuple[int, int]:

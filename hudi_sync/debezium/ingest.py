@@ -38,6 +38,7 @@ from hudi_sync.debezium.events import (
     Position,
 )
 from hudi_sync.debezium.kafka_source import KafkaSettings, KafkaSource, Message, lag, split_names
+from hudi_sync.debezium.masking import masked_repr
 from hudi_sync.debezium.registry import SchemaRegistry
 from hudi_sync.debezium.state import (
     IngestState,
@@ -65,12 +66,21 @@ ON_ERROR_OPTION = "hoodie.streamer.debezium.on.error"
 DEAD_LETTER = "hoodie.streamer.debezium.dead.letter.path"
 PLACEHOLDER = "unavailable.value.placeholder"  # Debezium's connector option
 BINARY_MODE = "binary.handling.mode"  # Debezium's connector option
+# The schema registry's URL and basic auth by Confluent's client names, also with the
+# schema.registry. prefix Confluent's serializers accept.
+CONFLUENT_REGISTRY_URL = "schema.registry.url"
+USER_INFO = "basic.auth.user.info"
+CREDENTIALS_SOURCE = "basic.auth.credentials.source"
+_REGISTRY_PREFIXES = ("schema.registry.", "basic.auth.")
+# Not hoodie.* yet not Kafka client settings: the consumer's named fields, Debezium's.
+_NOT_CLIENT = {"bootstrap.servers", "group.id", "auto.offset.reset", PLACEHOLDER, BINARY_MODE}
 _LEGACY_PREFIX = "hoodie.deltastreamer."
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class IngestConfig:
-    """Everything one ingest needs; :meth:`from_options` reads it from Hudi's names."""
+    """Everything one ingest needs; :meth:`from_options` reads it from Hudi's names.
+    Its repr masks credentials (Kafka client secrets, registry passwords)."""
 
     table_path: str
     kafka: KafkaSettings
@@ -80,19 +90,24 @@ class IngestConfig:
     truncate_policy: str = "fail"
     on_error: str = "stop"
     dead_letter_path: str = "debezium-dead-letter.jsonl"
-    registry_url: str | None = None
+    registry_url: str | None = None  # may hold user:password@
+    registry_user_info: str | None = None  # user:password for the registry's basic auth
     unavailable_values: tuple[str, ...] = (UNAVAILABLE,)
     binary_handling_mode: str = "bytes"
     continuous: bool = False
     poll_interval_s: float = 5.0
     storage_options: Mapping[str, Any] | None = None
 
+    def __repr__(self) -> str:
+        return masked_repr(self)
+
     @classmethod
     def from_options(
         cls, table_path: str, options: Mapping[str, Any], **overrides: Any
     ) -> IngestConfig:
         """Options by Hudi's names (``hoodie.deltastreamer.*`` spellings too); keyword
-        overrides (the CLI's flags) win."""
+        overrides (the CLI's flags) win. As in HoodieStreamer, every option that is not
+        ``hoodie.*`` (nor the registry's or Debezium's) is a Kafka consumer setting."""
         o = {str(k): str(v) for k, v in options.items()}
         for key in list(o):
             if key.startswith(_LEGACY_PREFIX):
@@ -104,6 +119,11 @@ class IngestConfig:
             topics=split_names(o.get(TOPIC)),
             auto_offset_reset=o.get("auto.offset.reset", "earliest").lower(),
             group_id=o.get("group.id"),
+            client_options={
+                k: v
+                for k, v in o.items()
+                if not k.startswith(("hoodie.", *_REGISTRY_PREFIXES)) and k not in _NOT_CLIENT
+            },
         )
         values: dict[str, Any] = {
             "table_path": table_path,
@@ -114,7 +134,8 @@ class IngestConfig:
             "truncate_policy": o.get(TRUNCATE_POLICY, "fail").lower(),
             "on_error": o.get(ON_ERROR_OPTION, "stop").lower(),
             "dead_letter_path": o.get(DEAD_LETTER, "debezium-dead-letter.jsonl"),
-            "registry_url": o.get(REGISTRY_URL),
+            "registry_url": o.get(REGISTRY_URL) or o.get(CONFLUENT_REGISTRY_URL),
+            "registry_user_info": _registry_user_info(o),
             "unavailable_values": (UNAVAILABLE, placeholder) if placeholder else (UNAVAILABLE,),
             "binary_handling_mode": o.get(BINARY_MODE, "bytes").lower(),
         }
@@ -142,6 +163,30 @@ class IngestConfig:
                 f"{DEAD_LETTER}={self.dead_letter_path}: the dead-letter file is appended to "
                 "after each bad event, and object stores cannot append; give a local path"
             )
+
+
+def _registry_user_info(options: Mapping[str, str]) -> str | None:
+    """The registry's ``user:password`` from Confluent's settings: ``basic.auth.user.info``
+    unless ``basic.auth.credentials.source=URL`` (then the URL's own, read by the
+    registry client). Never echoes a value."""
+
+    def get(name: str) -> str | None:
+        return options.get(name) or options.get("schema.registry." + name)
+
+    source = (get(CREDENTIALS_SOURCE) or "").upper()
+    user_info = get(USER_INFO)
+    if source not in ("", "USER_INFO", "URL"):
+        raise BadInputError(
+            f"{CREDENTIALS_SOURCE}={source} is not supported (USER_INFO, or URL for "
+            "user:password@ in the registry URL)"
+        )
+    if source == "URL":
+        return None
+    if source == "USER_INFO" and not user_info:
+        raise BadInputError(f"{CREDENTIALS_SOURCE}=USER_INFO needs {USER_INFO} (user:password)")
+    if user_info and ":" not in user_info:
+        raise BadInputError(f"{USER_INFO} must be user:password (it has no ':')")
+    return user_info or None
 
 
 def _positive(options: Mapping[str, str], key: str, default: int) -> int:
@@ -210,7 +255,7 @@ class _Ingest:
         self.summary = IngestSummary(config.table_path)
         self.reader = EventReader(
             EventSettings(config.record_key_fields, config.unavailable_values),
-            SchemaRegistry(config.registry_url),
+            SchemaRegistry(config.registry_url, user_info=config.registry_user_info),
         )
         self.store = TombstoneStore(self.path, config.storage_options)
 

@@ -5,6 +5,10 @@ rebalancing: the offsets come from the table's last commit, so one ingest per ta
 seeks each to its checkpointed offset or, for partitions never read, by
 ``auto.offset.reset``, and reads at most ``max_events`` messages, until a poll finds
 nothing more.
+Every Kafka client setting given (``security.protocol``, ``sasl.*``, ``ssl.*``...) goes to
+the consumer as HoodieStreamer passes its non-``hoodie.*`` properties to its
+KafkaConsumer; the Java client's ``sasl.jaas.config`` (PLAIN, SCRAM) becomes librdkafka's
+``sasl.username``/``sasl.password``. Errors and reprs never show a secret.
 Offsets are committed to Kafka (with a ``group.id``) only after the Hudi commit, for
 monitoring tools; the table's checkpoint is what a restart trusts.
 """
@@ -12,10 +16,12 @@ monitoring tools; the table's checkpoint is what a restart trusts.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hudi_sync.debezium.masking import masked_repr, scrub, secrets_of
 from hudi_sync.debezium.state import Offsets
 from hudi_sync.errors import BadInputError
 
@@ -29,15 +35,30 @@ class Message:
     value: bytes | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class KafkaSettings:
     bootstrap_servers: str
     topics: tuple[str, ...] = ()
     topic_pattern: str | None = None
     auto_offset_reset: str = "earliest"
     group_id: str | None = None
-    client_options: Mapping[str, Any] | None = None  # more kafka-python settings
+    # More consumer settings by Kafka's/librdkafka's names (security.protocol, sasl.*,
+    # ssl.*, fetch.*...), passed to confluent-kafka as given.
+    client_options: Mapping[str, Any] | None = None
     poll_timeout_ms: int = 1000
+
+    def __repr__(self) -> str:
+        return masked_repr(self)
+
+    @property
+    def connection(self) -> str:
+        """How the consumer connects, for errors: the protocol and SASL mechanism."""
+        options = self.client_options or {}
+        protocol = str(options.get("security.protocol", "plaintext")).upper()
+        if not protocol.startswith("SASL"):
+            return protocol
+        mechanism = options.get("sasl.mechanism") or options.get("sasl.mechanisms") or "GSSAPI"
+        return f"{protocol} (sasl.mechanism {mechanism})"
 
 
 class KafkaSource:
@@ -45,7 +66,7 @@ class KafkaSource:
     librdkafka: about ten times kafka-python's throughput in the benchmark)."""
 
     def __init__(self, settings: KafkaSettings) -> None:
-        from confluent_kafka import Consumer
+        from confluent_kafka import Consumer, KafkaException
 
         if settings.auto_offset_reset not in ("earliest", "latest"):
             raise BadInputError(
@@ -54,28 +75,81 @@ class KafkaSource:
         if not settings.topics and not settings.topic_pattern:
             raise BadInputError("no topic to read (--topic or hoodie.streamer.source.kafka.topic)")
         self.settings = settings
+        client = consumer_settings(settings.client_options or {})
+        self._secrets = secrets_of(settings.client_options) | secrets_of(client)
+        self._errors: list[Any] = []  # librdkafka's errors (error_cb), newest last
         config = {
+            **client,
             "bootstrap.servers": settings.bootstrap_servers,
             "group.id": settings.group_id or "hudi-sync-ingest",
+            "auto.offset.reset": settings.auto_offset_reset,
+            # Ours: offsets go to Kafka only after each Hudi commit; topics are never created.
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
-            "auto.offset.reset": settings.auto_offset_reset,
             "allow.auto.create.topics": False,
             "log_level": 0,
-            **dict(settings.client_options or {}),
+            "error_cb": self._on_error,
         }
-        self.consumer = Consumer(config, logger=_SILENT)
-        self.partitions = self._assign()
+        try:
+            self.consumer = Consumer(config, logger=_SILENT)
+        except KafkaException as exc:
+            raise BadInputError(
+                "the Kafka consumer refused its settings (non-hoodie.* options go to it): "
+                + self._scrub(exc.args[0].str())
+            ) from None
+        try:
+            self.partitions = self._assign()
+        except BaseException:
+            self.consumer.close()  # else librdkafka keeps reconnecting in the background
+            raise
+
+    def _on_error(self, error: Any) -> None:
+        """librdkafka's asynchronous errors (served by poll): kept to explain a failure."""
+        self._errors = [*self._errors[-9:], error]
+
+    def _scrub(self, text: str) -> str:
+        return scrub(text, self._secrets)
+
+    def _failure(self) -> str | None:
+        """The most telling error librdkafka reported: an authentication or TLS failure
+        before a transport one; None when none was reported."""
+        from confluent_kafka import KafkaError
+
+        useful = [e for e in self._errors if e.code() != KafkaError._ALL_BROKERS_DOWN]
+        if not useful:
+            return None
+        telling = (KafkaError._AUTHENTICATION, KafkaError._SSL)
+        error = next((e for e in reversed(useful) if e.code() in telling), useful[-1])
+        text = _BROKER_PREFIX.sub("", str(error.str()))
+        return self._scrub(text)
+
+    def _refused(self) -> bool:
+        """Whether the broker refused the client (credentials, mechanism, TLS): asking
+        again will not help."""
+        from confluent_kafka import KafkaError
+
+        refused = (KafkaError._AUTHENTICATION, KafkaError._SSL)
+        return any(e.code() in refused or e.fatal() for e in self._errors)
 
     def _metadata(self, topic: str | None = None) -> Any:
+        """Cluster (or one topic's) metadata; fails in one line naming the brokers, the
+        protocol and the cause, at once when the broker refused the client."""
         from confluent_kafka import KafkaException
 
-        try:
-            return self.consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S)
-        except KafkaException:
-            raise BadInputError(
-                f"cannot reach a Kafka broker at {self.settings.bootstrap_servers}"
-            ) from None
+        deadline = time.monotonic() + METADATA_TIMEOUT_S
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                return self.consumer.list_topics(topic, timeout=max(0.1, min(1.0, remaining)))
+            except KafkaException:
+                self.consumer.poll(0)  # serves error_cb
+                if self._refused() or time.monotonic() >= deadline:
+                    break
+        cause = self._failure()
+        raise BadInputError(
+            f"cannot reach a Kafka broker at {self.settings.bootstrap_servers} over "
+            f"{self.settings.connection}" + (f": {cause}" if cause else "")
+        )
 
     def _assign(self) -> list[Any]:
         from confluent_kafka import TopicPartition
@@ -204,6 +278,38 @@ class _Silent:
 
 _SILENT = _Silent()
 METADATA_TIMEOUT_S = 10.0
+# librdkafka starts its errors with the broker's name (sasl_ssl://host:port/bootstrap: ...).
+_BROKER_PREFIX = re.compile(r"^\S+/(?:bootstrap|-?\d+): ")
+_JAAS_MODULES = ("PlainLoginModule", "ScramLoginModule")
+_JAAS = re.compile(r"^\s*(\S+)\s+(?:required|requisite|sufficient|optional)\b(.*?);?\s*$", re.S)
+_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;]+))')
+
+
+def consumer_settings(options: Mapping[str, Any]) -> dict[str, str]:
+    """Kafka client settings as confluent-kafka takes them. The Java client's
+    ``sasl.jaas.config`` (what HoodieStreamer's properties carry) is translated for the
+    PLAIN and SCRAM login modules; explicit ``sasl.username``/``sasl.password`` win."""
+    settings = {k: str(v) for k, v in options.items() if k != "sasl.jaas.config"}
+    jaas = options.get("sasl.jaas.config")
+    if jaas is None:
+        return settings
+    match = _JAAS.match(str(jaas))
+    module = match.group(1) if match else ""
+    if not module.endswith(_JAAS_MODULES):
+        raise BadInputError(
+            f"sasl.jaas.config: login module {module.rsplit('.', 1)[-1] or '(none)'} is not "
+            "PlainLoginModule or ScramLoginModule; give librdkafka's sasl.* settings instead"
+        )
+    assert match is not None
+    values = {
+        m.group(1): re.sub(r"\\(.)", r"\1", m.group(2)) if m.group(2) is not None else m.group(3)
+        for m in _JAAS_OPTION.finditer(match.group(2))
+    }
+    for name in ("username", "password"):
+        if name not in values:
+            raise BadInputError(f"sasl.jaas.config: {module.rsplit('.', 1)[-1]} has no {name}")
+        settings.setdefault(f"sasl.{name}", values[name])
+    return settings
 
 
 def lag(position: Offsets, ends: Offsets) -> int:
