@@ -6,7 +6,7 @@ the step's own breakdown, and peak RSS in KiB (``VmHWM``, see
 ``benchmarks._child.peak_rss_kib``) after imports and after the step. Modes:
 
 * ``publish TABLE``: hudi_sync's manifest publication, i.e. what
-  ``hudi_sync.sync.publish_manifest(HudiTable.open(TABLE))`` runs, split into its three
+  ``hudi_sync.sync.job.publish_manifest(HudiTable.open(TABLE))`` runs, split into its three
   calls so the report can break it down: ``HudiTable.open``, ``ManifestStore.build()``
   (a full listing without a previous manifest, else the incremental derivation) and
   ``ManifestStore.publish(manifest)``;
@@ -22,7 +22,7 @@ the step's own breakdown, and peak RSS in KiB (``VmHWM``, see
 * ``ref-physical-durable PREVIOUS_URIS PREVIOUS_FILES OUT_DIR``: the same, paying the
   durability a publication pays: the same number of files written (the two lists, a
   snapshot meta and the pointer), each to a temporary name, fsynced, then renamed;
-* ``sync TABLE DB [DELTA_COMMITS]``: ``hudi_sync.sync.sync_table(TABLE,
+* ``sync TABLE DB [DELTA_COMMITS]``: ``hudi_sync.sync.job.sync_table(TABLE,
   [DuckDBTarget(DB, "t")], delta_commits=DELTA_COMMITS)`` (default 0: full manifests),
   the target wrapped only to time its share;
 * ``sync-bigquery TABLE ENDPOINT DATASET [DELTA_COMMITS]``: the same with a
@@ -51,7 +51,7 @@ Step = Callable[[], dict[str, Any]]
 
 
 def _publish(table: str) -> Step:
-    from hudi_sync.manifest import ManifestStore
+    from hudi_sync.manifest.snapshot import ManifestStore
     from hudi_sync.table import HudiTable
 
     def step() -> dict[str, Any]:
@@ -190,7 +190,7 @@ def _sync(table: str, database: str, delta_commits: str = "0") -> Step:
 def _timed_sync(table: str, target: Any, delta_commits: str) -> dict[str, Any]:
     """One ``sync_table`` into ``target`` (which records its ``target_seconds``): the
     target's share, the rest (the publication) and what the sync reported."""
-    from hudi_sync.sync import sync_table
+    from hudi_sync.sync.job import sync_table
 
     t0 = time.perf_counter()
     report = sync_table(table, [target], delta_commits=int(delta_commits))
@@ -241,7 +241,7 @@ def _sync_bigquery(table: str, endpoint: str, dataset: str, delta_commits: str =
 def _statements(table: str, database: str) -> Step:
     import duckdb
 
-    from hudi_sync.manifest import ManifestStore, PublishedManifest
+    from hudi_sync.manifest.snapshot import ManifestStore, PublishedManifest
     from hudi_sync.table import HudiTable
     from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 

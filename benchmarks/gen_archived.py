@@ -10,8 +10,8 @@ cannot pass a replacecommit whose replaced file groups were never cleaned) and a
 ``generate_archived(out_dir, spec)`` does that to a hard-linked copy of the cached
 table ``spec`` (generated first if missing) with hudi_sync's own services: each failed
 write gets its markers (as the failed Hudi writer would have left them) and is rolled
-back (``hudi_sync.table.rollback``), then one clean and one archival
-(``hudi_sync.table.cleaner``, ``hudi_sync.table.archiver``, which writes one v6 archive
+back (``hudi_sync.table.write.rollback``), then one clean and one archival
+(``hudi_sync.table.write.cleaner``, ``hudi_sync.table.write.archiver``, which writes one v6 archive
 log file under ``.hoodie/archived/``). Service instants are one second after the newest
 instant, so a regeneration is identical. The latest snapshot is unchanged: the table's
 ``<name>_archived.expected.json`` repeats the source's expected snapshot, and
@@ -42,11 +42,11 @@ from benchmarks.gen_table import (
 )
 from hudi_sync.storage import open_location
 from hudi_sync.table import HudiTable
-from hudi_sync.table.archiver import ArchivalPolicy, archive
-from hudi_sync.table.cleaner import clean
 from hudi_sync.table.instant import parse_instant_file_name
-from hudi_sync.table.rollback import roll_back, write_marker
-from hudi_sync.table.timeline_writer import TimelineWriter
+from hudi_sync.table.write.archiver import ArchivalPolicy, archive
+from hudi_sync.table.write.cleaner import clean
+from hudi_sync.table.write.rollback import roll_back, write_marker
+from hudi_sync.table.write.timeline import TimelineWriter
 
 ARCHIVED_SUFFIX = "_archived"
 ARCHIVED_FORMAT = 1

@@ -26,9 +26,9 @@ from typer.testing import CliRunner
 
 from hudi_sync.cli.app import app
 from hudi_sync.errors import UnsupportedTableError
-from hudi_sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS, run_post_commit_hook
-from hudi_sync.manifest import PublishedManifest
-from hudi_sync.sync import publish_manifest, sync_table
+from hudi_sync.manifest.snapshot import PublishedManifest
+from hudi_sync.sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS, run_post_commit_hook
+from hudi_sync.sync.job import publish_manifest, sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
 from hudi_sync.warehouse.common import SyncPlan, SyncResult

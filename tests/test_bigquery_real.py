@@ -16,7 +16,7 @@ import uuid
 
 import pyarrow as pa
 
-from hudi_sync.sync import sync_table
+from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
 from tests.real_services import needs_environment

@@ -28,8 +28,8 @@ import pyarrow as pa
 import pytest
 
 from hudi_sync.errors import BadInputError
-from hudi_sync.manifest import ManifestStore
-from hudi_sync.sync import sync_table
+from hudi_sync.manifest.snapshot import ManifestStore
+from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.bigquery_target import (
     MANIFEST_FILE_SET,
@@ -489,7 +489,7 @@ def test_view_follows_every_commit_in_full_and_delta_mode(  # type: ignore[no-un
     full listing at that commit, each record once, and at the end hudi-rs's rows. With
     ``delta_commits=2`` the syncs cross compactions (every third commit re-bases) and the
     overwrite fixtures' replacecommits remove file groups inside a delta."""
-    from hudi_sync.manifest import build_manifest
+    from hudi_sync.manifest.snapshot import build_manifest
 
     uploaded = upload(fixture)
     fs = uploaded.gcs.fs()
@@ -536,7 +536,7 @@ def test_view_follows_every_commit_in_full_and_delta_mode(  # type: ignore[no-un
 def test_hook_syncs_delta_manifests_with_the_option(  # type: ignore[no-untyped-def]
     upload, client, dataset, bigquery_emulator
 ) -> None:
-    from hudi_sync.hook import SYNC_TOOLS, run_post_commit_hook
+    from hudi_sync.sync.hook import SYNC_TOOLS, run_post_commit_hook
 
     uploaded = upload(_one("cow/v9_txns_simple_meta"))
     options = {

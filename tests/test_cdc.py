@@ -18,11 +18,11 @@ import pytest
 from pyspark.sql import SparkSession
 
 from hudi_sync.errors import BadInputError, CorruptTableError
-from hudi_sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS
 from hudi_sync.spark import read, write
+from hudi_sync.sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS
 from hudi_sync.table import HudiTable
-from hudi_sync.table.cdc import CdcMode, json_value, parse_cdc_mode, read_cdc_file
-from hudi_sync.table.changes import InferenceCase, change_rows, plan_changes
+from hudi_sync.table.cdc_log import CdcMode, json_value, parse_cdc_mode, read_cdc_file
+from hudi_sync.table.cdc_query import InferenceCase, change_rows, plan_changes
 from hudi_sync.table.schema import META_FIELDS
 from tests.test_spark_writer import frame, options
 from tests.warehouse_rows import hudi_rs_rows
@@ -409,7 +409,7 @@ def _subset(text: str | None, fields: list[str]) -> dict[str, Any] | None:
 def test_log_file_inference_rules() -> None:
     """Cases the fixtures lack: a delete of a key the slice never held, an insert
     through a log, and an update that loses by ordering value."""
-    from hudi_sync.table.changes import infer_log_changes
+    from hudi_sync.table.cdc_query import infer_log_changes
     from hudi_sync.table.log_records import LogRecord
 
     prior = {"k1": {"id": "k1", "v": 1, "ts": 5}}

@@ -14,10 +14,10 @@ import duckdb
 import pytest
 
 from benchmarks.gen_table import TableSpec, append_upsert, generate
-from hudi_sync.delta_manifest import DELTA_POINTER, DeltaStore
 from hudi_sync.errors import BadInputError
-from hudi_sync.manifest import LATEST_FILES, MANIFEST_FOLDER, ManifestStore, build_manifest
-from hudi_sync.sync import sync_table
+from hudi_sync.manifest.delta import DELTA_POINTER, DeltaStore
+from hudi_sync.manifest.snapshot import LATEST_FILES, MANIFEST_FOLDER, ManifestStore, build_manifest
+from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.common import SyncMarker
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
@@ -183,7 +183,7 @@ def test_cli_delta_commits_option_and_a_bad_value(fixture_copy, tmp_path: Path) 
 
 
 def test_hook_option_publishes_deltas_and_reports_a_bad_value(fixture_copy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from hudi_sync.hook import run_post_commit_hook
+    from hudi_sync.sync.hook import run_post_commit_hook
 
     path: Path = fixture_copy("cow/v9_txns_simple_meta")
     options = {

@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from hudi_sync.sync import sync_table
+from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 from tests.fixture_tables import fixture_tables
@@ -15,7 +15,7 @@ from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
 
 # Empty tables have no rows to compare: tests/test_empty_table_sync.py covers them.
 TABLES = [t for t in fixture_tables() if "empty" not in t.name]
-# Full manifests, and delta manifests compacted every 3 commits (hudi_sync.delta_manifest).
+# Full manifests, and delta manifests compacted every 3 commits (hudi_sync.manifest.delta).
 MODES = pytest.mark.parametrize("delta_commits", [0, 3], ids=["full", "delta"])
 
 
@@ -72,7 +72,7 @@ def test_rerun_is_a_noop_and_older_instants_do_not_move_the_target(
     assert sync_table(str(path), [target]).results[0].action == "create"
     assert sync_table(str(path), [target]).results[0].action == "noop"
     # Roll the table's pointer back by hand-publishing an older snapshot to the target.
-    from hudi_sync.manifest import ManifestStore
+    from hudi_sync.manifest.snapshot import ManifestStore
 
     table = HudiTable.open(str(path))
     older = ManifestStore(table).publish(
@@ -125,7 +125,7 @@ def test_failed_sync_leaves_previous_objects(fixture_copy, tmp_path: Path, monke
 
     monkeypatch.setattr(DuckDBTarget, "_statements", failing_last)
     table = HudiTable.open(str(path))
-    from hudi_sync.manifest import ManifestStore
+    from hudi_sync.manifest.snapshot import ManifestStore
 
     older = ManifestStore(table).publish(ManifestStore(table).build(as_of=first), make_latest=False)
     with pytest.raises(HudiSyncError, match="DuckDB sync"):

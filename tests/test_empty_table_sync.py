@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 
 from hudi_sync.cli.app import app
 from hudi_sync.errors import BadInputError
-from hudi_sync.hook import run_post_commit_hook
-from hudi_sync.sync import sync_table
+from hudi_sync.sync.hook import run_post_commit_hook
+from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget

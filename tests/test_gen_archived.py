@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.gen_archived import ArchivalSpec, archived_name, generate_archived
 from benchmarks.gen_table import TableSpec, append_upsert, load_manifest
-from hudi_sync.sync import sync_table
+from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 from tests import hudi_oracle

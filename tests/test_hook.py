@@ -9,10 +9,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from hudi_sync.backfill import backfill, discover_tables, warehouse_name
-from hudi_sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS, run_post_commit_hook
+from hudi_sync.sync.backfill import backfill, discover_tables, warehouse_name
+from hudi_sync.sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS, run_post_commit_hook
+from hudi_sync.sync.watch import watch
 from hudi_sync.table import HudiTable
-from hudi_sync.watch import watch
 from tests.fixture_tables import fixture_tables
 from tests.timeline_files import HeldBackCommits
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hudi_sync.manifest import ManifestStore, build_manifest, derive_manifest
+from hudi_sync.manifest.snapshot import ManifestStore, build_manifest, derive_manifest
 from hudi_sync.table import HudiTable
 from tests import hudi_oracle
 from tests.fixture_tables import fixture_tables
@@ -167,7 +167,7 @@ def test_published_lists_equal_a_full_listing_after_each_derived_publication(
 def test_file_set_splices_changes_into_sorted_lists() -> None:
     import random
 
-    from hudi_sync.file_set import FileSet, lines_bytes, relative_path, string_array
+    from hudi_sync.manifest.file_set import FileSet, lines_bytes, relative_path, string_array
 
     rng = random.Random(7)
     partitions = ["", "a", "b", "a/x", "é", "z", "0"]

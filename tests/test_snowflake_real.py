@@ -17,7 +17,7 @@ import uuid
 
 import pyarrow as pa
 
-from hudi_sync.sync import sync_table
+from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.snowflake_schema import sql_name
 from hudi_sync.warehouse.snowflake_target import PREFIX, SnowflakeTarget

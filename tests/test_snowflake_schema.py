@@ -28,7 +28,7 @@ import snowflake.connector
 import sqlglot
 
 from hudi_sync.errors import UnsupportedTableError
-from hudi_sync.sync import publish_manifest
+from hudi_sync.sync.job import publish_manifest
 from hudi_sync.table import HudiTable
 from hudi_sync.table.schema import PartitionField
 from hudi_sync.warehouse.snowflake_schema import (

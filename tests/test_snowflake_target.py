@@ -18,7 +18,7 @@ import sqlglot
 from sqlglot import exp
 
 from hudi_sync.errors import BadInputError, HudiSyncError
-from hudi_sync.sync import publish_manifest, sync_table
+from hudi_sync.sync.job import publish_manifest, sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.snowflake_schema import (
     history_columns,
@@ -487,7 +487,7 @@ def test_view_follows_every_commit_in_full_and_delta_mode(  # type: ignore[no-un
     table reads the base's URI list and a changes file, the syncs cross compactions
     (every third commit re-bases) and the overwrite fixture's replacecommit removes file
     groups inside a delta."""
-    from hudi_sync.manifest import build_manifest
+    from hudi_sync.manifest.snapshot import build_manifest
 
     local = unpack_table(fixture)
     table = _upload(s3_server, local)

@@ -20,7 +20,7 @@ CHILD = textwrap.dedent(
     from hudi_sync.errors import WriteConflictError
     from hudi_sync.spark import local_session, write
     from hudi_sync.spark import writer as writer_module
-    from hudi_sync.table import timeline_writer
+    from hudi_sync.table.write import timeline as timeline_writer
     from tests.test_spark_writer import frame, options
 
     path, mode, flag = sys.argv[1], sys.argv[2], sys.argv[3]

@@ -16,7 +16,7 @@ from hudi_sync.errors import BadInputError, WriteConflictError
 from hudi_sync.spark import write
 from hudi_sync.storage import open_location
 from hudi_sync.table import HudiTable, timeline_writer
-from hudi_sync.table.create import TableSettings, create_table
+from hudi_sync.table.write.create import TableSettings, create_table
 from tests.objectstores import ObjectStore
 from tests.spark_model import TableModel, table_rows
 from tests.test_spark_writer import frame, options

@@ -9,8 +9,8 @@ import duckdb
 import pytest
 
 from hudi_sync.errors import BadInputError
-from hudi_sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS
 from hudi_sync.spark import read, write
+from hudi_sync.sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS
 from hudi_sync.table import HudiTable
 from tests.bigquery_emulator import materialise
 from tests.fixture_tables import fixture_tables

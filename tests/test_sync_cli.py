@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hudi_sync.cli.app import app
-from hudi_sync.sync import sync_table
+from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 from tests.fixture_tables import fixture_tables

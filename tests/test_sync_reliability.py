@@ -13,8 +13,8 @@ import duckdb
 import pytest
 
 from benchmarks.gen_table import TableSpec, generate
-from hudi_sync.manifest import LATEST_FILES, POINTER, ManifestStore, build_manifest
-from hudi_sync.sync import sync_table
+from hudi_sync.manifest.snapshot import LATEST_FILES, POINTER, ManifestStore, build_manifest
+from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.common import ObjectNames
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
@@ -92,7 +92,7 @@ def test_a_reader_polling_during_50_syncs_never_sees_a_mixed_file_set(
 KILLER = textwrap.dedent(
     """
     import os, sys
-    from hudi_sync.sync import sync_table
+    from hudi_sync.sync.job import sync_table
     from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 
     table, database, stop_at = sys.argv[1], sys.argv[2], int(sys.argv[3])

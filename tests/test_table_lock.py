@@ -16,7 +16,7 @@ import pytest
 
 from hudi_sync.errors import LockTimeoutError
 from hudi_sync.storage import Location, open_location
-from hudi_sync.table.concurrency import TableLock
+from hudi_sync.table.write.lock import TableLock
 from tests.objectstores import S3Store
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hudi_sync.table.archiver import add_lsm_history_layer, append_archive_log
-from hudi_sync.table.timeline_writer import CLEAN_SCHEMA, avro_bytes
+from hudi_sync.table.write.archiver import add_lsm_history_layer, append_archive_log
+from hudi_sync.table.write.timeline import CLEAN_SCHEMA, avro_bytes
 
 
 def write_clean(

@@ -18,21 +18,21 @@ from rich.progress import Progress
 from rich.table import Table
 
 from hudi_sync import __version__
-from hudi_sync.backfill import backfill, discover_tables
-from hudi_sync.delta_manifest import DELTA_COMMITS_OPTION, delta_commits_option
 from hudi_sync.errors import BadInputError, HudiSyncError
-from hudi_sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, build_target, target_names
-from hudi_sync.manifest import DEFAULT_KEEP, manifest_summary
+from hudi_sync.manifest.delta import DELTA_COMMITS_OPTION, delta_commits_option
+from hudi_sync.manifest.snapshot import DEFAULT_KEEP, manifest_summary
 from hudi_sync.storage import nest_option
-from hudi_sync.sync import SyncReport, Target, publish_manifest, sync_table
+from hudi_sync.sync.backfill import backfill, discover_tables
+from hudi_sync.sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, build_target, target_names
+from hudi_sync.sync.job import SyncReport, Target, publish_manifest, sync_table
+from hudi_sync.sync.watch import watch
 from hudi_sync.table import HudiTable
-from hudi_sync.table.changes import ChangePlan, ChangeSplit, plan_changes, read_split
+from hudi_sync.table.cdc_query import ChangePlan, ChangeSplit, plan_changes, read_split
 from hudi_sync.table.properties import parse_java_properties
 from hudi_sync.warehouse.bigquery_target import PREFIX as BIGQUERY_PREFIX
 from hudi_sync.warehouse.bigquery_target import BigQueryTarget
 from hudi_sync.warehouse.snowflake_target import PREFIX as SNOWFLAKE_PREFIX
 from hudi_sync.warehouse.snowflake_target import SnowflakeTarget
-from hudi_sync.watch import watch
 
 
 def _commands(help_text: str) -> typer.Typer:

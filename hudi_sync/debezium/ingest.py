@@ -48,10 +48,10 @@ from hudi_sync.debezium.state import (
     load_state,
 )
 from hudi_sync.errors import BadInputError, TableNotFoundError
-from hudi_sync.hook import run_post_commit_hook
 from hudi_sync.spark import options as opt
 from hudi_sync.spark.reader import read
 from hudi_sync.spark.writer import write
+from hudi_sync.sync.hook import run_post_commit_hook
 from hudi_sync.table.schema import META_FIELDS
 
 UNAVAILABLE_COLUMNS = "__hudi_sync_unavailable"

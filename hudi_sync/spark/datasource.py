@@ -54,7 +54,7 @@ from hudi_sync.spark.reader import (
 )
 from hudi_sync.storage import Location, open_location
 from hudi_sync.table import HudiTable
-from hudi_sync.table.changes import CHANGE_SCHEMA, ChangeSplit, plan_changes, read_split
+from hudi_sync.table.cdc_query import CHANGE_SCHEMA, ChangeSplit, plan_changes, read_split
 from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.schema import META_FIELDS
 

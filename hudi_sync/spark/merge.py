@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_sync.table.cdc import CdcChanges
+from hudi_sync.table.cdc_log import CdcChanges
 from hudi_sync.table.schema import META_FIELDS
 
 COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_FIELDS

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hudi_sync.errors import BadInputError
-from hudi_sync.table.archiver import ArchivalPolicy
-from hudi_sync.table.cdc import ENABLED_KEY as CDC_ENABLED
-from hudi_sync.table.cdc import MODE_KEY as CDC_MODE
-from hudi_sync.table.cdc import CdcMode, parse_cdc_mode
+from hudi_sync.table.cdc_log import ENABLED_KEY as CDC_ENABLED
+from hudi_sync.table.cdc_log import MODE_KEY as CDC_MODE
+from hudi_sync.table.cdc_log import CdcMode, parse_cdc_mode
 from hudi_sync.table.properties import TableConfig
+from hudi_sync.table.write.archiver import ArchivalPolicy
 
 TABLE_NAME = "hoodie.table.name"
 RECORD_KEY = "hoodie.datasource.write.recordkey.field"

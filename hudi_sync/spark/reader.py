@@ -35,7 +35,7 @@ from hudi_sync.spark.merge import align
 from hudi_sync.spark.parallelism import default_parallelism
 from hudi_sync.storage import Location, nest_option, open_location
 from hudi_sync.table import HudiTable
-from hudi_sync.table.changes import (
+from hudi_sync.table.cdc_query import (
     CHANGE_SCHEMA,
     ChangeSplit,
     change_rows,

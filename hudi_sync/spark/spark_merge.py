@@ -69,8 +69,8 @@ from hudi_sync.spark.merge import (
 )
 from hudi_sync.storage import Location
 from hudi_sync.table.metadata import WriteStat
-from hudi_sync.table.rollback import marker_folder
 from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.write.rollback import marker_folder
 
 FILE_ID = "__hudi_sync_file_id"
 # Write token of every file this path writes (Hudi's ``task-stage-attempt``): the

@@ -62,7 +62,6 @@ from hudi_sync.errors import (
     WriteConflictError,
     WriteError,
 )
-from hudi_sync.hook import run_post_commit_hook
 from hudi_sync.spark import options as opt
 from hudi_sync.spark import spark_merge
 from hudi_sync.spark.keys import partition_path_column, record_key_column
@@ -80,22 +79,23 @@ from hudi_sync.spark.parallelism import default_parallelism
 from hudi_sync.spark.reader import spark_opens
 from hudi_sync.spark.spark_merge import FILE_ID, Bucket, route
 from hudi_sync.storage import Location, open_location, reporting_storage_failures
-from hudi_sync.sync import SyncReport
+from hudi_sync.sync.hook import run_post_commit_hook
+from hudi_sync.sync.job import SyncReport
 from hudi_sync.table import HudiTable
-from hudi_sync.table.archiver import archive
-from hudi_sync.table.cdc import CdcMode, cdc_log_name, encode_cdc_file, parse_cdc_mode
-from hudi_sync.table.cleaner import clean
-from hudi_sync.table.concurrency import Heartbeat, TableLock, writer_is_gone
-from hudi_sync.table.create import (
+from hudi_sync.table.cdc_log import CdcMode, cdc_log_name, encode_cdc_file, parse_cdc_mode
+from hudi_sync.table.instant import Action
+from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.schema import META_FIELDS, arrow_to_avro_schema
+from hudi_sync.table.write.archiver import archive
+from hudi_sync.table.write.cleaner import clean
+from hudi_sync.table.write.create import (
     TableSettings,
     create_table,
     partition_metadata_text,
 )
-from hudi_sync.table.instant import Action
-from hudi_sync.table.metadata import WriteStat
-from hudi_sync.table.rollback import files_written_by, marker_folder, roll_back, write_marker
-from hudi_sync.table.schema import META_FIELDS, arrow_to_avro_schema
-from hudi_sync.table.timeline_writer import CommitRecord, TimelineWriter
+from hudi_sync.table.write.lock import Heartbeat, TableLock, writer_is_gone
+from hudi_sync.table.write.rollback import files_written_by, marker_folder, roll_back, write_marker
+from hudi_sync.table.write.timeline import CommitRecord, TimelineWriter
 
 REPLACE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table", "delete_partition")
 _STATS_SCHEMA = (

@@ -15,7 +15,7 @@ from hudi_sync.errors import (
     UnsupportedTableError,
 )
 from hudi_sync.storage import Location, open_location, reporting_storage_failures
-from hudi_sync.table.archive import read_archived_instants
+from hudi_sync.table.archived_timeline import read_archived_instants
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.instant import Action, Instant, comparable_instant
 from hudi_sync.table.metadata import decode_instant_record
@@ -32,7 +32,7 @@ from hudi_sync.table.timeline import Timeline, timeline_zone
 # Hudi's base file formats (HoodieFileFormat without HOODIE_LOG), each named by its file
 # extension in upper case: ".parquet", ".orc", ".hfile", ".lance". Listing and time travel
 # do not read base files, so every one of them opens; warehouse targets declare which
-# formats they can read (see ``hudi_sync.sync``).
+# formats they can read (see ``hudi_sync.sync.job``).
 SUPPORTED_BASE_FORMATS = ("PARQUET", "ORC", "HFILE", "LANCE")
 
 

@@ -15,7 +15,7 @@ immutable manifest in one metadata update, then the view is stamped. A sync that
 anywhere leaves the view showing the old or the new snapshot, and a rerun converges.
 The marker (instant, base, mode) is recorded in each object's description and labels.
 
-With delta manifests (``hudi_sync.delta_manifest``, view mode only) the manifest table
+With delta manifests (``hudi_sync.manifest.delta``, view mode only) the manifest table
 reads two files in one table: the base snapshot's ``uris.csv`` and the current changes
 file, each line one ``entry`` string, and the view's query unions them (base files whose
 group has no change, plus the changed groups' current files). Both URIs move in the
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
-from hudi_sync.manifest import PublishedManifest, timeline_tail
+from hudi_sync.manifest.snapshot import PublishedManifest, timeline_tail
 from hudi_sync.table import HudiTable
 from hudi_sync.table.schema import PartitionField, parse_avro_schema, partition_fields
 from hudi_sync.warehouse.bigquery_schema import partition_key_type, table_schema

@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 
 from hudi_sync.errors import HudiSyncError, UnsupportedTableError
-from hudi_sync.manifest import PublishedManifest
+from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.table import HudiTable
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult, settled_plan

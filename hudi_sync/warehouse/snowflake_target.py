@@ -9,7 +9,7 @@
   (``.hoodie/manifest/snapshots/<instant>/files.csv``), ``filename`` from ``VALUE:c1``;
 - the view ``<t>``: the history rows whose ``_hoodie_file_name`` is in the manifest.
 
-With delta manifests (``hudi_sync.delta_manifest``) ``<t>_manifest`` is one external
+With delta manifests (``hudi_sync.manifest.delta``) ``<t>_manifest`` is one external
 table over the base snapshot's ``uris.csv`` and the current changes file (PATTERN names
 exactly those two under ``.hoodie/manifest/``), one line a row, and the view computes
 the snapshot's file names from them (``delta_files_select``): a sync after a commit
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
-from hudi_sync.manifest import PublishedManifest
+from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.common import (
     ObjectNames,
@@ -254,7 +254,7 @@ class SnowflakeTarget:
     """Syncs a table's published manifest into Snowflake external tables and a view."""
 
     base_file_formats: frozenset[str] = BASE_FILE_FORMATS
-    # The view unions a base snapshot and its changes (``hudi_sync.delta_manifest``).
+    # The view unions a base snapshot and its changes (``hudi_sync.manifest.delta``).
     supports_delta_manifests: bool = True
 
     def __init__(

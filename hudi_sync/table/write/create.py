@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from hudi_sync.errors import BadInputError
 from hudi_sync.storage import Location, open_location
-from hudi_sync.table.cdc import ENABLED_KEY as CDC_ENABLED
-from hudi_sync.table.cdc import MODE_KEY as CDC_MODE
-from hudi_sync.table.cdc import CdcMode
+from hudi_sync.table.cdc_log import ENABLED_KEY as CDC_ENABLED
+from hudi_sync.table.cdc_log import MODE_KEY as CDC_MODE
+from hudi_sync.table.cdc_log import CdcMode
 from hudi_sync.table.properties import LAYOUT_FOR_VERSION, table_checksum
 
 WRITABLE_VERSIONS = (6, 8)

@@ -38,8 +38,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from hudi_sync.errors import BadInputError, CorruptTableError
-from hudi_sync.file_set import relative_path
-from hudi_sync.manifest import (
+from hudi_sync.manifest.file_set import relative_path
+from hudi_sync.manifest.snapshot import (
     EMPTY_SNAPSHOT,
     MANIFEST_FOLDER,
     SNAPSHOT_META,

@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.storage import Location
-from hudi_sync.table.cdc import CdcMode, arrow_rows, image_json, parse_cdc_mode, read_cdc_file
+from hudi_sync.table.cdc_log import CdcMode, arrow_rows, image_json, parse_cdc_mode, read_cdc_file
 from hudi_sync.table.filenames import parse_base_file
 from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import Action, Instant, comparable_instant

@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hudi_sync.hook import run_post_commit_hook
-from hudi_sync.sync import SyncReport
+from hudi_sync.sync.hook import run_post_commit_hook
+from hudi_sync.sync.job import SyncReport
 from hudi_sync.table import HudiTable
 
 

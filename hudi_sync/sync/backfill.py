@@ -6,9 +6,9 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from hudi_sync.hook import DUCKDB_TABLE, run_post_commit_hook
 from hudi_sync.storage import open_location
-from hudi_sync.sync import SyncReport
+from hudi_sync.sync.hook import DUCKDB_TABLE, run_post_commit_hook
+from hudi_sync.sync.job import SyncReport
 from hudi_sync.warehouse.bigquery_target import PREFIX as BIGQUERY_PREFIX
 
 PROPERTIES = ".hoodie/hoodie.properties"

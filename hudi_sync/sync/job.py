@@ -9,14 +9,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from hudi_sync.delta_manifest import DeltaStore
 from hudi_sync.errors import (
     BadInputError,
     HudiSyncError,
     TimeTravelError,
     UnsupportedTableError,
 )
-from hudi_sync.manifest import (
+from hudi_sync.manifest.delta import DeltaStore
+from hudi_sync.manifest.snapshot import (
     DEFAULT_KEEP,
     ManifestStore,
     PublishedManifest,
@@ -98,7 +98,7 @@ def publish_manifest(
 ) -> PublishedManifest:
     """Build and (unless ``dry_run``) publish the table's manifest; with
     ``delta_commits`` (latest snapshot only) as a delta on a base compacted every that
-    many commits (``hudi_sync.delta_manifest``). A table without a completed commit
+    many commits (``hudi_sync.manifest.delta``). A table without a completed commit
     publishes the empty manifest (in delta mode ``delta.json`` names it too), after
     ``before_empty``, which may refuse it before anything is written; a time-travel
     sync to before the first commit publishes nothing."""

@@ -7,7 +7,7 @@ options: ``hoodie.gcp.bigquery.sync.*`` for BigQuery, ``hoodie.snowflake.sync.*`
 ``SNOWFLAKE_*`` variables) for Snowflake, ``hoodie.duckdb.sync.database`` and
 ``hoodie.duckdb.sync.table_name`` for DuckDB. ``hoodie.manifest.delta.commits`` (N > 0)
 publishes delta manifests compacted every N commits when every target reads them
-(``hudi_sync.delta_manifest``). A failing target is reported in the result,
+(``hudi_sync.manifest.delta``). A failing target is reported in the result,
 never raised into the writer, and leaves its objects at the previous snapshot (each
 target applies its changes atomically or in reader-safe order).
 """
@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hudi_sync.delta_manifest import delta_commits_option
 from hudi_sync.errors import BadInputError, HudiSyncError
-from hudi_sync.manifest import DEFAULT_KEEP
-from hudi_sync.sync import SyncReport, Target, sync_table
+from hudi_sync.manifest.delta import delta_commits_option
+from hudi_sync.manifest.snapshot import DEFAULT_KEEP
+from hudi_sync.sync.job import SyncReport, Target, sync_table
 from hudi_sync.table import HudiTable
 
 SYNC_TOOLS = "hoodie.meta.sync.client.tool.class"

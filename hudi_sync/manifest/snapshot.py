@@ -22,11 +22,11 @@ commits' write stats and replaced file ids, and falls back to a full listing whe
 is not safe (previous snapshot archived, a rollback or restore since, a write
 that was pending at the previous publication has completed since). It reads only the
 timeline's tail from the previous snapshot on (plus its pending writes), and handles the
-file lists as Arrow arrays (``hudi_sync.file_set``), never a Python object per file: the
+file lists as Arrow arrays (``hudi_sync.manifest.file_set``), never a Python object per file: the
 previous ``uris.csv`` and ``files.csv`` are read, and the commits' changes spliced into
 both sorted lists.
 With ``hoodie.manifest.delta.commits`` the latest snapshot is published as a delta on a
-base snapshot instead (``hudi_sync.delta_manifest``).
+base snapshot instead (``hudi_sync.manifest.delta``).
 
 A table without a completed commit has the empty manifest: no instant, no files. It is
 published like any other, so a reader tells "empty" from "never synced": under
@@ -51,7 +51,7 @@ from typing import Any
 import pyarrow as pa
 
 from hudi_sync.errors import BadInputError, CorruptTableError
-from hudi_sync.file_set import FileSet, lines_bytes
+from hudi_sync.manifest.file_set import FileSet, lines_bytes
 from hudi_sync.storage import temporary_path_beside
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action, comparable_instant
@@ -155,7 +155,7 @@ class PublishedManifest:
 def build_manifest(table: HudiTable, as_of: str | None = None) -> Manifest:
     """Full listing: the base files of the latest snapshot, or as of a time. Names only,
     so any base file format; which warehouse can read the files is the sync's concern
-    (``hudi_sync.sync.format_refusal``)."""
+    (``hudi_sync.sync.job.format_refusal``)."""
     instant = table.as_of_commit(as_of) if as_of is not None else table.latest_instant()
     files = table.view.base_files_as_of(instant) if instant else {}
     return Manifest(instant, files, pending_writes(table.timeline, instant))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 from hudi_sync.storage import Location
-from hudi_sync.table.timeline_writer import TimelineWriter
+from hudi_sync.table.write.timeline import TimelineWriter
 
 MARKER_SUFFIXES = (".marker.CREATE", ".marker.MERGE", ".marker.APPEND")
 

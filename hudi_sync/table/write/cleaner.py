@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import comparable_instant
-from hudi_sync.table.timeline_writer import TimelineWriter
+from hudi_sync.table.write.timeline import TimelineWriter
 
 
 def clean(table: HudiTable, timeline: TimelineWriter, retained: int) -> str | None:

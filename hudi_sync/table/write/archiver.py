@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from hudi_sync.errors import BadInputError
 from hudi_sync.storage import Location, open_location
-from hudi_sync.table.archive import ARCHIVE_LOG_FILE, HISTORY_MANIFEST_FILE
+from hudi_sync.table.archived_timeline import ARCHIVE_LOG_FILE, HISTORY_MANIFEST_FILE
 from hudi_sync.table.instant import (
     Action,
     Instant,

@@ -1,0 +1,16 @@
+"""Manifests: which base files make up a table's snapshot, published under
+``<table>/.hoodie/manifest/`` for the warehouse targets to read.
+
+:mod:`.snapshot` (full manifests and their store), :mod:`.delta` (delta manifests on a
+base snapshot), :mod:`.file_set` (the files of a snapshot as sorted name and URI lists).
+"""
+
+from hudi_sync.manifest.delta import DeltaStore
+from hudi_sync.manifest.snapshot import (
+    Manifest,
+    ManifestStore,
+    PublishedManifest,
+    build_manifest,
+)
+
+__all__ = ["DeltaStore", "Manifest", "ManifestStore", "PublishedManifest", "build_manifest"]

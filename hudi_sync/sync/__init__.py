@@ -1,0 +1,20 @@
+"""Warehouse sync: publish a table's manifest, then bring each warehouse target to it.
+
+:mod:`.job` (the sync itself), :mod:`.hook` (after every commit of the Spark writer),
+:mod:`.watch` (sync on every new commit), :mod:`.backfill` (every table under a root).
+"""
+
+from hudi_sync.sync.backfill import backfill, discover_tables
+from hudi_sync.sync.hook import run_post_commit_hook
+from hudi_sync.sync.job import SyncReport, publish_manifest, sync_table
+from hudi_sync.sync.watch import watch
+
+__all__ = [
+    "SyncReport",
+    "backfill",
+    "discover_tables",
+    "publish_manifest",
+    "run_post_commit_hook",
+    "sync_table",
+    "watch",
+]
