@@ -50,3 +50,9 @@ class WriteConflictError(WriteError):
 
 class LockTimeoutError(WriteError):
     """Another writer held the table lock for longer than the wait allowed."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (its type's name when it has none): what a
+    one-line report of a failure underneath shows."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -19,7 +19,7 @@ CHILD = textwrap.dedent(
     import os, sys, time
     from hudi_sync.errors import WriteConflictError
     from hudi_sync.spark import local_session, write
-    from hudi_sync.spark import writer as writer_module
+    from hudi_sync.table.write import commit as commit_module
     from hudi_sync.table.write import timeline as timeline_writer
     from tests.test_spark_writer import frame, options
 
@@ -34,15 +34,15 @@ CHILD = textwrap.dedent(
             time.sleep(0.05)
         return original(self, partitions)
 
-    original = writer_module._Write._write_partition_metadata
+    original = commit_module.WriteTransaction.write_partition_metadata
     if mode == "after-requested":
         timeline_writer.TimelineWriter.mark_inflight = die
     elif mode == "after-files":
-        writer_module._Write._write_partition_metadata = die
+        commit_module.WriteTransaction.write_partition_metadata = die
     elif mode == "before-completion":
         timeline_writer.TimelineWriter.complete = die
     elif mode == "slow":
-        writer_module._Write._write_partition_metadata = wait_for_flag
+        commit_module.WriteTransaction.write_partition_metadata = wait_for_flag
     spark = local_session("child", cores=1)
     rows = [{"id": 1, "p": "a", "name": mode, "ts": 5}, {"id": 9, "p": "a", "name": mode, "ts": 5}]
     try:

@@ -151,7 +151,7 @@ def test_files_renamed_before_a_failed_commit_are_rolled_back(  # type: ignore[n
     rows = [{"id": i, "p": "abc"[i % 3], "name": "new", "ts": 2} for i in range(0, 40, 2)]
     with (
         mock.patch(
-            "hudi_sync.spark.writer._Write._write_partition_metadata",
+            "hudi_sync.table.write.commit.WriteTransaction.write_partition_metadata",
             side_effect=RuntimeError("driver died"),
         ),
         pytest.raises(WriteError, match="rolled back"),

@@ -15,7 +15,8 @@ from pyspark.sql import SparkSession
 from hudi_sync.errors import BadInputError, WriteConflictError
 from hudi_sync.spark import write
 from hudi_sync.storage import open_location
-from hudi_sync.table import HudiTable, timeline_writer
+from hudi_sync.table import HudiTable
+from hudi_sync.table.write import timeline as timeline_writer
 from hudi_sync.table.write.create import TableSettings, create_table
 from tests.objectstores import ObjectStore
 from tests.spark_model import TableModel, table_rows

@@ -141,7 +141,7 @@ class RandomWorkload:
             # The write dies once its data files are written, before it commits.
             with (
                 mock.patch(
-                    "hudi_sync.spark.writer._Write._write_partition_metadata",
+                    "hudi_sync.table.write.commit.WriteTransaction.write_partition_metadata",
                     side_effect=RuntimeError("writer died"),
                 ),
                 pytest.raises(WriteError, match="rolled back"),

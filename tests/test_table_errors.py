@@ -44,7 +44,7 @@ def test_layout_version_must_match_table_version(fixture_copy) -> None:  # type:
     ("key", "value", "message"),
     [
         ("hoodie.table.name", None, "missing required key hoodie.table.name"),
-        ("hoodie.table.version", "six", "hoodie.table.version='six' is not a number"),
+        ("hoodie.table.version", "six", "hoodie.table.version='six' is not a whole number"),
         ("hoodie.table.checksum", "12345", "checksum 12345 does not match"),
         ("hoodie.table.type", "SNAPSHOT_ISOLATED", "unknown hoodie.table.type"),
     ],

@@ -7,10 +7,12 @@ Tables go to a terminal as rich tables and to a pipe or file as tab-separated va
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from dataclasses import dataclass, fields
+from typing import Annotated, Any, TypeVar, get_type_hints
 
 import typer
 from rich.console import Console
@@ -18,6 +20,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from hudi_sync import __version__
+from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.manifest.delta import DELTA_COMMITS_OPTION, delta_commits_option
 from hudi_sync.manifest.snapshot import DEFAULT_KEEP, manifest_summary
@@ -296,40 +299,11 @@ def _print_report(report: SyncReport, dry_run: bool, as_json: bool, uri: str) ->
     elif report.instant is None:
         typer.echo(
             f"{uri}: no completed commit yet: empty objects created with the columns of "
-            "hoodie.table.create.schema; the first commit's sync fills them"
+            f"{cfg.CREATE_SCHEMA.key}; the first commit's sync fills them"
         )
         _emit([r.to_json() for r in report.results], False, f"sync of {uri} (empty)")
     else:
         _emit([r.to_json() for r in report.results], False, f"sync of {uri} at {report.instant}")
-
-
-def _sync(
-    uri: str,
-    make_targets: Callable[[HudiTable], list[Target]],
-    storage_option: list[str] | None,
-    as_of: str | None,
-    keep: int,
-    force: bool,
-    dry_run: bool,
-    as_json: bool,
-    delta_commits: int = 0,
-) -> None:
-    """The shape of every ``sync`` command: open the table, build targets, sync, print."""
-
-    def body() -> SyncReport:
-        table = HudiTable.open(uri, parse_storage_options(storage_option))
-        return sync_table(
-            table,
-            make_targets(table),
-            as_of=as_of,
-            keep=keep,
-            force=force,
-            dry_run=dry_run,
-            delta_commits=delta_commits,
-        )
-
-    report = _run(body)
-    _print_report(report, dry_run, as_json, uri)
 
 
 def load_properties(path: str | None) -> dict[str, str]:
@@ -370,13 +344,6 @@ ConfOption = Annotated[
 ]
 
 
-def _bq_option(name: str, help_text: str) -> Any:
-    return typer.Option(
-        f"--{name.replace('_', '-').replace('.', '-')}",
-        help=f"{BIGQUERY_PREFIX}{name}: {help_text}",
-    )
-
-
 DeltaCommitsOption = Annotated[
     int | None,
     typer.Option(
@@ -386,8 +353,79 @@ DeltaCommitsOption = Annotated[
 ]
 
 
-@sync_app.command("duckdb")
+@dataclass(frozen=True)
+class SyncRun:
+    """The options every ``sync`` command takes, declared once: :func:`_sync_command`
+    adds them to each command after the command's own (its URI and target flags)."""
+
+    props: PropsOption = None
+    conf: ConfOption = None
+    as_of: AsOfOption = None
+    keep: KeepOption = DEFAULT_KEEP
+    force: ForceOption = False
+    dry_run: DryRunOption = False
+    as_json: JsonFlag = False
+    storage_option: StorageOption = None
+    delta_commits: DeltaCommitsOption = None
+
+    def options(self, prefix: str = "", flags: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``--props``, then ``--conf``, then the command's flags (see ``_options``)."""
+        return _options(self.props, self.conf, prefix, flags)
+
+    def sync(self, uri: str, make_targets: Callable[[HudiTable], list[Target]]) -> None:
+        """Open the table, build the targets, sync, print: the shape of every ``sync``
+        command. A bad delta-commits value fails first, before the table is opened."""
+        own = {DELTA_COMMITS_OPTION: self.delta_commits}
+        delta_commits = _run(lambda: delta_commits_option(self.options(flags=own)))
+
+        def body() -> SyncReport:
+            table = HudiTable.open(uri, parse_storage_options(self.storage_option))
+            return sync_table(
+                table,
+                make_targets(table),
+                as_of=self.as_of,
+                keep=self.keep,
+                force=self.force,
+                dry_run=self.dry_run,
+                delta_commits=delta_commits,
+            )
+
+        report = _run(body)
+        _print_report(report, self.dry_run, self.as_json, uri)
+
+
+def _sync_command(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register ``sync NAME``. The decorated function takes a :class:`SyncRun` first,
+    then its own parameters; typer sees its own parameters followed by SyncRun's fields
+    (so help lists them in that order), and the call gets them back as one SyncRun."""
+
+    def register(command: Callable[..., None]) -> Callable[..., None]:
+        hints = get_type_hints(SyncRun, include_extras=True)
+        shared = [
+            inspect.Parameter(
+                f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name]
+            )
+            for f in fields(SyncRun)
+        ]
+        own = list(inspect.signature(command, eval_str=True).parameters.values())[1:]
+
+        def run_command(**values: Any) -> None:
+            run = SyncRun(**{f.name: values.pop(f.name) for f in fields(SyncRun)})
+            command(run, **values)
+
+        run_command.__signature__ = inspect.Signature([*own, *shared])  # type: ignore[attr-defined]
+        run_command.__name__ = command.__name__
+        run_command.__qualname__ = command.__qualname__
+        run_command.__doc__ = command.__doc__
+        sync_app.command(name)(run_command)
+        return run_command
+
+    return register
+
+
+@_sync_command("duckdb")
 def sync_duckdb(
+    run: SyncRun,
     uri: Annotated[str, typer.Argument(help="Table base path or URI")],
     database: Annotated[
         str | None, typer.Option("--database", help=f"{DUCKDB_DATABASE}: DuckDB database file.")
@@ -396,34 +434,22 @@ def sync_duckdb(
         str | None,
         typer.Option("--table", help=f"{DUCKDB_TABLE}: view name; default the Hudi table's."),
     ] = None,
-    props: PropsOption = None,
-    conf: ConfOption = None,
-    as_of: AsOfOption = None,
-    keep: KeepOption = DEFAULT_KEEP,
-    force: ForceOption = False,
-    dry_run: DryRunOption = False,
-    as_json: JsonFlag = False,
-    storage_option: StorageOption = None,
-    delta_commits: DeltaCommitsOption = None,
 ) -> None:
     """Create NAME, NAME_manifest and NAME_history in a DuckDB file."""
-    flags = {
-        DUCKDB_DATABASE: database,
-        DUCKDB_TABLE: table_name,
-        DELTA_COMMITS_OPTION: delta_commits,
-    }
-
-    def targets(table: HudiTable) -> list[Target]:
-        return [build_target("duckdb", _options(props, conf, flags=flags), table)]
-
-    def delta() -> int:
-        return delta_commits_option(_options(props, conf, flags=flags))
-
-    _sync(uri, targets, storage_option, as_of, keep, force, dry_run, as_json, _run(delta))
+    flags = {DUCKDB_DATABASE: database, DUCKDB_TABLE: table_name}
+    run.sync(uri, lambda table: [build_target("duckdb", run.options(flags=flags), table)])
 
 
-@sync_app.command("bigquery")
+def _bq_option(name: str, help_text: str) -> Any:
+    return typer.Option(
+        f"--{name.replace('_', '-').replace('.', '-')}",
+        help=f"{BIGQUERY_PREFIX}{name}: {help_text}",
+    )
+
+
+@_sync_command("bigquery")
 def sync_bigquery(
+    run: SyncRun,
     uri: Annotated[str, typer.Argument(help="Table base path or URI (gs://...)")],
     project_id: Annotated[str | None, _bq_option("project_id", "target project.")] = None,
     dataset_name: Annotated[str | None, _bq_option("dataset_name", "dataset.")] = None,
@@ -456,15 +482,6 @@ def sync_bigquery(
         str | None,
         typer.Option("--api-endpoint", help="BigQuery API endpoint (an emulator), no credentials."),
     ] = None,
-    props: PropsOption = None,
-    conf: ConfOption = None,
-    as_of: AsOfOption = None,
-    keep: KeepOption = DEFAULT_KEEP,
-    force: ForceOption = False,
-    dry_run: DryRunOption = False,
-    as_json: JsonFlag = False,
-    storage_option: StorageOption = None,
-    delta_commits: DeltaCommitsOption = None,
 ) -> None:
     """Create external tables and a view (or one manifest-file table) in BigQuery."""
     flags = {
@@ -481,15 +498,7 @@ def sync_bigquery(
         "big_lake_connection_id": big_lake_connection_id,
         "api_endpoint": api_endpoint,
     }
-
-    def targets(_table: HudiTable) -> list[Target]:
-        return [BigQueryTarget.from_options(_options(props, conf, BIGQUERY_PREFIX, flags))]
-
-    def delta() -> int:
-        own = {DELTA_COMMITS_OPTION: delta_commits}
-        return delta_commits_option(_options(props, conf, flags=own))
-
-    _sync(uri, targets, storage_option, as_of, keep, force, dry_run, as_json, _run(delta))
+    run.sync(uri, lambda _table: [BigQueryTarget.from_options(run.options(BIGQUERY_PREFIX, flags))])
 
 
 def _sf_option(name: str, help_text: str) -> Any:
@@ -499,8 +508,9 @@ def _sf_option(name: str, help_text: str) -> Any:
     )
 
 
-@sync_app.command("snowflake")
+@_sync_command("snowflake")
 def sync_snowflake(
+    run: SyncRun,
     uri: Annotated[str, typer.Argument(help="Table base path or URI (s3://, gs://, abfss://)")],
     account: Annotated[str | None, _sf_option("account", "account identifier.")] = None,
     user: Annotated[str | None, _sf_option("user", "login name.")] = None,
@@ -526,15 +536,6 @@ def sync_snowflake(
     storage_integration: Annotated[
         str | None, _sf_option("storage_integration", "storage integration of the stage.")
     ] = None,
-    props: PropsOption = None,
-    conf: ConfOption = None,
-    as_of: AsOfOption = None,
-    keep: KeepOption = DEFAULT_KEEP,
-    force: ForceOption = False,
-    dry_run: DryRunOption = False,
-    as_json: JsonFlag = False,
-    storage_option: StorageOption = None,
-    delta_commits: DeltaCommitsOption = None,
 ) -> None:
     """Create a stage, external tables and a view in Snowflake. Secrets (password,
     private_key_file_pwd, token, aws_secret_key, azure_sas_token) come from SNOWFLAKE_*
@@ -555,14 +556,10 @@ def sync_snowflake(
     }
 
     def targets(table: HudiTable) -> list[Target]:
-        options = _options(props, conf, SNOWFLAKE_PREFIX, flags)
+        options = run.options(SNOWFLAKE_PREFIX, flags)
         return [SnowflakeTarget.from_options(options, default_table_name=table.config.name)]
 
-    def delta() -> int:
-        own = {DELTA_COMMITS_OPTION: delta_commits}
-        return delta_commits_option(_options(props, conf, flags=own))
-
-    _sync(uri, targets, storage_option, as_of, keep, force, dry_run, as_json, _run(delta))
+    run.sync(uri, targets)
 
 
 @app.command("write")
@@ -703,7 +700,7 @@ def ingest_debezium(
         list[str] | None,
         typer.Option(
             "--topic",
-            help="Topic to read (repeatable; default: hoodie.streamer.source.kafka.topic)",
+            help=f"Topic to read (repeatable; default: {cfg.TOPIC.key})",
         ),
     ] = None,
     topic_pattern: Annotated[
@@ -731,13 +728,11 @@ def ingest_debezium(
     ] = None,
     partition_field: Annotated[
         str | None,
-        typer.Option("--partition-field", help="hoodie.datasource.write.partitionpath.field"),
+        typer.Option("--partition-field", help=cfg.PARTITION_PATH.key),
     ] = None,
     max_events: Annotated[
         int | None,
-        typer.Option(
-            "--max-events", help="Events per batch (hoodie.streamer.kafka.source.maxEvents)."
-        ),
+        typer.Option("--max-events", help=f"Events per batch ({cfg.MAX_EVENTS.key})."),
     ] = None,
     on_truncate: Annotated[
         str | None, typer.Option("--on-truncate", help="fail (default), ignore or delete.")
@@ -769,9 +764,9 @@ def ingest_debezium(
 
     options = _run(lambda: _options(props, conf))
     if partition_field is not None:
-        options["hoodie.datasource.write.partitionpath.field"] = partition_field
+        options[cfg.PARTITION_PATH.key] = partition_field
     if record_key is not None:
-        options["hoodie.datasource.write.recordkey.field"] = record_key
+        options[cfg.RECORD_KEY.key] = record_key
     config = _run(
         lambda: IngestConfig.from_options(
             table_path,

@@ -25,11 +25,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from hudi_sync import config as cfg
 from hudi_sync.debezium.events import META_COLUMNS, OP, ChangeEvent, EventError
 from hudi_sync.debezium.types import ColumnType, infer, to_arrow
 from hudi_sync.errors import BadInputError
 
-TRUNCATE_POLICIES = ("fail", "ignore", "delete")
+TRUNCATE_POLICIES = cfg.TRUNCATE_POLICY.choices
 
 
 @dataclass
@@ -70,8 +71,7 @@ def reduce_events(
             if truncate_policy == "fail":
                 raise EventError(
                     f"{event.position}: the table was truncated in the database; set "
-                    "hoodie.streamer.debezium.truncate.policy (--on-truncate) to ignore or "
-                    "delete to go on"
+                    f"{cfg.TRUNCATE_POLICY.key} (--on-truncate) to ignore or delete to go on"
                 )
             if truncate_policy == "delete" and event.order > floor:
                 result.dropped += len(result.final)

@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from hudi_sync import config as cfg
 from hudi_sync.debezium.registry import RegistryError, SchemaRegistry, is_wire_format
 from hudi_sync.debezium.types import ColumnType, avro_row_columns, connect_row_columns
 from hudi_sync.errors import BadInputError
@@ -65,7 +66,7 @@ META_COLUMNS: dict[str, list[tuple[str, str]]] = {
 }
 
 
-RECORD_KEY_HINT = "hoodie.datasource.write.recordkey.field, --record-key"
+RECORD_KEY_HINT = f"{cfg.RECORD_KEY.key}, --record-key"
 _SCHEMA_HEAD = b'{"schema":'
 _PAYLOAD_SEPARATOR = b',"payload":'
 

@@ -26,7 +26,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from hudi_sync.debezium.batch import TRUNCATE_POLICIES, Reduced, reduce_events, to_table
+from hudi_sync import config as cfg
+from hudi_sync.debezium.batch import Reduced, reduce_events, to_table
 from hudi_sync.debezium.events import (
     OP,
     ORDER,
@@ -37,7 +38,7 @@ from hudi_sync.debezium.events import (
     EventSettings,
     Position,
 )
-from hudi_sync.debezium.kafka_source import KafkaSettings, KafkaSource, Message, lag, split_names
+from hudi_sync.debezium.kafka_source import KafkaSettings, KafkaSource, Message, lag
 from hudi_sync.debezium.masking import masked_repr
 from hudi_sync.debezium.registry import SchemaRegistry
 from hudi_sync.debezium.state import (
@@ -55,26 +56,38 @@ from hudi_sync.sync.hook import run_post_commit_hook
 from hudi_sync.table.schema import META_FIELDS
 
 UNAVAILABLE_COLUMNS = "__hudi_sync_unavailable"
-ON_ERROR = ("stop", "skip")
+ON_ERROR = cfg.ON_ERROR.choices
 
-# Option names: Hudi's streamer / Kafka's / Debezium's where they have one.
-TOPIC = "hoodie.streamer.source.kafka.topic"
-MAX_EVENTS = "hoodie.streamer.kafka.source.maxEvents"
-REGISTRY_URL = "hoodie.streamer.schemaprovider.registry.url"
-TRUNCATE_POLICY = "hoodie.streamer.debezium.truncate.policy"
-ON_ERROR_OPTION = "hoodie.streamer.debezium.on.error"
-DEAD_LETTER = "hoodie.streamer.debezium.dead.letter.path"
-PLACEHOLDER = "unavailable.value.placeholder"  # Debezium's connector option
-BINARY_MODE = "binary.handling.mode"  # Debezium's connector option
-# The schema registry's URL and basic auth by Confluent's client names, also with the
-# schema.registry. prefix Confluent's serializers accept.
-CONFLUENT_REGISTRY_URL = "schema.registry.url"
-USER_INFO = "basic.auth.user.info"
-CREDENTIALS_SOURCE = "basic.auth.credentials.source"
+# Option names: Hudi's streamer / Kafka's / Debezium's where they have one (declared,
+# with the older hoodie.deltastreamer.* spellings, in hudi_sync.config).
+TOPIC = cfg.TOPIC.key
+MAX_EVENTS = cfg.MAX_EVENTS.key
+REGISTRY_URL = cfg.REGISTRY_URL.key
+TRUNCATE_POLICY = cfg.TRUNCATE_POLICY.key
+ON_ERROR_OPTION = cfg.ON_ERROR.key
+DEAD_LETTER = cfg.DEAD_LETTER.key
+PLACEHOLDER = cfg.PLACEHOLDER.key  # Debezium's connector option
+BINARY_MODE = cfg.BINARY_MODE.key  # Debezium's connector option
+# The schema registry's basic auth by Confluent's client names (also with the
+# schema.registry. prefix Confluent's serializers accept).
+USER_INFO = cfg.REGISTRY_USER_INFO.key
+CREDENTIALS_SOURCE = cfg.REGISTRY_CREDENTIALS_SOURCE.key
 _REGISTRY_PREFIXES = ("schema.registry.", "basic.auth.")
 # Not hoodie.* yet not Kafka client settings: the consumer's named fields, Debezium's.
-_NOT_CLIENT = {"bootstrap.servers", "group.id", "auto.offset.reset", PLACEHOLDER, BINARY_MODE}
-_LEGACY_PREFIX = "hoodie.deltastreamer."
+_NOT_CLIENT = {
+    cfg.BOOTSTRAP_SERVERS.key,
+    cfg.GROUP_ID.key,
+    cfg.AUTO_OFFSET_RESET.key,
+    PLACEHOLDER,
+    BINARY_MODE,
+}
+# The CLI's flags (keyword overrides) that are options: read by the same rules.
+_OPTION_OVERRIDES: dict[str, cfg.OptionSpec[Any]] = {
+    "max_events": cfg.MAX_EVENTS,
+    "truncate_policy": cfg.TRUNCATE_POLICY,
+    "on_error": cfg.ON_ERROR,
+    "dead_letter_path": cfg.DEAD_LETTER,
+}
 
 
 @dataclass(frozen=True, repr=False)
@@ -109,35 +122,37 @@ class IngestConfig:
         overrides (the CLI's flags) win. As in HoodieStreamer, every option that is not
         ``hoodie.*`` (nor the registry's or Debezium's) is a Kafka consumer setting."""
         o = {str(k): str(v) for k, v in options.items()}
-        for key in list(o):
-            if key.startswith(_LEGACY_PREFIX):
-                o.setdefault("hoodie.streamer." + key[len(_LEGACY_PREFIX) :], o[key])
-        placeholder = o.get(PLACEHOLDER)
-        keys = o.get(opt.RECORD_KEY)
+        for name, spec in _OPTION_OVERRIDES.items():
+            value = overrides.pop(name, None)
+            if value is not None:  # a flag wins: the key is read before its alternates
+                o[spec.key] = str(value)
+        placeholder = cfg.PLACEHOLDER.text(o)  # compared with data: as given
+        cfg.META_SYNC.read(o)  # a bad value fails now, not after the first commit
         kafka = KafkaSettings(
-            bootstrap_servers=o.get("bootstrap.servers", "localhost:9092"),
-            topics=split_names(o.get(TOPIC)),
-            auto_offset_reset=o.get("auto.offset.reset", "earliest").lower(),
-            group_id=o.get("group.id"),
+            bootstrap_servers=cfg.BOOTSTRAP_SERVERS.read(o),
+            topics=cfg.TOPIC.read(o),
+            auto_offset_reset=cfg.AUTO_OFFSET_RESET.read(o),
+            group_id=cfg.GROUP_ID.read(o),
             client_options={
                 k: v
                 for k, v in o.items()
-                if not k.startswith(("hoodie.", *_REGISTRY_PREFIXES)) and k not in _NOT_CLIENT
+                if not k.startswith((cfg.HOODIE_PREFIX, *_REGISTRY_PREFIXES))
+                and k not in _NOT_CLIENT
             },
         )
         values: dict[str, Any] = {
             "table_path": table_path,
             "kafka": kafka,
-            "write_options": {k: v for k, v in o.items() if k.startswith("hoodie.")},
-            "record_key_fields": split_names(keys) or None,
-            "max_events": _positive(o, MAX_EVENTS, 100_000),
-            "truncate_policy": o.get(TRUNCATE_POLICY, "fail").lower(),
-            "on_error": o.get(ON_ERROR_OPTION, "stop").lower(),
-            "dead_letter_path": o.get(DEAD_LETTER, "debezium-dead-letter.jsonl"),
-            "registry_url": o.get(REGISTRY_URL) or o.get(CONFLUENT_REGISTRY_URL),
+            "write_options": {k: v for k, v in o.items() if k.startswith(cfg.HOODIE_PREFIX)},
+            "record_key_fields": cfg.RECORD_KEY.read(o) or None,
+            "max_events": cfg.MAX_EVENTS.read(o),
+            "truncate_policy": cfg.TRUNCATE_POLICY.read(o),
+            "on_error": cfg.ON_ERROR.read(o),
+            "dead_letter_path": cfg.DEAD_LETTER.read(o),
+            "registry_url": cfg.REGISTRY_URL.read(o),
             "registry_user_info": _registry_user_info(o),
             "unavailable_values": (UNAVAILABLE, placeholder) if placeholder else (UNAVAILABLE,),
-            "binary_handling_mode": o.get(BINARY_MODE, "bytes").lower(),
+            "binary_handling_mode": cfg.BINARY_MODE.read(o),
         }
         kafka_keys = ("bootstrap_servers", "topics", "topic_pattern", "auto_offset_reset")
         kafka_overrides = {k: overrides.pop(k, None) for k in kafka_keys}
@@ -149,15 +164,6 @@ class IngestConfig:
         return config
 
     def check(self) -> None:
-        if self.truncate_policy not in TRUNCATE_POLICIES:
-            raise BadInputError(
-                f"{TRUNCATE_POLICY}={self.truncate_policy!r} is not one of "
-                f"{', '.join(TRUNCATE_POLICIES)}"
-            )
-        if self.on_error not in ON_ERROR:
-            raise BadInputError(f"{ON_ERROR_OPTION}={self.on_error!r} is not stop or skip")
-        if self.max_events < 1:
-            raise BadInputError(f"{MAX_EVENTS}={self.max_events} must be at least 1")
         if "://" in self.dead_letter_path and not self.dead_letter_path.startswith("file://"):
             raise BadInputError(
                 f"{DEAD_LETTER}={self.dead_letter_path}: the dead-letter file is appended to "
@@ -170,11 +176,8 @@ def _registry_user_info(options: Mapping[str, str]) -> str | None:
     unless ``basic.auth.credentials.source=URL`` (then the URL's own, read by the
     registry client). Never echoes a value."""
 
-    def get(name: str) -> str | None:
-        return options.get(name) or options.get("schema.registry." + name)
-
-    source = (get(CREDENTIALS_SOURCE) or "").upper()
-    user_info = get(USER_INFO)
+    source = (cfg.REGISTRY_CREDENTIALS_SOURCE.read(options) or "").upper()
+    user_info = cfg.REGISTRY_USER_INFO.text(options)  # a secret: never stripped nor echoed
     if source not in ("", "USER_INFO", "URL"):
         raise BadInputError(
             f"{CREDENTIALS_SOURCE}={source} is not supported (USER_INFO, or URL for "
@@ -187,13 +190,6 @@ def _registry_user_info(options: Mapping[str, str]) -> str | None:
     if user_info and ":" not in user_info:
         raise BadInputError(f"{USER_INFO} must be user:password (it has no ':')")
     return user_info or None
-
-
-def _positive(options: Mapping[str, str], key: str, default: int) -> int:
-    try:
-        return int(options.get(key, default))
-    except ValueError:
-        raise BadInputError(f"{key}={options[key]!r} is not a whole number") from None
 
 
 @dataclass
@@ -411,7 +407,7 @@ class _Ingest:
         return frame.drop(UNAVAILABLE_COLUMNS)
 
     def _check_partition_values(self, rows: list[ChangeEvent]) -> None:
-        fields = split_names(self.config.write_options.get(opt.PARTITION_PATH))
+        fields = cfg.PARTITION_PATH.read(self.config.write_options)
         for event in rows:
             if event.op == "d" and any(event.row.get(f) is None for f in fields):
                 raise EventError(
@@ -422,7 +418,7 @@ class _Ingest:
 
     def _sync(self) -> None:
         options = self.config.write_options
-        if str(options.get(opt.META_SYNC, "false")).lower() != "true":
+        if not cfg.META_SYNC.read(options):
             return
         report = run_post_commit_hook(self.path, options, self.config.storage_options)
         if report is not None and not report.ok:

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hudi_sync import config as cfg
 from hudi_sync.debezium.masking import masked_repr, scrub, secrets_of
 from hudi_sync.debezium.state import Offsets
 from hudi_sync.errors import BadInputError
@@ -73,7 +74,7 @@ class KafkaSource:
                 f"auto.offset.reset={settings.auto_offset_reset!r} must be earliest or latest"
             )
         if not settings.topics and not settings.topic_pattern:
-            raise BadInputError("no topic to read (--topic or hoodie.streamer.source.kafka.topic)")
+            raise BadInputError(f"no topic to read (--topic or {cfg.TOPIC.key})")
         self.settings = settings
         client = consumer_settings(settings.client_options or {})
         self._secrets = secrets_of(settings.client_options) | secrets_of(client)

@@ -21,6 +21,7 @@ from typing import Any
 
 import fastavro
 
+from hudi_sync import config as cfg
 from hudi_sync.debezium.masking import MASK, scrub
 from hudi_sync.errors import BadInputError
 
@@ -63,7 +64,7 @@ class SchemaRegistry:
             if not self.url:
                 raise BadInputError(
                     f"an Avro event needs schema {schema_id}, but no schema registry is set "
-                    "(hoodie.streamer.schemaprovider.registry.url)"
+                    f"({cfg.REGISTRY_URL.key})"
                 )
             body = self._get(f"{self.url}/schemas/ids/{schema_id}")
             try:
@@ -90,8 +91,8 @@ class SchemaRegistry:
             if exc.code in (401, 403):
                 given = "the credentials given" if self._authorization else "no credentials"
                 message += (
-                    f" with {given} (basic.auth.user.info, or user:password@ in "
-                    "hoodie.streamer.schemaprovider.registry.url)"
+                    f" with {given} ({cfg.REGISTRY_USER_INFO.key}, or user:password@ in "
+                    f"{cfg.REGISTRY_URL.key})"
                 )
             raise RegistryError(scrub(message, self._secrets)) from None
         except (urllib.error.URLError, OSError, ValueError) as exc:

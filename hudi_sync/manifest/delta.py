@@ -37,6 +37,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from hudi_sync import config
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.manifest.file_set import relative_path
 from hudi_sync.manifest.snapshot import (
@@ -58,7 +59,7 @@ from hudi_sync.table.instant import comparable_instant
 
 DELTA_POINTER = "delta.json"
 DELTA_FOLDER = "deltas"
-DELTA_COMMITS_OPTION = "hoodie.manifest.delta.commits"
+DELTA_COMMITS_OPTION = config.DELTA_COMMITS.key
 
 FileKey = tuple[str, str]  # (partition, file id)
 
@@ -66,13 +67,7 @@ FileKey = tuple[str, str]  # (partition, file id)
 def delta_commits_option(options: Mapping[str, Any]) -> int:
     """``hoodie.manifest.delta.commits`` from write or sync options: 0 (full manifests)
     when unset."""
-    raw = options.get(DELTA_COMMITS_OPTION)
-    if raw is None or str(raw).strip() == "":
-        return 0
-    try:
-        return int(str(raw).strip())
-    except ValueError:
-        raise BadInputError(f"{DELTA_COMMITS_OPTION}={raw!r} is not a whole number") from None
+    return config.DELTA_COMMITS.read(options)
 
 
 def changes_file_name(base: str, instant: str) -> str:

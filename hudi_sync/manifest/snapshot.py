@@ -50,6 +50,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from hudi_sync import config
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.manifest.file_set import FileSet, lines_bytes
 from hudi_sync.storage import temporary_path_beside
@@ -61,7 +62,7 @@ MANIFEST_FOLDER = ".hoodie/manifest"
 LATEST_FILES = "latest_snapshot_files.csv"
 POINTER = "latest.json"
 SNAPSHOT_META = "snapshot.json"
-DEFAULT_KEEP = 5
+DEFAULT_KEEP = config.MANIFEST_KEEP.read({})  # hoodie.manifest.snapshots.retained
 # The snapshot folder of the empty manifest (a table without a completed commit).
 EMPTY_SNAPSHOT = "empty"
 

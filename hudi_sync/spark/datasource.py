@@ -41,6 +41,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark.merge import align
 from hudi_sync.spark.reader import (
@@ -58,7 +59,7 @@ from hudi_sync.table.cdc_query import CHANGE_SCHEMA, ChangeSplit, plan_changes, 
 from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.schema import META_FIELDS
 
-START_OFFSET = "hoodie.datasource.streaming.startOffset"
+START_OFFSET = cfg.START_OFFSET.key
 
 
 def register(spark: SparkSession) -> None:
@@ -117,7 +118,7 @@ def _table_schema(table: HudiTable) -> pa.Schema:
 def _is_cdc(options: Mapping[str, str]) -> bool:
     """A CDC query: ``incremental.format=cdc`` with the query type incremental or not
     given (Spark asks a source for its schema before it says batch or stream)."""
-    query = options.get(QUERY_TYPE, "incremental").strip().lower()
+    query = cfg.QUERY_TYPE.read(options) if cfg.QUERY_TYPE.given(options) else "incremental"
     return query == "incremental" and incremental_format(options) == "cdc"
 
 
@@ -183,11 +184,11 @@ class _BatchReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         source = _Source.of(self.options)
-        query = self.options.get(QUERY_TYPE, "snapshot").strip().lower()
-        begin = self.options.get(BEGIN)
+        query = cfg.QUERY_TYPE.read(self.options)
+        begin = cfg.BEGIN.text(self.options)  # instants are parsed by the table, as given
         if (query == "incremental" or _is_cdc(self.options)) and begin is None:
             raise BadInputError(f"{QUERY_TYPE}=incremental needs {BEGIN}")
-        return _plan(source.table(), self.options, begin, self.options.get(END))
+        return _plan(source.table(), self.options, begin, cfg.END.text(self.options))
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         location = _Source.of(self.options).location()
@@ -224,7 +225,7 @@ class _StreamReader(DataSourceStreamReader):
         self.arrow_schema = schema
 
     def initialOffset(self) -> dict[str, str]:
-        start = self.options.get(START_OFFSET, "earliest").strip()
+        start = str(cfg.START_OFFSET.text(self.options)).strip()  # an instant, or a word
         if start.lower() == "latest":
             return self.latestOffset()
         begin, _ = _Source.of(self.options).table().incremental_range(start)

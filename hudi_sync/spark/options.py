@@ -5,89 +5,48 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
-from hudi_sync.table.cdc_log import ENABLED_KEY as CDC_ENABLED
-from hudi_sync.table.cdc_log import MODE_KEY as CDC_MODE
 from hudi_sync.table.cdc_log import CdcMode, parse_cdc_mode
 from hudi_sync.table.properties import TableConfig
 from hudi_sync.table.write.archiver import ArchivalPolicy
 
-TABLE_NAME = "hoodie.table.name"
-RECORD_KEY = "hoodie.datasource.write.recordkey.field"
-ORDERING = "hoodie.datasource.write.precombine.field"
-PARTITION_PATH = "hoodie.datasource.write.partitionpath.field"
-HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
-OPERATION = "hoodie.datasource.write.operation"
-TABLE_VERSION = "hoodie.write.table.version"
-MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
-SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
-RECORD_SIZE_ESTIMATE = "hoodie.copyonwrite.record.size.estimate"
-RECORD_SIZE_THRESHOLD = "hoodie.record.size.estimation.threshold"
-COMMITS_RETAINED = "hoodie.cleaner.commits.retained"
-AUTO_CLEAN = "hoodie.clean.automatic"
-KEEP_MIN_COMMITS = "hoodie.keep.min.commits"
-KEEP_MAX_COMMITS = "hoodie.keep.max.commits"
-AUTO_ARCHIVE = "hoodie.archive.automatic"
-PARTITIONS_TO_DELETE = "hoodie.datasource.write.partitions.to.delete"
-META_SYNC = "hoodie.datasource.meta.sync.enable"
-LOCK_WAIT_MS = "hoodie.write.lock.wait_time_ms"
-LOCK_EXPIRE_MINUTES = "hoodie.write.lock.filesystem.expire"
-HEARTBEAT_INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
-HEARTBEAT_MISSES = "hoodie.client.heartbeat.tolerable.misses"
-COMBINE_BEFORE_INSERT = "hoodie.combine.before.insert"
-DELETE_FIELD = "hoodie.payload.delete.field"
-DELETE_MARKER = "hoodie.payload.delete.marker"
+# The keys by the names the writer uses; each is declared (default, type, doc) in
+# hudi_sync.config.
+TABLE_NAME = cfg.TABLE_NAME.key
+RECORD_KEY = cfg.RECORD_KEY.key
+ORDERING = cfg.ORDERING.key
+PARTITION_PATH = cfg.PARTITION_PATH.key
+HIVE_STYLE = cfg.HIVE_STYLE.key
+OPERATION = cfg.OPERATION.key
+TABLE_VERSION = cfg.TABLE_VERSION.key
+MAX_FILE_SIZE = cfg.MAX_FILE_SIZE.key
+SMALL_FILE_LIMIT = cfg.SMALL_FILE_LIMIT.key
+RECORD_SIZE_ESTIMATE = cfg.RECORD_SIZE_ESTIMATE.key
+RECORD_SIZE_THRESHOLD = cfg.RECORD_SIZE_THRESHOLD.key
+COMMITS_RETAINED = cfg.COMMITS_RETAINED.key
+AUTO_CLEAN = cfg.AUTO_CLEAN.key
+KEEP_MIN_COMMITS = cfg.KEEP_MIN_COMMITS.key
+KEEP_MAX_COMMITS = cfg.KEEP_MAX_COMMITS.key
+AUTO_ARCHIVE = cfg.AUTO_ARCHIVE.key
+PARTITIONS_TO_DELETE = cfg.PARTITIONS_TO_DELETE.key
+META_SYNC = cfg.META_SYNC.key
+LOCK_WAIT_MS = cfg.LOCK_WAIT_MS.key
+LOCK_EXPIRE_MINUTES = cfg.LOCK_EXPIRE_MINUTES.key
+HEARTBEAT_INTERVAL_MS = cfg.HEARTBEAT_INTERVAL_MS.key
+HEARTBEAT_MISSES = cfg.HEARTBEAT_MISSES.key
+COMBINE_BEFORE_INSERT = cfg.COMBINE_BEFORE_INSERT.key
+DELETE_FIELD = cfg.DELETE_FIELD.key
+DELETE_MARKER = cfg.DELETE_MARKER.key
+CDC_ENABLED = cfg.CDC_ENABLED.key
+CDC_MODE = cfg.CDC_MODE.key
 # hudi_sync's own: who merges file groups. "spark" (default): Spark's joins and parquet
 # writer, where Spark can open the table and CDC is off, else the Python merge; "python":
 # Spark's Python workers with pyarrow, which also write Hudi's key-range footer metadata
 # (read only by Hudi's BLOOM index; Spark's default SIMPLE index joins on the keys).
-MERGE_ENGINE = "hudi_sync.write.merge.engine"
-MERGE_ENGINES = ("spark", "python")
-
-OPERATIONS = (
-    "insert",
-    "upsert",
-    "delete",
-    "bulk_insert",
-    "insert_overwrite",
-    "insert_overwrite_table",
-    "delete_partition",
-)
-
-
-def _split(value: str | None) -> tuple[str, ...]:
-    return tuple(f.strip() for f in (value or "").split(",") if f.strip())
-
-
-def _flag(options: Mapping[str, str], key: str, default: bool) -> bool:
-    value = str(options.get(key, str(default))).strip().lower()
-    if value not in ("true", "false"):
-        raise BadInputError(f"{key}={options.get(key)!r} must be true or false")
-    return value == "true"
-
-
-def _integer(options: Mapping[str, str], key: str, default: int, minimum: int = 0) -> int:
-    return int(_number(options, key, default, minimum, whole=True))
-
-
-def _fraction(options: Mapping[str, str], key: str, default: float) -> float:
-    return _number(options, key, default, 0, whole=False)
-
-
-def _number(
-    options: Mapping[str, str], key: str, default: float, minimum: int, whole: bool
-) -> float:
-    raw = options.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(str(raw).strip()) if whole else float(str(raw).strip())
-    except ValueError:
-        kind = "a whole number" if whole else "a number"
-        raise BadInputError(f"{key}={raw!r} is not {kind}") from None
-    if not value >= minimum:  # also refuses NaN
-        raise BadInputError(f"{key}={value} must be at least {minimum}")
-    return value
+MERGE_ENGINE = cfg.MERGE_ENGINE.key
+MERGE_ENGINES = cfg.MERGE_ENGINE.choices
+OPERATIONS = cfg.OPERATION.choices
 
 
 @dataclass(frozen=True)
@@ -126,57 +85,48 @@ class WriteOptions:
     @classmethod
     def parse(cls, options: Mapping[str, object]) -> WriteOptions:
         raw = {str(k): str(v) for k, v in options.items()}
-        operation = raw.get(OPERATION, "upsert").strip().lower()
-        if operation not in OPERATIONS:
-            raise BadInputError(f"{OPERATION}={operation!r} is not one of {', '.join(OPERATIONS)}")
-        name = raw.get(TABLE_NAME, "").strip()
+        operation = cfg.OPERATION.read(raw)
+        name = cfg.TABLE_NAME.read(raw)
         if not name:
             raise BadInputError(f"{TABLE_NAME} is required")
-        keys = _split(raw.get(RECORD_KEY))
+        keys = cfg.RECORD_KEY.read(raw)
         if not keys:
             raise BadInputError(f"{RECORD_KEY} is required")
-        commits_retained = _integer(raw, COMMITS_RETAINED, 10, minimum=1)
-        archival = ArchivalPolicy(
-            _integer(raw, KEEP_MIN_COMMITS, 20, minimum=1),
-            _integer(raw, KEEP_MAX_COMMITS, 30, minimum=1),
-        )
-        auto_archive = _flag(raw, AUTO_ARCHIVE, True)
-        mode = parse_cdc_mode(raw.get(CDC_MODE, "DATA_BEFORE_AFTER"))  # refused even when off
+        commits_retained = cfg.COMMITS_RETAINED.read(raw)
+        archival = ArchivalPolicy(cfg.KEEP_MIN_COMMITS.read(raw), cfg.KEEP_MAX_COMMITS.read(raw))
+        auto_archive = cfg.AUTO_ARCHIVE.read(raw)
+        mode = parse_cdc_mode(str(cfg.CDC_MODE.text(raw)))  # refused even when CDC is off
         if auto_archive:
             archival.check(commits_retained)
-        delete_field = (raw.get(DELETE_FIELD) or "").strip() or None
-        delete_marker = raw.get(DELETE_MARKER)
+        delete_field = cfg.DELETE_FIELD.read(raw)
+        delete_marker = cfg.DELETE_MARKER.text(raw)  # compared with data: as given
         if (delete_field is None) != (delete_marker is None):
             raise BadInputError(f"{DELETE_FIELD} and {DELETE_MARKER} go together")
-        engine = raw.get(MERGE_ENGINE, "spark").strip().lower()
-        if engine not in MERGE_ENGINES:
-            raise BadInputError(
-                f"{MERGE_ENGINE}={engine!r} is not one of {', '.join(MERGE_ENGINES)}"
-            )
+        engine = cfg.MERGE_ENGINE.read(raw)
         return cls(
             table_name=name,
             record_key_fields=keys,
-            ordering_field=(raw.get(ORDERING) or "").strip() or None,
-            partition_fields=_split(raw.get(PARTITION_PATH)),
-            hive_style_partitioning=_flag(raw, HIVE_STYLE, False),
+            ordering_field=cfg.ORDERING.read(raw),
+            partition_fields=cfg.PARTITION_PATH.read(raw),
+            hive_style_partitioning=cfg.HIVE_STYLE.read(raw),
             operation=operation,
-            table_version=_integer(raw, TABLE_VERSION, 6),
-            max_file_size=_integer(raw, MAX_FILE_SIZE, 120 * 1024 * 1024, minimum=1),
-            small_file_limit=_integer(raw, SMALL_FILE_LIMIT, 100 * 1024 * 1024),
-            record_size_estimate=_integer(raw, RECORD_SIZE_ESTIMATE, 1024, minimum=1),
-            record_size_threshold=_fraction(raw, RECORD_SIZE_THRESHOLD, 1.0),
+            table_version=cfg.TABLE_VERSION.read(raw),
+            max_file_size=cfg.MAX_FILE_SIZE.read(raw),
+            small_file_limit=cfg.SMALL_FILE_LIMIT.read(raw),
+            record_size_estimate=cfg.RECORD_SIZE_ESTIMATE.read(raw),
+            record_size_threshold=cfg.RECORD_SIZE_THRESHOLD.read(raw),
             commits_retained=commits_retained,
-            auto_clean=_flag(raw, AUTO_CLEAN, True),
+            auto_clean=cfg.AUTO_CLEAN.read(raw),
             archival=archival,
             auto_archive=auto_archive,
-            partitions_to_delete=_split(raw.get(PARTITIONS_TO_DELETE)),
-            meta_sync=_flag(raw, META_SYNC, False),
-            lock_wait_ms=_integer(raw, LOCK_WAIT_MS, 60_000),
-            lock_expire_minutes=_integer(raw, LOCK_EXPIRE_MINUTES, 0),
-            heartbeat_interval_ms=_integer(raw, HEARTBEAT_INTERVAL_MS, 60_000, minimum=1),
-            heartbeat_misses=_integer(raw, HEARTBEAT_MISSES, 2),
-            combine_before_insert=_flag(raw, COMBINE_BEFORE_INSERT, False),
-            cdc_mode=mode if _flag(raw, CDC_ENABLED, False) else None,
+            partitions_to_delete=cfg.PARTITIONS_TO_DELETE.read(raw),
+            meta_sync=cfg.META_SYNC.read(raw),
+            lock_wait_ms=cfg.LOCK_WAIT_MS.read(raw),
+            lock_expire_minutes=cfg.LOCK_EXPIRE_MINUTES.read(raw),
+            heartbeat_interval_ms=cfg.HEARTBEAT_INTERVAL_MS.read(raw),
+            heartbeat_misses=cfg.HEARTBEAT_MISSES.read(raw),
+            combine_before_insert=cfg.COMBINE_BEFORE_INSERT.read(raw),
+            cdc_mode=mode if cfg.CDC_ENABLED.read(raw) else None,
             delete_field=delete_field,
             delete_marker=delete_marker,
             merge_engine=engine,
@@ -214,13 +164,13 @@ class WriteOptions:
 
     def _cdc_mismatches(self, config: TableConfig) -> list[str]:
         """CDC settings are fixed when the table is created; a write may repeat them."""
-        if CDC_ENABLED in self.raw and (self.cdc_mode is not None) != config.cdc_enabled:
+        if cfg.CDC_ENABLED.given(self.raw) and (self.cdc_mode is not None) != config.cdc_enabled:
             return [
                 f"{CDC_ENABLED}={str(self.cdc_mode is not None).lower()} "
                 f"(table: {str(config.cdc_enabled).lower()}; fixed at table creation)"
             ]
-        if CDC_MODE in self.raw and config.cdc_enabled:
-            asked = parse_cdc_mode(self.raw[CDC_MODE])
+        if cfg.CDC_MODE.given(self.raw) and config.cdc_enabled:
+            asked = parse_cdc_mode(str(cfg.CDC_MODE.text(self.raw)))
             stored = parse_cdc_mode(config.cdc_logging_mode, f"the table's {CDC_MODE}")
             if asked is not stored:
                 return [

@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
+from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark.merge import align
 from hudi_sync.spark.parallelism import default_parallelism
@@ -45,13 +46,13 @@ from hudi_sync.table.cdc_query import (
 from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.schema import META_FIELDS
 
-QUERY_TYPE = "hoodie.datasource.query.type"
-AS_OF = "as.of.instant"
-BEGIN = "hoodie.datasource.read.begin.instanttime"
-END = "hoodie.datasource.read.end.instanttime"
-INCREMENTAL_FORMAT = "hoodie.datasource.query.incremental.format"
-QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
-INCREMENTAL_FORMATS = ("latest_state", "cdc")
+QUERY_TYPE = cfg.QUERY_TYPE.key
+AS_OF = cfg.AS_OF.key
+BEGIN = cfg.BEGIN.key
+END = cfg.END.key
+INCREMENTAL_FORMAT = cfg.INCREMENTAL_FORMAT.key
+QUERY_TYPES = cfg.QUERY_TYPE.choices
+INCREMENTAL_FORMATS = cfg.INCREMENTAL_FORMAT.choices
 CHANGE_COLUMNS = "op string, ts_ms string, before string, after string"
 # A CDC query whose files (by the commits' write stats) are at most this size is read on
 # the driver and handed to Spark as Arrow: starting Python workers costs more than the
@@ -91,11 +92,12 @@ def read(
     ``storage.<key>`` read options add to them."""
     opts, storage = split_options(options, storage_options)
     table = HudiTable.open(path, storage)
-    if opts.get(QUERY_TYPE, "snapshot").strip().lower() == "incremental":
-        if BEGIN not in opts:
+    if cfg.QUERY_TYPE.read(opts) == "incremental":
+        begin = cfg.BEGIN.text(opts)  # instants are parsed by the table, as given
+        if begin is None:
             raise BadInputError(f"{QUERY_TYPE}=incremental needs {BEGIN}")
         if incremental_format(opts) == "cdc":
-            return changes(spark, table, opts[BEGIN], opts.get(END))
+            return changes(spark, table, begin, cfg.END.text(opts))
     files = plan_files(table, opts)
     frame = _read_slices(spark, table, files.slices)
     if files.commits is None:
@@ -115,11 +117,9 @@ class FilePlan:
 def plan_files(table: HudiTable, opts: Mapping[str, str]) -> FilePlan:
     """Pick the files of a non-CDC query by Hudi's read options (shared by ``read``
     and ``format("hudi")``)."""
-    query = opts.get(QUERY_TYPE, "snapshot").strip().lower()
-    if query not in QUERY_TYPES:
-        raise BadInputError(f"{QUERY_TYPE}={query!r} is not one of {', '.join(QUERY_TYPES)}")
+    query = cfg.QUERY_TYPE.read(opts)
     if query == "incremental":
-        begin, end = opts.get(BEGIN), opts.get(END)
+        begin, end = cfg.BEGIN.text(opts), cfg.END.text(opts)
         if begin is None:
             raise BadInputError(f"{QUERY_TYPE}=incremental needs {BEGIN}")
         commits = tuple(i.requested_time for i in table.commits_between(begin, end))
@@ -129,16 +129,11 @@ def plan_files(table: HudiTable, opts: Mapping[str, str]) -> FilePlan:
             f"{table.uri}: snapshot queries of MERGE_ON_READ tables need log merging; "
             f"read it with {QUERY_TYPE}=read_optimized"
         )
-    return FilePlan(table.file_slices(as_of=opts.get(AS_OF), read_optimized=True))
+    return FilePlan(table.file_slices(as_of=cfg.AS_OF.text(opts), read_optimized=True))
 
 
 def incremental_format(opts: Mapping[str, str]) -> str:
-    value = opts.get(INCREMENTAL_FORMAT, "latest_state").strip().lower()
-    if value not in INCREMENTAL_FORMATS:
-        raise BadInputError(
-            f"{INCREMENTAL_FORMAT}={value!r} is not one of {', '.join(INCREMENTAL_FORMATS)}"
-        )
-    return value
+    return cfg.INCREMENTAL_FORMAT.read(opts)
 
 
 def changes(spark: SparkSession, table: HudiTable, begin: str, end: str | None) -> DataFrame:

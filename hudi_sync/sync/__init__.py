@@ -5,13 +5,14 @@
 """
 
 from hudi_sync.sync.backfill import backfill, discover_tables
-from hudi_sync.sync.hook import run_post_commit_hook
+from hudi_sync.sync.hook import build_target, run_post_commit_hook
 from hudi_sync.sync.job import SyncReport, publish_manifest, sync_table
 from hudi_sync.sync.watch import watch
 
 __all__ = [
     "SyncReport",
     "backfill",
+    "build_target",
     "discover_tables",
     "publish_manifest",
     "run_post_commit_hook",

@@ -6,10 +6,10 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from hudi_sync import config as cfg
 from hudi_sync.storage import open_location
-from hudi_sync.sync.hook import DUCKDB_TABLE, run_post_commit_hook
+from hudi_sync.sync.hook import run_post_commit_hook
 from hudi_sync.sync.job import SyncReport
-from hudi_sync.warehouse.bigquery_target import PREFIX as BIGQUERY_PREFIX
 
 PROPERTIES = ".hoodie/hoodie.properties"
 
@@ -54,7 +54,7 @@ def backfill(
     reports = []
     for uri in discover_tables(root, storage_options):
         name = warehouse_name(location.uri, uri)
-        table_options = {**options, DUCKDB_TABLE: name, f"{BIGQUERY_PREFIX}table_name": name}
+        table_options = {**options, cfg.DUCKDB_TABLE.key: name, cfg.BIGQUERY_TABLE_NAME.key: name}
         report = run_post_commit_hook(uri, table_options, storage_options)
         on_table(uri, report)
         reports.append((uri, report))

@@ -17,16 +17,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.manifest.delta import delta_commits_option
-from hudi_sync.manifest.snapshot import DEFAULT_KEEP
 from hudi_sync.sync.job import SyncReport, Target, sync_table
 from hudi_sync.table import HudiTable
 
-SYNC_TOOLS = "hoodie.meta.sync.client.tool.class"
-MANIFEST_KEEP = "hoodie.manifest.snapshots.retained"
-DUCKDB_DATABASE = "hoodie.duckdb.sync.database"
-DUCKDB_TABLE = "hoodie.duckdb.sync.table_name"
+SYNC_TOOLS = cfg.SYNC_TOOLS.key
+MANIFEST_KEEP = cfg.MANIFEST_KEEP.key
+DUCKDB_DATABASE = cfg.DUCKDB_DATABASE.key
+DUCKDB_TABLE = cfg.DUCKDB_TABLE.key
 _TOOL_ALIASES = {
     "bigquery": "bigquery",
     "org.apache.hudi.gcp.bigquery.bigquerysynctool": "bigquery",
@@ -38,10 +38,7 @@ _TOOL_ALIASES = {
 def target_names(options: Mapping[str, Any]) -> list[str]:
     """The configured targets, in order, by our short names."""
     names = []
-    for raw in str(options.get(SYNC_TOOLS, "")).split(","):
-        tool = raw.strip()
-        if not tool:
-            continue
+    for tool in cfg.SYNC_TOOLS.read(options):
         if tool.lower() not in _TOOL_ALIASES:
             raise BadInputError(
                 f"{SYNC_TOOLS}: unknown sync tool {tool!r} (bigquery, snowflake, duckdb)"
@@ -55,10 +52,10 @@ def build_target(name: str, options: Mapping[str, Any], table: HudiTable) -> Tar
     if name == "duckdb":
         from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 
-        database = options.get(DUCKDB_DATABASE)
+        database = cfg.DUCKDB_DATABASE.read(options)
         if not database:
             raise BadInputError(f"the duckdb sync target needs {DUCKDB_DATABASE}")
-        return DuckDBTarget(str(database), str(options.get(DUCKDB_TABLE) or table.config.name))
+        return DuckDBTarget(database, cfg.DUCKDB_TABLE.read(options) or table.config.name)
     if name == "snowflake":
         from hudi_sync.warehouse.snowflake_target import SnowflakeTarget
 
@@ -78,7 +75,7 @@ def run_post_commit_hook(
     try:
         table = HudiTable.open(base_path, storage_options)
         targets = [build_target(name, options, table) for name in target_names(options)]
-        keep = int(options.get(MANIFEST_KEEP, DEFAULT_KEEP))
+        keep = cfg.MANIFEST_KEEP.read(options)
         delta_commits = delta_commits_option(options)
         return sync_table(
             table, targets, keep=keep, continue_on_error=True, delta_commits=delta_commits

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from hudi_sync import config as cfg
 from hudi_sync.errors import (
     BadInputError,
     HudiSyncError,
@@ -162,7 +163,7 @@ def require_empty_objects_schema(table: HudiTable, as_of: str | None) -> None:
         )
     if not table.config.create_schema:
         raise BadInputError(
-            f"{table.uri}: no completed commit yet and no hoodie.table.create.schema in "
+            f"{table.uri}: no completed commit yet and no {cfg.CREATE_SCHEMA.key} in "
             ".hoodie/hoodie.properties, so the columns of the empty objects are unknown"
         )
 

@@ -30,6 +30,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from hudi_sync import config
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.table.avro_arrow import encode_rows, length_prefixed
 from hudi_sync.table.logfile import (
@@ -41,8 +42,6 @@ from hudi_sync.table.logfile import (
     read_blocks,
 )
 
-ENABLED_KEY = "hoodie.table.cdc.enabled"
-MODE_KEY = "hoodie.table.cdc.supplemental.logging.mode"
 CDC_SUFFIX = ".cdc"
 
 
@@ -72,7 +71,7 @@ _MODE_ALIASES = {
 }
 
 
-def parse_cdc_mode(value: str, where: str = MODE_KEY) -> CdcMode:
+def parse_cdc_mode(value: str, where: str = config.CDC_MODE.key) -> CdcMode:
     """A logging mode by any of its names, case-insensitively."""
     mode = _MODE_ALIASES.get(value.strip().upper())
     if mode is None:

@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hudi_sync import config
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.storage import Location
 from hudi_sync.table.cdc_log import CdcMode, arrow_rows, image_json, parse_cdc_mode, read_cdc_file
@@ -45,8 +46,8 @@ from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.table import HudiTable
 
-BEGIN = "hoodie.datasource.read.begin.instanttime"
-END = "hoodie.datasource.read.end.instanttime"
+BEGIN = config.BEGIN.key
+END = config.END.key
 RECORD_KEY = META_FIELDS[2]
 CHANGE_SCHEMA = pa.schema(
     [
@@ -127,7 +128,7 @@ def plan_changes(table: HudiTable, begin: str | None, end: str | None = None) ->
     ``end`` inclusive (``None``: the latest commit)."""
     if not table.config.cdc_enabled:
         raise BadInputError(
-            f"{table.uri} is not a CDC table (hoodie.table.cdc.enabled is not true); "
+            f"{table.uri} is not a CDC table ({config.CDC_ENABLED.key} is not true); "
             "use the latest_state incremental query"
         )
     mode = parse_cdc_mode(table.config.cdc_logging_mode, f"{table.uri}: hoodie.properties")

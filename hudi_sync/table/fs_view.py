@@ -1,6 +1,6 @@
 """File-system view: which base and log files make up a snapshot, as Hudi decides it.
 
-The rules (see docs/format-notes in the README): a base file counts only if the
+The rules (see docs/table-core.md#snapshot-rules): a base file counts only if the
 instant that wrote it completed (or is older than the active timeline); file groups
 named by a completed replacecommit are gone; each file group contributes its latest
 slice at or before the query instant; MOR log files join the slice they belong to

@@ -7,8 +7,13 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TypeVar
 
-from hudi_sync.errors import CorruptTableError, UnsupportedTableError
+from hudi_sync import config as cfg
+from hudi_sync.config import OptionSpec
+from hudi_sync.errors import BadInputError, CorruptTableError, UnsupportedTableError
+
+T = TypeVar("T")
 
 SUPPORTED_TABLE_VERSIONS = (6, 8, 9)
 # The timeline layout each table version writes; Hudi refuses a mismatch.
@@ -97,19 +102,6 @@ def table_checksum(database_name: str, table_name: str) -> int:
     return zlib.crc32(f"{database_name}.{table_name}".encode()) & 0xFFFFFFFF
 
 
-def _split_fields(value: str | None) -> tuple[str, ...]:
-    if not value:
-        return ()
-    return tuple(f.strip() for f in value.split(",") if f.strip())
-
-
-def _flag(props: Mapping[str, str], key: str, default: bool) -> bool:
-    value = props.get(key)
-    if value is None or value.strip() == "":
-        return default
-    return value.strip().lower() == "true"
-
-
 @dataclass(frozen=True)
 class TableConfig:
     """The keys of ``hoodie.properties`` that hudi_sync uses, typed; ``raw`` keeps them all."""
@@ -161,96 +153,79 @@ class TableConfig:
 
     @classmethod
     def from_mapping(cls, props: Mapping[str, str], where: str) -> TableConfig:
-        def required(key: str) -> str:
-            value = props.get(key, "").strip()
-            if not value:
-                raise CorruptTableError(f"{where}: missing required key {key}")
+        """Typed by the declarations in :mod:`hudi_sync.config`, strictly: a value that
+        does not parse is a CorruptTableError naming the file, the key and the value."""
+
+        def read(spec: OptionSpec[T]) -> T:
+            try:
+                return spec.read(props)
+            except BadInputError as exc:
+                raise CorruptTableError(f"{where}: {exc}") from None
+
+        def required(spec: OptionSpec[T | None]) -> T:
+            value = read(spec) if (spec.text(props) or "").strip() else None
+            if value is None:
+                raise CorruptTableError(f"{where}: missing required key {spec.key}")
             return value
 
-        def integer(key: str, value: str) -> int:
-            try:
-                return int(value)
-            except ValueError:
-                raise CorruptTableError(f"{where}: {key}={value!r} is not a number") from None
-
-        name = required("hoodie.table.name")
-        version = integer("hoodie.table.version", required("hoodie.table.version"))
+        name = required(cfg.TABLE_NAME)
+        version = required(cfg.TABLE_VERSION_PROPERTY)
         if version not in SUPPORTED_TABLE_VERSIONS:
             raise UnsupportedTableError(
                 f"{where}: table version {version} is not supported "
                 f"(supported: {', '.join(map(str, SUPPORTED_TABLE_VERSIONS))})"
             )
-        layout_text = props.get("hoodie.timeline.layout.version", "").strip()
-        layout = (
-            integer("hoodie.timeline.layout.version", layout_text)
-            if layout_text
-            else LAYOUT_FOR_VERSION[version]
-        )
+        layout = read(cfg.TIMELINE_LAYOUT)
+        if layout is None:
+            layout = LAYOUT_FOR_VERSION[version]
         if layout != LAYOUT_FOR_VERSION[version]:
             raise UnsupportedTableError(
                 f"{where}: timeline layout {layout} does not match table version {version} "
                 f"(expected layout {LAYOUT_FOR_VERSION[version]})"
             )
-        type_text = props.get("hoodie.table.type", "COPY_ON_WRITE").strip().upper()
+        type_text = str(cfg.TABLE_TYPE.text(props)).strip().upper()
         try:
             table_type = TableType(type_text)
         except ValueError:
-            raise CorruptTableError(f"{where}: unknown hoodie.table.type {type_text!r}") from None
+            raise CorruptTableError(
+                f"{where}: unknown {cfg.TABLE_TYPE.key} {type_text!r}"
+            ) from None
 
-        base_format = props.get("hoodie.table.base.file.format", "PARQUET").strip().upper()
-        database = props.get("hoodie.database.name", "").strip()
-        checksum_text = props.get("hoodie.table.checksum", "").strip()
-        checksum = integer("hoodie.table.checksum", checksum_text) if checksum_text else None
+        database = read(cfg.DATABASE_NAME)
+        checksum = read(cfg.CHECKSUM)
         if checksum is not None and checksum != table_checksum(database, name):
             raise CorruptTableError(
-                f"{where}: hoodie.table.checksum {checksum} does not match table name "
+                f"{where}: {cfg.CHECKSUM.key} {checksum} does not match table name "
                 f"{database}.{name} (expected {table_checksum(database, name)})"
             )
-        ordering = props.get("hoodie.table.ordering.fields") or props.get(
-            "hoodie.table.precombine.field"
-        )
-        key_generator = props.get("hoodie.table.keygenerator.type") or props.get(
-            "hoodie.table.keygenerator.class"
-        )
-        initial = props.get("hoodie.table.initial.version", "").strip()
+        ordering = read(cfg.ORDERING_FIELDS) or read(cfg.PRECOMBINE_FIELD)
+        key_generator = read(cfg.KEY_GENERATOR_TYPE) or read(cfg.KEY_GENERATOR_CLASS)
         return cls(
             name=name,
             database_name=database,
             table_type=table_type,
             version=version,
             timeline_layout_version=layout,
-            record_key_fields=_split_fields(props.get("hoodie.table.recordkey.fields")),
-            ordering_fields=_split_fields(ordering),
-            partition_fields=_split_fields(props.get("hoodie.table.partition.fields")),
-            key_generator=key_generator.strip() if key_generator else None,
-            hive_style_partitioning=_flag(
-                props, "hoodie.datasource.write.hive_style_partitioning", False
-            ),
-            url_encode_partitions=_flag(
-                props, "hoodie.datasource.write.partitionpath.urlencode", False
-            ),
-            drop_partition_columns=_flag(
-                props, "hoodie.datasource.write.drop.partition.columns", False
-            ),
-            base_file_format=base_format,
-            populate_meta_fields=_flag(props, "hoodie.populate.meta.fields", True),
-            timeline_timezone=props.get("hoodie.table.timeline.timezone", "LOCAL").strip().upper()
-            or "LOCAL",
-            archive_folder=props.get("hoodie.archivelog.folder", "archived").strip() or "archived",
-            timeline_path=props.get("hoodie.timeline.path", "timeline").strip() or "timeline",
-            timeline_history_path=props.get("hoodie.timeline.history.path", "history").strip()
-            or "history",
-            initial_version=integer("hoodie.table.initial.version", initial) if initial else None,
-            record_merge_mode=props.get("hoodie.record.merge.mode"),
-            table_format=props.get("hoodie.table.format"),
-            cdc_enabled=_flag(props, "hoodie.table.cdc.enabled", False),
-            cdc_logging_mode=props.get(
-                "hoodie.table.cdc.supplemental.logging.mode", "DATA_BEFORE_AFTER"
-            )
-            .strip()
-            .upper(),
-            metadata_partitions=_split_fields(props.get("hoodie.table.metadata.partitions")),
+            record_key_fields=read(cfg.RECORD_KEY_FIELDS),
+            ordering_fields=ordering,
+            partition_fields=read(cfg.PARTITION_FIELDS),
+            key_generator=key_generator,
+            hive_style_partitioning=read(cfg.HIVE_STYLE),
+            url_encode_partitions=read(cfg.URL_ENCODE_PARTITIONS),
+            drop_partition_columns=read(cfg.DROP_PARTITION_COLUMNS),
+            base_file_format=str(cfg.BASE_FILE_FORMAT.text(props)).strip().upper(),
+            populate_meta_fields=read(cfg.POPULATE_META_FIELDS),
+            timeline_timezone=read(cfg.TIMELINE_TIMEZONE).upper(),
+            archive_folder=read(cfg.ARCHIVE_FOLDER),
+            timeline_path=read(cfg.TIMELINE_PATH),
+            timeline_history_path=read(cfg.TIMELINE_HISTORY_PATH),
+            initial_version=read(cfg.INITIAL_VERSION),
+            record_merge_mode=cfg.RECORD_MERGE_MODE.text(props),
+            table_format=cfg.TABLE_FORMAT.text(props),
+            cdc_enabled=read(cfg.CDC_ENABLED),
+            cdc_logging_mode=str(cfg.CDC_MODE.text(props)).strip().upper(),
+            metadata_partitions=read(cfg.METADATA_PARTITIONS),
             checksum=checksum,
-            create_schema=props.get("hoodie.table.create.schema") or None,
+            create_schema=cfg.CREATE_SCHEMA.text(props) or None,
             raw=dict(props),
         )

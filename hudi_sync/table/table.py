@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
+from hudi_sync import config as cfg
 from hudi_sync.errors import (
     BadInputError,
     CorruptTableError,
@@ -52,7 +53,7 @@ class HudiTable:
     @classmethod
     def open(cls, uri: str, storage_options: Mapping[str, Any] | None = None) -> HudiTable:
         location = open_location(uri, storage_options)
-        properties = location.join(".hoodie", "hoodie.properties")
+        properties = location.join(".hoodie", cfg.PROPERTIES_FILE)
         where = f"{location.uri}/.hoodie/hoodie.properties"
         properties_not_found = ".hoodie/hoodie.properties not found"
         try:
@@ -73,7 +74,7 @@ class HudiTable:
         if config.base_file_format not in SUPPORTED_BASE_FORMATS:
             raise UnsupportedTableError(
                 f"{location.uri}: unknown base file format {config.base_file_format} "
-                f"(hoodie.table.base.file.format is one of {', '.join(SUPPORTED_BASE_FORMATS)})"
+                f"({cfg.BASE_FILE_FORMAT.key} is one of {', '.join(SUPPORTED_BASE_FORMATS)})"
             )
         return cls(location, config)
 
@@ -200,11 +201,11 @@ class HudiTable:
                 return parse_avro_schema(schema, f"{self.uri}: {instant.file_name}")
         if self.config.create_schema:
             return parse_avro_schema(
-                self.config.create_schema, f"{self.uri}: hoodie.table.create.schema"
+                self.config.create_schema, f"{self.uri}: {cfg.CREATE_SCHEMA.key}"
             )
         if self.config.base_file_format != "PARQUET":
             raise UnsupportedTableError(
-                f"{self.uri}: no schema in commit metadata or hoodie.table.create.schema, "
+                f"{self.uri}: no schema in commit metadata or {cfg.CREATE_SCHEMA.key}, "
                 f"and {self.config.base_file_format} base files are not read for one"
             )
         for file_slice in self.file_slices():

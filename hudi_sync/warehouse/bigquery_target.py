@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
 from hudi_sync.manifest.snapshot import PublishedManifest, timeline_tail
 from hudi_sync.table import HudiTable
@@ -53,9 +54,9 @@ from hudi_sync.warehouse.common import (
 if TYPE_CHECKING:
     from google.cloud import bigquery
 
-PREFIX = "hoodie.gcp.bigquery.sync."
+PREFIX = cfg.BIGQUERY_PREFIX
 # Not a Hudi key: the BigQuery API endpoint, for emulators (reached without credentials).
-API_ENDPOINT = f"{PREFIX}api_endpoint"
+API_ENDPOINT = cfg.BIGQUERY_API_ENDPOINT.key
 MANIFEST_FILE_SET = "FILE_SET_SPEC_TYPE_NEW_LINE_DELIMITED_MANIFEST"
 # Project ids: lowercase, digits, hyphens (optionally domain-scoped); datasets: letters,
 # digits and underscores; tables: letters, marks, digits, connectors, dashes and spaces.
@@ -63,15 +64,6 @@ _PROJECT = re.compile(r"^(?:[a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _DATASET = re.compile(r"^\w{1,1024}$")
 _TABLE = re.compile(r"^[\w\- ]{1,1024}$")
 _LABEL_VALUE = re.compile(r"[^a-z0-9_-]")
-
-
-def _flag(value: str | bool | None, key: str) -> bool:
-    if isinstance(value, bool) or value is None:
-        return bool(value)
-    lowered = value.strip().lower()
-    if lowered not in ("true", "false"):
-        raise BadInputError(f"{PREFIX}{key}={value!r} is not true or false")
-    return lowered == "true"
 
 
 @dataclass(frozen=True)
@@ -93,74 +85,61 @@ class BigQuerySyncConfig:
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> BigQuerySyncConfig:
         """Build from ``hoodie.gcp.bigquery.sync.*`` keys (the prefix may be omitted)."""
-        values = {k.removeprefix(PREFIX): v for k, v in options.items() if v not in (None, "")}
+        # By full key, whether given with the prefix or without; blank values are unset.
+        values = {
+            PREFIX + k.removeprefix(PREFIX): v for k, v in options.items() if v not in (None, "")
+        }
         unknown = set(values) - _OPTION_KEYS
         if unknown:
-            raise BadInputError(f"unknown BigQuery sync option {PREFIX}{sorted(unknown)[0]}")
-        for required in ("project_id", "dataset_name", "table_name"):
-            if required not in values:
-                raise BadInputError(f"missing BigQuery sync option {PREFIX}{required}")
-
-        def fields(key: str) -> tuple[str, ...]:
-            raw = values.get(key, ())
-            items = raw.split(",") if isinstance(raw, str) else raw
-            return tuple(str(i).strip() for i in items if str(i).strip())
-
+            raise BadInputError(f"unknown BigQuery sync option {sorted(unknown)[0]}")
+        for required in (
+            cfg.BIGQUERY_PROJECT_ID,
+            cfg.BIGQUERY_DATASET_NAME,
+            cfg.BIGQUERY_TABLE_NAME,
+        ):
+            if not required.given(values):
+                raise BadInputError(f"missing BigQuery sync option {required.key}")
         config = cls(
-            project_id=str(values["project_id"]),
-            dataset_name=str(values["dataset_name"]),
-            table_name=str(values["table_name"]),
-            dataset_location=values.get("dataset_location"),
-            billing_project_id=values.get("billing.project.id"),
-            source_uri=fields("source_uri"),
-            source_uri_prefix=values.get("source_uri_prefix"),
-            use_bq_manifest_file=_flag(values.get("use_bq_manifest_file"), "use_bq_manifest_file"),
-            partition_fields=fields("partition_fields"),
-            require_partition_filter=_flag(
-                values.get("require_partition_filter"), "require_partition_filter"
-            ),
-            big_lake_connection_id=values.get("big_lake_connection_id"),
+            project_id=str(cfg.BIGQUERY_PROJECT_ID.text(values)),
+            dataset_name=str(cfg.BIGQUERY_DATASET_NAME.text(values)),
+            table_name=str(cfg.BIGQUERY_TABLE_NAME.text(values)),
+            dataset_location=cfg.BIGQUERY_DATASET_LOCATION.text(values),
+            billing_project_id=cfg.BIGQUERY_BILLING_PROJECT_ID.text(values),
+            source_uri=cfg.BIGQUERY_SOURCE_URI.read(values),
+            source_uri_prefix=cfg.BIGQUERY_SOURCE_URI_PREFIX.text(values),
+            use_bq_manifest_file=cfg.BIGQUERY_USE_MANIFEST_FILE.read(values),
+            partition_fields=cfg.BIGQUERY_PARTITION_FIELDS.read(values),
+            require_partition_filter=cfg.BIGQUERY_REQUIRE_PARTITION_FILTER.read(values),
+            big_lake_connection_id=cfg.BIGQUERY_BIG_LAKE_CONNECTION_ID.text(values),
         )
         config.validate()
         return config
 
     def validate(self) -> None:
         checks = (
-            ("project_id", self.project_id, _PROJECT),
-            ("billing.project.id", self.billing_project_id, _PROJECT),
-            ("dataset_name", self.dataset_name, _DATASET),
-            ("table_name", self.table_name, _TABLE),
+            (cfg.BIGQUERY_PROJECT_ID, self.project_id, _PROJECT),
+            (cfg.BIGQUERY_BILLING_PROJECT_ID, self.billing_project_id, _PROJECT),
+            (cfg.BIGQUERY_DATASET_NAME, self.dataset_name, _DATASET),
+            (cfg.BIGQUERY_TABLE_NAME, self.table_name, _TABLE),
         )
-        for key, value, pattern in checks:
+        for spec, value, pattern in checks:
             if value is not None and not pattern.match(value):
-                raise BadInputError(f"{PREFIX}{key}={value!r} is not a valid BigQuery identifier")
+                raise BadInputError(f"{spec.key}={value!r} is not a valid BigQuery identifier")
         for uri in (*self.source_uri, self.source_uri_prefix or "gs://"):
             if not uri.startswith("gs://"):
-                raise BadInputError(f"{PREFIX}source_uri {uri!r}: BigQuery reads gs:// URIs only")
+                raise BadInputError(
+                    f"{cfg.BIGQUERY_SOURCE_URI.key} {uri!r}: BigQuery reads gs:// URIs only"
+                )
 
     @property
     def mode(self) -> str:
         return "manifest" if self.use_bq_manifest_file else "view"
 
 
-_OPTION_KEYS = {
-    "project_id",
-    "dataset_name",
-    "table_name",
-    "dataset_location",
-    "billing.project.id",
-    "source_uri",
-    "source_uri_prefix",
-    "use_bq_manifest_file",
-    "partition_fields",
-    "require_partition_filter",
-    "big_lake_connection_id",
-    # Hudi's keys that need nothing here: the table is the one being synced, and its
-    # files are listed from the timeline either way.
-    "base_path",
-    "use_file_listing_from_metadata",
-    "assume_date_partitioning",
-}
+# Every declared hoodie.gcp.bigquery.sync.* key but the endpoint (the target's, not the
+# config's); base_path, use_file_listing_from_metadata and assume_date_partitioning are
+# Hudi's keys that need nothing here, accepted and ignored.
+_OPTION_KEYS = {spec.key for spec in cfg.group("sync/bigquery")} - {API_ENDPOINT}
 
 
 @dataclass
@@ -205,7 +184,7 @@ class BigQueryTarget:
         plus ``api_endpoint``); the table name defaults to ``default_table_name``."""
         scoped = {k: v for k, v in options.items() if k.startswith(PREFIX) and k != API_ENDPOINT}
         if default_table_name:
-            scoped.setdefault(f"{PREFIX}table_name", default_table_name)
+            scoped.setdefault(cfg.BIGQUERY_TABLE_NAME.key, default_table_name)
         endpoint = options.get(API_ENDPOINT)
         return cls(BigQuerySyncConfig.from_options(scoped), api_endpoint=endpoint or None)
 
@@ -269,7 +248,7 @@ class BigQueryTarget:
         if wanted and (dataset.location or "").lower() != wanted.lower():
             raise BadInputError(
                 f"dataset {dataset_id} is in {dataset.location}, but "
-                f"{PREFIX}dataset_location is {wanted}"
+                f"{cfg.BIGQUERY_DATASET_LOCATION.key} is {wanted}"
             )
         return []
 
@@ -322,12 +301,12 @@ class BigQueryTarget:
         base = (self.config.source_uri_prefix or table.uri).rstrip("/")
         if not base.startswith("gs://"):
             raise BadInputError(
-                f"{table.uri}: BigQuery reads gs:// only; set {PREFIX}source_uri_prefix "
+                f"{table.uri}: BigQuery reads gs:// only; set {cfg.BIGQUERY_SOURCE_URI_PREFIX.key} "
                 "to the table's gs:// location"
             )
         if self.config.use_bq_manifest_file and base != table.uri.rstrip("/"):
             raise BadInputError(
-                f"{PREFIX}source_uri_prefix {base} must be the table's own location "
+                f"{cfg.BIGQUERY_SOURCE_URI_PREFIX.key} {base} must be the table's own location "
                 f"{table.uri} in manifest-file mode (the manifest lists absolute URIs)"
             )
         return base

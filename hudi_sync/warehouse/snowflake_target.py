@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
 from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.table import HudiTable
@@ -57,7 +58,7 @@ from hudi_sync.warehouse.snowflake_schema import (
     sql_name,
 )
 
-PREFIX = "hoodie.snowflake.sync."
+PREFIX = cfg.SNOWFLAKE_PREFIX
 ENV_PREFIX = "SNOWFLAKE_"
 MODE = "view"
 # Passed to snowflake.connector.connect as they are.
@@ -88,7 +89,8 @@ _STAGE_KEYS = (
     "aws_token",
     "azure_sas_token",
 )
-OPTION_KEYS = frozenset({*CONNECTION_KEYS, *_STAGE_KEYS, "table_name"})
+# The keys by their names after PREFIX (each declared in hudi_sync.config).
+OPTION_KEYS = frozenset(spec.key.removeprefix(PREFIX) for spec in cfg.group("sync/snowflake"))
 # Base files (<file id>_<write token>_<instant>.parquet, or .orc) in any folder that is not
 # hidden, so .hoodie (timeline, metadata table, manifests) never matches. Anchored at both
 # ends, so it means the same whether Snowflake matches it against the path or within it.

@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.storage import Location, open_location
 from hudi_sync.table.archived_timeline import ARCHIVE_LOG_FILE, HISTORY_MANIFEST_FILE
@@ -71,21 +72,21 @@ SERVICE_ACTIONS = (Action.CLEAN, Action.ROLLBACK)
 class ArchivalPolicy:
     """``hoodie.keep.min.commits`` / ``hoodie.keep.max.commits``."""
 
-    min_commits: int = 20
-    max_commits: int = 30
+    min_commits: int = cfg.KEEP_MIN_COMMITS.read({})
+    max_commits: int = cfg.KEEP_MAX_COMMITS.read({})
 
     def check(self, commits_retained: int) -> None:
         """Hudi's own rule: archiving a commit the cleaner retains would lose data that
         incremental and time-travel queries are promised."""
         if self.min_commits <= commits_retained:
             raise BadInputError(
-                f"hoodie.keep.min.commits={self.min_commits} must be greater than "
-                f"hoodie.cleaner.commits.retained={commits_retained}"
+                f"{cfg.KEEP_MIN_COMMITS.key}={self.min_commits} must be greater than "
+                f"{cfg.COMMITS_RETAINED.key}={commits_retained}"
             )
         if self.max_commits <= self.min_commits:
             raise BadInputError(
-                f"hoodie.keep.max.commits={self.max_commits} must be greater than "
-                f"hoodie.keep.min.commits={self.min_commits}"
+                f"{cfg.KEEP_MAX_COMMITS.key}={self.max_commits} must be greater than "
+                f"{cfg.KEEP_MIN_COMMITS.key}={self.min_commits}"
             )
 
 

@@ -6,10 +6,9 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.storage import Location, open_location
-from hudi_sync.table.cdc_log import ENABLED_KEY as CDC_ENABLED
-from hudi_sync.table.cdc_log import MODE_KEY as CDC_MODE
 from hudi_sync.table.cdc_log import CdcMode
 from hudi_sync.table.properties import LAYOUT_FOR_VERSION, table_checksum
 
@@ -48,47 +47,43 @@ class TableSettings:
         """The ``hoodie.properties`` keys Hudi's Spark writer sets for this table."""
         if self.version not in WRITABLE_VERSIONS:
             raise BadInputError(
-                f"hoodie.write.table.version={self.version} is not supported "
+                f"{cfg.TABLE_VERSION.key}={self.version} is not supported "
                 f"(write {', '.join(map(str, WRITABLE_VERSIONS))})"
             )
         props = {
-            "hoodie.table.name": self.name,
-            "hoodie.database.name": self.database_name,
-            "hoodie.table.type": "COPY_ON_WRITE",
-            "hoodie.table.version": str(self.version),
-            "hoodie.timeline.layout.version": str(LAYOUT_FOR_VERSION[self.version]),
-            "hoodie.table.recordkey.fields": ",".join(self.record_key_fields),
-            "hoodie.datasource.write.hive_style_partitioning": str(
-                self.hive_style_partitioning
-            ).lower(),
-            "hoodie.datasource.write.partitionpath.urlencode": "false",
-            "hoodie.datasource.write.drop.partition.columns": "false",
-            "hoodie.table.base.file.format": "PARQUET",
-            "hoodie.populate.meta.fields": "true",
-            "hoodie.table.timeline.timezone": "UTC",
-            "hoodie.archivelog.folder": "archived",
-            "hoodie.table.create.schema": self.create_schema,
-            "hoodie.table.checksum": str(table_checksum(self.database_name, self.name)),
+            cfg.TABLE_NAME.key: self.name,
+            cfg.DATABASE_NAME.key: self.database_name,
+            cfg.TABLE_TYPE.key: "COPY_ON_WRITE",
+            cfg.TABLE_VERSION_PROPERTY.key: str(self.version),
+            cfg.TIMELINE_LAYOUT.key: str(LAYOUT_FOR_VERSION[self.version]),
+            cfg.RECORD_KEY_FIELDS.key: ",".join(self.record_key_fields),
+            cfg.HIVE_STYLE.key: str(self.hive_style_partitioning).lower(),
+            cfg.URL_ENCODE_PARTITIONS.key: "false",
+            cfg.DROP_PARTITION_COLUMNS.key: "false",
+            cfg.BASE_FILE_FORMAT.key: "PARQUET",
+            cfg.POPULATE_META_FIELDS.key: "true",
+            cfg.TIMELINE_TIMEZONE.key: "UTC",
+            cfg.ARCHIVE_FOLDER.key: "archived",
+            cfg.CREATE_SCHEMA.key: self.create_schema,
+            cfg.CHECKSUM.key: str(table_checksum(self.database_name, self.name)),
         }
         if self.cdc_mode is not None:
-            props[CDC_ENABLED] = "true"
-            props[CDC_MODE] = self.cdc_mode.stored_value(self.version)
+            props[cfg.CDC_ENABLED.key] = "true"
+            props[cfg.CDC_MODE.key] = self.cdc_mode.stored_value(self.version)
         if self.ordering_field:
-            props["hoodie.table.precombine.field"] = self.ordering_field
+            props[cfg.PRECOMBINE_FIELD.key] = self.ordering_field
         if self.partition_fields:
-            props["hoodie.table.partition.fields"] = ",".join(self.partition_fields)
+            props[cfg.PARTITION_FIELDS.key] = ",".join(self.partition_fields)
         if self.version == 6:
-            props["hoodie.table.keygenerator.class"] = _KEY_GENERATOR_CLASSES[
-                self.key_generator_type
-            ]
+            props[cfg.KEY_GENERATOR_CLASS.key] = _KEY_GENERATOR_CLASSES[self.key_generator_type]
         else:
             props.update(
                 {
-                    "hoodie.table.keygenerator.type": self.key_generator_type,
-                    "hoodie.table.initial.version": str(self.version),
-                    "hoodie.timeline.path": "timeline",
-                    "hoodie.timeline.history.path": "history",
-                    "hoodie.record.merge.mode": "EVENT_TIME_ORDERING",
+                    cfg.KEY_GENERATOR_TYPE.key: self.key_generator_type,
+                    cfg.INITIAL_VERSION.key: str(self.version),
+                    cfg.TIMELINE_PATH.key: "timeline",
+                    cfg.TIMELINE_HISTORY_PATH.key: "history",
+                    cfg.RECORD_MERGE_MODE.key: "EVENT_TIME_ORDERING",
                 }
             )
         return props

@@ -24,6 +24,7 @@ import threading
 import time
 from types import TracebackType
 
+from hudi_sync import config as cfg
 from hudi_sync.errors import LockTimeoutError
 from hudi_sync.storage import Location
 
@@ -112,9 +113,9 @@ class TableLock:
                         where = self.location.fs.unstrip_protocol(self.path)
                     raise LockTimeoutError(
                         f"{where}: another writer held the table "
-                        f"lock for more than {self.wait_ms} ms (hoodie.write.lock.wait_time_ms); "
+                        f"lock for more than {self.wait_ms} ms ({cfg.LOCK_WAIT_MS.key}); "
                         f"owner {owner}; if that writer is gone, delete the file or set "
-                        "hoodie.write.lock.filesystem.expire (minutes)"
+                        f"{cfg.LOCK_EXPIRE_MINUTES.key} (minutes)"
                     ) from None
                 time.sleep(self.poll_ms / 1000)
                 continue

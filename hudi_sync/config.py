@@ -1,0 +1,750 @@
+"""Every option hudi_sync reads, declared once: key, other spellings, default, type, doc.
+
+Options used to be string literals spread over the modules that read them, each module
+with its own parsing, so the same text could be an error in one place and silently read
+as ``false`` in another. Here each option is one :class:`OptionSpec`, and
+:meth:`OptionSpec.read` is the only parser, strict everywhere. The docs' options
+reference is generated from :data:`OPTIONS`, so it cannot drift from the code.
+
+How a value is read:
+
+- the key is looked up first, then its ``alternates`` in order; the first one given
+  wins (``None`` is not given, and a blank text gives way to a later spelling's value);
+- absent: the default (a list with no default reads as ``()``);
+- ``string``: trimmed; a blank text reads as absent;
+- ``list``: comma-separated (or a sequence), items trimmed, blank items dropped;
+- ``boolean``: ``true`` or ``false`` in any case (or a Python bool), nothing else;
+- ``integer``: a whole number; ``number``: a decimal number (NaN refused); both at
+  least ``minimum`` when one is set;
+- ``choice``: one of ``choices`` in any case, read as the declared spelling.
+
+A value that does not parse (a blank boolean, number or choice included) raises
+:class:`BadInputError` with one line naming the key as given and the value.
+
+Group ``hoodie.properties`` holds table properties: keys hudi_sync reads from (and
+writes to) a table's ``.hoodie/hoodie.properties`` that are not options; they are
+declared here so their names live in one place and parse by the same rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, cast, overload
+
+from hudi_sync.errors import BadInputError
+
+T = TypeVar("T")
+
+KINDS = ("string", "boolean", "integer", "number", "list", "choice")
+# Every Hudi option and table property starts so; the streamer's older spelling too.
+HOODIE_PREFIX = "hoodie."
+_STREAMER = "hoodie.streamer."
+_DELTASTREAMER = "hoodie.deltastreamer."
+BIGQUERY_PREFIX = "hoodie.gcp.bigquery.sync."
+SNOWFLAKE_PREFIX = "hoodie.snowflake.sync."
+
+
+@dataclass(frozen=True)
+class OptionSpec(Generic[T]):
+    """One option: ``read`` gives its value of type ``T`` from a mapping of options."""
+
+    key: str
+    alternates: tuple[str, ...]  # other accepted spellings, looked up after ``key``
+    default: object  # None: no default
+    kind: str  # one of KINDS
+    versions: tuple[int, ...]  # table versions it applies to; () = all
+    doc: str  # one line
+    group: str
+    choices: tuple[str, ...] = ()  # kind "choice": the accepted values
+    minimum: int | None = None  # kind "integer" / "number": the smallest accepted value
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.key, *self.alternates)
+
+    def given(self, options: Mapping[str, object]) -> bool:
+        """Whether the options hold this key or an alternate (even blank)."""
+        return any(options.get(name) is not None for name in self.names)
+
+    def text(self, options: Mapping[str, object]) -> str | None:
+        """The given text exactly as given (untrimmed, blank kept), else the default: for
+        values compared with data, secrets, and values a parser of their own reads
+        (instants, CDC logging modes)."""
+        found = self._lookup(options)
+        if found is not None:
+            return str(found[1])
+        return None if self.default is None else str(self.default)
+
+    def read(self, options: Mapping[str, object]) -> T:
+        """The typed value; BadInputError (one line, naming the key) when it does not parse."""
+        found = self._lookup(options)
+        if found is not None and _blank(found[1]) and self.kind in ("string", "list"):
+            found = None
+        if found is None:
+            if self.kind == "list":
+                return cast(T, tuple(cast(Sequence[str], self.default or ())))
+            return cast(T, self.default)
+        return cast(T, self._parse(*found))
+
+    def _lookup(self, options: Mapping[str, object]) -> tuple[str, object] | None:
+        """The first (spelling, value) given, preferring one that is not blank."""
+        blank: tuple[str, object] | None = None
+        for name in self.names:
+            value = options.get(name)
+            if value is None:
+                continue
+            if not _blank(value):
+                return name, value
+            blank = blank or (name, value)
+        return blank
+
+    def _parse(self, name: str, value: object) -> object:
+        if self.kind == "string":
+            return str(value).strip()
+        if self.kind == "list":
+            items = value.split(",") if isinstance(value, str) else cast(Sequence[Any], value)
+            return tuple(str(i).strip() for i in items if str(i).strip())
+        if self.kind == "boolean":
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text not in ("true", "false"):
+                raise BadInputError(f"{name}={value!r} is not true or false")
+            return text == "true"
+        if self.kind == "choice":
+            text = str(value).strip().lower()
+            for choice in self.choices:
+                if choice.lower() == text:
+                    return choice
+            raise BadInputError(f"{name}={text!r} is not one of {', '.join(self.choices)}")
+        return self._number(name, value)
+
+    def _number(self, name: str, value: object) -> int | float:
+        number: int | float
+        try:
+            if isinstance(value, bool):
+                raise ValueError(value)
+            if self.kind == "integer":
+                number = value if isinstance(value, int) else int(str(value).strip())
+            else:
+                number = float(value) if isinstance(value, int | float) else float(str(value))
+        except ValueError:
+            what = "a whole number" if self.kind == "integer" else "a number"
+            raise BadInputError(f"{name}={value!r} is not {what}") from None
+        if self.kind == "number" and number != number:
+            raise BadInputError(f"{name}={value!r} is not a number")
+        if self.minimum is not None and not number >= self.minimum:
+            raise BadInputError(f"{name}={number} must be at least {self.minimum}")
+        return number
+
+
+def _blank(value: object) -> bool:
+    return isinstance(value, str) and not value.strip()
+
+
+_declared: list[OptionSpec[Any]] = []
+
+
+def _declare(spec: OptionSpec[T]) -> OptionSpec[T]:
+    if spec.kind not in KINDS:
+        raise ValueError(f"{spec.key}: kind {spec.kind!r} is not one of {KINDS}")
+    _declared.append(spec)
+    return spec
+
+
+def _make(kind: str, key: str, doc: str, group: str, default: object, **more: Any) -> Any:
+    return _declare(
+        OptionSpec(
+            key=key,
+            alternates=more.pop("alternates", ()),
+            default=default,
+            kind=kind,
+            versions=more.pop("versions", ()),
+            doc=doc,
+            group=group,
+            **more,
+        )
+    )
+
+
+# One constructor per kind, so each declaration reads as what it is and ``read`` is typed.
+@overload
+def _string(key: str, doc: str, group: str, *, default: str, **more: Any) -> OptionSpec[str]: ...
+@overload
+def _string(
+    key: str, doc: str, group: str, *, default: None = None, **more: Any
+) -> OptionSpec[str | None]: ...
+def _string(
+    key: str, doc: str, group: str, *, default: str | None = None, **more: Any
+) -> OptionSpec[Any]:
+    return cast(OptionSpec[Any], _make("string", key, doc, group, default, **more))
+
+
+def _list(key: str, doc: str, group: str, **more: Any) -> OptionSpec[tuple[str, ...]]:
+    return cast(OptionSpec[tuple[str, ...]], _make("list", key, doc, group, None, **more))
+
+
+def _boolean(key: str, doc: str, group: str, *, default: bool, **more: Any) -> OptionSpec[bool]:
+    return cast(OptionSpec[bool], _make("boolean", key, doc, group, default, **more))
+
+
+@overload
+def _integer(key: str, doc: str, group: str, *, default: int, **more: Any) -> OptionSpec[int]: ...
+@overload
+def _integer(
+    key: str, doc: str, group: str, *, default: None = None, **more: Any
+) -> OptionSpec[int | None]: ...
+def _integer(
+    key: str, doc: str, group: str, *, default: int | None = None, **more: Any
+) -> OptionSpec[Any]:
+    return cast(OptionSpec[Any], _make("integer", key, doc, group, default, **more))
+
+
+def _number(key: str, doc: str, group: str, *, default: float, **more: Any) -> OptionSpec[float]:
+    return cast(OptionSpec[float], _make("number", key, doc, group, default, **more))
+
+
+def _choice(
+    key: str, doc: str, group: str, *, default: str, choices: tuple[str, ...], **more: Any
+) -> OptionSpec[str]:
+    if default not in choices:
+        raise ValueError(f"{key}: default {default!r} is not one of {choices}")
+    return cast(OptionSpec[str], _make("choice", key, doc, group, default, choices=choices, **more))
+
+
+def _streamer(name: str) -> dict[str, Any]:
+    """``hoodie.streamer.<name>``, also accepted as Hudi's older ``hoodie.deltastreamer.<name>``."""
+    return {"key": _STREAMER + name, "alternates": (_DELTASTREAMER + name,)}
+
+
+# --- table: set when a table is created, then fixed ---------------------------------
+TABLE_NAME = _string(
+    "hoodie.table.name",
+    "The table's name (required to write; stored in hoodie.properties, which a write must match).",
+    "table",
+)
+TABLE_VERSION = _integer(
+    "hoodie.write.table.version",
+    "Table version a new table is created at: 6 (Hudi 0.x) or 8 (Hudi 1.x).",
+    "table",
+    default=6,
+    minimum=0,
+)
+CDC_ENABLED = _boolean(
+    "hoodie.table.cdc.enabled",
+    "Write change-data-capture log files (stored in hoodie.properties; fixed at creation).",
+    "table",
+    default=False,
+)
+CDC_MODE = _string(
+    "hoodie.table.cdc.supplemental.logging.mode",
+    "What CDC files hold: OP_KEY_ONLY, DATA_BEFORE or DATA_BEFORE_AFTER (any case).",
+    "table",
+    default="DATA_BEFORE_AFTER",
+)
+
+# --- write ---------------------------------------------------------------------------
+RECORD_KEY = _list(
+    "hoodie.datasource.write.recordkey.field",
+    "Record key fields, comma-separated (required to write).",
+    "write",
+)
+ORDERING = _string(
+    "hoodie.datasource.write.precombine.field",
+    "Ordering field: of two rows with one key, the one with the larger value wins.",
+    "write",
+)
+PARTITION_PATH = _list(
+    "hoodie.datasource.write.partitionpath.field",
+    "Partition fields, comma-separated; none for an unpartitioned table.",
+    "write",
+)
+HIVE_STYLE = _boolean(
+    "hoodie.datasource.write.hive_style_partitioning",
+    "Partition folders named field=value (stored in hoodie.properties).",
+    "write",
+    default=False,
+)
+OPERATION = _choice(
+    "hoodie.datasource.write.operation",
+    "What a write does with its rows.",
+    "write",
+    default="upsert",
+    choices=(
+        "insert",
+        "upsert",
+        "delete",
+        "bulk_insert",
+        "insert_overwrite",
+        "insert_overwrite_table",
+        "delete_partition",
+    ),
+)
+PARTITIONS_TO_DELETE = _list(
+    "hoodie.datasource.write.partitions.to.delete",
+    "delete_partition: the partitions to drop, comma-separated.",
+    "write",
+)
+MAX_FILE_SIZE = _integer(
+    "hoodie.parquet.max.file.size",
+    "Target size of a base file in bytes.",
+    "write",
+    default=120 * 1024 * 1024,
+    minimum=1,
+)
+SMALL_FILE_LIMIT = _integer(
+    "hoodie.parquet.small.file.limit",
+    "Base files smaller than this many bytes take new inserts (0: never).",
+    "write",
+    default=100 * 1024 * 1024,
+    minimum=0,
+)
+RECORD_SIZE_ESTIMATE = _integer(
+    "hoodie.copyonwrite.record.size.estimate",
+    "Bytes per record assumed until a commit tells better.",
+    "write",
+    default=1024,
+    minimum=1,
+)
+RECORD_SIZE_THRESHOLD = _number(
+    "hoodie.record.size.estimation.threshold",
+    "A commit informs the record size only if it wrote more than this * small.file.limit.",
+    "write",
+    default=1.0,
+    minimum=0,
+)
+COMBINE_BEFORE_INSERT = _boolean(
+    "hoodie.combine.before.insert",
+    "insert / bulk_insert: keep one row per key of the incoming rows.",
+    "write",
+    default=False,
+)
+DELETE_FIELD = _string(
+    "hoodie.payload.delete.field",
+    "Rows whose value of this field equals delete.marker are deletes (with delete.marker).",
+    "write",
+)
+DELETE_MARKER = _string(
+    "hoodie.payload.delete.marker",
+    "The delete.field value that marks a delete (compared as given).",
+    "write",
+)
+MERGE_ENGINE = _choice(
+    "hudi_sync.write.merge.engine",
+    "Who merges file groups: spark (joins; the Python merge where Spark cannot) or python.",
+    "write",
+    default="spark",
+    choices=("spark", "python"),
+)
+COMMITS_RETAINED = _integer(
+    "hoodie.cleaner.commits.retained",
+    "The cleaner keeps the files of this many latest commits.",
+    "write",
+    default=10,
+    minimum=1,
+)
+AUTO_CLEAN = _boolean("hoodie.clean.automatic", "Clean after each commit.", "write", default=True)
+KEEP_MIN_COMMITS = _integer(
+    "hoodie.keep.min.commits",
+    "Archiving leaves at least this many commits on the active timeline.",
+    "write",
+    default=20,
+    minimum=1,
+)
+KEEP_MAX_COMMITS = _integer(
+    "hoodie.keep.max.commits",
+    "Archiving starts when the active timeline holds more commits than this.",
+    "write",
+    default=30,
+    minimum=1,
+)
+AUTO_ARCHIVE = _boolean(
+    "hoodie.archive.automatic", "Archive after each commit.", "write", default=True
+)
+
+# --- storage/lock ----------------------------------------------------------------------
+LOCK_WAIT_MS = _integer(
+    "hoodie.write.lock.wait_time_ms",
+    "How long a writer waits for the table lock, in milliseconds.",
+    "storage/lock",
+    default=60_000,
+    minimum=0,
+)
+LOCK_EXPIRE_MINUTES = _integer(
+    "hoodie.write.lock.filesystem.expire",
+    "Minutes after which a lock file is taken as stale (0: never).",
+    "storage/lock",
+    default=0,
+    minimum=0,
+)
+HEARTBEAT_INTERVAL_MS = _integer(
+    "hoodie.client.heartbeat.interval_in_ms",
+    "How often a writer stamps its heartbeat, in milliseconds.",
+    "storage/lock",
+    default=60_000,
+    minimum=1,
+)
+HEARTBEAT_MISSES = _integer(
+    "hoodie.client.heartbeat.tolerable.misses",
+    "Heartbeats a writer may miss before others take it for gone.",
+    "storage/lock",
+    default=2,
+    minimum=0,
+)
+
+# --- read ----------------------------------------------------------------------------
+QUERY_TYPE = _choice(
+    "hoodie.datasource.query.type",
+    "snapshot, read_optimized (base files only) or incremental (commits in a range).",
+    "read",
+    default="snapshot",
+    choices=("snapshot", "read_optimized", "incremental"),
+)
+AS_OF = _string(
+    "as.of.instant",
+    "Time travel: the snapshot as of an instant, date-time, ISO-8601 time or epoch.",
+    "read",
+)
+BEGIN = _string(
+    "hoodie.datasource.read.begin.instanttime",
+    "Incremental queries: the exclusive start instant, or 'earliest'.",
+    "read",
+)
+END = _string(
+    "hoodie.datasource.read.end.instanttime",
+    "Incremental queries: the inclusive end instant (default: the latest).",
+    "read",
+)
+INCREMENTAL_FORMAT = _choice(
+    "hoodie.datasource.query.incremental.format",
+    "Incremental queries: latest_state (changed rows) or cdc (change records).",
+    "read",
+    default="latest_state",
+    choices=("latest_state", "cdc"),
+)
+START_OFFSET = _string(
+    "hoodie.datasource.streaming.startOffset",
+    "Streaming reads: earliest, latest, or the instant after which to start.",
+    "read",
+    default="earliest",
+)
+
+# --- sync ----------------------------------------------------------------------------
+META_SYNC = _boolean(
+    "hoodie.datasource.meta.sync.enable",
+    "Run the sync hook (manifest and targets) after each commit.",
+    "sync",
+    default=False,
+)
+SYNC_TOOLS = _list(
+    "hoodie.meta.sync.client.tool.class",
+    "Sync targets, comma-separated: bigquery (or Hudi's BigQuerySyncTool), snowflake, duckdb.",
+    "sync",
+)
+MANIFEST_KEEP = _integer(
+    "hoodie.manifest.snapshots.retained",
+    "Published manifest snapshots to keep.",
+    "sync",
+    default=5,
+    minimum=1,
+)
+DELTA_COMMITS = _integer(
+    "hoodie.manifest.delta.commits",
+    "Publish delta manifests, a new base every N commits (0: full manifests).",
+    "sync",
+    default=0,
+    minimum=0,
+)
+DUCKDB_DATABASE = _string(
+    "hoodie.duckdb.sync.database", "DuckDB target: the database file.", "sync"
+)
+DUCKDB_TABLE = _string(
+    "hoodie.duckdb.sync.table_name",
+    "DuckDB target: the view's name (default: the table's).",
+    "sync",
+)
+
+# --- sync/bigquery: Hudi's BigQuerySyncTool keys ----------------------------------------
+_BQ = "sync/bigquery"
+BIGQUERY_PROJECT_ID = _string(BIGQUERY_PREFIX + "project_id", "Target project.", _BQ)
+BIGQUERY_DATASET_NAME = _string(BIGQUERY_PREFIX + "dataset_name", "Target dataset.", _BQ)
+BIGQUERY_TABLE_NAME = _string(
+    BIGQUERY_PREFIX + "table_name", "View (or table) name (default: the table's).", _BQ
+)
+BIGQUERY_DATASET_LOCATION = _string(
+    BIGQUERY_PREFIX + "dataset_location", "Location of a dataset the sync creates.", _BQ
+)
+BIGQUERY_BILLING_PROJECT_ID = _string(
+    BIGQUERY_PREFIX + "billing.project.id", "Project billed for the sync's jobs.", _BQ
+)
+BIGQUERY_SOURCE_URI = _list(
+    BIGQUERY_PREFIX + "source_uri", "URIs of the history table, comma-separated.", _BQ
+)
+BIGQUERY_SOURCE_URI_PREFIX = _string(
+    BIGQUERY_PREFIX + "source_uri_prefix", "The table's gs:// location.", _BQ
+)
+BIGQUERY_USE_MANIFEST_FILE = _boolean(
+    BIGQUERY_PREFIX + "use_bq_manifest_file",
+    "One external table over the manifest file instead of tables and a view.",
+    _BQ,
+    default=False,
+)
+BIGQUERY_PARTITION_FIELDS = _list(
+    BIGQUERY_PREFIX + "partition_fields", "Partition columns, comma-separated.", _BQ
+)
+BIGQUERY_REQUIRE_PARTITION_FILTER = _boolean(
+    BIGQUERY_PREFIX + "require_partition_filter",
+    "Queries of the history table must filter on partitions.",
+    _BQ,
+    default=False,
+)
+BIGQUERY_BIG_LAKE_CONNECTION_ID = _string(
+    BIGQUERY_PREFIX + "big_lake_connection_id", "BigLake connection of the external tables.", _BQ
+)
+BIGQUERY_BASE_PATH = _string(
+    BIGQUERY_PREFIX + "base_path", "Accepted and ignored: the table is the one synced.", _BQ
+)
+BIGQUERY_FILE_LISTING = _string(
+    BIGQUERY_PREFIX + "use_file_listing_from_metadata",
+    "Accepted and ignored: files are listed from the timeline.",
+    _BQ,
+)
+BIGQUERY_DATE_PARTITIONING = _string(
+    BIGQUERY_PREFIX + "assume_date_partitioning",
+    "Accepted and ignored: partitions are read from the table.",
+    _BQ,
+)
+BIGQUERY_API_ENDPOINT = _string(
+    BIGQUERY_PREFIX + "api_endpoint",
+    "hudi_sync's own: a BigQuery API endpoint (an emulator), reached without credentials.",
+    _BQ,
+)
+
+# --- sync/snowflake (each also a SNOWFLAKE_<NAME> environment variable) -----------------
+_SF = "sync/snowflake"
+
+
+def _snowflake(name: str, doc: str) -> OptionSpec[str | None]:
+    return _string(SNOWFLAKE_PREFIX + name, doc, _SF)
+
+
+SNOWFLAKE_ACCOUNT = _snowflake("account", "Account identifier.")
+SNOWFLAKE_USER = _snowflake("user", "Login name.")
+SNOWFLAKE_PASSWORD = _snowflake("password", "Password (secret: never printed).")
+SNOWFLAKE_ROLE = _snowflake("role", "Role the sync runs as.")
+SNOWFLAKE_WAREHOUSE = _snowflake("warehouse", "Virtual warehouse.")
+SNOWFLAKE_DATABASE = _snowflake("database", "Database of the objects (required).")
+SNOWFLAKE_SCHEMA = _snowflake("schema", "Schema of the objects (required).")
+SNOWFLAKE_AUTHENTICATOR = _snowflake("authenticator", "e.g. SNOWFLAKE_JWT, externalbrowser.")
+SNOWFLAKE_PRIVATE_KEY_FILE = _snowflake("private_key_file", "Key-pair authentication key (PEM).")
+SNOWFLAKE_PRIVATE_KEY_FILE_PWD = _snowflake(
+    "private_key_file_pwd", "Passphrase of the private key (secret)."
+)
+SNOWFLAKE_TOKEN = _snowflake("token", "OAuth token (secret).")
+SNOWFLAKE_HOST = _snowflake("host", "Host name, when not derived from the account.")
+SNOWFLAKE_TABLE_NAME = _snowflake("table_name", "View name (default: the table's).")
+SNOWFLAKE_STAGE_NAME = _snowflake("stage_name", "An existing stage to use as is.")
+SNOWFLAKE_STAGE_URL = _snowflake("stage_url", "The table's location as Snowflake reads it.")
+SNOWFLAKE_STORAGE_INTEGRATION = _snowflake(
+    "storage_integration", "Storage integration of the stage the sync creates."
+)
+SNOWFLAKE_AWS_KEY_ID = _snowflake("aws_key_id", "Stage credentials: AWS access key id.")
+SNOWFLAKE_AWS_SECRET_KEY = _snowflake(
+    "aws_secret_key", "Stage credentials: AWS secret key (secret)."
+)
+SNOWFLAKE_AWS_TOKEN = _snowflake("aws_token", "Stage credentials: AWS session token (secret).")
+SNOWFLAKE_AZURE_SAS_TOKEN = _snowflake(
+    "azure_sas_token", "Stage credentials: Azure SAS token (secret)."
+)
+
+# --- debezium: Hudi's streamer names, Kafka's, Debezium's and the registry's --------------
+TOPIC = _list(
+    doc="Kafka topics to read, comma-separated.",
+    group="debezium",
+    **_streamer("source.kafka.topic"),
+)
+MAX_EVENTS = _integer(
+    doc="Events per batch.",
+    group="debezium",
+    default=100_000,
+    minimum=1,
+    **_streamer("kafka.source.maxEvents"),
+)
+REGISTRY_URL = _string(
+    "hoodie.streamer.schemaprovider.registry.url",
+    "Schema registry URL (Avro events); may hold user:password@.",
+    "debezium",
+    alternates=("hoodie.deltastreamer.schemaprovider.registry.url", "schema.registry.url"),
+)
+TRUNCATE_POLICY = _choice(
+    doc="A truncate event: fail, ignore it, or delete every row.",
+    group="debezium",
+    default="fail",
+    choices=("fail", "ignore", "delete"),
+    **_streamer("debezium.truncate.policy"),
+)
+ON_ERROR = _choice(
+    doc="A bad event: stop, or skip it and log it to the dead-letter file.",
+    group="debezium",
+    default="stop",
+    choices=("stop", "skip"),
+    **_streamer("debezium.on.error"),
+)
+DEAD_LETTER = _string(
+    doc="Local JSON-lines file the skipped events are appended to.",
+    group="debezium",
+    default="debezium-dead-letter.jsonl",
+    **_streamer("debezium.dead.letter.path"),
+)
+BOOTSTRAP_SERVERS = _string(
+    "bootstrap.servers",
+    "Kafka brokers, host:port[,host:port].",
+    "debezium",
+    default="localhost:9092",
+)
+GROUP_ID = _string("group.id", "Kafka consumer group (offsets are kept in commits).", "debezium")
+AUTO_OFFSET_RESET = _choice(
+    "auto.offset.reset",
+    "Where a first run starts reading: earliest or latest.",
+    "debezium",
+    default="earliest",
+    choices=("earliest", "latest"),
+)
+PLACEHOLDER = _string(
+    "unavailable.value.placeholder",
+    "Debezium's placeholder for an unchanged TOAST value (compared as given).",
+    "debezium",
+)
+BINARY_MODE = _choice(
+    "binary.handling.mode",
+    "Debezium's encoding of binary columns sent as text.",
+    "debezium",
+    default="bytes",
+    choices=("bytes", "base64", "base64-url-safe", "hex"),
+)
+REGISTRY_USER_INFO = _string(
+    "basic.auth.user.info",
+    "Schema registry basic auth, user:password (secret).",
+    "debezium",
+    alternates=("schema.registry.basic.auth.user.info",),
+)
+REGISTRY_CREDENTIALS_SOURCE = _string(
+    "basic.auth.credentials.source",
+    "USER_INFO (basic.auth.user.info) or URL (user:password@ in the registry URL).",
+    "debezium",
+    alternates=("schema.registry.basic.auth.credentials.source",),
+)
+
+# --- hoodie.properties: table properties, not options ------------------------------------
+# The table's properties file under .hoodie; its keys are the group of the same name.
+PROPERTIES_FILE = "hoodie.properties"
+_PROPS = PROPERTIES_FILE
+TABLE_VERSION_PROPERTY = _integer("hoodie.table.version", "Table version (6, 8, 9).", _PROPS)
+TIMELINE_LAYOUT = _integer(
+    "hoodie.timeline.layout.version", "Timeline layout: 1 for version 6, 2 after.", _PROPS
+)
+TABLE_TYPE = _string(
+    "hoodie.table.type", "COPY_ON_WRITE or MERGE_ON_READ.", _PROPS, default="COPY_ON_WRITE"
+)
+BASE_FILE_FORMAT = _string(
+    "hoodie.table.base.file.format",
+    "Base file format: PARQUET, ORC, ...",
+    _PROPS,
+    default="PARQUET",
+)
+DATABASE_NAME = _string(
+    "hoodie.database.name", "Database name (part of the checksum).", _PROPS, default=""
+)
+CHECKSUM = _integer("hoodie.table.checksum", "CRC32 of '<database>.<table name>'.", _PROPS)
+RECORD_KEY_FIELDS = _list("hoodie.table.recordkey.fields", "Record key fields.", _PROPS)
+PARTITION_FIELDS = _list("hoodie.table.partition.fields", "Partition fields.", _PROPS)
+PRECOMBINE_FIELD = _list(
+    "hoodie.table.precombine.field", "Ordering field(s) (the name before Hudi 1.1).", _PROPS
+)
+ORDERING_FIELDS = _list(
+    "hoodie.table.ordering.fields", "Ordering fields (Hudi 1.1's name).", _PROPS, versions=(9,)
+)
+KEY_GENERATOR_CLASS = _string("hoodie.table.keygenerator.class", "Key generator class.", _PROPS)
+KEY_GENERATOR_TYPE = _string(
+    "hoodie.table.keygenerator.type",
+    "Key generator type: SIMPLE, COMPLEX, NON_PARTITION...",
+    _PROPS,
+    versions=(8, 9),
+)
+URL_ENCODE_PARTITIONS = _boolean(
+    "hoodie.datasource.write.partitionpath.urlencode",
+    "Partition paths are URL-encoded.",
+    _PROPS,
+    default=False,
+)
+DROP_PARTITION_COLUMNS = _boolean(
+    "hoodie.datasource.write.drop.partition.columns",
+    "Partition columns are left out of the base files.",
+    _PROPS,
+    default=False,
+)
+POPULATE_META_FIELDS = _boolean(
+    "hoodie.populate.meta.fields",
+    "Base files hold the _hoodie_* meta columns (hudi_sync writes only such tables).",
+    _PROPS,
+    default=True,
+)
+TIMELINE_TIMEZONE = _string(
+    "hoodie.table.timeline.timezone",
+    "LOCAL or UTC: the zone of instant times.",
+    _PROPS,
+    default="LOCAL",
+)
+ARCHIVE_FOLDER = _string(
+    "hoodie.archivelog.folder",
+    "Folder of the archived timeline under .hoodie.",
+    _PROPS,
+    default="archived",
+)
+TIMELINE_PATH = _string(
+    "hoodie.timeline.path",
+    "Folder of the active timeline under .hoodie.",
+    _PROPS,
+    default="timeline",
+    versions=(8, 9),
+)
+TIMELINE_HISTORY_PATH = _string(
+    "hoodie.timeline.history.path",
+    "Folder of the LSM timeline history under the timeline.",
+    _PROPS,
+    default="history",
+    versions=(8, 9),
+)
+INITIAL_VERSION = _integer(
+    "hoodie.table.initial.version", "Version the table was created at.", _PROPS, versions=(8, 9)
+)
+RECORD_MERGE_MODE = _string(
+    "hoodie.record.merge.mode",
+    "How records merge, e.g. EVENT_TIME_ORDERING.",
+    _PROPS,
+    versions=(8, 9),
+)
+TABLE_FORMAT = _string("hoodie.table.format", "Table format (Hudi 1.1).", _PROPS, versions=(9,))
+METADATA_PARTITIONS = _list(
+    "hoodie.table.metadata.partitions", "Partitions of the metadata table built.", _PROPS
+)
+CREATE_SCHEMA = _string(
+    "hoodie.table.create.schema", "Avro schema (JSON) the table was created with.", _PROPS
+)
+
+OPTIONS: tuple[OptionSpec[Any], ...] = tuple(_declared)
+_BY_NAME: dict[str, OptionSpec[Any]] = {name: spec for spec in OPTIONS for name in spec.names}
+
+
+def option(key: str) -> OptionSpec[Any]:
+    """The spec declaring ``key`` (or having it as an alternate spelling)."""
+    try:
+        return _BY_NAME[key]
+    except KeyError:
+        raise KeyError(f"{key} is not a declared option (hudi_sync.config)") from None
+
+
+def group(name: str) -> tuple[OptionSpec[Any], ...]:
+    """The specs of one group, in declaration order."""
+    return tuple(spec for spec in OPTIONS if spec.group == name)

@@ -1,0 +1,265 @@
+"""The Python merge engine: Spark's Python workers merge each file group with pyarrow.
+
+Spark tags each incoming key with the file group that stores it (a join against the
+snapshot's ``_hoodie_record_key``) and routes new keys into file groups
+(``file_groups``); then Spark's Python workers merge each touched file group with
+pyarrow (``merge.merge_file_group``) and write it under its Hudi name, after a marker.
+
+Used where Spark cannot open the table itself (object stores without a Hadoop
+connector), with CDC logging (each rewritten file group logs its changes), or with
+``hudi_sync.write.merge.engine=python``. The workers open the table from its URI and
+storage options (plain data), never assuming the driver's disk, so a cluster needs no
+Hadoop connector for the table. The files carry Hudi's key-range footer metadata.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from hudi_sync.spark.file_groups import WriteTarget, new_key_buckets, uses_small_files
+from hudi_sync.spark.merge import (
+    DELETE_FLAG,
+    FILE_NAME,
+    PARTITION_PATH,
+    RECORD_KEY,
+    cdc_changes,
+    merge_file_group,
+)
+from hudi_sync.spark.parallelism import default_parallelism
+from hudi_sync.spark.spark_merge import FILE_ID, route
+from hudi_sync.spark.write_schema import json_schema
+from hudi_sync.storage import Location, open_location
+from hudi_sync.table.cdc_log import CdcMode, cdc_log_name, encode_cdc_file
+from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.write.rollback import write_marker
+
+_STATS_SCHEMA = (
+    "partition string, file_id string, path string, prev_commit string, num_writes long, "
+    "num_deletes long, num_update_writes long, num_inserts long, file_size long, "
+    "prev_base_file string, cdc_path string, cdc_size long"
+)
+
+
+def write_file_groups(
+    spark: SparkSession, target: WriteTarget, rows: DataFrame, cdc_mode: CdcMode | None
+) -> list[WriteStat]:
+    """Merge the keyed, deduplicated incoming ``rows`` into the file groups they touch
+    and write them; returns their write stats."""
+    operation = target.options.operation
+    if operation in ("upsert", "delete"):
+        tagged = _tag(spark, target, rows)
+    else:
+        tagged = rows.withColumn(FILE_ID, F.lit(None).cast("string"))
+    # Computed once: routing counts the inserts, then the merge job reads it again.
+    tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        updates = tagged.where(F.col(FILE_ID).isNotNull())
+        inserts = tagged.where(F.col(FILE_ID).isNull() & ~F.col(DELETE_FLAG))
+        counts = {r[0]: int(r[1]) for r in inserts.groupBy(PARTITION_PATH).count().collect()}
+        buckets = new_key_buckets(target, counts, uses_small_files(operation))
+        to_write = updates.unionByName(route(spark, inserts, buckets))
+        return _merge_groups(target, to_write, cdc_mode)
+    finally:
+        tagged.unpersist()
+
+
+def _tag(spark: SparkSession, target: WriteTarget, rows: DataFrame) -> DataFrame:
+    """Each incoming key's file group: a join against the stored keys."""
+    location = target.location
+    files = [
+        location.join(p, name) for (p, _), name in target.snapshot.items() if p in target.partitions
+    ]
+    if not files:
+        return rows.withColumn(FILE_ID, F.lit(None).cast("string"))
+    if location.is_local:
+        stored = spark.read.parquet(*files).select(
+            F.col(PARTITION_PATH).alias("__stored_partition"),
+            F.col(RECORD_KEY).alias("__stored_key"),
+            F.split(F.col(FILE_NAME), "_").getItem(0).alias(FILE_ID),
+        )
+    else:
+        # Spark cannot open object-store paths without Hadoop connectors: the
+        # Python workers read the stored keys through fsspec.
+        paths = spark.createDataFrame([(f,) for f in files], "path string")
+        slices = max(1, min(len(files), default_parallelism(spark)))
+        stored = paths.repartition(slices).mapInArrow(
+            _key_reader(location.uri, dict(location.storage_options)),
+            f"__stored_partition string, __stored_key string, {FILE_ID} string",
+        )
+    joined = rows.join(
+        stored,
+        (rows[PARTITION_PATH] == stored["__stored_partition"])
+        & (rows[RECORD_KEY] == stored["__stored_key"]),
+        "left",
+    )
+    return joined.drop("__stored_partition", "__stored_key")
+
+
+def _merge_groups(
+    target: WriteTarget, rows: DataFrame, cdc_mode: CdcMode | None
+) -> list[WriteStat]:
+    """Each file group's rows (tagged or routed) merged by one Python worker."""
+    schema = target.schema
+    merge = _group_merger(
+        target.location.uri,
+        dict(target.location.storage_options),
+        target.instant,
+        schema,
+        target.ordering,
+        {f"{p}\0{f}": name for (p, f), name in target.snapshot.items()},
+        cdc_mode,
+        json.loads(json_schema(schema, target.options.table_name)) if cdc_mode else {},
+    )
+    collected = rows.groupBy(PARTITION_PATH, FILE_ID).applyInArrow(merge, _STATS_SCHEMA)
+    return [
+        WriteStat(
+            partition_path=r["partition"],
+            file_id=r["file_id"],
+            path=r["path"],
+            prev_commit=r["prev_commit"],
+            num_writes=r["num_writes"],
+            num_deletes=r["num_deletes"],
+            num_updates=r["num_update_writes"],
+            num_inserts=r["num_inserts"],
+            total_write_bytes=r["file_size"],
+            file_size=r["file_size"],
+            prev_base_file=r["prev_base_file"],
+            cdc_stats={r["cdc_path"]: r["cdc_size"]} if r["cdc_path"] else {},
+        )
+        for r in collected.collect()
+    ]
+
+
+def _read_parquet(location: Location, path: str, columns: list[str] | None = None) -> pa.Table:
+    if location.is_local:
+        return pq.read_table(path, columns=columns)
+    return pq.read_table(path, columns=columns, filesystem=location.fs)
+
+
+def _key_reader(
+    base_uri: str, storage_options: Mapping[str, Any]
+) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
+    """The function Python workers run to read stored files' keys (``_tag``)."""
+
+    def read(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        location = open_location(base_uri, storage_options)
+        for batch in batches:
+            for path in batch.column(0).to_pylist():
+                stored = _read_parquet(location, path, [PARTITION_PATH, RECORD_KEY, FILE_NAME])
+                file_ids = pc.list_element(pc.split_pattern(stored.column(FILE_NAME), "_"), 0)
+                keys = pa.table(
+                    {
+                        "__stored_partition": stored.column(PARTITION_PATH).cast(pa.string()),
+                        "__stored_key": stored.column(RECORD_KEY).cast(pa.string()),
+                        FILE_ID: file_ids.cast(pa.string()),
+                    }
+                )
+                yield from keys.to_batches()
+
+    return read
+
+
+def _group_merger(
+    base: str,
+    storage_options: Mapping[str, Any],
+    instant: str,
+    schema: pa.Schema,
+    ordering: str | None,
+    stored_names: Mapping[str, str],
+    cdc_mode: CdcMode | None,
+    data_schema: Mapping[str, Any],
+) -> Callable[[pa.Table], pa.Table]:
+    """The function Spark's Python workers run for each touched file group. It opens
+    the table from its URI and storage options (plain data: it runs on any executor),
+    never assuming the driver's disk."""
+
+    def merge(rows: pa.Table) -> pa.Table:
+        from pyspark import TaskContext
+
+        location = open_location(base, storage_options)
+        partition = rows.column(PARTITION_PATH)[0].as_py()
+        file_id = rows.column(FILE_ID)[0].as_py()
+        stored = stored_names.get(f"{partition}\0{file_id}")
+        folder = location.join(partition)
+        old = _read_parquet(location, f"{folder}/{stored}") if stored else None
+        context = TaskContext.get()
+        task = (
+            (context.partitionId(), context.stageId(), context.attemptNumber())
+            if context
+            else (0, 0, 0)
+        )
+        name = f"{file_id}_{task[0]}-{task[1]}-{task[2]}_{instant}.parquet"
+        result = merge_file_group(
+            old,
+            rows,
+            schema,
+            instant=instant,
+            file_name=name,
+            seqno_prefix=f"{instant}_{task[0]}",
+            ordering_field=ordering,
+        )
+        table = result.table
+        keys = table.column(RECORD_KEY)
+        if table.num_rows:
+            bounds = pc.min_max(keys)
+            table = table.replace_schema_metadata(
+                {
+                    "hoodie_min_record_key": bounds["min"].as_py(),
+                    "hoodie_max_record_key": bounds["max"].as_py(),
+                }
+            )
+        write_marker(location, instant, partition, name)
+        path = f"{folder}/{name}"
+        if location.is_local:
+            os.makedirs(folder, exist_ok=True)
+            pq.write_table(table, path)
+            file_size = os.path.getsize(path)
+        else:
+            # An object is published in one PUT: readers never see part of it.
+            sink = pa.BufferOutputStream()
+            pq.write_table(table, sink)
+            data = sink.getvalue().to_pybytes()
+            location.write_file(path, data)
+            file_size = len(data)
+        relative = f"{partition}/{name}" if partition else name
+        prev_commit = stored.rsplit("_", 1)[1].split(".")[0] if stored else None
+        # CDC: a rewritten file group logs its changes; a new one needs no log (readers
+        # infer BASE_FILE_INSERT), as in Hudi.
+        cdc_path, cdc_size = None, None
+        changes = cdc_changes(result) if cdc_mode is not None and stored else None
+        if changes is not None and len(changes):
+            assert cdc_mode is not None
+            cdc_name = cdc_log_name(file_id, instant, f"{task[0]}-{task[1]}-{task[2]}")
+            data = encode_cdc_file(cdc_mode, data_schema, instant, changes)
+            write_marker(location, instant, partition, cdc_name)
+            location.write_file(f"{folder}/{cdc_name}", data)
+            cdc_path = f"{partition}/{cdc_name}" if partition else cdc_name
+            cdc_size = len(data)
+        return pa.table(
+            {
+                "partition": pa.array([partition], pa.string()),
+                "file_id": pa.array([file_id], pa.string()),
+                "path": pa.array([relative], pa.string()),
+                "prev_commit": pa.array([prev_commit], pa.string()),
+                "num_writes": pa.array([table.num_rows], pa.int64()),
+                "num_deletes": pa.array([result.num_deletes], pa.int64()),
+                "num_update_writes": pa.array([result.num_updates], pa.int64()),
+                "num_inserts": pa.array([result.num_inserts], pa.int64()),
+                "file_size": pa.array([file_size], pa.int64()),
+                "prev_base_file": pa.array([stored], pa.string()),
+                "cdc_path": pa.array([cdc_path], pa.string()),
+                "cdc_size": pa.array([cdc_size], pa.int64()),
+            }
+        )
+
+    return merge

@@ -1,0 +1,197 @@
+"""The Spark merge engine as the driver runs it: profile, route, pick a plan, write, stats.
+
+The driver profiles the incoming keys against the stored ones, routes new keys into
+file groups (``file_groups``), picks which of ``spark_merge``'s two plans merges them
+(``merged_in_place`` when no key comes twice, no new key goes to a small file and the
+incoming rows fit Spark's broadcast threshold, else ``merged_rows``), writes them, and
+turns the written files' footers and the profile into write stats (no counting job).
+The Spark jobs themselves are ``spark_merge``'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+
+from hudi_sync.spark import spark_merge
+from hudi_sync.spark.file_groups import WriteTarget, new_key_buckets, uses_small_files
+from hudi_sync.spark.incoming import IncomingRows
+from hudi_sync.spark.spark_merge import Bucket
+from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.write.rollback import write_marker
+
+_SIZE_UNITS = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def write_file_groups(
+    spark: SparkSession, target: WriteTarget, incoming: IncomingRows
+) -> list[WriteStat]:
+    """The merge as Spark's own jobs (``spark_merge``): profile the incoming keys
+    against the stored ones, route new keys, then merge and write, in place when the
+    profile allows it. Returns the written file groups' stats."""
+    return _SparkMergePlan(spark, target, incoming).write()
+
+
+class _SparkMergePlan:
+    """One write's Spark merge; it reads each stored base file's footer once (the
+    profile, the in-place check and the stats all ask)."""
+
+    def __init__(self, spark: SparkSession, target: WriteTarget, incoming: IncomingRows) -> None:
+        assert incoming.rows is not None  # only delete_partition has no rows
+        self.spark = spark
+        self.target = target
+        self.location = target.location
+        self.incoming = incoming
+        self.rows: DataFrame = incoming.rows
+        self._stored_files: dict[str, spark_merge.StoredFile] = {}  # path -> its footer's facts
+
+    def write(self) -> list[WriteStat]:
+        target, location, incoming = self.target, self.location, self.incoming
+        snapshot, instant, schema = target.snapshot, target.instant, target.schema
+        operation, ordering = target.options.operation, target.ordering
+        rows = self.rows
+        tagging = operation in ("upsert", "delete")
+        stored_files: dict[str, list[str]] = {}
+        for (partition, _), name in sorted(snapshot.items()):
+            if partition in target.partitions:
+                path = location.join(partition, name)
+                stored_files.setdefault(partition, []).append(path)
+        found = (
+            spark_merge.profile(
+                self.spark,
+                location,
+                rows,
+                stored_files,
+                ordering,
+                self._fits_broadcast(
+                    sum(incoming.row_counts.get(p, 0) for p in stored_files),
+                    [path for paths in stored_files.values() for path in paths],
+                ),
+                incoming.counted,
+            )
+            if tagging
+            else None
+        )
+        counts = found.new_keys if found else incoming.upserts
+        buckets = new_key_buckets(target, counts, uses_small_files(operation))
+        profiles = found.groups if found else {}
+        touched = set(profiles) | {(b.partition, b.file_id) for b in buckets}
+        rewritten = {k: snapshot[k] for k in sorted(touched) if k in snapshot}
+        groups = {file_id: partition for partition, file_id in touched}
+        if not groups:
+            return []
+        for file_id, partition in groups.items():
+            name = spark_merge.base_file_name(file_id, instant)
+            write_marker(location, instant, partition, name)
+        new_groups = sum(1 for k in touched if k not in snapshot)
+        whole_files = 0
+        if found and self._merges_in_place(found, rewritten, buckets):
+            merged, inserts = spark_merge.merged_in_place(
+                self.spark, location, rows, schema, rewritten, ordering, instant, found.new_keys
+            )
+            routed = spark_merge.route(self.spark, inserts, buckets)
+            all_incoming = sum(incoming.row_counts.values())
+            if new_groups == 1 and all_incoming <= 2 * sum(found.new_keys.values()):
+                # One new file group, and its rows are most of the incoming ones: one
+                # task reads them all, cheaper than shuffling them to one task.
+                routed = routed.coalesce(1)
+            else:
+                routed = spark_merge.by_file_group(routed, new_groups)
+            to_write = routed.unionByName(merged)  # the insert task, often the largest, first
+            whole_files = 1 + max(location.size(path) for path in self._paths(rewritten))
+        else:
+            if found and found.duplicates:
+                rows = spark_merge.deduplicated(rows, ordering)
+            merged = spark_merge.merged_rows(
+                self.spark, location, rows, schema, rewritten, ordering, tagging, instant
+            )
+            to_write = spark_merge.by_file_group(
+                spark_merge.route(self.spark, merged, buckets), len(groups)
+            )
+        published = spark_merge.write_file_groups(
+            location, to_write, schema, instant, groups, whole_files
+        )
+        return self._stats(touched, rewritten, published, profiles)
+
+    def _stats(
+        self,
+        touched: set[tuple[str, str]],
+        rewritten: Mapping[tuple[str, str], str],
+        published: Mapping[str, tuple[str, int, int]],
+        profiles: Mapping[tuple[str, str], spark_merge.GroupProfile],
+    ) -> list[WriteStat]:
+        """Each written file group's stat, from its footer and the profile; a stored
+        group whose rows all got deleted keeps an empty file."""
+        location, instant, schema = self.location, self.target.instant, self.target.schema
+        stats = []
+        for partition, file_id in sorted(touched):
+            stored = rewritten.get((partition, file_id))
+            if file_id in published:
+                relative, num_rows, size = published[file_id]
+            elif stored is not None:  # every row deleted: the group keeps an empty file
+                name = spark_merge.base_file_name(file_id, instant)
+                relative, num_rows = f"{partition}/{name}".lstrip("/"), 0
+                size = spark_merge.write_empty(location, schema, relative)
+            else:
+                continue  # a new group no key hashed to
+            stored_count = self._stored_file(location.join(partition, stored)).rows if stored else 0
+            stats.append(
+                spark_merge.write_stat(
+                    partition,
+                    file_id,
+                    relative,
+                    num_rows,
+                    size,
+                    stored,
+                    stored_count,
+                    profiles.get((partition, file_id)),
+                )
+            )
+        return stats
+
+    def _merges_in_place(
+        self,
+        found: spark_merge.Profile,
+        rewritten: Mapping[tuple[str, str], str],
+        buckets: Sequence[Bucket],
+    ) -> bool:
+        """Whether ``merged_in_place`` can merge: no key comes twice, no new key goes to a
+        stored (small) file, and the incoming rows of the stored partitions fit Spark's
+        broadcast threshold (estimated at the stored files' uncompressed row size)."""
+        if found.duplicates or not rewritten:
+            return False
+        if any((b.partition, b.file_id) in self.target.snapshot for b in buckets):
+            return False
+        stored_partitions = {p for p, _ in rewritten}
+        incoming = sum(n for p, n in found.keys.items() if p in stored_partitions)
+        return self._fits_broadcast(incoming, self._paths(rewritten))
+
+    def _paths(self, groups: Mapping[tuple[str, str], str]) -> list[str]:
+        """The path of each file group's base file."""
+        return [self.location.join(partition, name) for (partition, _), name in groups.items()]
+
+    def _stored_file(self, path: str) -> spark_merge.StoredFile:
+        """A stored base file's footer facts, read once per write."""
+        if path not in self._stored_files:
+            self._stored_files[path] = spark_merge.stored_file(self.location, path)
+        return self._stored_files[path]
+
+    def _fits_broadcast(self, incoming: int, stored: Sequence[str]) -> bool:
+        """Whether ``incoming`` rows fit Spark's broadcast threshold, each estimated at the
+        largest uncompressed row of the ``stored`` files (paths; their footers) they meet."""
+        threshold = _size_setting(
+            self.spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB") or "10MB"
+        )
+        if threshold <= 0 or not stored:
+            return False
+        row_bytes = max(self._stored_file(path).row_bytes for path in stored)
+        return incoming * row_bytes <= threshold
+
+
+def _size_setting(value: str) -> int:
+    """A Spark byte-size setting (``10MB``, ``10485760``, ``-1``) in bytes."""
+    text = value.strip().lower().removesuffix("b") or "0"
+    unit = _SIZE_UNITS.get(text[-1], 1)
+    number = text[:-1] if text[-1] in _SIZE_UNITS else text
+    return int(float(number) * unit)
