@@ -10,7 +10,7 @@ fi
 stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[test,dev]'
+  .venv/bin/python -m pip install --quiet -e '.[test,dev,docs]'
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
