@@ -2,9 +2,9 @@
 ``hudi-sync ingest debezium`` command.
 
 No real schema registry runs here (Confluent's needs a JVM build and Kafka-backed
-storage), so the registry is a minimal HTTP endpoint in this test serving the
-Confluent REST call the reader makes, ``GET /schemas/ids/<id>``: a stand-in for the
-registry only; the broker, the events and the table are real."""
+storage), so the registry is tests/schema_registry.py's stand-in serving the Confluent
+REST call the reader makes, ``GET /schemas/ids/<id>``; the broker, the events and the
+table are real."""
 
 from __future__ import annotations
 
@@ -13,10 +13,8 @@ import decimal
 import io
 import json
 import struct
-import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import fastavro
@@ -30,6 +28,7 @@ from hudi_sync.debezium.ingest import IngestConfig, ingest
 from hudi_sync.spark import read
 from hudi_sync.table import HudiTable
 from tests.debezium_events import PostgresLog
+from tests.schema_registry import RegistryServer
 from tests.warehouse_rows import hudi_rs_rows
 
 VALUE = {
@@ -117,27 +116,9 @@ SCHEMAS = {1: KEY, 2: ENVELOPE}
 
 @pytest.fixture(scope="module")
 def registry() -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            parts = self.path.strip("/").split("/")
-            if parts[:2] == ["schemas", "ids"] and int(parts[2]) in SCHEMAS:
-                body = json.dumps({"schema": json.dumps(SCHEMAS[int(parts[2])])}).encode()
-                self.send_response(200)
-            else:
-                body = b'{"error_code": 40403, "message": "Schema not found"}'
-                self.send_response(404)
-            self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            """Quiet: the test output is for assertions."""
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    running = RegistryServer(SCHEMAS)
+    yield running.url
+    running.stop()
 
 
 def wire(schema_id: int, record: dict[str, Any]) -> bytes:

@@ -1,9 +1,8 @@
 """Credentials: Kafka client settings reach the consumer, the schema registry's basic
 auth, and no secret in any error or repr.
 
-The registry is a minimal HTTP endpoint in this test, as in
-tests/test_debezium_avro_and_cli.py (a stand-in: no Confluent registry runs here), that
-requires HTTP basic auth the way Confluent's does with it enabled (401 and
+The registry is tests/schema_registry.py's stand-in (no Confluent registry runs here),
+requiring HTTP basic auth the way Confluent's does with it enabled (401 and
 ``WWW-Authenticate`` for missing or wrong credentials). The brokers are real Tansu
 brokers: the session's plain one, and one started with ``--authentication``, which
 requires SASL (SCRAM-SHA-512 only; no user can log in: see tests/kafka_broker.py)."""
@@ -11,12 +10,8 @@ requires SASL (SCRAM-SHA-512 only; no user can log in: see tests/kafka_broker.py
 from __future__ import annotations
 
 import base64
-import json
-import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -29,50 +24,24 @@ from hudi_sync.spark import read
 from hudi_sync.table import HudiTable
 from tests.debezium_events import PostgresLog
 from tests.kafka_broker import KafkaBroker
+from tests.schema_registry import RegistryServer
 from tests.test_debezium_avro_and_cli import SCHEMAS, avro_event
 
 USER, PASSWORD = "reader", "p@ss:w0rd/é"  # characters a URL must escape
 
 
-class Registry:
+class Registry(RegistryServer):
     """A schema registry on 127.0.0.1 that requires ``USER``/``PASSWORD`` (basic auth)."""
 
     def __init__(self) -> None:
-        expected = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
-        seen = self.authorizations = []  # type: list[str | None]
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                given = self.headers.get("Authorization")
-                seen.append(given)
-                parts = self.path.strip("/").split("/")
-                if given != expected:
-                    self.send_response(401)
-                    self.send_header("WWW-Authenticate", 'Basic realm="schema-registry"')
-                    body = b'{"error_code": 401, "message": "Unauthorized"}'
-                elif parts[:2] == ["schemas", "ids"] and int(parts[2]) in SCHEMAS:
-                    body = json.dumps({"schema": json.dumps(SCHEMAS[int(parts[2])])}).encode()
-                    self.send_response(200)
-                else:
-                    body = b'{"error_code": 40403, "message": "Schema not found"}'
-                    self.send_response(404)
-                self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                """Quiet: the test output is for assertions."""
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        super().__init__(SCHEMAS, (USER, PASSWORD))
 
 
 @pytest.fixture(scope="module")
 def registry() -> Iterator[Registry]:
     running = Registry()
     yield running
-    running.server.shutdown()
+    running.stop()
 
 
 def _avro_topic(broker: KafkaBroker) -> str:
