@@ -163,7 +163,8 @@ def test_target_option_keys_are_the_declared_ones() -> None:
 def test_sync_commands_share_one_declaration_of_their_common_options() -> None:
     from dataclasses import fields
 
-    from hudi_sync.cli.app import SyncRun, app
+    from hudi_sync.cli.app import app
+    from hudi_sync.cli.sync import SyncRun
 
     shared = [f.name for f in fields(SyncRun)]
     group = typer.main.get_command(app).commands["sync"]  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from hudi_sync.cli.app import parse_storage_options
+from hudi_sync.cli.common import parse_storage_options
 from hudi_sync.errors import TableNotFoundError
 from hudi_sync.spark import read, reader, write
 from hudi_sync.storage import open_location

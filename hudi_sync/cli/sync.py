@@ -1,0 +1,375 @@
+"""``hudi-sync manifest``, ``sync`` (DuckDB, BigQuery, Snowflake), ``watch`` and
+``backfill``: publish a table's snapshot manifest and sync it to warehouses, once, on each
+new commit, or for every table under a root. The options the ``sync`` commands share are
+declared once, in :class:`SyncRun`."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Annotated, Any, get_type_hints
+
+import typer
+from rich.progress import Progress
+
+from hudi_sync import config as cfg
+from hudi_sync.cli.common import (
+    ConfOption,
+    JsonFlag,
+    PropsOption,
+    StorageOption,
+    command_group,
+    command_options,
+    emit,
+    exit_on_error,
+    parse_storage_options,
+)
+from hudi_sync.manifest.delta import DELTA_COMMITS_OPTION, delta_commits_option
+from hudi_sync.manifest.snapshot import DEFAULT_KEEP, manifest_summary
+from hudi_sync.sync.backfill import backfill, discover_tables
+from hudi_sync.sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, build_target, target_names
+from hudi_sync.sync.job import SyncReport, Target, publish_manifest, sync_table
+from hudi_sync.sync.watch import watch
+from hudi_sync.table import HudiTable
+from hudi_sync.warehouse.bigquery_target import PREFIX as BIGQUERY_PREFIX
+from hudi_sync.warehouse.bigquery_target import BigQueryTarget
+from hudi_sync.warehouse.snowflake_target import PREFIX as SNOWFLAKE_PREFIX
+from hudi_sync.warehouse.snowflake_target import SnowflakeTarget
+
+sync_app = command_group("Sync a table's snapshot to a warehouse.")
+
+AsOfOption = Annotated[
+    str | None,
+    typer.Option("--as-of", help="Publish the snapshot as of a time (objects get a suffix)."),
+]
+KeepOption = Annotated[int, typer.Option("--keep", help="Manifest snapshots to keep.")]
+DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Print the plan, change nothing.")]
+ForceOption = Annotated[bool, typer.Option("--force", help="Allow moving a target backwards.")]
+DeltaCommitsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--delta-commits",
+        help=f"{DELTA_COMMITS_OPTION}: publish delta manifests, a new base every N commits.",
+    ),
+]
+
+
+def manifest_command(
+    uri: Annotated[str, typer.Argument(help="Table base path or URI")],
+    as_of: AsOfOption = None,
+    keep: KeepOption = DEFAULT_KEEP,
+    dry_run: DryRunOption = False,
+    as_json: JsonFlag = False,
+    storage_option: StorageOption = None,
+) -> None:
+    """Publish the table's snapshot manifest under <table>/.hoodie/manifest/."""
+
+    def body() -> dict[str, Any]:
+        table = HudiTable.open(uri, parse_storage_options(storage_option))
+        return manifest_summary(publish_manifest(table, as_of=as_of, keep=keep, dry_run=dry_run))
+
+    summary = exit_on_error(body)
+    emit([summary], as_json, f"manifest of {uri}")
+
+
+def _print_report(report: SyncReport, dry_run: bool, as_json: bool, uri: str) -> None:
+    """``--dry-run`` prints each target's plan; otherwise a results table (or JSON)."""
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
+    elif dry_run:
+        for plan in report.plans:
+            typer.echo(f"-- {plan.target}: {plan.action} {plan.reason}".rstrip())
+            for step in plan.steps:
+                typer.echo(step + ";")
+    elif report.instant is None:
+        typer.echo(
+            f"{uri}: no completed commit yet: empty objects created with the columns of "
+            f"{cfg.CREATE_SCHEMA.key}; the first commit's sync fills them"
+        )
+        emit([r.to_json() for r in report.results], False, f"sync of {uri} (empty)")
+    else:
+        emit([r.to_json() for r in report.results], False, f"sync of {uri} at {report.instant}")
+
+
+@dataclass(frozen=True)
+class SyncRun:
+    """The options every ``sync`` command takes, declared once: :func:`_sync_command`
+    adds them to each command after the command's own (its URI and target flags)."""
+
+    props: PropsOption = None
+    conf: ConfOption = None
+    as_of: AsOfOption = None
+    keep: KeepOption = DEFAULT_KEEP
+    force: ForceOption = False
+    dry_run: DryRunOption = False
+    as_json: JsonFlag = False
+    storage_option: StorageOption = None
+    delta_commits: DeltaCommitsOption = None
+
+    def options(self, prefix: str = "", flags: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``--props``, then ``--conf``, then the command's flags (see ``command_options``)."""
+        return command_options(self.props, self.conf, prefix, flags)
+
+    def sync(self, uri: str, make_targets: Callable[[HudiTable], list[Target]]) -> None:
+        """Open the table, build the targets, sync, print: the shape of every ``sync``
+        command. A bad delta-commits value fails first, before the table is opened."""
+        own = {DELTA_COMMITS_OPTION: self.delta_commits}
+        delta_commits = exit_on_error(lambda: delta_commits_option(self.options(flags=own)))
+
+        def body() -> SyncReport:
+            table = HudiTable.open(uri, parse_storage_options(self.storage_option))
+            return sync_table(
+                table,
+                make_targets(table),
+                as_of=self.as_of,
+                keep=self.keep,
+                force=self.force,
+                dry_run=self.dry_run,
+                delta_commits=delta_commits,
+            )
+
+        report = exit_on_error(body)
+        _print_report(report, self.dry_run, self.as_json, uri)
+
+
+def _sync_command(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register ``sync NAME``. The decorated function takes a :class:`SyncRun` first,
+    then its own parameters; typer sees its own parameters followed by SyncRun's fields
+    (so help lists them in that order), and the call gets them back as one SyncRun."""
+
+    def register(command: Callable[..., None]) -> Callable[..., None]:
+        hints = get_type_hints(SyncRun, include_extras=True)
+        shared = [
+            inspect.Parameter(
+                f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name]
+            )
+            for f in fields(SyncRun)
+        ]
+        own = list(inspect.signature(command, eval_str=True).parameters.values())[1:]
+
+        def run_command(**values: Any) -> None:
+            run = SyncRun(**{f.name: values.pop(f.name) for f in fields(SyncRun)})
+            command(run, **values)
+
+        run_command.__signature__ = inspect.Signature([*own, *shared])  # type: ignore[attr-defined]
+        run_command.__name__ = command.__name__
+        run_command.__qualname__ = command.__qualname__
+        run_command.__doc__ = command.__doc__
+        sync_app.command(name)(run_command)
+        return run_command
+
+    return register
+
+
+@_sync_command("duckdb")
+def sync_duckdb(
+    run: SyncRun,
+    uri: Annotated[str, typer.Argument(help="Table base path or URI")],
+    database: Annotated[
+        str | None, typer.Option("--database", help=f"{DUCKDB_DATABASE}: DuckDB database file.")
+    ] = None,
+    table_name: Annotated[
+        str | None,
+        typer.Option("--table", help=f"{DUCKDB_TABLE}: view name; default the Hudi table's."),
+    ] = None,
+) -> None:
+    """Create NAME, NAME_manifest and NAME_history in a DuckDB file."""
+    flags = {DUCKDB_DATABASE: database, DUCKDB_TABLE: table_name}
+    run.sync(uri, lambda table: [build_target("duckdb", run.options(flags=flags), table)])
+
+
+def _bq_option(name: str, help_text: str) -> Any:
+    return typer.Option(
+        f"--{name.replace('_', '-').replace('.', '-')}",
+        help=f"{BIGQUERY_PREFIX}{name}: {help_text}",
+    )
+
+
+@_sync_command("bigquery")
+def sync_bigquery(
+    run: SyncRun,
+    uri: Annotated[str, typer.Argument(help="Table base path or URI (gs://...)")],
+    project_id: Annotated[str | None, _bq_option("project_id", "target project.")] = None,
+    dataset_name: Annotated[str | None, _bq_option("dataset_name", "dataset.")] = None,
+    table_name: Annotated[str | None, _bq_option("table_name", "view/table name.")] = None,
+    dataset_location: Annotated[
+        str | None, _bq_option("dataset_location", "location of a created dataset.")
+    ] = None,
+    billing_project_id: Annotated[
+        str | None, _bq_option("billing.project.id", "project billed for jobs.")
+    ] = None,
+    source_uri: Annotated[
+        str | None, _bq_option("source_uri", "history URIs, comma-separated.")
+    ] = None,
+    source_uri_prefix: Annotated[
+        str | None, _bq_option("source_uri_prefix", "the table's gs:// location.")
+    ] = None,
+    use_bq_manifest_file: Annotated[
+        bool | None, _bq_option("use_bq_manifest_file", "one manifest-file table.")
+    ] = None,
+    partition_fields: Annotated[
+        str | None, _bq_option("partition_fields", "partition columns, comma-separated.")
+    ] = None,
+    require_partition_filter: Annotated[
+        bool | None, _bq_option("require_partition_filter", "queries must filter partitions.")
+    ] = None,
+    big_lake_connection_id: Annotated[
+        str | None, _bq_option("big_lake_connection_id", "BigLake connection.")
+    ] = None,
+    api_endpoint: Annotated[
+        str | None,
+        typer.Option("--api-endpoint", help="BigQuery API endpoint (an emulator), no credentials."),
+    ] = None,
+) -> None:
+    """Create external tables and a view (or one manifest-file table) in BigQuery."""
+    flags = {
+        "project_id": project_id,
+        "dataset_name": dataset_name,
+        "table_name": table_name,
+        "dataset_location": dataset_location,
+        "billing.project.id": billing_project_id,
+        "source_uri": source_uri,
+        "source_uri_prefix": source_uri_prefix,
+        "use_bq_manifest_file": use_bq_manifest_file,
+        "partition_fields": partition_fields,
+        "require_partition_filter": require_partition_filter,
+        "big_lake_connection_id": big_lake_connection_id,
+        "api_endpoint": api_endpoint,
+    }
+    run.sync(uri, lambda _table: [BigQueryTarget.from_options(run.options(BIGQUERY_PREFIX, flags))])
+
+
+def _sf_option(name: str, help_text: str) -> Any:
+    return typer.Option(
+        f"--{name.replace('_', '-')}",
+        help=f"{SNOWFLAKE_PREFIX}{name} (or SNOWFLAKE_{name.upper()}): {help_text}",
+    )
+
+
+@_sync_command("snowflake")
+def sync_snowflake(
+    run: SyncRun,
+    uri: Annotated[str, typer.Argument(help="Table base path or URI (s3://, gs://, abfss://)")],
+    account: Annotated[str | None, _sf_option("account", "account identifier.")] = None,
+    user: Annotated[str | None, _sf_option("user", "login name.")] = None,
+    role: Annotated[str | None, _sf_option("role", "role the sync runs as.")] = None,
+    warehouse: Annotated[str | None, _sf_option("warehouse", "virtual warehouse.")] = None,
+    database: Annotated[str | None, _sf_option("database", "database of the objects.")] = None,
+    schema: Annotated[str | None, _sf_option("schema", "schema of the objects.")] = None,
+    authenticator: Annotated[
+        str | None, _sf_option("authenticator", "e.g. SNOWFLAKE_JWT, externalbrowser.")
+    ] = None,
+    private_key_file: Annotated[
+        str | None, _sf_option("private_key_file", "key-pair authentication key (PEM).")
+    ] = None,
+    table_name: Annotated[
+        str | None, _sf_option("table_name", "view name; default the Hudi table's.")
+    ] = None,
+    stage_url: Annotated[
+        str | None, _sf_option("stage_url", "the table's location as Snowflake reads it.")
+    ] = None,
+    stage_name: Annotated[
+        str | None, _sf_option("stage_name", "an existing stage to use as is.")
+    ] = None,
+    storage_integration: Annotated[
+        str | None, _sf_option("storage_integration", "storage integration of the stage.")
+    ] = None,
+) -> None:
+    """Create a stage, external tables and a view in Snowflake. Secrets (password,
+    private_key_file_pwd, token, aws_secret_key, azure_sas_token) come from SNOWFLAKE_*
+    variables or --props only, never from flags, and are never printed."""
+    flags = {
+        "account": account,
+        "user": user,
+        "role": role,
+        "warehouse": warehouse,
+        "database": database,
+        "schema": schema,
+        "authenticator": authenticator,
+        "private_key_file": private_key_file,
+        "table_name": table_name,
+        "stage_url": stage_url,
+        "stage_name": stage_name,
+        "storage_integration": storage_integration,
+    }
+
+    def targets(table: HudiTable) -> list[Target]:
+        options = run.options(SNOWFLAKE_PREFIX, flags)
+        return [SnowflakeTarget.from_options(options, default_table_name=table.config.name)]
+
+    run.sync(uri, targets)
+
+
+def _hook_options(
+    props: str | None, conf: list[str] | None, storage_option: list[str] | None
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """The hook's options and storage options, with the configured targets checked."""
+    options = exit_on_error(lambda: command_options(props, conf))
+    storage = exit_on_error(lambda: parse_storage_options(storage_option))
+    exit_on_error(lambda: target_names(options))
+    return options, storage
+
+
+def watch_command(
+    uri: Annotated[str, typer.Argument(help="Table base path or URI")],
+    props: PropsOption = None,
+    conf: ConfOption = None,
+    interval: Annotated[float, typer.Option("--interval", help="Seconds between polls.")] = 10.0,
+    max_syncs: Annotated[
+        int | None, typer.Option("--max-syncs", help="Stop after this many syncs.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON line per sync.")] = False,
+    storage_option: StorageOption = None,
+) -> None:
+    """Poll the timeline; on each new commit run the configured sync targets (the hook's
+    options: hoodie.meta.sync.client.tool.class=duckdb,bigquery and theirs)."""
+    options, storage = _hook_options(props, conf, storage_option)
+    failures = 0
+
+    def report(result: SyncReport) -> None:
+        nonlocal failures
+        failures += 0 if result.ok else 1
+        if as_json:
+            typer.echo(json.dumps(result.to_json(), default=str))
+        else:
+            status = "ok" if result.ok else result.error_summary()
+            typer.echo(f"{result.table} {result.instant}: {status}")
+
+    exit_on_error(lambda: watch(uri, options, storage, interval, max_syncs, report))
+    if failures:
+        raise typer.Exit(1)
+
+
+def backfill_command(
+    root: Annotated[str, typer.Argument(help="Folder or URI holding Hudi tables")],
+    props: PropsOption = None,
+    conf: ConfOption = None,
+    allow_empty: Annotated[
+        bool, typer.Option("--allow-empty", help="Exit 0 when ROOT holds no table.")
+    ] = False,
+    as_json: JsonFlag = False,
+    storage_option: StorageOption = None,
+) -> None:
+    """Find every Hudi table under ROOT and sync each one to the configured targets; each
+    table's warehouse name is its path under ROOT with '/' replaced by '_'. A ROOT with
+    no table exits 1 (0 with --allow-empty)."""
+    options, storage = _hook_options(props, conf, storage_option)
+    tables = exit_on_error(lambda: discover_tables(root, storage))
+    if not tables:
+        typer.echo(f"{'warning' if allow_empty else 'error'}: no Hudi table under {root}", err=True)
+        raise typer.Exit(0 if allow_empty else 1)
+    rows: list[dict[str, Any]] = []
+    with Progress(transient=True, disable=as_json) as progress:
+        task = progress.add_task("syncing", total=len(tables))
+
+        def done(uri: str, result: SyncReport) -> None:
+            rows.append({"table": uri, "instant": result.instant, "errors": result.error_summary()})
+            progress.advance(task)
+
+        exit_on_error(lambda: backfill(root, options, storage, done))
+    emit(rows, as_json, f"backfill of {root}")
+    if any(row["errors"] for row in rows):
+        raise typer.Exit(1)
