@@ -5,11 +5,16 @@ from the pyspark package: nothing but the object store is shared between the dri
 the processes that write the base files. Usage::
 
     python -m tests.cluster_job TABLE_URI STORAGE_OPTIONS_JSON [--connect]
+    python -m tests.cluster_job --serve
 
 It writes insert → upsert → delete → insert_overwrite of a small table to TABLE_URI and
 prints one JSON object: each commit's instant and the rows our reader reads back. With
 ``--connect`` the same runs as a Spark Connect client of a local Connect server (started
-from the pyspark package), as on a Connect-only cluster.
+from the pyspark package), as on a Connect-only cluster. With ``--serve`` one
+``local-cluster`` stays up and runs the sequence once per line of standard input
+(``{"uri": ..., "storage_options": ...}``), answering each with a line ``RESULT {...}``
+(or ``FAILED <traceback>``): starting the three JVMs and warming them up costs far more
+than a sequence, so the tests share one cluster.
 """
 
 from __future__ import annotations
@@ -60,20 +65,46 @@ def session(connect: bool) -> SparkSession:
 
 
 def main(uri: str, storage_options: dict[str, Any], connect: bool = False) -> dict[str, Any]:
-    from hudi_sync.spark import read, write
-
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = session(connect)
     try:
-        instants = []
-        for operation, rows in STEPS:
-            frame = spark.createDataFrame(rows, SCHEMA).repartition(4)
-            result = write(frame, uri, options(operation), storage_options=storage_options)
-            instants.append(result.instant)
-        read_back = read(spark, uri, {}, storage_options).toArrow().to_pylist()
-        worker_pids = [] if connect else _worker_pids(spark)
+        return run_sequence(spark, uri, storage_options, connect)
     finally:
         spark.stop()
+
+
+def serve() -> None:
+    """Run the sequence for each request line on one local-cluster, until end of input."""
+    import traceback
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = session(False)
+    try:
+        for line in sys.stdin:
+            request = json.loads(line)
+            try:
+                report = run_sequence(spark, request["uri"], request["storage_options"], False)
+            except Exception:
+                answer = "FAILED " + json.dumps(traceback.format_exc())
+            else:
+                answer = "RESULT " + json.dumps(report)
+            print(answer, flush=True)
+    finally:
+        spark.stop()
+
+
+def run_sequence(
+    spark: SparkSession, uri: str, storage_options: dict[str, Any], connect: bool
+) -> dict[str, Any]:
+    from hudi_sync.spark import read, write
+
+    instants = []
+    for operation, rows in STEPS:
+        frame = spark.createDataFrame(rows, SCHEMA).repartition(4)
+        result = write(frame, uri, options(operation), storage_options=storage_options)
+        instants.append(result.instant)
+    read_back = read(spark, uri, {}, storage_options).toArrow().to_pylist()
+    worker_pids = [] if connect else _worker_pids(spark)
     rows = sorted((r["id"], r["p"], r["name"], r["ts"]) for r in read_back)
     return {
         "instants": instants,
@@ -90,4 +121,7 @@ def _worker_pids(spark: SparkSession) -> list[int]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1], json.loads(sys.argv[2]), "--connect" in sys.argv[3:])))
+    if sys.argv[1:] == ["--serve"]:
+        serve()
+    else:
+        print(json.dumps(main(sys.argv[1], json.loads(sys.argv[2]), "--connect" in sys.argv[3:])))

@@ -22,7 +22,7 @@ MODES = pytest.mark.parametrize("delta_commits", [0, 3], ids=["full", "delta"])
 def _view_rows(database: Path, view: str) -> object:
     with duckdb.connect(str(database)) as con:
         con.execute("SET TimeZone = 'UTC'")
-        return con.execute(f'SELECT * FROM "{view}"').to_arrow_table()
+        return con.sql(f'SELECT * FROM "{view}"').to_arrow_table()
 
 
 @MODES

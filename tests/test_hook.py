@@ -21,7 +21,7 @@ from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
 def _view(database: Path, view: str):  # type: ignore[no-untyped-def]
     with duckdb.connect(str(database)) as con:
         con.execute("SET TimeZone = 'UTC'")
-        return con.execute(f'SELECT * FROM "{view}"').to_arrow_table()
+        return con.sql(f'SELECT * FROM "{view}"').to_arrow_table()
 
 
 def test_hook_syncs_the_configured_targets(fixture_copy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

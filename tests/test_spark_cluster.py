@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,65 @@ import pytest
 from tests.cluster_job import STEPS
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
+
+
+class ClusterDriver:
+    """``python -m tests.cluster_job --serve``: one local-cluster driver process (and its
+    two executor JVMs) that runs the write sequence once per request."""
+
+    def __init__(self, workdir: Path, log: Path) -> None:
+        self.workdir, self.log = workdir, log
+        with open(log, "wb") as stderr:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "tests.cluster_job", "--serve"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                text=True, env=_env(), cwd=workdir,
+            )  # fmt: skip
+        self.answers: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read_answers, daemon=True).start()
+
+    def _read_answers(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.startswith(("RESULT ", "FAILED ")):
+                self.answers.put(line)
+        self.answers.put(None)  # the driver exited
+
+    def run(self, uri: str, storage_options: dict[str, Any]) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        request = {"uri": uri, "storage_options": storage_options}
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        answer = self.answers.get(timeout=900)
+        log = self.log.read_text(errors="replace")[-3000:]
+        assert answer is not None, f"the driver exited ({self.process.poll()}):\n{log}"
+        assert answer.startswith("RESULT "), json.loads(answer.removeprefix("FAILED "))
+        return json.loads(answer.removeprefix("RESULT "))
+
+    def stop(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterDriver]:
+    """One local-cluster for the module: starting a driver and two executor JVMs and
+    warming them up takes several times as long as a write sequence."""
+    driver = ClusterDriver(
+        tmp_path_factory.mktemp("cluster-driver"),
+        tmp_path_factory.mktemp("cluster-log") / "stderr.log",
+    )
+    yield driver
+    driver.stop()
 
 
 def model_rows() -> list[tuple[Any, ...]]:
@@ -51,14 +113,19 @@ def test_write_sequence_on_a_multi_process_cluster(  # type: ignore[no-untyped-d
     """On ``local-cluster`` (separate executor JVMs), and as a Spark Connect client."""
     store = request.getfixturevalue(store_name)
     uri = f"{store.scheme}://{store.make_bucket()}/lake/cluster_t"
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
-    command = [sys.executable, "-m", "tests.cluster_job", uri, json.dumps(store.storage_options)]
-    result = subprocess.run(
-        command + (["--connect"] if connect else []),
-        capture_output=True, text=True, check=False, env=env, cwd=tmp_path, timeout=900,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    if connect:  # its own process: a Connect server's session is not a local-cluster
+        command = [sys.executable, "-m", "tests.cluster_job", uri]
+        result = subprocess.run(
+            [*command, json.dumps(store.storage_options), "--connect"],
+            capture_output=True, text=True, check=False, env=_env(), cwd=tmp_path, timeout=900,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        report = json.loads(result.stdout.strip().splitlines()[-1])
+        driver_folder = tmp_path
+    else:
+        cluster: ClusterDriver = request.getfixturevalue("local_cluster")
+        report = cluster.run(uri, store.storage_options)
+        driver_folder = cluster.workdir
     if not connect:  # two executors, neither of them the driver
         assert len(report["worker_pids"]) == 2
         assert report["driver_pid"] not in report["worker_pids"]
@@ -73,4 +140,4 @@ def test_write_sequence_on_a_multi_process_cluster(  # type: ignore[no-untyped-d
     timeline = theirs.get_timeline()
     completed = timeline.get_completed_commits() + timeline.get_completed_replacecommits()
     assert sorted(i.timestamp for i in completed) == sorted(report["instants"])
-    assert not any(tmp_path.iterdir())  # nothing written to the driver's working folder
+    assert not any(driver_folder.iterdir())  # nothing written to the driver's working folder

@@ -75,7 +75,7 @@ def test_write_with_meta_sync_updates_the_duckdb_view(spark, tmp_path: Path) -> 
         result = write(frame(spark, rows, False), path, options("t", 6, "upsert", **sync))
         assert result.sync is not None and result.sync.ok, result.sync
         with duckdb.connect(database) as con:
-            view = con.execute('SELECT * FROM "trips"').to_arrow_table()
+            view = con.sql('SELECT * FROM "trips"').to_arrow_table()
         ours = read(spark, path).toArrow()
         assert canonical(same_columns(view, ours)[0]) == canonical(ours)
         assert sorted(view.column("name").to_pylist()) == sorted(names)

@@ -141,6 +141,6 @@ def test_duckdb_target_reads_tables_on_object_stores(  # type: ignore[no-untyped
     with duckdb.connect(str(database)) as con:
         con.register_filesystem(table.location.fs)
         con.execute("SET TimeZone = 'UTC'")
-        rows = con.execute('SELECT * FROM "t"').to_arrow_table()
+        rows = con.sql('SELECT * FROM "t"').to_arrow_table()
     ours, theirs = same_columns(rows, hudi_rs_rows(str(local)))
     assert canonical(ours) == canonical(theirs)

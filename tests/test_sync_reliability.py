@@ -143,7 +143,7 @@ KILL_POINTS = {
 def _view_rows(database: Path):  # type: ignore[no-untyped-def]
     with duckdb.connect(str(database)) as con:
         con.execute("SET TimeZone = 'UTC'")
-        return con.execute('SELECT * FROM "t"').to_arrow_table()
+        return con.sql('SELECT * FROM "t"').to_arrow_table()
 
 
 @pytest.mark.parametrize("step", list(KILL_POINTS))
