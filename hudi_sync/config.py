@@ -2,9 +2,9 @@
 
 Options used to be string literals spread over the modules that read them, each module
 with its own parsing, so the same text could be an error in one place and silently read
-as ``false`` in another. Here each option is one :class:`OptionSpec`, and
-:meth:`OptionSpec.read` is the only parser, strict everywhere. The docs' options
-reference is generated from :data:`OPTIONS`, so it cannot drift from the code.
+as ``false`` in another. Here each option is one ``OptionSpec``, and
+``OptionSpec.read`` is the only parser, strict everywhere. The docs' options
+reference is generated from ``OPTIONS``, so it cannot drift from the code.
 
 How a value is read:
 
@@ -19,7 +19,7 @@ How a value is read:
 - ``choice``: one of ``choices`` in any case, read as the declared spelling.
 
 A value that does not parse (a blank boolean, number or choice included) raises
-:class:`BadInputError` with one line naming the key as given and the value.
+``BadInputError`` with one line naming the key as given and the value.
 
 Group ``hoodie.properties`` holds table properties: keys hudi_sync reads from (and
 writes to) a table's ``.hoodie/hoodie.properties`` that are not options; they are
@@ -336,6 +336,47 @@ MERGE_ENGINE = _choice(
     "write",
     default="spark",
     choices=("spark", "python"),
+)
+WRITE_TABLE_TYPE = _choice(
+    "hoodie.datasource.write.table.type",
+    "Table type of a new table (an existing table's type must match).",
+    "write",
+    default="COPY_ON_WRITE",
+    choices=("COPY_ON_WRITE", "MERGE_ON_READ"),
+)
+LOG_BLOCK_FORMAT = _choice(
+    "hoodie.logfile.data.block.format",
+    "MERGE_ON_READ: the format of log data blocks.",
+    "write",
+    default="avro",
+    choices=("avro", "parquet"),
+)
+LOG_MAX_SIZE = _integer(
+    "hoodie.logfile.max.size",
+    "MERGE_ON_READ, table version 6: a log file at least this big rolls over to a new version.",
+    "write",
+    default=1024 * 1024 * 1024,
+    minimum=1,
+)
+COMPACT_INLINE = _boolean(
+    "hoodie.compact.inline",
+    "MERGE_ON_READ: compact after a write once enough delta commits have piled up.",
+    "write",
+    default=False,
+)
+COMPACT_MAX_DELTA_COMMITS = _integer(
+    "hoodie.compact.inline.max.delta.commits",
+    "Delta commits since the last compaction that trigger an inline compaction.",
+    "write",
+    default=5,
+    minimum=1,
+)
+COMPACT_TRIGGER = _choice(
+    "hoodie.compact.inline.trigger.strategy",
+    "What triggers an inline compaction (only the number of delta commits is supported).",
+    "write",
+    default="NUM_COMMITS",
+    choices=("NUM_COMMITS",),
 )
 COMMITS_RETAINED = _integer(
     "hoodie.cleaner.commits.retained",
@@ -724,6 +765,37 @@ RECORD_MERGE_MODE = _string(
     "How records merge, e.g. EVENT_TIME_ORDERING.",
     _PROPS,
     versions=(8, 9),
+)
+PAYLOAD_CLASS = _string(
+    "hoodie.compaction.payload.class",
+    "Payload class; before version 9 it decides how a MOR snapshot merges records.",
+    _PROPS,
+    alternates=("hoodie.table.legacy.payload.class", "hoodie.datasource.write.payload.class"),
+)
+MERGE_STRATEGY_ID = _string(
+    "hoodie.record.merge.strategy.id",
+    "Record merger strategy (a UUID); version 8 infers the merge mode from it first.",
+    _PROPS,
+    alternates=("hoodie.compaction.record.merger.strategy",),
+)
+PARTIAL_UPDATE_MODE = _string(
+    "hoodie.table.partial.update.mode",
+    "How partial updates merge (Hudi 1.1); hudi_sync reads tables with NONE only.",
+    _PROPS,
+    default="NONE",
+    versions=(9,),
+)
+MERGE_DELETE_FIELD = _string(
+    "hoodie.record.merge.property.hoodie.payload.delete.field",
+    "A column: a log record whose value of it equals the delete marker is a delete (Hudi 1.1).",
+    _PROPS,
+    versions=(9,),
+)
+MERGE_DELETE_MARKER = _string(
+    "hoodie.record.merge.property.hoodie.payload.delete.marker",
+    "The delete field's value that marks a log record as a delete (Hudi 1.1).",
+    _PROPS,
+    versions=(9,),
 )
 TABLE_FORMAT = _string("hoodie.table.format", "Table format (Hudi 1.1).", _PROPS, versions=(9,))
 METADATA_PARTITIONS = _list(

@@ -12,4 +12,7 @@ scripts/postgres_env.sh  # PostgreSQL 15 for the Debezium tests
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir .venv/docs-site
 .venv/bin/ruff check hudi_sync tests benchmarks
 .venv/bin/mypy
-exec .venv/bin/python -m pytest -q "$@"
+# Two workers by default (CI has 2 CPUs; much of a test's time is spent waiting on JVMs and
+# services): -n 0 runs in one process, -n N on N workers. Work-stealing evens out the
+# long Spark tests. Each worker starts its own Spark session and services.
+exec .venv/bin/python -m pytest -q -n "${HUDI_SYNC_TEST_WORKERS:-2}" --dist worksteal "$@"

@@ -2,7 +2,8 @@
 
 ``show`` (timeline, files, settings), ``changes`` (CDC rows), ``sync`` (``manifest``,
 ``sync duckdb|bigquery|snowflake``, ``watch``, ``backfill``), ``write`` (PySpark writer),
-``ingest`` (Debezium); what they share (help layout, exit codes, output) is in ``common``.
+``compact`` (Merge-on-Read), ``ingest`` (Debezium); what they share (help layout, exit
+codes, output) is in ``common``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ app.add_typer(ingest.ingest_app, name="ingest")
 app.command("changes")(changes.changes_command)
 app.command("manifest")(sync.manifest_command)
 app.command("write")(write.write_command)
+app.command("compact")(write.compact_command)
 app.command("watch")(sync.watch_command)
 app.command("backfill")(sync.backfill_command)
 

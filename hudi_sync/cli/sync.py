@@ -1,7 +1,7 @@
 """``hudi-sync manifest``, ``sync`` (DuckDB, BigQuery, Snowflake), ``watch`` and
 ``backfill``: publish a table's snapshot manifest and sync it to warehouses, once, on each
 new commit, or for every table under a root. The options the ``sync`` commands share are
-declared once, in :class:`SyncRun`."""
+declared once, in ``SyncRun``."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def _print_report(report: SyncReport, dry_run: bool, as_json: bool, uri: str) ->
 
 @dataclass(frozen=True)
 class SyncRun:
-    """The options every ``sync`` command takes, declared once: :func:`_sync_command`
+    """The options every ``sync`` command takes, declared once: ``_sync_command``
     adds them to each command after the command's own (its URI and target flags)."""
 
     props: PropsOption = None
@@ -136,7 +136,7 @@ class SyncRun:
 
 
 def _sync_command(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Register ``sync NAME``. The decorated function takes a :class:`SyncRun` first,
+    """Register ``sync NAME``. The decorated function takes a ``SyncRun`` first,
     then its own parameters; typer sees its own parameters followed by SyncRun's fields
     (so help lists them in that order), and the call gets them back as one SyncRun."""
 

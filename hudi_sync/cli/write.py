@@ -1,4 +1,5 @@
-"""``hudi-sync write``: data files to a Copy-on-Write table with PySpark (imported on use)."""
+"""``hudi-sync write``: data files to a Hudi table with PySpark (imported on use);
+``hudi-sync compact``: Merge-on-Read compaction."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def write_command(
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Write data files to a Copy-on-Write Hudi table with PySpark, by Hudi's write options
+    """Write data files to a Hudi table with PySpark, by Hudi's write options
     (hoodie.table.name, hoodie.datasource.write.*, ...). With
     hoodie.datasource.meta.sync.enable=true the sync hook runs after the commit; a failed
     sync keeps the commit and exits 1."""
@@ -61,3 +62,54 @@ def write_command(
             err=True,
         )
         raise typer.Exit(1)
+
+
+def compact_command(
+    table: Annotated[str, typer.Argument(help="Merge-on-Read table base path or URI")],
+    conf: ConfOption = None,
+    storage_option: StorageOption = None,
+    schedule_only: Annotated[
+        bool, typer.Option("--schedule-only", help="Write the plan, do not run it.")
+    ] = False,
+    run_only: Annotated[
+        bool, typer.Option("--run-only", help="Run pending plans, schedule none.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Compact a Merge-on-Read table: finish pending compactions, then schedule one over
+    the file groups with log files and run it (base and log records merged into new base
+    files, by the table's merge rules), under the table lock. Runs in this process."""
+    if schedule_only and run_only:
+        exit_on_error(_refuse("--schedule-only and --run-only exclude each other"))
+    options = exit_on_error(lambda: command_options(None, conf))
+    storage = exit_on_error(lambda: parse_storage_options(storage_option))
+
+    def body() -> dict[str, Any]:
+        from hudi_sync import config as cfg
+        from hudi_sync.errors import BadInputError
+        from hudi_sync.table import HudiTable
+        from hudi_sync.table.write.compaction import compact
+        from hudi_sync.table.write.lock import TableLock
+
+        opened = HudiTable.open(table, storage)
+        if not opened.config.is_mor:
+            raise BadInputError(f"{opened.uri}: a COPY_ON_WRITE table has nothing to compact")
+        lock = TableLock(
+            opened.location,
+            opened.location.join(".hoodie"),
+            wait_ms=cfg.LOCK_WAIT_MS.read(options),
+            expire_minutes=cfg.LOCK_EXPIRE_MINUTES.read(options),
+        )
+        instants = compact(opened, lock, schedule=not run_only, execute=not schedule_only)
+        return {"table": opened.uri, "compactions": ",".join(instants)}
+
+    emit_summary(exit_on_error(body), as_json, f"compact {table}")
+
+
+def _refuse(message: str) -> Any:
+    def fail() -> None:
+        from hudi_sync.errors import BadInputError
+
+        raise BadInputError(message)
+
+    return fail

@@ -7,12 +7,12 @@ Rules (RFC-39, with its open limitation on deletes closed):
   the same.
 - A key's last event decides: an upsert row (``c``, ``r``, ``u``) or a delete.
 - An event at or before a key's tombstone (the position of the delete that removed
-  it, kept in the table's :mod:`~hudi_sync.debezium.state`) is dropped, so a late
+  it, kept in the table's ``hudi_sync.debezium.state``) is dropped, so a late
   insert or update never resurrects a deleted row. Likewise every event before the
   last truncate.
 - TOAST: a column Debezium left out (``__debezium_unavailable_value``) takes the value
   the key had before, from an earlier event of this batch when there is one; otherwise
-  it stays in :attr:`Reduced.unresolved` and the writer fills it from the stored row.
+  it stays in ``Reduced.unresolved`` and the writer fills it from the stored row.
 - ``t`` (truncate) follows the policy: ``fail``, ``ignore``, or ``delete`` (every row
   before it goes: the batch's earlier events are dropped, stored rows are deleted).
 """

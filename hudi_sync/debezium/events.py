@@ -1,4 +1,4 @@
-"""Debezium change events: one Kafka message to one :class:`ChangeEvent`.
+"""Debezium change events: one Kafka message to one ``ChangeEvent``.
 
 Three shapes are read: the Debezium envelope (``before``, ``after``, ``source``, ``op``,
 ``ts_ms``) with or without the JSON converter's ``schema``/``payload`` wrapper, the

@@ -1,9 +1,9 @@
 """``ingest``: Debezium topics into a Copy-on-Write Hudi table, batch by batch.
 
 One batch: read up to ``max_events`` messages from the checkpointed offsets, decode
-them (:mod:`.events`), reduce them to one row per key in log order (:mod:`.batch`),
+them (``events``), reduce them to one row per key in log order (``batch``),
 and commit rows and deletes in one upsert whose commit records the next offsets and
-the tombstones (:mod:`.state`). Then offsets go to Kafka (monitoring only) and the
+the tombstones (``state``). Then offsets go to Kafka (monitoring only) and the
 post-commit hook syncs the warehouse. A run killed anywhere resumes from the last
 commit: a batch is applied with its offsets or not at all, and the sync hook runs
 again at start.
@@ -92,7 +92,7 @@ _OPTION_OVERRIDES: dict[str, cfg.OptionSpec[Any]] = {
 
 @dataclass(frozen=True, repr=False)
 class IngestConfig:
-    """Everything one ingest needs; :meth:`from_options` reads it from Hudi's names.
+    """Everything one ingest needs; ``from_options`` reads it from Hudi's names.
     Its repr masks credentials (Kafka client secrets, registry passwords)."""
 
     table_path: str

@@ -69,7 +69,7 @@ def masked(options: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def secrets_of(options: Mapping[str, Any] | None) -> set[str]:
-    """Every secret value in ``options`` (for :func:`scrub`), with the password part
+    """Every secret value in ``options`` (for ``scrub``), with the password part
     of ``user:password`` values and of URLs."""
     found: set[str] = set()
     for name, value in (options or {}).items():

@@ -1,8 +1,8 @@
 """Manifests: which base files make up a table's snapshot, published under
 ``<table>/.hoodie/manifest/`` for the warehouse targets to read.
 
-:mod:`.snapshot` (full manifests and their store), :mod:`.delta` (delta manifests on a
-base snapshot), :mod:`.file_set` (the files of a snapshot as sorted name and URI lists).
+``snapshot`` (full manifests and their store), ``delta`` (delta manifests on a
+base snapshot), ``file_set`` (the files of a snapshot as sorted name and URI lists).
 """
 
 from hudi_sync.manifest.delta import DeltaStore

@@ -56,8 +56,11 @@ from hudi_sync.spark.reader import (
 from hudi_sync.storage import Location, open_location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.cdc_query import CHANGE_SCHEMA, ChangeSplit, plan_changes, read_split
+from hudi_sync.table.fs_view import CommittedInstants, FileSlice
 from hudi_sync.table.instant import comparable_instant
+from hudi_sync.table.record_merge import MergeRules
 from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.slice_reader import read_file_slice
 
 START_OFFSET = cfg.START_OFFSET.key
 
@@ -97,6 +100,18 @@ class _FilePart(InputPartition):
 
 
 @dataclass(frozen=True)
+class _SlicePart(InputPartition):
+    """One Merge-on-Read slice with log files, merged as of ``as_of``; ``commits`` as
+    for ``_FilePart``."""
+
+    file_slice: FileSlice
+    rules: MergeRules
+    committed: CommittedInstants
+    as_of: str | None
+    commits: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
 class _ChangePart(InputPartition):
     split: str  # ChangeSplit JSON
 
@@ -126,9 +141,12 @@ def _read_part(location: Location, schema: pa.Schema, part: InputPartition) -> I
     if isinstance(part, _ChangePart):
         yield from read_split(location, ChangeSplit.from_json(part.split)).to_batches()
         return
-    assert isinstance(part, _FilePart)
-    with location.fs.open(location.join(part.relative_path), "rb") as handle:
-        table = pq.read_table(handle)
+    if isinstance(part, _SlicePart):
+        table = read_file_slice(location, part.file_slice, part.rules, part.committed, part.as_of)
+    else:
+        assert isinstance(part, _FilePart)
+        with location.fs.open(location.join(part.relative_path), "rb") as handle:
+            table = pq.read_table(handle)
     if part.commits is not None:
         keep = pc.is_in(table.column(META_FIELDS[0]), value_set=pa.array(part.commits))
         table = table.filter(keep)
@@ -172,9 +190,14 @@ def _plan(
     if end is not None:
         query[END] = end
     files = plan_files(table, query)
-    return [
-        _FilePart(s.relative_base_path, files.commits) for s in files.slices if s.relative_base_path
-    ]
+    parts: list[InputPartition] = []
+    for s in files.slices:
+        if s.log_files and files.rules is not None:
+            committed = table.view.committed_instants
+            parts.append(_SlicePart(s, files.rules, committed, files.as_of, files.commits))
+        elif s.relative_base_path:
+            parts.append(_FilePart(s.relative_base_path, files.commits))
+    return parts
 
 
 class _BatchReader(DataSourceReader):

@@ -40,6 +40,7 @@ DELETE_FIELD = cfg.DELETE_FIELD.key
 DELETE_MARKER = cfg.DELETE_MARKER.key
 CDC_ENABLED = cfg.CDC_ENABLED.key
 CDC_MODE = cfg.CDC_MODE.key
+TABLE_TYPE = cfg.WRITE_TABLE_TYPE.key
 # hudi_sync's own: who merges file groups. "spark" (default): Spark's joins and parquet
 # writer, where Spark can open the table and CDC is off, else the Python merge; "python":
 # Spark's Python workers with pyarrow, which also write Hudi's key-range footer metadata
@@ -80,6 +81,10 @@ class WriteOptions:
     delete_field: str | None  # rows whose delete_field equals delete_marker are deletes
     delete_marker: str | None
     merge_engine: str  # one of MERGE_ENGINES
+    table_type: str  # COPY_ON_WRITE or MERGE_ON_READ (a new table's; an existing one's must match)
+    log_block_format: str  # MERGE_ON_READ: avro or parquet data blocks
+    compact_inline: bool  # MERGE_ON_READ: compact after the write when enough deltas piled up
+    compact_max_delta_commits: int
     raw: Mapping[str, str]
 
     @classmethod
@@ -130,6 +135,10 @@ class WriteOptions:
             delete_field=delete_field,
             delete_marker=delete_marker,
             merge_engine=engine,
+            table_type=_table_type(raw, mode if cfg.CDC_ENABLED.read(raw) else None),
+            log_block_format=cfg.LOG_BLOCK_FORMAT.read(raw),
+            compact_inline=cfg.COMPACT_INLINE.read(raw),
+            compact_max_delta_commits=cfg.COMPACT_MAX_DELTA_COMMITS.read(raw),
             raw=raw,
         )
 
@@ -157,8 +166,20 @@ class WriteOptions:
                 f"(table: {str(config.hive_style_partitioning).lower()})"
             )
         mismatches += self._cdc_mismatches(config)
-        if config.is_mor:
-            mismatches.append("the table is MERGE_ON_READ (hudi_sync writes COPY_ON_WRITE)")
+        if cfg.WRITE_TABLE_TYPE.given(self.raw) and self.table_type != config.table_type.value:
+            mismatches.append(f"{TABLE_TYPE}={self.table_type} (table: {config.table_type.value})")
+        if config.is_mor and config.cdc_enabled:
+            raise BadInputError(
+                f"{where}: CDC-enabled MERGE_ON_READ tables cannot be written yet "
+                "(hudi_sync writes CDC logs for COPY_ON_WRITE tables)"
+            )
+        if config.metadata_partitions:
+            raise BadInputError(
+                f"{where}: the table keeps Hudi's metadata table "
+                f"({cfg.METADATA_PARTITIONS.key}={','.join(config.metadata_partitions)}), which "
+                "hudi_sync does not update: readers listing files through it would miss "
+                "this write (disable the metadata table in Hudi first)"
+            )
         if mismatches:
             raise BadInputError(f"{where}: options do not match the table: {'; '.join(mismatches)}")
 
@@ -178,3 +199,15 @@ class WriteOptions:
                     "fixed at table creation)"
                 ]
         return []
+
+
+def _table_type(raw: Mapping[str, str], cdc_mode: CdcMode | None) -> str:
+    """``hoodie.datasource.write.table.type``; CDC logs are written for Copy-on-Write
+    tables only, so a new CDC-enabled Merge-on-Read table is refused."""
+    table_type = cfg.WRITE_TABLE_TYPE.read(raw)
+    if table_type == "MERGE_ON_READ" and cdc_mode is not None:
+        raise BadInputError(
+            f"{TABLE_TYPE}=MERGE_ON_READ with {CDC_ENABLED}=true is not supported yet "
+            "(hudi_sync writes CDC logs for COPY_ON_WRITE tables)"
+        )
+    return table_type

@@ -27,6 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_sync.spark.file_groups import WriteTarget, new_key_buckets, uses_small_files
+from hudi_sync.spark.log_append import AppendSpec, append_log
 from hudi_sync.spark.merge import (
     DELETE_FLAG,
     FILE_NAME,
@@ -46,15 +47,23 @@ from hudi_sync.table.write.rollback import write_marker
 _STATS_SCHEMA = (
     "partition string, file_id string, path string, prev_commit string, num_writes long, "
     "num_deletes long, num_update_writes long, num_inserts long, file_size long, "
-    "prev_base_file string, cdc_path string, cdc_size long"
+    "prev_base_file string, cdc_path string, cdc_size long, base_file string, "
+    "log_files array<string>, log_version int"
 )
 
 
 def write_file_groups(
-    spark: SparkSession, target: WriteTarget, rows: DataFrame, cdc_mode: CdcMode | None
+    spark: SparkSession,
+    target: WriteTarget,
+    rows: DataFrame,
+    cdc_mode: CdcMode | None,
+    log_appends: AppendSpec | None = None,
 ) -> list[WriteStat]:
     """Merge the keyed, deduplicated incoming ``rows`` into the file groups they touch
-    and write them; returns their write stats."""
+    and write them; returns their write stats. With ``log_appends`` (a Merge-on-Read
+    deltacommit) stored file groups get their changes as a new log file instead, and
+    new keys go to new file groups only (small files take no inserts: Hudi's index
+    would not find keys written to their logs)."""
     operation = target.options.operation
     if operation in ("upsert", "delete"):
         tagged = _tag(spark, target, rows)
@@ -66,9 +75,10 @@ def write_file_groups(
         updates = tagged.where(F.col(FILE_ID).isNotNull())
         inserts = tagged.where(F.col(FILE_ID).isNull() & ~F.col(DELETE_FLAG))
         counts = {r[0]: int(r[1]) for r in inserts.groupBy(PARTITION_PATH).count().collect()}
-        buckets = new_key_buckets(target, counts, uses_small_files(operation))
+        small_files = uses_small_files(operation) and log_appends is None
+        buckets = new_key_buckets(target, counts, small_files)
         to_write = updates.unionByName(route(spark, inserts, buckets))
-        return _merge_groups(target, to_write, cdc_mode)
+        return _merge_groups(target, to_write, cdc_mode, log_appends)
     finally:
         tagged.unpersist()
 
@@ -106,7 +116,7 @@ def _tag(spark: SparkSession, target: WriteTarget, rows: DataFrame) -> DataFrame
 
 
 def _merge_groups(
-    target: WriteTarget, rows: DataFrame, cdc_mode: CdcMode | None
+    target: WriteTarget, rows: DataFrame, cdc_mode: CdcMode | None, log_appends: AppendSpec | None
 ) -> list[WriteStat]:
     """Each file group's rows (tagged or routed) merged by one Python worker."""
     schema = target.schema
@@ -119,6 +129,7 @@ def _merge_groups(
         {f"{p}\0{f}": name for (p, f), name in target.snapshot.items()},
         cdc_mode,
         json.loads(json_schema(schema, target.options.table_name)) if cdc_mode else {},
+        log_appends,
     )
     collected = rows.groupBy(PARTITION_PATH, FILE_ID).applyInArrow(merge, _STATS_SCHEMA)
     return [
@@ -135,6 +146,9 @@ def _merge_groups(
             file_size=r["file_size"],
             prev_base_file=r["prev_base_file"],
             cdc_stats={r["cdc_path"]: r["cdc_size"]} if r["cdc_path"] else {},
+            base_file=r["base_file"],
+            log_files=tuple(r["log_files"] or ()),
+            log_version=r["log_version"],
         )
         for r in collected.collect()
     ]
@@ -178,6 +192,7 @@ def _group_merger(
     stored_names: Mapping[str, str],
     cdc_mode: CdcMode | None,
     data_schema: Mapping[str, Any],
+    log_appends: AppendSpec | None,
 ) -> Callable[[pa.Table], pa.Table]:
     """The function Spark's Python workers run for each touched file group. It opens
     the table from its URI and storage options (plain data: it runs on any executor),
@@ -198,7 +213,23 @@ def _group_merger(
             if context
             else (0, 0, 0)
         )
-        name = f"{file_id}_{task[0]}-{task[1]}-{task[2]}_{instant}.parquet"
+        token = f"{task[0]}-{task[1]}-{task[2]}"
+        if log_appends is not None and stored:
+            appended = append_log(location, log_appends, rows, partition, file_id, stored, token)
+            return _stats_row(
+                partition,
+                file_id,
+                f"{partition}/{appended.name}" if partition else appended.name,
+                prev_commit=appended.prev_commit,
+                num_writes=appended.upserts,
+                num_deletes=appended.deletes,
+                num_update_writes=appended.upserts,
+                file_size=appended.size,
+                base_file=appended.base_file,
+                log_files=list(appended.log_files),
+                log_version=appended.version,
+            )
+        name = f"{file_id}_{token}_{instant}.parquet"
         result = merge_file_group(
             old,
             rows,
@@ -245,21 +276,47 @@ def _group_merger(
             location.write_file(f"{folder}/{cdc_name}", data)
             cdc_path = f"{partition}/{cdc_name}" if partition else cdc_name
             cdc_size = len(data)
-        return pa.table(
-            {
-                "partition": pa.array([partition], pa.string()),
-                "file_id": pa.array([file_id], pa.string()),
-                "path": pa.array([relative], pa.string()),
-                "prev_commit": pa.array([prev_commit], pa.string()),
-                "num_writes": pa.array([table.num_rows], pa.int64()),
-                "num_deletes": pa.array([result.num_deletes], pa.int64()),
-                "num_update_writes": pa.array([result.num_updates], pa.int64()),
-                "num_inserts": pa.array([result.num_inserts], pa.int64()),
-                "file_size": pa.array([file_size], pa.int64()),
-                "prev_base_file": pa.array([stored], pa.string()),
-                "cdc_path": pa.array([cdc_path], pa.string()),
-                "cdc_size": pa.array([cdc_size], pa.int64()),
-            }
+        return _stats_row(
+            partition,
+            file_id,
+            relative,
+            prev_commit=prev_commit,
+            num_writes=table.num_rows,
+            num_deletes=result.num_deletes,
+            num_update_writes=result.num_updates,
+            num_inserts=result.num_inserts,
+            file_size=file_size,
+            prev_base_file=stored,
+            cdc_path=cdc_path,
+            cdc_size=cdc_size,
         )
 
     return merge
+
+
+def _stats_row(partition: str, file_id: str, path: str, **values: Any) -> pa.Table:
+    """One file group's stats, a row of ``_STATS_SCHEMA`` (absent values null)."""
+    schema = pa.schema(
+        [
+            ("partition", pa.string()),
+            ("file_id", pa.string()),
+            ("path", pa.string()),
+            ("prev_commit", pa.string()),
+            ("num_writes", pa.int64()),
+            ("num_deletes", pa.int64()),
+            ("num_update_writes", pa.int64()),
+            ("num_inserts", pa.int64()),
+            ("file_size", pa.int64()),
+            ("prev_base_file", pa.string()),
+            ("cdc_path", pa.string()),
+            ("cdc_size", pa.int64()),
+            ("base_file", pa.string()),
+            ("log_files", pa.list_(pa.string())),
+            ("log_version", pa.int32()),
+        ]
+    )
+    row = {"partition": partition, "file_id": file_id, "path": path, **values}
+    for field in schema:
+        if field.type == pa.int64() and field.name.startswith("num_"):
+            row.setdefault(field.name, 0)
+    return pa.Table.from_pylist([row], schema=schema)

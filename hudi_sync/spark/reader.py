@@ -34,6 +34,7 @@ from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark.merge import align
 from hudi_sync.spark.parallelism import default_parallelism
+from hudi_sync.spark.slice_read import read_merged_slices
 from hudi_sync.storage import Location, nest_option, open_location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.cdc_query import (
@@ -44,7 +45,10 @@ from hudi_sync.table.cdc_query import (
     read_split,
 )
 from hudi_sync.table.fs_view import FileSlice
+from hudi_sync.table.instant import comparable_instant
+from hudi_sync.table.record_merge import MergeRules
 from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.snapshot_read import slice_merge_rules
 
 QUERY_TYPE = cfg.QUERY_TYPE.key
 AS_OF = cfg.AS_OF.key
@@ -99,7 +103,7 @@ def read(
         if incremental_format(opts) == "cdc":
             return changes(spark, table, begin, cfg.END.text(opts))
     files = plan_files(table, opts)
-    frame = _read_slices(spark, table, files.slices)
+    frame = read_planned(spark, table, files)
     if files.commits is None:
         return frame
     return frame.where(F.col("_hoodie_commit_time").isin(list(files.commits)))
@@ -107,29 +111,48 @@ def read(
 
 @dataclass(frozen=True)
 class FilePlan:
-    """The base files a snapshot, time-travel or latest_state query reads, and for
-    latest_state the commits whose rows it keeps."""
+    """The file slices a snapshot, time-travel or latest_state query reads; for
+    latest_state the commits whose rows it keeps. Slices with log files (Merge-on-Read)
+    are merged by ``rules`` as of instant ``as_of`` (latest when None)."""
 
     slices: list[FileSlice]
     commits: tuple[str, ...] | None = None
+    rules: MergeRules | None = None
+    as_of: str | None = None
 
 
 def plan_files(table: HudiTable, opts: Mapping[str, str]) -> FilePlan:
     """Pick the files of a non-CDC query by Hudi's read options (shared by ``read``
-    and ``format("hudi")``)."""
+    and ``format("hudi")``). Merge-on-Read snapshot and incremental queries merge
+    log files; ``read_optimized`` reads base files only."""
     query = cfg.QUERY_TYPE.read(opts)
     if query == "incremental":
         begin, end = cfg.BEGIN.text(opts), cfg.END.text(opts)
         if begin is None:
             raise BadInputError(f"{QUERY_TYPE}=incremental needs {BEGIN}")
-        commits = tuple(i.requested_time for i in table.commits_between(begin, end))
-        return FilePlan(table.changed_file_slices(begin, end), commits)
-    if table.config.is_mor and query == "snapshot":
-        raise BadInputError(
-            f"{table.uri}: snapshot queries of MERGE_ON_READ tables need log merging; "
-            f"read it with {QUERY_TYPE}=read_optimized"
-        )
-    return FilePlan(table.file_slices(as_of=cfg.AS_OF.text(opts), read_optimized=True))
+        instants = table.commits_between(begin, end)
+        commits = tuple(i.requested_time for i in instants)
+        slices = table.changed_file_slices(begin, end)
+        last = max(commits, key=comparable_instant) if commits else None
+        return FilePlan(slices, commits, slice_merge_rules(table, slices), last)
+    as_of = cfg.AS_OF.text(opts)
+    instant = table.resolve_as_of(as_of) if as_of is not None else None
+    read_optimized = query == "read_optimized" or not table.config.is_mor
+    slices = table.view.slices_as_of(instant, read_optimized)
+    return FilePlan(slices, None, slice_merge_rules(table, slices), instant)
+
+
+def read_planned(spark: SparkSession, table: HudiTable, plan: FilePlan) -> DataFrame:
+    """The rows of the planned slices: base files read as Parquet, slices with log
+    files merged by Spark's Python workers."""
+    merged = [s for s in plan.slices if s.log_files]
+    if not merged or plan.rules is None:
+        return _read_slices(spark, table, plan.slices)
+    frame = read_merged_slices(spark, table, merged, plan.rules, plan.as_of)
+    plain = [s for s in plan.slices if not s.log_files]
+    if not plain:
+        return frame
+    return _read_slices(spark, table, plain).unionByName(frame, allowMissingColumns=True)
 
 
 def incremental_format(opts: Mapping[str, str]) -> str:

@@ -63,6 +63,7 @@ def open_or_create(
             hive_style_partitioning=options.hive_style_partitioning,
             create_schema=json_schema(incoming_schema(), options.table_name),
             cdc_mode=options.cdc_mode,
+            table_type=options.table_type,
         )
         check_bucket(location)
         location.ensure_folder(location.path)

@@ -41,6 +41,7 @@ needs no Hadoop connector for the table.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -49,8 +50,10 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_sync.spark import python_merge, spark_merge_plan
+from hudi_sync.spark.compaction import spark_executor
 from hudi_sync.spark.file_groups import WriteTarget, replaced_file_groups
 from hudi_sync.spark.incoming import IncomingRows, incoming_rows
+from hudi_sync.spark.log_append import AppendSpec
 from hudi_sync.spark.options import WriteOptions
 from hudi_sync.spark.reader import spark_opens
 from hudi_sync.spark.write_schema import (
@@ -63,11 +66,18 @@ from hudi_sync.spark.write_schema import (
 from hudi_sync.storage import Location, open_location, reporting_storage_failures
 from hudi_sync.sync.hook import run_post_commit_hook
 from hudi_sync.sync.job import SyncReport
+from hudi_sync.table import HudiTable
 from hudi_sync.table.cdc_log import CdcMode, parse_cdc_mode
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.schema import META_FIELDS
-from hudi_sync.table.write.commit import CommitSettings, WriteTransaction
+from hudi_sync.table.write.commit import CommitSettings, WriteTransaction, table_lock
+from hudi_sync.table.write.compaction import (
+    compact,
+    delta_commits_since_compaction,
+    pending_compactions,
+)
+from hudi_sync.table.write.log_writer import meta_avro_schema
 from hudi_sync.table.write.timeline import CommitRecord
 
 REPLACE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table", "delete_partition")
@@ -85,6 +95,7 @@ class WriteResult:
     rolled_back: list[str] = field(default_factory=list)
     clean_instant: str | None = None
     archived: list[str] = field(default_factory=list)
+    compactions: list[str] = field(default_factory=list)  # completed inline (Merge-on-Read)
     sync: SyncReport | None = None
 
     def summary(self) -> dict[str, Any]:
@@ -100,6 +111,7 @@ class WriteResult:
             "replaced_file_groups": sum(len(v) for v in self.replaced_file_ids.values()),
             "rolled_back": ",".join(self.rolled_back),
             "clean": self.clean_instant or "",
+            "compactions": ",".join(self.compactions),
             "archived": len(self.archived),
             "sync_errors": self.sync.error_summary() if self.sync else "",
         }
@@ -137,18 +149,29 @@ def _write(
     """The steps of one write, in order (see the module's docstring)."""
     spark: SparkSession = df.sparkSession
     operation = options.operation
-    action = Action.REPLACE_COMMIT if operation in REPLACE_OPERATIONS else Action.COMMIT
     data_columns = [c for c in df.columns if c not in META_FIELDS]
     check_columns(df.columns, options)
     table = open_or_create(location, options, lambda: incoming_arrow_schema(df, data_columns))
     config = table.config
+    settings = _commit_settings(options)
+    finished: list[str] = []
+    if config.is_mor and pending_compactions(table):
+        # A plan is never abandoned, and logs written beside a pending plan would be
+        # named for the wrong slice on version 6: finish it before reading the snapshot.
+        lock = table_lock(location, settings)
+        finished = compact(table, lock, schedule=False, executor=spark_executor(spark))
+        table = HudiTable.open(location.uri, location.storage_options)
+    if operation in REPLACE_OPERATIONS:
+        action = Action.REPLACE_COMMIT
+    else:  # Merge-on-Read: updates and deletes go to log files, as a deltacommit
+        action = Action.DELTA_COMMIT if config.is_mor else Action.COMMIT
     cdc_mode = parse_cdc_mode(config.cdc_logging_mode) if config.cdc_enabled else None
     ordering = options.ordering_field or (
         config.ordering_fields[0] if config.ordering_fields else None
     )
     # A delete operation deletes each key given, whatever its ordering value.
     merge_ordering = None if operation == "delete" else ordering
-    transaction = WriteTransaction(table, action, operation.upper(), _commit_settings(options))
+    transaction = WriteTransaction(table, action, operation.upper(), settings)
     # One snapshot serves the schema check, the tagging and the conflict check (a
     # commit that completes after it is caught at commit time).
     snapshot = table.view.base_files_as_of()
@@ -156,7 +179,10 @@ def _write(
     schema = writer_schema(location, incoming_arrow_schema(df, data_columns), snapshot, operation)
     # Spark merges when it can open the table itself; CDC logs need the Python merge.
     spark_merges = (
-        options.merge_engine == "spark" and cdc_mode is None and spark_opens(spark, location)
+        options.merge_engine == "spark"
+        and cdc_mode is None
+        and not config.is_mor
+        and spark_opens(spark, location)
     )
     incoming = incoming_rows(
         df, data_columns, options, merge_ordering, snapshot, spark_merges, location.uri
@@ -174,13 +200,17 @@ def _write(
                 merge_ordering,
                 options,
             )
-            stats, replaced = _write_file_groups(spark, target, incoming, spark_merges, cdc_mode)
+            appends = _log_appends(target) if config.is_mor else None
+            stats, replaced = _write_file_groups(
+                spark, target, incoming, spark_merges, cdc_mode, appends
+            )
             transaction.write_partition_metadata({s.partition_path for s in stats})
             commit = CommitRecord(
                 operation.upper(), json_schema(schema, config.name), stats, replaced, extra_metadata
             )
             transaction.complete(commit)
         result = WriteResult(transaction.instant, action, operation, stats, replaced, rolled_back)
+        result.compactions = finished + _compact_inline(spark, location, options, settings)
         result.clean_instant, result.archived = transaction.clean_and_archive()
         if options.meta_sync:
             result.sync = run_post_commit_hook(location.uri, options.raw, location.storage_options)
@@ -195,6 +225,7 @@ def _write_file_groups(
     incoming: IncomingRows,
     spark_merges: bool,
     cdc_mode: CdcMode | None,
+    log_appends: AppendSpec | None,
 ) -> tuple[list[WriteStat], dict[str, list[str]]]:
     """The data files of the write, by the chosen merge engine: their stats, and the
     file groups the operation replaces (``partition -> file ids``)."""
@@ -206,7 +237,36 @@ def _write_file_groups(
     assert rows is not None  # keyed by incoming_rows
     if spark_merges:
         return spark_merge_plan.write_file_groups(spark, target, incoming), replaced
-    return python_merge.write_file_groups(spark, target, rows, cdc_mode), replaced
+    return python_merge.write_file_groups(spark, target, rows, cdc_mode, log_appends), replaced
+
+
+def _log_appends(target: WriteTarget) -> AppendSpec:
+    """How a Merge-on-Read write appends to the file groups it updates."""
+    data_schema = json.loads(json_schema(target.schema, target.options.table_name))
+    return AppendSpec(
+        instant=target.instant,
+        schema=target.schema,
+        avro_schema=meta_avro_schema(data_schema),
+        ordering=target.ordering,
+        table_version=target.table.config.version,
+        block_format=target.options.log_block_format,
+    )
+
+
+def _compact_inline(
+    spark: SparkSession, location: Location, options: WriteOptions, settings: CommitSettings
+) -> list[str]:
+    """Hudi's inline compaction: after a deltacommit, once
+    ``hoodie.compact.inline.max.delta.commits`` of them have piled up since the last
+    compaction (``hoodie.compact.inline``)."""
+    if not options.compact_inline:
+        return []
+    table = HudiTable.open(location.uri, location.storage_options)
+    if not table.config.is_mor:
+        return []
+    if delta_commits_since_compaction(table) < options.compact_max_delta_commits:
+        return []
+    return compact(table, table_lock(location, settings), executor=spark_executor(spark))
 
 
 def _commit_settings(options: WriteOptions) -> CommitSettings:

@@ -1,7 +1,7 @@
 """Warehouse sync: publish a table's manifest, then bring each warehouse target to it.
 
-:mod:`.job` (the sync itself), :mod:`.hook` (after every commit of the Spark writer),
-:mod:`.watch` (sync on every new commit), :mod:`.backfill` (every table under a root).
+``job`` (the sync itself), ``hook`` (after every commit of the Spark writer),
+``watch`` (sync on every new commit), ``backfill`` (every table under a root).
 """
 
 from hudi_sync.sync.backfill import backfill, discover_tables

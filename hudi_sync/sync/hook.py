@@ -1,6 +1,6 @@
 """The post-commit hook: after a commit completes, sync the table to the configured targets.
 
-A writer calls :func:`run_post_commit_hook` with its write options. The targets come from
+A writer calls ``run_post_commit_hook`` with its write options. The targets come from
 ``hoodie.meta.sync.client.tool.class`` (Hudi's key; ``bigquery``, ``snowflake``,
 ``duckdb`` or Hudi's BigQuerySyncTool class name, comma-separated) and each target's own
 options: ``hoodie.gcp.bigquery.sync.*`` for BigQuery, ``hoodie.snowflake.sync.*`` (or

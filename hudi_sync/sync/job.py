@@ -100,7 +100,8 @@ def publish_manifest(
     """Build and (unless ``dry_run``) publish the table's manifest; with
     ``delta_commits`` (latest snapshot only) as a delta on a base compacted every that
     many commits (``hudi_sync.manifest.delta``). A table without a completed commit
-    publishes the empty manifest (in delta mode ``delta.json`` names it too), after
+    publishes the empty manifest (in delta mode ``delta.json`` names it too); an empty
+    manifest (also in a dry run or a time-travel sync) is first shown to
     ``before_empty``, which may refuse it before anything is written; a time-travel
     sync to before the first commit publishes nothing."""
     with reporting_storage_failures(table.location):  # a store refusing a PUT: one line
@@ -123,12 +124,12 @@ def _publish_manifest(
     manifest = store.build(as_of=as_of)
     if manifest.instant is not None:  # an incremental build may not have parsed it
         store.timeline.snapshot_write(manifest.instant)  # corrupt: raises, nothing written
+    if manifest.is_empty and before_empty is not None:
+        before_empty()  # may refuse: nothing is written yet
     if dry_run or (manifest.is_empty and as_of is not None):
         files_uri, uris_uri = store.snapshot_uris(snapshot_folder(manifest.instant))
         return PublishedManifest(manifest, files_uri, uris_uri)
     if manifest.is_empty:
-        if before_empty is not None:
-            before_empty()
         published = store.publish(manifest)
         if delta_commits:
             DeltaStore(store, delta_commits).publish_empty()
@@ -220,8 +221,6 @@ def sync_table(
         delta_commits=delta_commits,
         before_empty=(lambda: require_empty_objects_schema(table, as_of)) if readers else None,
     )
-    if published.manifest.is_empty and readers:
-        require_empty_objects_schema(table, as_of)
     plans: list[SyncPlan] = []
     results: list[SyncResult] = []
     for target in readers:

@@ -61,6 +61,21 @@ class FileSlice:
         }
 
 
+@dataclass(frozen=True)
+class CommittedInstants:
+    """Whether files written at an instant are committed: a completed write, or one
+    older than the active timeline (archived). Picklable: Spark's workers ask it."""
+
+    completed: frozenset[str]
+    timeline_start: str | None  # comparable form; None on an empty timeline
+
+    def __call__(self, instant: str) -> bool:
+        if instant in self.completed:
+            return True
+        start = self.timeline_start
+        return start is not None and comparable_instant(instant) < start
+
+
 @dataclass
 class PartitionFiles:
     """The data files found in one partition directory."""
@@ -260,10 +275,12 @@ class FileSystemView:
     def is_committed(self, instant: str) -> bool:
         """Whether files written at ``instant`` are committed: a completed write, or
         one older than the active timeline (archived)."""
-        if instant in self._completed_write_times:
-            return True
-        start = self._timeline_start
-        return start is not None and comparable_instant(instant) < start
+        return self.committed_instants(instant)
+
+    @cached_property
+    def committed_instants(self) -> CommittedInstants:
+        """``is_committed`` as plain data, for readers in other processes."""
+        return CommittedInstants(self._completed_write_times, self._timeline_start)
 
     @cached_property
     def _completed_write_times(self) -> frozenset[str]:

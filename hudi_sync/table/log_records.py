@@ -11,7 +11,10 @@ A delete block's content is int32 version | int32 length | one Avro datum of
 ``HoodieDeleteRecordList``. The type of its ``orderingVal`` field changed between
 Hudi releases (a union of wrapper records up to 1.0, an array of that union in 1.1)
 and the block does not say which one it holds, so both schemas are tried and the one
-that consumes exactly the datum's bytes wins.
+that consumes exactly the datum's bytes wins. Each delete keeps its ordering value
+(``OrderingValue``: the wrapper's type and raw value): under event-time ordering Hudi
+compares it with the stored record's, and a delete carrying Hudi's default (int 0)
+is ordered by commit time instead.
 """
 
 from __future__ import annotations
@@ -35,22 +38,41 @@ DELETE_BLOCK_VERSION = 3
 ROLLBACK_COMMAND = "0"  # HoodieCommandBlockTypeEnum.ROLLBACK_BLOCK
 
 _NAMESPACE = "org.apache.hudi.avro.model"
-# Hudi's ordering-value wrappers, in their union order. Logical types are left out on
-# purpose: the ordering value is only decoded to be skipped, and raw types cannot fail
-# a logical conversion.
+# Hudi's ordering-value wrappers (HoodieDeleteRecordList.avsc), in their union order,
+# with the kind each one's value is and its raw Avro type. Logical types are left out
+# on purpose: raw values cannot fail a logical conversion, and the kind says how to
+# read them (days for dates, micros for times and timestamps, a decimal's unscaled
+# big-endian bytes at scale DECIMAL_WRAPPER_SCALE).
 _WRAPPERS = (
-    ("BooleanWrapper", "boolean"),
-    ("IntWrapper", "int"),
-    ("LongWrapper", "long"),
-    ("FloatWrapper", "float"),
-    ("DoubleWrapper", "double"),
-    ("BytesWrapper", "bytes"),
-    ("StringWrapper", "string"),
-    ("DateWrapper", "int"),
-    ("DecimalWrapper", "bytes"),
-    ("TimeMicrosWrapper", "long"),
-    ("TimestampMicrosWrapper", "long"),
+    ("BooleanWrapper", "boolean", "boolean"),
+    ("IntWrapper", "int", "int"),
+    ("LongWrapper", "long", "long"),
+    ("FloatWrapper", "float", "float"),
+    ("DoubleWrapper", "double", "double"),
+    ("BytesWrapper", "bytes", "bytes"),
+    ("StringWrapper", "string", "string"),
+    ("DateWrapper", "date", "int"),
+    ("DecimalWrapper", "decimal", "bytes"),
+    ("TimeMicrosWrapper", "time", "long"),
+    ("TimestampMicrosWrapper", "timestamp", "long"),
 )
+_KIND_OF_WRAPPER = {f"{_NAMESPACE}.{name}": kind for name, kind, _ in _WRAPPERS}
+DECIMAL_WRAPPER_SCALE = 15  # DecimalWrapper's value: decimal(30, 15)
+
+
+@dataclass(frozen=True)
+class OrderingValue:
+    """A delete record's ordering value as Hudi wrote it.
+
+    ``kind`` is the wrapper's value type (``int``, ``long``, ``float``, ``double``,
+    ``boolean``, ``bytes``, ``string``, ``date``, ``decimal``, ``time``,
+    ``timestamp``), or ``array`` for several ordering fields (Hudi 1.1), whose
+    ``value`` is then a tuple of ``OrderingValue`` or None. Hudi compares a delete's
+    value with a record's only when both have the same class, so the kind is kept.
+    """
+
+    kind: str
+    value: Any
 
 
 @dataclass(frozen=True)
@@ -62,6 +84,7 @@ class LogRecord:
     partition_path: str | None
     is_delete: bool
     values: dict[str, Any] | None  # the full record (data blocks), None for deletes
+    ordering: OrderingValue | None = None  # a delete's ordering value, None if absent
 
 
 def _ordering_union() -> list[Any]:
@@ -72,7 +95,7 @@ def _ordering_union() -> list[Any]:
             "namespace": _NAMESPACE,
             "fields": [{"name": "value", "type": value_type}],
         }
-        for name, value_type in _WRAPPERS
+        for name, _, value_type in _WRAPPERS
     ]
     return ["null", *wrappers]
 
@@ -104,9 +127,11 @@ def _delete_list_schema(ordering_type: Any) -> Any:
     )
 
 
-# Hudi 0.14 to 1.0 first (most tables), then Hudi 1.1.
+# The form every Hudi release up to 1.1 writes (writers use it too).
+DELETE_LIST_SCHEMA = _delete_list_schema(_ordering_union())
+# That form first (most tables), then the array form of later Hudi sources.
 _DELETE_SCHEMAS = (
-    ("union", _delete_list_schema(_ordering_union())),
+    ("union", DELETE_LIST_SCHEMA),
     ("array", _delete_list_schema(["null", {"type": "array", "items": _ordering_union()}])),
 )
 
@@ -213,8 +238,8 @@ def _block_records(block: LogBlock, where: str) -> list[LogRecord]:
         return _data_records(_parquet_rows(block.content, where), instant, where)
     if block.block_type == BlockType.DELETE:
         return [
-            LogRecord(instant, key, partition, True, None)
-            for key, partition in _delete_keys(block.content, where)
+            LogRecord(instant, key, partition, True, None, ordering)
+            for key, partition, ordering in _delete_keys(block.content, where)
         ]
     raise UnsupportedTableError(
         f"{where}: {_block_name(block.block_type)} log blocks are not supported"
@@ -247,8 +272,8 @@ def _parquet_rows(content: bytes, where: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _delete_keys(content: bytes, where: str) -> list[tuple[str, str | None]]:
-    """``(record key, partition path)`` of each record of a delete block."""
+def _delete_keys(content: bytes, where: str) -> list[tuple[str, str | None, OrderingValue | None]]:
+    """``(record key, partition path, ordering value)`` of each record of a delete block."""
     if len(content) < 4:
         raise CorruptTableError(f"{where}: delete block truncated while reading version")
     (version,) = struct.unpack(">i", content[:4])
@@ -271,13 +296,27 @@ def _delete_keys(content: bytes, where: str) -> list[tuple[str, str | None]]:
             f"{where}: delete block does not decode as HoodieDeleteRecordList "
             "(neither the Hudi 0.14-1.0 nor the Hudi 1.1 schema fits)"
         )
-    result: list[tuple[str, str | None]] = []
+    result: list[tuple[str, str | None, OrderingValue | None]] = []
     for entry in decoded["deleteRecordList"]:
         key = entry["recordKey"]
         if key is None:
             raise CorruptTableError(f"{where}: delete record has no recordKey")
-        result.append((key, entry["partitionPath"]))
+        result.append((key, entry["partitionPath"], _ordering_value(entry["orderingVal"])))
     return result
+
+
+def _ordering_value(decoded: Any) -> OrderingValue | None:
+    """A decoded ``orderingVal``: a ``(wrapper name, {"value": v})`` union branch, a
+    list of them (Hudi 1.1; one field reads as that field's value), or None."""
+    if isinstance(decoded, list):
+        values = tuple(_ordering_value(item) for item in decoded)
+        if not values:
+            return None
+        return values[0] if len(values) == 1 else OrderingValue("array", values)
+    if decoded is None:
+        return None
+    name, wrapper = decoded
+    return OrderingValue(_KIND_OF_WRAPPER[name], wrapper["value"])
 
 
 def _decode_delete_list(datum: bytes) -> dict[str, Any] | None:
@@ -285,7 +324,7 @@ def _decode_delete_list(datum: bytes) -> dict[str, Any] | None:
     for _, schema in _DELETE_SCHEMAS:
         stream = io.BytesIO(datum)
         try:
-            decoded = fastavro.schemaless_reader(stream, schema, None)
+            decoded = fastavro.schemaless_reader(stream, schema, None, return_record_name=True)
         except Exception:  # a wrong schema fails in many ways
             continue
         if stream.tell() == len(datum) and isinstance(decoded, dict):

@@ -189,5 +189,7 @@ def encode_block(
         + footer_bytes
     )
     block_length = len(body) + 8  # the trailing total-length field is part of the block
-    total = len(MAGIC) + 8 + block_length
+    # The trailing field is the block's size up to itself: magic, length field and body.
+    # (hudi-rs skips a block whose trailing size disagrees; Hudi calls it corrupt.)
+    total = len(MAGIC) + 8 + len(body)
     return MAGIC + struct.pack(">q", block_length) + body + struct.pack(">q", total)

@@ -40,6 +40,7 @@ class WriteStat:
     log_files: tuple[str, ...] = ()
     cdc_stats: Mapping[str, int] = field(default_factory=dict)
     prev_base_file: str | None = None
+    log_version: int | None = None  # a Merge-on-Read log append: the log file's version
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], partition: str) -> WriteStat:
@@ -61,11 +62,13 @@ class WriteStat:
             log_files=tuple(record.get("logFiles") or ()),
             cdc_stats=dict(record.get("cdcStats") or {}),
             prev_base_file=record.get("prevBaseFile") or None,
+            log_version=record.get("logVersion"),
         )
 
     def to_record(self) -> dict[str, Any]:
-        """Hudi's HoodieWriteStat fields (a Copy-on-Write base file)."""
-        return {
+        """Hudi's HoodieWriteStat fields: a base file's, plus a log append's
+        (``HoodieDeltaWriteStat``: log version and offset, base file, log files)."""
+        record: dict[str, Any] = {
             "fileId": self.file_id,
             "path": self.path,
             "prevCommit": self.prev_commit or NULL_COMMIT,
@@ -81,6 +84,18 @@ class WriteStat:
             "prevBaseFile": self.prev_base_file,
             "numUpdates": self.num_updates,
         }
+        if self.log_version is not None:
+            record.update(
+                {
+                    "logVersion": self.log_version,
+                    "logOffset": 0,
+                    "baseFile": self.base_file or "",
+                    "logFiles": list(self.log_files),
+                    "totalLogRecords": 0,
+                    "totalLogBlocks": 0,
+                }
+            )
+        return record
 
     @property
     def file_name(self) -> str:

@@ -153,7 +153,7 @@ class TableConfig:
 
     @classmethod
     def from_mapping(cls, props: Mapping[str, str], where: str) -> TableConfig:
-        """Typed by the declarations in :mod:`hudi_sync.config`, strictly: a value that
+        """Typed by the declarations in ``hudi_sync.config``, strictly: a value that
         does not parse is a CorruptTableError naming the file, the key and the value."""
 
         def read(spec: OptionSpec[T]) -> T:

@@ -1,8 +1,8 @@
 """The table core's write side: Hudi's commit protocol without Spark.
 
-One write's way from a requested to a completed instant (:mod:`.commit`), built on
-timeline writing (:mod:`.timeline`), table creation (:mod:`.create`), the writers' lock
-and heartbeats (:mod:`.lock`), rolling back failed writes (:mod:`.rollback`), the
-cleaner (:mod:`.cleaner`) and the archiver (:mod:`.archiver`). The read side
+One write's way from a requested to a completed instant (``commit``), built on
+timeline writing (``timeline``), table creation (``create``), the writers' lock
+and heartbeats (``lock``), rolling back failed writes (``rollback``), the
+cleaner (``cleaner``) and the archiver (``archiver``). The read side
 (``hudi_sync.table``) never imports it.
 """

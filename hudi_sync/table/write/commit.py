@@ -5,7 +5,7 @@ A write's instant goes from requested to completed, or to a rollback:
 1. ``start`` (under the table lock): roll back failed writes (pending instants whose
    writer is gone), take a new instant and write ``<instant>.<action>.requested``.
 2. ``inflight``: mark the instant inflight and keep a heartbeat while the data files are
-   written (each announced by a marker first, see :mod:`.rollback`). A write that fails
+   written (each announced by a marker first, see ``rollback``). A write that fails
    inside it is rolled back at once; one that dies is rolled back by the next writer.
 3. ``complete`` (under the lock): fail with ``WriteConflictError`` if a commit completed
    since the write read its snapshot touched the same file groups; drop files of retried
@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from hudi_sync.errors import HudiSyncError, WriteConflictError, WriteError, first_line
+from hudi_sync.storage import Location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
@@ -50,6 +51,16 @@ class CommitSettings:
     commits_retained: int  # hoodie.cleaner.commits.retained
     auto_archive: bool  # hoodie.archive.automatic
     archival: ArchivalPolicy  # hoodie.keep.min.commits / hoodie.keep.max.commits
+
+
+def table_lock(location: Location, settings: CommitSettings) -> TableLock:
+    """The table's lock, waited for and expiring as the write options say."""
+    return TableLock(
+        location,
+        location.join(".hoodie"),
+        wait_ms=settings.lock_wait_ms,
+        expire_minutes=settings.lock_expire_minutes,
+    )
 
 
 class WriteTransaction:
@@ -149,12 +160,7 @@ class WriteTransaction:
 
     # -- steps ---------------------------------------------------------------------------
     def _new_lock(self) -> TableLock:
-        return TableLock(
-            self.location,
-            self.hoodie,
-            wait_ms=self.settings.lock_wait_ms,
-            expire_minutes=self.settings.lock_expire_minutes,
-        )
+        return table_lock(self.location, self.settings)
 
     def _open(self) -> HudiTable:
         """The table as it is now (later commits included)."""

@@ -23,7 +23,7 @@ _KEY_GENERATOR_CLASSES = {
 
 @dataclass(frozen=True)
 class TableSettings:
-    """What a writer decides when it creates a Copy-on-Write table."""
+    """What a writer decides when it creates a table."""
 
     name: str
     version: int
@@ -34,6 +34,7 @@ class TableSettings:
     create_schema: str
     database_name: str = "default"
     cdc_mode: CdcMode | None = None  # hoodie.table.cdc.*: fixed for the table's life
+    table_type: str = "COPY_ON_WRITE"  # or MERGE_ON_READ
 
     @property
     def key_generator_type(self) -> str:
@@ -53,7 +54,7 @@ class TableSettings:
         props = {
             cfg.TABLE_NAME.key: self.name,
             cfg.DATABASE_NAME.key: self.database_name,
-            cfg.TABLE_TYPE.key: "COPY_ON_WRITE",
+            cfg.TABLE_TYPE.key: self.table_type,
             cfg.TABLE_VERSION_PROPERTY.key: str(self.version),
             cfg.TIMELINE_LAYOUT.key: str(LAYOUT_FOR_VERSION[self.version]),
             cfg.RECORD_KEY_FIELDS.key: ",".join(self.record_key_fields),

@@ -51,6 +51,13 @@ _WRITE_STAT = {
         _nullable("cdcStats", {"type": "map", "values": "long"}),
         _nullable("prevBaseFile", _STRING),
         _nullable("numUpdates", "long"),
+        # HoodieDeltaWriteStat's (Merge-on-Read log appends)
+        _nullable("totalLogRecords", "long"),
+        _nullable("totalLogBlocks", "long"),
+        _nullable("logVersion", "int"),
+        _nullable("logOffset", "long"),
+        _nullable("baseFile", _STRING),
+        _nullable("logFiles", {"type": "array", "items": _STRING}),
     ],
 }
 _COMMON_COMMIT_FIELDS = [
@@ -192,6 +199,7 @@ class CommitRecord:
     stats: Sequence[WriteStat]
     replaced_file_ids: Mapping[str, Sequence[str]] = field(default_factory=dict)
     extra_metadata: Mapping[str, str] = field(default_factory=dict)
+    compacted: bool = False  # a compaction's commit
 
     def to_record(self, replace: bool) -> dict[str, Any]:
         by_partition: dict[str, list[dict[str, Any]]] = {}
@@ -199,7 +207,7 @@ class CommitRecord:
             by_partition.setdefault(stat.partition_path, []).append(stat.to_record())
         record: dict[str, Any] = {
             "partitionToWriteStats": by_partition,
-            "compacted": False,
+            "compacted": self.compacted,
             "extraMetadata": {"schema": self.schema, **self.extra_metadata},
             "version": 1,
             "operationType": self.operation,
@@ -251,6 +259,15 @@ class TimelineWriter:
         else:
             data = b""
         self.location.write_file(self._path(f"{instant}.{action}.requested"), data, exclusive=True)
+
+    def request_compaction(self, instant: str, plan: bytes) -> None:
+        """``<instant>.compaction.requested`` holding the plan (Avro)."""
+        name = f"{instant}.{Action.COMPACTION}.requested"
+        self.location.write_file(self._path(name), plan, exclusive=True)
+
+    def mark_compaction_inflight(self, instant: str) -> None:
+        """``<instant>.compaction.inflight`` (empty, as Hudi writes it)."""
+        self.location.write_file(self._path(f"{instant}.{Action.COMPACTION}.inflight"), b"")
 
     def mark_inflight(self, instant: str, action: str, operation: str) -> None:
         name = f"{instant}.inflight" if action == Action.COMMIT else f"{instant}.{action}.inflight"

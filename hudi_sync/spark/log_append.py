@@ -1,0 +1,143 @@
+"""Merge-on-Read: one file group's updates and deletes appended as a new log file.
+
+Run by Spark's Python workers, one call per existing file group a deltacommit touches
+(new keys go to new base files, as with Hudi's SIMPLE and BLOOM indexes, which look
+keys up in base files only: a key that lived only in a log would be inserted again).
+Nothing is merged here: readers and compaction merge base and log records by the
+table's merge rules. The file is announced by a marker first, like every data file,
+so a failed write is rolled back by deleting it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_sync.spark.merge import (
+    COMMIT_TIME,
+    DELETE_FLAG,
+    FILE_NAME,
+    PARTITION_PATH,
+    RECORD_KEY,
+    SEQNO,
+    align,
+)
+from hudi_sync.storage import Location
+from hudi_sync.table.write.log_writer import (
+    NATURAL_ORDER,
+    encode_data_block,
+    encode_delete_block,
+    log_file_name,
+    next_log_version,
+    ordering_wrapper,
+    slice_logs,
+)
+from hudi_sync.table.write.rollback import write_marker
+
+
+@dataclass(frozen=True)
+class LogAppend:
+    """What one file group's append wrote (a ``HoodieDeltaWriteStat``'s facts)."""
+
+    name: str
+    size: int
+    version: int
+    upserts: int
+    deletes: int
+    prev_commit: str  # v6: the slice's base instant; v8+: the deltacommit's instant
+    base_file: str  # v6: the slice's base file; v8+: "" (as Hudi 1.x writes it)
+    log_files: tuple[str, ...]  # v6: the slice's logs and the new one; v8+: the new one
+
+
+@dataclass(frozen=True)
+class AppendSpec:
+    """The write-wide facts every append needs (plain data: it travels to workers)."""
+
+    instant: str
+    schema: pa.Schema  # the writer schema: meta fields, then the data columns
+    avro_schema: Mapping[str, Any]  # the same, as the log blocks' header schema
+    ordering: str | None  # None: deletes win by commit order (a DELETE operation)
+    table_version: int
+    block_format: str  # hoodie.logfile.data.block.format
+
+
+def append_log(
+    location: Location,
+    spec: AppendSpec,
+    rows: pa.Table,
+    partition: str,
+    file_id: str,
+    base_file: str,
+    write_token: str,
+) -> LogAppend:
+    """Append ``rows`` (keyed and deduplicated; ``DELETE_FLAG`` marks deletes) to the
+    file group ``file_id`` whose latest slice has ``base_file``."""
+    deletes = pc.fill_null(rows.column(DELETE_FLAG).combine_chunks(), False)
+    upserts = rows.filter(pc.invert(deletes))
+    removed = rows.filter(deletes)
+    folder = location.join(partition) if partition else location.path
+    if spec.table_version < 8:
+        slice_instant = base_file.rsplit("_", 1)[1].split(".")[0]
+        names = location.names(folder)
+        version = next_log_version(names, file_id, slice_instant)
+        earlier = slice_logs(names, file_id, slice_instant)
+    else:
+        slice_instant, version, earlier = spec.instant, 1, []
+    name = log_file_name(file_id, slice_instant, version, write_token)
+    blocks = b""
+    if upserts.num_rows:
+        records = _with_meta_fields(upserts, spec, file_id, write_token)
+        blocks += encode_data_block(records, spec.avro_schema, spec.instant, spec.block_format)
+    if removed.num_rows:
+        blocks += encode_delete_block(
+            _delete_entries(removed, spec.ordering), spec.avro_schema, spec.instant
+        )
+    write_marker(location, spec.instant, partition, name)
+    location.write_file(f"{folder}/{name}", blocks)
+    v6 = spec.table_version < 8
+    return LogAppend(
+        name=name,
+        size=len(blocks),
+        version=version,
+        upserts=upserts.num_rows,
+        deletes=removed.num_rows,
+        prev_commit=slice_instant if v6 else spec.instant,
+        base_file=base_file if v6 else "",
+        log_files=(*earlier, name) if v6 else (name,),
+    )
+
+
+def _with_meta_fields(
+    upserts: pa.Table, spec: AppendSpec, file_id: str, write_token: str
+) -> pa.Table:
+    """The upserted rows in the writer schema with their meta fields: this commit's
+    time and sequence numbers, and the file id as the file name (Hudi's append handle)."""
+    records = align(upserts, spec.schema)
+    count = records.num_rows
+    task = write_token.split("-", 1)[0]
+    values = {
+        COMMIT_TIME: pa.array([spec.instant] * count, pa.string()),
+        SEQNO: pa.array([f"{spec.instant}_{task}_{i}" for i in range(count)], pa.string()),
+        FILE_NAME: pa.array([file_id] * count, pa.string()),
+    }
+    for column, array in values.items():
+        records = records.set_column(records.schema.get_field_index(column), column, array)
+    return records
+
+
+def _delete_entries(removed: pa.Table, ordering: str | None) -> list[tuple[str, str, Any]]:
+    """``(key, partition, ordering value)`` of each delete: the row's ordering value
+    under event-time ordering, else Hudi's natural order (the delete wins)."""
+    keys = removed.column(RECORD_KEY).to_pylist()
+    partitions = removed.column(PARTITION_PATH).to_pylist()
+    if ordering is None or ordering not in removed.column_names:
+        return [(k, p, NATURAL_ORDER) for k, p in zip(keys, partitions, strict=True)]
+    column = removed.column(ordering)
+    return [
+        (k, p, ordering_wrapper(column.type, v) or NATURAL_ORDER)
+        for k, p, v in zip(keys, partitions, column.to_pylist(), strict=True)
+    ]

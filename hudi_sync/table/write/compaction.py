@@ -1,0 +1,354 @@
+"""Merge-on-Read compaction: each file slice's base and log records into a new base file.
+
+Hudi's protocol, which needs no Spark:
+
+1. Schedule: a plan (Avro ``HoodieCompactionPlan``, one operation per file group whose
+   latest slice has log files) in ``<T>.compaction.requested``. A plan is never
+   abandoned: it is executed, or re-executed after a crash.
+2. Execute: ``<T>.compaction.inflight``; each operation reads its slice (the base file
+   and the plan's log files, merged by the table's merge rules) and writes
+   ``<fileId>_<token>_<T>.parquet``. Rows keep the commit time and sequence number of
+   the version that won; ``_hoodie_file_name`` names the new file.
+3. Complete: ``<T>.commit`` (version 6, JSON) or ``<T>_<completion>.commit`` (Avro),
+   with ``compacted`` set and operation ``COMPACT``.
+
+The new base file starts a new file slice at T: logs written before it belong to the
+previous slice, which readers no longer merge.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from hudi_sync.errors import CorruptTableError
+from hudi_sync.storage import Location, open_location
+from hudi_sync.table import HudiTable
+from hudi_sync.table.filenames import parse_base_file, parse_log_file
+from hudi_sync.table.fs_view import FileSlice
+from hudi_sync.table.instant import Action
+from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.record_merge import MergeRules, merge_rules
+from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.slice_reader import read_file_slice
+from hudi_sync.table.snapshot_read import snapshot_schema
+from hudi_sync.table.write.lock import TableLock
+from hudi_sync.table.write.rollback import files_written_by, marker_folder, write_marker
+from hudi_sync.table.write.timeline import CommitRecord, TimelineWriter
+
+COMPACT_OPERATION = "COMPACT"
+PLAN_VERSION = 2  # paths in the plan are file names, relative to their partition
+_STRING = {"type": "string", "avro.java.string": "String"}
+_FILE_NAME = META_FIELDS[4]
+
+
+def _nullable(name: str, avro_type: Any, default: bool = True) -> dict[str, Any]:
+    field: dict[str, Any] = {"name": name, "type": ["null", avro_type]}
+    if default:
+        field["default"] = None
+    return field
+
+
+PLAN_SCHEMA = fastavro.parse_schema(
+    {
+        "type": "record",
+        "name": "HoodieCompactionPlan",
+        "namespace": "org.apache.hudi.avro.model",
+        "fields": [
+            _nullable(
+                "operations",
+                {
+                    "type": "array",
+                    "items": {
+                        "type": "record",
+                        "name": "HoodieCompactionOperation",
+                        "fields": [
+                            _nullable("baseInstantTime", _STRING, default=False),
+                            _nullable("deltaFilePaths", {"type": "array", "items": _STRING}),
+                            _nullable("dataFilePath", _STRING),
+                            _nullable("fileId", _STRING, default=False),
+                            _nullable("partitionPath", _STRING),
+                            _nullable("metrics", {"type": "map", "values": "double"}),
+                            _nullable("bootstrapFilePath", _STRING),
+                        ],
+                    },
+                },
+            ),
+            _nullable("extraMetadata", {"type": "map", "values": _STRING}),
+            {"name": "version", "type": ["int", "null"], "default": 1},
+        ],
+    }
+)
+
+
+@dataclass(frozen=True)
+class CompactionOperation:
+    """One file group to compact: its slice's base file and the logs to merge into it."""
+
+    partition_path: str
+    file_id: str
+    base_instant: str
+    base_file: str | None  # a file name, None for a log-only file group
+    log_files: tuple[str, ...]  # file names, in merge order
+    log_bytes: int = 0
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "baseInstantTime": self.base_instant,
+            "deltaFilePaths": list(self.log_files),
+            "dataFilePath": self.base_file,
+            "fileId": self.file_id,
+            "partitionPath": self.partition_path,
+            "metrics": {
+                "TOTAL_LOG_FILES": float(len(self.log_files)),
+                "TOTAL_LOG_FILES_SIZE": float(self.log_bytes),
+            },
+            "bootstrapFilePath": None,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> CompactionOperation:
+        return cls(
+            partition_path=str(record.get("partitionPath") or ""),
+            file_id=str(record["fileId"]),
+            base_instant=str(record["baseInstantTime"]),
+            base_file=_name(record.get("dataFilePath")),
+            log_files=tuple(n for n in map(_name, record.get("deltaFilePaths") or ()) if n),
+        )
+
+    def file_slice(self) -> FileSlice:
+        """The slice the operation merges: exactly the planned files."""
+        base = parse_base_file(self.base_file, 0) if self.base_file else None
+        logs = []
+        for name in self.log_files:
+            log = parse_log_file(name, 0)
+            if log is None:
+                raise CorruptTableError(f"compaction plan names {name!r}, not a log file")
+            logs.append(log)
+        return FileSlice(self.partition_path, self.file_id, self.base_instant, base, tuple(logs))
+
+
+def _name(path: object) -> str | None:
+    """A plan path as a file name (version 1 plans hold full paths)."""
+    return os.path.basename(str(path)) if path else None
+
+
+def plan_compaction(table: HudiTable) -> list[CompactionOperation]:
+    """One operation per file group whose latest slice has committed log files."""
+    operations = []
+    for file_slice in table.view.slices_as_of(None):
+        if not file_slice.log_files:
+            continue
+        operations.append(
+            CompactionOperation(
+                file_slice.partition_path,
+                file_slice.file_id,
+                file_slice.base_instant,
+                file_slice.base_file.name if file_slice.base_file else None,
+                tuple(log.name for log in file_slice.log_files),
+                sum(log.size for log in file_slice.log_files),
+            )
+        )
+    return operations
+
+
+def plan_bytes(operations: Iterable[CompactionOperation]) -> bytes:
+    """``<T>.compaction.requested``: the plan in an Avro container (no codec)."""
+    record = {
+        "operations": [op.to_record() for op in operations],
+        "extraMetadata": None,
+        "version": PLAN_VERSION,
+    }
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, PLAN_SCHEMA, [record])
+    return buffer.getvalue()
+
+
+def read_plan(data: bytes, where: str) -> list[CompactionOperation]:
+    try:
+        records = list(fastavro.reader(io.BytesIO(data)))
+    except (ValueError, EOFError, StopIteration) as exc:
+        raise CorruptTableError(f"{where}: cannot decode the compaction plan ({exc})") from None
+    if len(records) != 1 or not isinstance(records[0], dict):
+        raise CorruptTableError(f"{where}: a compaction plan holds one record")
+    return [CompactionOperation.from_record(r) for r in records[0].get("operations") or ()]
+
+
+def compact_file_group(
+    location: Location,
+    operation: CompactionOperation,
+    instant: str,
+    rules: MergeRules,
+    committed: Callable[[str], bool],
+    schema: pa.Schema,
+    write_token: str,
+) -> WriteStat:
+    """Merge one planned slice and write it as the base file of a new slice at
+    ``instant``; returns its write stat."""
+    rows = read_file_slice(location, operation.file_slice(), rules, committed, None, schema)
+    name = f"{operation.file_id}_{write_token}_{instant}.parquet"
+    rows = rows.set_column(
+        rows.schema.get_field_index(_FILE_NAME), _FILE_NAME, pa.array([name] * rows.num_rows)
+    )
+    if rows.num_rows:
+        bounds = pc.min_max(rows.column(META_FIELDS[2]))
+        rows = rows.replace_schema_metadata(
+            {
+                "hoodie_min_record_key": bounds["min"].as_py(),
+                "hoodie_max_record_key": bounds["max"].as_py(),
+            }
+        )
+    partition = operation.partition_path
+    relative = f"{partition}/{name}" if partition else name
+    write_marker(location, instant, partition, name)
+    sink = pa.BufferOutputStream()
+    pq.write_table(rows, sink)
+    data = sink.getvalue().to_pybytes()
+    location.write_file(location.join(relative), data)
+    return WriteStat(
+        file_id=operation.file_id,
+        path=relative,
+        partition_path=partition,
+        prev_commit=operation.base_instant,
+        num_writes=rows.num_rows,
+        total_write_bytes=len(data),
+        file_size=len(data),
+        prev_base_file=operation.base_file,
+    )
+
+
+def pending_compactions(table: HudiTable) -> list[str]:
+    """Requested times of compactions scheduled and not completed, oldest first."""
+    completed = {i.requested_time for i in table.timeline.completed_writes}
+    return [
+        i.requested_time
+        for i in table.timeline.instants
+        if i.action == Action.COMPACTION
+        and not i.is_completed
+        and i.requested_time not in completed
+    ]
+
+
+def delta_commits_since_compaction(table: HudiTable) -> int:
+    """Completed deltacommits after the last completed compaction (or ever): what
+    ``hoodie.compact.inline.max.delta.commits`` counts."""
+    count = 0
+    for instant in reversed(table.timeline.completed_writes):
+        if instant.action == Action.DELTA_COMMIT:
+            count += 1
+        elif table.timeline.commit_metadata(instant).compacted:
+            break
+    return count
+
+
+@dataclass(frozen=True)
+class CompactionJob:
+    """What executing a plan's operations needs, as plain data (Spark's workers get it)."""
+
+    uri: str
+    storage_options: Mapping[str, Any]
+    instant: str
+    rules: MergeRules
+    committed: Callable[[str], bool]
+    schema: pa.Schema
+
+    def run(self, operation: CompactionOperation, write_token: str) -> WriteStat:
+        location = open_location(self.uri, self.storage_options)
+        return compact_file_group(
+            location, operation, self.instant, self.rules, self.committed, self.schema, write_token
+        )
+
+
+# Runs a plan's operations (in order, or spread over Spark's workers) and returns their stats.
+Executor = Callable[[list[CompactionOperation], CompactionJob], list[WriteStat]]
+
+
+def run_in_process(operations: list[CompactionOperation], job: CompactionJob) -> list[WriteStat]:
+    """The operations one after another, in this process."""
+    return [job.run(op, f"{number}-0-0") for number, op in enumerate(operations)]
+
+
+def compact(
+    table: HudiTable,
+    lock: TableLock,
+    schedule: bool = True,
+    execute: bool = True,
+    executor: Executor = run_in_process,
+) -> list[str]:
+    """Under the table lock: finish every pending compaction (``execute``), then
+    schedule one over the file groups with log files (``schedule``) and run it
+    (``execute``). Returns the instants completed, or only scheduled when not
+    ``execute``."""
+    location = table.location
+    version = table.config.version
+    folder = location.join(".hoodie") if version == 6 else location.join(".hoodie", "timeline")
+    timeline = TimelineWriter(location, folder, version)
+    instants: list[str] = []
+    with lock:
+        if execute:
+            for pending in pending_compactions(table):
+                operations = _stored_plan(table, pending)
+                _execute(table, timeline, pending, operations, executor)
+                instants.append(pending)
+                table = HudiTable.open(table.uri, location.storage_options)
+        if schedule:
+            operations = plan_compaction(table)
+            if operations:
+                instant = timeline.new_instant_time()
+                timeline.request_compaction(instant, plan_bytes(operations))
+                if execute:
+                    _execute(table, timeline, instant, operations, executor)
+                instants.append(instant)
+    return instants
+
+
+def _stored_plan(table: HudiTable, instant: str) -> list[CompactionOperation]:
+    name = table.timeline.find_file(instant, f"{Action.COMPACTION}.requested")
+    if name is None:
+        raise CorruptTableError(f"{table.uri}: compaction {instant} has no requested plan")
+    return read_plan(table.timeline.read_file(name), f"{table.uri}: {name}")
+
+
+def _execute(
+    table: HudiTable,
+    timeline: TimelineWriter,
+    instant: str,
+    operations: list[CompactionOperation],
+    executor: Executor,
+) -> None:
+    """Run a scheduled plan to completion; files of an earlier, interrupted attempt
+    (found by their markers) are removed first."""
+    location = table.location
+    for partition, names in files_written_by(location, instant).items():
+        for name in names:
+            location.remove(location.join(partition, name) if partition else location.join(name))
+    timeline.mark_compaction_inflight(instant)
+    slices = [op.file_slice() for op in operations]
+    job = CompactionJob(
+        table.uri,
+        dict(location.storage_options),
+        instant,
+        merge_rules(table.config, table.uri),
+        table.view.committed_instants,
+        snapshot_schema(table, slices),
+    )
+    stats = executor(operations, job)
+    schema = next(
+        (
+            s
+            for i in reversed(table.timeline.completed_writes)
+            if (s := table.timeline.commit_metadata(i).schema)
+        ),
+        table.config.create_schema or "",
+    )
+    commit = CommitRecord(COMPACT_OPERATION, schema, stats, compacted=True)
+    timeline.complete(instant, Action.COMMIT, commit)
+    location.remove_tree(marker_folder(location, instant))

@@ -1,0 +1,296 @@
+"""Merge-on-Read writes: log files, deltacommits and compaction, read back by hudi-rs,
+our Spark reader and the table core, against the in-memory model."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import hudi
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner
+
+from hudi_sync.cli.app import app
+from hudi_sync.errors import BadInputError
+from hudi_sync.spark import write
+from hudi_sync.table import HudiTable
+from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.write.compaction import compact, pending_compactions, plan_compaction
+from hudi_sync.table.write.lock import TableLock
+from tests.spark_model import TableModel, table_rows
+from tests.test_spark_writer import OPERATIONS, RandomWorkload, frame, hudi_rs, options, our_rows
+
+MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
+
+
+def core_rows(path: Path, with_extra: bool, as_of: str | None = None) -> list[Any]:
+    return table_rows(read_snapshot(HudiTable.open(str(path)), as_of), with_extra)
+
+
+def hudi_rs_incremental(path: Path, begin: str, end: str) -> list[Any]:
+    options = (
+        hudi.HudiReadOptions()
+        .with_query_type(hudi.HudiQueryType.Incremental)
+        .with_start_timestamp(begin)
+        .with_end_timestamp(end)
+    )
+    batches = hudi.HudiTable(str(path)).read(options)
+    return table_rows(pa.Table.from_batches(batches), False) if batches else []
+
+
+@pytest.mark.parametrize(
+    ("version", "block_format", "seed"), [(6, "avro", 11), (8, "parquet", 12), (8, "avro", 13)]
+)
+def test_random_merge_on_read_writes_match_the_model_in_every_reader(  # type: ignore[no-untyped-def]
+    spark, tmp_path, version, block_format, seed
+) -> None:
+    settings = {
+        **MOR,
+        "hoodie.logfile.data.block.format": block_format,
+        "hoodie.compact.inline": "true",
+        "hoodie.compact.inline.max.delta.commits": 3,
+    }
+    workload = RandomWorkload(spark, tmp_path / "table", version, seed, **settings)
+    sequence = ["insert", *workload.random.choices(OPERATIONS, k=7), "add_column", "upsert"]
+    sequence.insert(5, "delete_partition")
+    sequence.insert(3, "failed_upsert")
+    for operation in sequence:
+        instant = workload.step(operation)
+        extra = workload.model.has_extra
+        expected = workload.model.snapshot()
+        assert hudi_rs(workload.path, extra) == expected, (operation, instant)
+        assert our_rows(spark, workload.path, extra) == expected, (operation, instant)
+        assert core_rows(workload.path, extra) == expected, (operation, instant)
+
+    table = HudiTable.open(str(workload.path))
+    actions = [i.action for i in table.timeline.instants if i.is_completed]
+    assert "deltacommit" in actions and "rollback" in actions
+    compactions = [
+        i for i in table.timeline.completed_writes if table.timeline.commit_metadata(i).compacted
+    ]
+    assert compactions, "inline compaction never ran"
+    logs = [p for p in workload.path.rglob(".*.log.*") if not p.name.endswith(".crc")]
+    assert logs, "no log files were written"
+    # Time travel to every commit in all three readers, compactions included.
+    for instant, model in workload.history:
+        expected, extra = model.snapshot(), model.has_extra
+        assert hudi_rs(workload.path, extra, as_of=instant) == expected, instant
+        assert our_rows(spark, workload.path, extra, **{"as.of.instant": instant}) == expected
+        assert core_rows(workload.path, extra, instant) == expected, instant
+    # Read-optimized: base files only, the same in hudi-rs and here.
+    ours = our_rows(
+        spark, workload.path, True, **{"hoodie.datasource.query.type": "read_optimized"}
+    )
+    assert ours == table_rows(_hudi_rs_read_optimized(workload.path), True)
+
+
+def _hudi_rs_read_optimized(path: Path) -> pa.Table:
+    from tests.warehouse_rows import hudi_rs_rows
+
+    table = hudi_rs_rows(str(path), read_optimized=True)
+    if "extra" not in table.column_names:
+        table = table.append_column("extra", pa.nulls(table.num_rows, pa.string()))
+    return table
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_incremental_queries_return_the_changes_in_log_files(  # type: ignore[no-untyped-def]
+    spark, tmp_path, version
+) -> None:
+    path = tmp_path / "t"
+    name = f"t{version}"
+    model = TableModel()
+    instants = []
+    batches = [
+        (
+            "insert",
+            [{"id": i, "p": "a" if i % 2 else "b", "name": f"n{i}", "ts": 1} for i in range(8)],
+        ),
+        (
+            "upsert",
+            [
+                {"id": 1, "p": "a", "name": "u1", "ts": 2},
+                {"id": 2, "p": "b", "name": "u2", "ts": 2},
+            ],
+        ),
+        (
+            "upsert",
+            [
+                {"id": 3, "p": "a", "name": "u3", "ts": 3},
+                {"id": 9, "p": "a", "name": "n9", "ts": 1},
+            ],
+        ),
+    ]
+    for operation, rows in batches:
+        result = write(
+            frame(spark, rows, False), str(path), options(name, version, operation, **MOR)
+        )
+        getattr(model, operation)(rows, result.instant)
+        instants.append(result.instant)
+    table = HudiTable.open(str(path))
+    completed = {i.requested_time: i for i in table.timeline.completed_writes}
+    for begin, end in itertools.pairwise(instants):
+        # Version 8 ranges select by completion time (Hudi 1.x): name the commits so.
+        low = completed[begin].completion_time or begin
+        high = completed[end].completion_time or end
+        query = {
+            "hoodie.datasource.query.type": "incremental",
+            "hoodie.datasource.read.begin.instanttime": low,
+            "hoodie.datasource.read.end.instanttime": high,
+        }
+        ours = our_rows(spark, path, False, **query)
+        # The end commit's rows: its updates live in log files only.
+        assert ours == sorted(r for r in model.snapshot() if r[-1] == end), (begin, end)
+        assert ours and ours == hudi_rs_incremental(path, low, high)
+
+
+def test_a_hudi_written_merge_on_read_table_takes_upserts_and_deletes(  # type: ignore[no-untyped-def]
+    spark, fixture_copy
+) -> None:
+    path = fixture_copy("mor/avro/v6_trips_8i1u")
+    before = {r["uuid"]: r for r in read_snapshot(HudiTable.open(str(path))).to_pylist()}
+    keys = sorted(before)
+    upserted = dict(before[keys[0]], fare=999.5, ts=before[keys[0]]["ts"] + 1)
+    data_columns = [c for c in before[keys[0]] if not c.startswith("_hoodie_")]
+    settings = {
+        "hoodie.table.name": HudiTable.open(str(path)).config.name,
+        "hoodie.datasource.write.recordkey.field": "uuid",
+        "hoodie.datasource.write.partitionpath.field": "city",
+        "hoodie.datasource.write.hive_style_partitioning": "true",
+        "hoodie.datasource.write.precombine.field": "ts",
+        **MOR,
+    }
+    rows = [{c: upserted[c] for c in data_columns}]
+    df = spark.createDataFrame(
+        rows, spark.read.format("hudi").load(str(path)).select(*data_columns).schema
+    )
+    write(df, str(path), settings)
+    deleted = [{c: before[keys[1]][c] for c in data_columns}]
+    write(
+        spark.createDataFrame(deleted, df.schema),
+        str(path),
+        {**settings, "hoodie.datasource.write.operation": "delete"},
+    )
+
+    expected = {k: v for k, v in before.items() if k != keys[1]}
+    expected[keys[0]] = upserted
+    for source in (read_snapshot(HudiTable.open(str(path))), _hudi_rs(path)):
+        rows_by_key = {r["uuid"]: r for r in source.to_pylist()}
+        assert sorted(rows_by_key) == sorted(expected)
+        assert rows_by_key[keys[0]]["fare"] == 999.5
+        for key in expected:
+            assert {c: rows_by_key[key][c] for c in data_columns} == {
+                c: expected[key][c] for c in data_columns
+            }
+
+
+def _hudi_rs(path: Path, as_of: str | None = None) -> pa.Table:
+    options = hudi.HudiReadOptions()
+    if as_of:
+        options = options.with_as_of_timestamp(as_of)
+    return pa.Table.from_batches(hudi.HudiTable(str(path)).read(options))
+
+
+def test_a_pending_compaction_is_finished_before_the_next_write(  # type: ignore[no-untyped-def]
+    spark, tmp_path
+) -> None:
+    path = tmp_path / "t"
+    model = TableModel()
+    first = [{"id": i, "p": "a", "name": f"n{i}", "ts": 1} for i in range(6)]
+    model.insert(
+        first,
+        write(frame(spark, first, False), str(path), options("t", 6, "insert", **MOR)).instant,
+    )
+    update = [{"id": 1, "p": "a", "name": "u1", "ts": 5}]
+    model.upsert(
+        update,
+        write(frame(spark, update, False), str(path), options("t", 6, "upsert", **MOR)).instant,
+    )
+    result = CliRunner().invoke(app, ["compact", str(path), "--schedule-only", "--json"])
+    assert result.exit_code == 0, result.output
+    scheduled = json.loads(result.output)["compactions"]
+    table = HudiTable.open(str(path))
+    assert pending_compactions(table) == [scheduled]
+    # A crashed attempt left a file behind: the resumed run removes it.
+    leftover = next((path / "a").glob("*.parquet"))
+    stray = leftover.with_name(leftover.name.split("_")[0] + f"_9-9-9_{scheduled}.parquet")
+    shutil.copy(leftover, stray)
+    marker = path / ".hoodie" / ".temp" / scheduled / "a" / f"{stray.name}.marker.CREATE"
+    marker.parent.mkdir(parents=True)
+    marker.touch()
+
+    later = [{"id": 2, "p": "a", "name": "u2", "ts": 5}]
+    written = write(frame(spark, later, False), str(path), options("t", 6, "upsert", **MOR))
+    model.upsert(later, written.instant)
+    assert written.compactions == [scheduled]
+    assert not stray.exists()
+    table = HudiTable.open(str(path))
+    assert pending_compactions(table) == []
+    assert hudi_rs(path, False) == model.snapshot() == core_rows(path, False)
+    # The update written after the compaction lives in a log of the compacted slice.
+    assert [s for s in table.file_slices() if s.log_files]
+
+
+def test_compaction_merges_every_log_into_new_base_files(  # type: ignore[no-untyped-def]
+    spark, tmp_path
+) -> None:
+    path = tmp_path / "t"
+    rows = [{"id": i, "p": "ab"[i % 2], "name": f"n{i}", "ts": 1} for i in range(10)]
+    write(frame(spark, rows, False), str(path), options("t", 8, "insert", **MOR))
+    changes = [
+        {"id": 1, "p": "b", "name": "x", "ts": 2},
+        {"id": 2, "p": "a", "name": "late", "ts": 0},
+    ]
+    write(frame(spark, changes, False), str(path), options("t", 8, "upsert", **MOR))
+    write(frame(spark, [rows[3]], False), str(path), options("t", 8, "delete", **MOR))
+    before = hudi_rs(path, False)
+    table = HudiTable.open(str(path))
+    assert plan_compaction(table)
+    lock = TableLock(table.location, table.location.join(".hoodie"), wait_ms=1000, expire_minutes=0)
+    (instant,) = compact(table, lock)
+    table = HudiTable.open(str(path))
+    assert not plan_compaction(table)  # every slice is a base file only
+    assert all(not s.log_files for s in table.file_slices())
+    assert hudi_rs(path, False) == before == core_rows(path, False)
+    metadata = table.timeline.commit_metadata(table.timeline.completed_writes[-1])
+    assert metadata.compacted and metadata.operation_type == "COMPACT"
+    assert {s.prev_commit for s in metadata.write_stats} == {
+        table.completed_commits()[0].requested_time
+    }
+    # A read-optimized query now sees the merged rows too.
+    optimized = our_rows(spark, path, False, **{"hoodie.datasource.query.type": "read_optimized"})
+    assert optimized == before
+    assert instant == table.latest_instant()
+
+
+def test_table_type_mismatches_and_unsupported_tables_are_refused(  # type: ignore[no-untyped-def]
+    spark, tmp_path, fixture_copy
+) -> None:
+    rows = [{"id": 1, "p": "a", "name": "n", "ts": 1}]
+    cow, mor = tmp_path / "cow", tmp_path / "mor"
+    write(frame(spark, rows, False), str(cow), options("t", 8, "insert"))
+    write(frame(spark, rows, False), str(mor), options("t", 8, "insert", **MOR))
+    with pytest.raises(BadInputError, match=r"table.type=MERGE_ON_READ \(table: COPY_ON_WRITE"):
+        write(frame(spark, rows, False), str(cow), options("t", 8, "upsert", **MOR))
+    with pytest.raises(BadInputError, match=r"table.type=COPY_ON_WRITE \(table: MERGE_ON_READ"):
+        write(
+            frame(spark, rows, False),
+            str(mor),
+            options("t", 8, "upsert", **{"hoodie.datasource.write.table.type": "COPY_ON_WRITE"}),
+        )
+    with pytest.raises(BadInputError, match="CDC"):
+        write(
+            frame(spark, rows, False),
+            str(tmp_path / "cdc"),
+            options("t", 8, "insert", **MOR, **{"hoodie.table.cdc.enabled": "true"}),
+        )
+    hudi_written = fixture_copy("mor/avro/v8_trips_8i3u1d")
+    with pytest.raises(BadInputError, match="metadata table") as refused:
+        write(frame(spark, rows, False), str(hudi_written), options("t", 8, "upsert"))
+    assert "\n" not in str(refused.value)
+    result = CliRunner().invoke(app, ["compact", str(cow)])
+    assert result.exit_code == 2 and "nothing to compact" in result.output
