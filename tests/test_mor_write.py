@@ -294,3 +294,40 @@ def test_table_type_mismatches_and_unsupported_tables_are_refused(  # type: igno
     assert "\n" not in str(refused.value)
     result = CliRunner().invoke(app, ["compact", str(cow)])
     assert result.exit_code == 2 and "nothing to compact" in result.output
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_the_cleaner_removes_old_slices_with_their_log_files(  # type: ignore[no-untyped-def]
+    spark, tmp_path, version
+) -> None:
+    path = tmp_path / "t"
+    folder = path / ("p=a" if version == 8 else "a")  # options(): hive style on version 8
+    settings = {
+        **MOR,
+        "hoodie.compact.inline": "true",
+        "hoodie.compact.inline.max.delta.commits": 2,
+        "hoodie.cleaner.commits.retained": 1,
+    }
+    model = TableModel()
+    rows = [{"id": i, "p": "a", "name": f"n{i}", "ts": 1} for i in range(4)]
+    model.insert(
+        rows,
+        write(
+            frame(spark, rows, False), str(path), options("t", version, "insert", **settings)
+        ).instant,
+    )
+    logs_seen: set[str] = set()
+    for step in range(5):
+        change = [{"id": step % 4, "p": "a", "name": f"s{step}", "ts": 2 + step}]
+        result = write(
+            frame(spark, change, False), str(path), options("t", version, "upsert", **settings)
+        )
+        model.upsert(change, result.instant)
+        logs_seen |= {p.name for p in folder.glob(".*.log.*")}
+        assert hudi_rs(path, False) == model.snapshot() == core_rows(path, False), step
+    remaining = {p.name for p in folder.glob(".*.log.*")}
+    table = HudiTable.open(str(path))
+    current = {log.name for s in table.file_slices() for log in s.log_files}
+    assert remaining < logs_seen  # logs of cleaned slices are gone...
+    assert current <= remaining  # ...never those the latest snapshot reads
+    assert len(list(folder.glob("*.parquet"))) <= 2

@@ -303,6 +303,28 @@ class FileSystemView:
                 return comparable_instant(instant.requested_time)
         return None
 
+    def slice_of_logs(self, files: PartitionFiles) -> dict[str, str]:
+        """``log file name -> base instant of its slice`` for the committed data logs of
+        one partition (the same assignment as ``slices_as_of``): what the cleaner
+        deletes with a slice's base file."""
+        completion_of = {
+            i.requested_time: i.completion_time or i.requested_time
+            for i in self.timeline.completed_writes
+        }
+        groups: dict[str, dict[str, _SliceBuilder]] = defaultdict(dict)
+        for base in files.base_files:
+            if self.is_committed(base.instant):
+                groups[base.file_id][base.instant] = _SliceBuilder(base.instant, base)
+        result: dict[str, str] = {}
+        for log in files.log_files:
+            if self.config.timeline_layout_version == 1:
+                result[log.name] = log.instant
+                continue
+            key = self._slice_key_for_log(log, groups, completion_of, self.is_committed)
+            if key is not None:
+                result[log.name] = key
+        return result
+
     def _slice_key_for_log(
         self,
         log: LogFile,

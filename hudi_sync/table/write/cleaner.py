@@ -1,4 +1,7 @@
-"""The cleaner (KEEP_LATEST_COMMITS): delete file versions no retained query can read."""
+"""The cleaner (KEEP_LATEST_COMMITS): delete file versions no retained query can read.
+
+A version is a file slice: its base file with its CDC logs and, in a Merge-on-Read
+table, the log files that belong to it."""
 
 from __future__ import annotations
 
@@ -23,10 +26,14 @@ def clean(table: HudiTable, timeline: TimelineWriter, retained: int) -> str | No
     }
     deleted: dict[str, list[str]] = {}
     for partition, files in table.view.partitions.items():
-        # A CDC log is part of the slice its commit wrote: cleaned with that base file.
-        cdc_logs: dict[tuple[str, str], list[str]] = {}
+        # A CDC log is part of the slice its commit wrote, a Merge-on-Read log part of
+        # the slice it belongs to: cleaned with that slice's base file.
+        slice_logs: dict[tuple[str, str], list[str]] = {}
         for log in files.cdc_files:
-            cdc_logs.setdefault((log.file_id, log.instant), []).append(log.name)
+            slice_logs.setdefault((log.file_id, log.instant), []).append(log.name)
+        for name, slice_instant in table.view.slice_of_logs(files).items():
+            file_id = name[1:].split("_", 1)[0]
+            slice_logs.setdefault((file_id, slice_instant), []).append(name)
         versions: dict[str, list[tuple[str, str]]] = {}
         names_of: dict[str, list[str]] = {}
         for base in files.base_files:
@@ -34,7 +41,7 @@ def clean(table: HudiTable, timeline: TimelineWriter, retained: int) -> str | No
                 versions.setdefault(base.file_id, []).append(
                     (comparable_instant(base.instant), base.name)
                 )
-                version_logs = cdc_logs.get((base.file_id, base.instant), [])
+                version_logs = slice_logs.get((base.file_id, base.instant), [])
                 names_of[base.name] = [base.name, *version_logs]
         for file_id, group in versions.items():
             group.sort()
