@@ -6,6 +6,9 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -331,3 +334,94 @@ def test_the_cleaner_removes_old_slices_with_their_log_files(  # type: ignore[no
     assert remaining < logs_seen  # logs of cleaned slices are gone...
     assert current <= remaining  # ...never those the latest snapshot reads
     assert len(list(folder.glob("*.parquet"))) <= 2
+
+
+KILLED_CHILD = textwrap.dedent(
+    """
+    import os, sys
+    from hudi_sync.spark import local_session, write
+    from hudi_sync.table.write import commit as commit_module
+    from hudi_sync.table.write import timeline as timeline_module
+    from tests.test_spark_writer import frame, options
+
+    path, step, version = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+    def die(*args, **kwargs):
+        os._exit(9)
+
+    complete = timeline_module.TimelineWriter.complete
+
+    def die_completing_a_compaction(self, instant, action, commit):
+        if commit.compacted:
+            os._exit(9)
+        return complete(self, instant, action, commit)
+
+    if step == "deltacommit":  # its log files are written, it never completes
+        commit_module.WriteTransaction.write_partition_metadata = die
+    else:  # the deltacommit completes; the inline compaction's files are written
+        timeline_module.TimelineWriter.complete = die_completing_a_compaction
+    spark = local_session("child", cores=1)
+    rows = [{"id": 1, "p": "a", "name": step, "ts": 5}, {"id": 9, "p": "a", "name": step, "ts": 5}]
+    settings = {
+        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+        "hoodie.compact.inline": "true",
+        "hoodie.compact.inline.max.delta.commits": 2,
+    }
+    write(frame(spark, rows, False), path, options("t", version, "upsert", **settings))
+    os._exit(0)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("step", "version"), [("deltacommit", 6), ("compaction", 6), ("compaction", 8)]
+)
+def test_a_writer_killed_mid_deltacommit_or_compaction_converges_on_rerun(  # type: ignore[no-untyped-def]
+    spark, tmp_path, step, version
+) -> None:
+    path = tmp_path / "t"
+    model = TableModel()
+    seed = [{"id": i, "p": "a", "name": f"n{i}", "ts": 1} for i in range(4)]
+    model.insert(
+        seed,
+        write(frame(spark, seed, False), str(path), options("t", version, "insert", **MOR)).instant,
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_CHILD, str(path), step, str(version)],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert child.returncode == 9, child.stderr[-2000:]
+    table = HudiTable.open(str(path))
+    if step == "compaction":  # the deltacommit completed before the compaction died
+        model.upsert(
+            [
+                {"id": 1, "p": "a", "name": step, "ts": 5},
+                {"id": 9, "p": "a", "name": step, "ts": 5},
+            ],
+            table.latest_instant() or "",
+        )
+        assert pending_compactions(table)
+    assert hudi_rs(path, False) == model.snapshot() == core_rows(path, False)
+    # The next write rolls back the dead deltacommit or finishes the compaction first.
+    again = [{"id": 2, "p": "a", "name": "again", "ts": 3}]
+    result = write(frame(spark, again, False), str(path), options("t", version, "upsert", **MOR))
+    model.upsert(again, result.instant)
+    table = HudiTable.open(str(path))
+    assert pending_compactions(table) == [] and not table.timeline.pending
+    assert hudi_rs(path, False) == model.snapshot() == core_rows(path, False)
+    if step == "compaction":
+        assert result.compactions
+        compacted = result.compactions[0]
+        written = {
+            s.path
+            for i in table.timeline.completed_writes
+            if i.requested_time == compacted
+            for s in table.timeline.commit_metadata(i).write_stats
+        }
+        on_disk = {str(p.relative_to(path)) for p in path.rglob(f"*_{compacted}.parquet")}
+        assert on_disk == written  # the killed attempt's files are gone
+    else:
+        assert result.rolled_back
