@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from hudi_sync.cli.app import app
 from hudi_sync.errors import BadInputError
-from hudi_sync.spark import write
+from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
 from hudi_sync.table.snapshot_read import read_snapshot
 from hudi_sync.table.write.compaction import compact, pending_compactions, plan_compaction
@@ -285,12 +285,6 @@ def test_table_type_mismatches_and_unsupported_tables_are_refused(  # type: igno
             str(mor),
             options("t", 8, "upsert", **{"hoodie.datasource.write.table.type": "COPY_ON_WRITE"}),
         )
-    with pytest.raises(BadInputError, match="CDC"):
-        write(
-            frame(spark, rows, False),
-            str(tmp_path / "cdc"),
-            options("t", 8, "insert", **MOR, **{"hoodie.table.cdc.enabled": "true"}),
-        )
     hudi_written = fixture_copy("mor/avro/v8_trips_8i3u1d")
     with pytest.raises(BadInputError, match="metadata table") as refused:
         write(frame(spark, rows, False), str(hudi_written), options("t", 8, "upsert"))
@@ -425,3 +419,79 @@ def test_a_writer_killed_mid_deltacommit_or_compaction_converges_on_rerun(  # ty
         assert on_disk == written  # the killed attempt's files are gone
     else:
         assert result.rolled_back
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_cdc_queries_on_merge_on_read_tables_infer_changes_from_log_files(  # type: ignore[no-untyped-def]
+    spark, tmp_path, version
+) -> None:
+    """No CDC log is written for a log append (Hudi infers a Merge-on-Read commit's
+    changes from its log records: the LOG_FILE case); compactions change nothing."""
+    path = tmp_path / "t"
+    settings = {
+        **MOR,
+        "hoodie.table.cdc.enabled": "true",
+        "hoodie.compact.inline": "true",
+        "hoodie.compact.inline.max.delta.commits": 3,
+    }
+    steps = [
+        ("insert", [{"id": i, "p": "a", "name": f"n{i}", "ts": 1} for i in range(4)]),
+        (
+            "upsert",
+            [
+                {"id": 1, "p": "a", "name": "u1", "ts": 2},
+                {"id": 2, "p": "a", "name": "late", "ts": 0},
+            ],
+        ),
+        ("delete", [{"id": 3, "p": "a", "name": "n3", "ts": 9}]),  # then a compaction
+        (
+            "upsert",
+            [
+                {"id": 1, "p": "a", "name": "u1b", "ts": 3},
+                {"id": 5, "p": "a", "name": "n5", "ts": 1},
+            ],
+        ),
+    ]
+    model = TableModel()
+    expected: list[tuple[str, str, Any, Any]] = []
+    compactions: list[str] = []
+    for operation, rows in steps:
+        before = {k: dict(v) for k, v in model.rows.items()}
+        result = write(
+            frame(spark, rows, False), str(path), options("t", version, operation, **settings)
+        )
+        compactions += result.compactions
+        if operation == "delete":
+            model.delete(r["id"] for r in rows)
+        else:
+            getattr(model, operation)(rows, result.instant)
+        for key in sorted(set(before) | set(model.rows)):
+            old, new = before.get(key), model.rows.get(key)
+            if old != new:
+                op = "i" if old is None else "d" if new is None else "u"
+                expected.append((result.instant, op, _image(old), _image(new)))
+    assert compactions, "the test wants a compaction between the writes"
+    changes = read(
+        spark,
+        str(path),
+        {
+            "hoodie.datasource.query.type": "incremental",
+            "hoodie.datasource.query.incremental.format": "cdc",
+            "hoodie.datasource.read.begin.instanttime": "earliest",
+        },
+    ).collect()
+    got = [(r.ts_ms, r.op, _parsed(r.before), _parsed(r.after)) for r in changes]
+    assert sorted(got, key=repr) == sorted(expected, key=repr)
+    assert not list(path.rglob("*.cdc"))
+
+
+def _image(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if row is None else {c: row[c] for c in ("id", "p", "name", "ts")}
+
+
+def _parsed(text: str | None) -> dict[str, Any] | None:
+    return (
+        None
+        if text is None
+        else {k: v for k, v in json.loads(text).items() if k in ("id", "p", "name", "ts")}
+    )

@@ -135,7 +135,7 @@ class WriteOptions:
             delete_field=delete_field,
             delete_marker=delete_marker,
             merge_engine=engine,
-            table_type=_table_type(raw, mode if cfg.CDC_ENABLED.read(raw) else None),
+            table_type=cfg.WRITE_TABLE_TYPE.read(raw),
             log_block_format=cfg.LOG_BLOCK_FORMAT.read(raw),
             compact_inline=cfg.COMPACT_INLINE.read(raw),
             compact_max_delta_commits=cfg.COMPACT_MAX_DELTA_COMMITS.read(raw),
@@ -168,11 +168,6 @@ class WriteOptions:
         mismatches += self._cdc_mismatches(config)
         if cfg.WRITE_TABLE_TYPE.given(self.raw) and self.table_type != config.table_type.value:
             mismatches.append(f"{TABLE_TYPE}={self.table_type} (table: {config.table_type.value})")
-        if config.is_mor and config.cdc_enabled:
-            raise BadInputError(
-                f"{where}: CDC-enabled MERGE_ON_READ tables cannot be written yet "
-                "(hudi_sync writes CDC logs for COPY_ON_WRITE tables)"
-            )
         if config.metadata_partitions:
             raise BadInputError(
                 f"{where}: the table keeps Hudi's metadata table "
@@ -200,14 +195,3 @@ class WriteOptions:
                 ]
         return []
 
-
-def _table_type(raw: Mapping[str, str], cdc_mode: CdcMode | None) -> str:
-    """``hoodie.datasource.write.table.type``; CDC logs are written for Copy-on-Write
-    tables only, so a new CDC-enabled Merge-on-Read table is refused."""
-    table_type = cfg.WRITE_TABLE_TYPE.read(raw)
-    if table_type == "MERGE_ON_READ" and cdc_mode is not None:
-        raise BadInputError(
-            f"{TABLE_TYPE}=MERGE_ON_READ with {CDC_ENABLED}=true is not supported yet "
-            "(hudi_sync writes CDC logs for COPY_ON_WRITE tables)"
-        )
-    return table_type
