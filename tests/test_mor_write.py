@@ -495,3 +495,28 @@ def _parsed(text: str | None) -> dict[str, Any] | None:
         if text is None
         else {k: v for k, v in json.loads(text).items() if k in ("id", "p", "name", "ts")}
     )
+
+
+def test_the_compact_command_runs_the_sync_hook_after_the_compaction(  # type: ignore[no-untyped-def]
+    spark, tmp_path
+) -> None:
+    """Warehouses read base files: once compacted, the synced view holds the snapshot."""
+    import duckdb
+
+    path, database = tmp_path / "t", tmp_path / "w.duckdb"
+    rows = [{"id": i, "p": "a", "name": f"n{i}", "ts": 1} for i in range(5)]
+    write(frame(spark, rows, False), str(path), options("t", 8, "insert", **MOR))
+    change = [{"id": 2, "p": "a", "name": "changed", "ts": 2}]
+    write(frame(spark, change, False), str(path), options("t", 8, "upsert", **MOR))
+    sync = [
+        "--conf", "hoodie.datasource.meta.sync.enable=true",
+        "--conf", "hoodie.meta.sync.client.tool.class=duckdb",
+        "--conf", f"hoodie.duckdb.sync.database={database}",
+    ]  # fmt: skip
+    result = CliRunner().invoke(app, ["compact", str(path), *sync, "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["sync_errors"] == ""
+    with duckdb.connect(str(database), read_only=True) as con:
+        view = sorted(con.execute("select id, name from t").fetchall())
+    assert view == sorted((r[0], r[2]) for r in hudi_rs(path, False))
+    assert (2, "changed") in view

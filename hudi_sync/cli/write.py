@@ -66,6 +66,7 @@ def write_command(
 
 def compact_command(
     table: Annotated[str, typer.Argument(help="Merge-on-Read table base path or URI")],
+    props: PropsOption = None,
     conf: ConfOption = None,
     storage_option: StorageOption = None,
     schedule_only: Annotated[
@@ -78,10 +79,12 @@ def compact_command(
 ) -> None:
     """Compact a Merge-on-Read table: finish pending compactions, then schedule one over
     the file groups with log files and run it (base and log records merged into new base
-    files, by the table's merge rules), under the table lock. Runs in this process."""
+    files, by the table's merge rules), under the table lock. Runs in this process. With
+    hoodie.datasource.meta.sync.enable=true the sync hook runs after a completed
+    compaction, as after any commit; a failed sync exits 1."""
     if schedule_only and run_only:
         exit_on_error(_refuse("--schedule-only and --run-only exclude each other"))
-    options = exit_on_error(lambda: command_options(None, conf))
+    options = exit_on_error(lambda: command_options(props, conf))
     storage = exit_on_error(lambda: parse_storage_options(storage_option))
 
     def body() -> dict[str, Any]:
@@ -101,9 +104,18 @@ def compact_command(
             expire_minutes=cfg.LOCK_EXPIRE_MINUTES.read(options),
         )
         instants = compact(opened, lock, schedule=not run_only, execute=not schedule_only)
-        return {"table": opened.uri, "compactions": ",".join(instants)}
+        errors = ""
+        if instants and not schedule_only and cfg.META_SYNC.read(options):
+            from hudi_sync.sync import run_post_commit_hook
 
-    emit_summary(exit_on_error(body), as_json, f"compact {table}")
+            errors = run_post_commit_hook(opened.uri, options, storage).error_summary()
+        return {"table": opened.uri, "compactions": ",".join(instants), "sync_errors": errors}
+
+    summary = exit_on_error(body)
+    emit_summary(summary, as_json, f"compact {table}")
+    if summary["sync_errors"]:
+        typer.echo(f"error: compacted, but the sync failed: {summary['sync_errors']}", err=True)
+        raise typer.Exit(1)
 
 
 def _refuse(message: str) -> Any:

@@ -194,4 +194,3 @@ class WriteOptions:
                     "fixed at table creation)"
                 ]
         return []
-
