@@ -520,3 +520,54 @@ def test_the_compact_command_runs_the_sync_hook_after_the_compaction(  # type: i
         view = sorted(con.execute("select id, name from t").fetchall())
     assert view == sorted((r[0], r[2]) for r in hudi_rs(path, False))
     assert (2, "changed") in view
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_archival_of_deltacommits_and_compactions_keeps_every_reader_in_agreement(  # type: ignore[no-untyped-def]
+    spark, tmp_path, version
+) -> None:
+    retention = {
+        **MOR,
+        "hoodie.compact.inline": "true",
+        "hoodie.compact.inline.max.delta.commits": 2,
+        "hoodie.cleaner.commits.retained": 2,
+        "hoodie.keep.min.commits": 3,
+        "hoodie.keep.max.commits": 4,
+    }
+    workload = RandomWorkload(spark, tmp_path / "t", version, 21, **retention)
+    for operation in ["insert", "upsert", "delete", "upsert", "insert", "upsert", "upsert"] * 2:
+        instant = workload.step(operation)
+        assert len(HudiTable.open(str(workload.path)).timeline.completed_writes) <= 4
+        expected = workload.model.snapshot()
+        assert hudi_rs(workload.path, False) == expected, (operation, instant)
+        assert our_rows(spark, workload.path, False) == expected, (operation, instant)
+    table = HudiTable.open(str(workload.path))
+    everything = table.instants(include_archived=True)
+    archived = [i for i in everything if i not in table.timeline.instants]
+    assert {i.action for i in archived} >= {"deltacommit", "commit"}
+    written = [instant for instant, _ in workload.history]
+    kept = [i.requested_time for i in everything if i.action == "deltacommit"]
+    assert set(kept) <= set(written)
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        "mor/avro/v6_trips_8i3d",
+        "mor/avro/v8_trips_8i3u1d",
+        "mor/parquet/v6_nonpartitioned_rollback",
+        "mor/avro/v9_txns_simple_meta",
+    ],
+)
+def test_spark_reads_hudi_written_merge_on_read_tables_as_hudi_rs_does(  # type: ignore[no-untyped-def]
+    spark, unpack_table, fixture
+) -> None:
+    from tests.fixture_tables import fixture_tables
+    from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
+
+    (table,) = [t for t in fixture_tables() if t.name.endswith(fixture)]
+    path = str(unpack_table(table))
+    ours, theirs = same_columns(read(spark, path).toArrow(), hudi_rs_rows(path))
+    assert canonical(ours) == canonical(theirs)
+    via_format = spark.read.format("hudi").load(path).toArrow()
+    assert canonical(same_columns(via_format, theirs)[0]) == canonical(theirs)
