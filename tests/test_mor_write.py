@@ -571,3 +571,21 @@ def test_spark_reads_hudi_written_merge_on_read_tables_as_hudi_rs_does(  # type:
     assert canonical(ours) == canonical(theirs)
     via_format = spark.read.format("hudi").load(path).toArrow()
     assert canonical(same_columns(via_format, theirs)[0]) == canonical(theirs)
+
+
+def test_a_truncated_log_file_fails_the_spark_read_naming_the_file(  # type: ignore[no-untyped-def]
+    spark, fixture_copy
+) -> None:
+    path = fixture_copy("mor/avro/v6_trips_8i1u")
+    (log,) = [p for p in path.rglob(".*.log.*") if not p.name.endswith(".crc")]
+    log.write_bytes(log.read_bytes()[: log.stat().st_size // 2])
+    for reader in (
+        lambda: read(spark, str(path)),
+        lambda: spark.read.format("hudi").load(str(path)),
+    ):
+        with pytest.raises(Exception) as failed:
+            reader().collect()
+        lines = [line for line in str(failed.value).splitlines() if "CorruptTableError" in line]
+        assert lines and log.name in lines[-1] and "truncated" in lines[-1], str(failed.value)[
+            -800:
+        ]
