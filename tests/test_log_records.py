@@ -385,3 +385,51 @@ def test_unreadable_parquet_block_names_the_file() -> None:
     block = encode_block(BlockType.PARQUET_DATA, {HeaderKey.INSTANT_TIME: "001"}, b"PAR1xx")
     with pytest.raises(CorruptTableError, match=r"^dir/f\.log: cannot read Parquet log block"):
         read_log_records(block, "dir/f.log")
+
+
+def test_written_delete_blocks_read_back_with_their_ordering_values() -> None:
+    """Writer and reader of delete blocks agree on every wrapper kind (and the natural
+    order of a DELETE operation), and the block's trailing size is Hudi's."""
+    import datetime as dt
+    import decimal
+    import struct
+
+    import pyarrow as pa
+
+    from hudi_sync.table.log_records import read_log_records
+    from hudi_sync.table.write.log_writer import (
+        NATURAL_ORDER,
+        encode_delete_block,
+        ordering_wrapper,
+    )
+
+    values = [
+        (pa.int64(), 7, "long", 7),
+        (pa.int32(), 7, "int", 7),
+        (pa.float64(), 1.5, "double", 1.5),
+        (pa.string(), "x", "string", "x"),
+        (pa.bool_(), True, "boolean", True),
+        (pa.date32(), dt.date(1970, 1, 11), "date", 10),
+        (
+            pa.timestamp("us", "UTC"),
+            dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=dt.UTC),
+            "timestamp",
+            10**6,
+        ),
+    ]
+    deletes = [(f"k{i}", "p", ordering_wrapper(t, v)) for i, (t, v, _, _) in enumerate(values)]
+    deletes.append(("natural", "p", NATURAL_ORDER))
+    deletes.append(("decimal", "p", ordering_wrapper(pa.decimal128(10, 2), decimal.Decimal("1.5"))))
+    block = encode_delete_block(
+        deletes, {"type": "record", "name": "r", "fields": []}, "20250101000000000"
+    )
+    (length,) = struct.unpack(">q", block[6:14])
+    assert struct.unpack(">q", block[-8:])[0] == length + 6
+    records = read_log_records(block, "test")
+    assert [r.key for r in records] == [k for k, _, _ in deletes]
+    for record, (_, _, kind, raw) in zip(records, values, strict=False):
+        assert record.is_delete and record.ordering is not None
+        assert (record.ordering.kind, record.ordering.value) == (kind, raw)
+    assert records[-2].ordering is not None and records[-2].ordering.value == 0
+    unscaled = int.from_bytes(records[-1].ordering.value, "big", signed=True)  # type: ignore[union-attr]
+    assert decimal.Decimal(unscaled).scaleb(-15) == decimal.Decimal("1.5")

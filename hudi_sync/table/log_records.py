@@ -57,6 +57,8 @@ _WRAPPERS = (
     ("TimestampMicrosWrapper", "timestamp", "long"),
 )
 _KIND_OF_WRAPPER = {f"{_NAMESPACE}.{name}": kind for name, kind, _ in _WRAPPERS}
+# The wrapper a writer puts a value of each kind in (full Avro names).
+WRAPPER_OF_KIND = {kind: f"{_NAMESPACE}.{name}" for name, kind, _ in _WRAPPERS}
 DECIMAL_WRAPPER_SCALE = 15  # DecimalWrapper's value: decimal(30, 15)
 
 

@@ -29,7 +29,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_sync.table.avro_arrow import encode_rows, length_prefixed
-from hudi_sync.table.log_records import DECIMAL_WRAPPER_SCALE, DELETE_BLOCK_VERSION
+from hudi_sync.table.log_records import (
+    DECIMAL_WRAPPER_SCALE,
+    DELETE_BLOCK_VERSION,
+    WRAPPER_OF_KIND,
+)
 from hudi_sync.table.log_records import DELETE_LIST_SCHEMA as _DELETE_LIST
 from hudi_sync.table.logfile import (
     AVRO_BLOCK_VERSION,
@@ -38,12 +42,12 @@ from hudi_sync.table.logfile import (
     encode_avro_block,
     encode_block,
 )
+from hudi_sync.table.record_merge import arrow_kind
 from hudi_sync.table.schema import META_FIELDS
 
-_WRAPPER = "org.apache.hudi.avro.model."
 # Hudi's default ordering value: a delete that carries it is ordered by commit time
 # (it wins over every earlier write), as a DELETE operation's deletes are.
-NATURAL_ORDER: tuple[str, dict[str, Any]] = (_WRAPPER + "IntWrapper", {"value": 0})
+NATURAL_ORDER: tuple[str, dict[str, Any]] = (WRAPPER_OF_KIND["int"], {"value": 0})
 
 
 def log_file_name(file_id: str, slice_instant: str, version: int, write_token: str) -> str:
@@ -120,32 +124,21 @@ def encode_delete_block(
 
 def ordering_wrapper(kind: pa.DataType, value: Any) -> tuple[str, dict[str, Any]] | None:
     """Hudi's ordering-value wrapper for a value of an ordering field of Arrow type
-    ``kind`` (``None`` for a null value)."""
-    if value is None:
+    ``kind``, in the raw form the wrapper stores (``None`` for a null value or a type
+    no wrapper holds)."""
+    name = arrow_kind(kind)
+    if value is None or name is None:
         return None
-    if pa.types.is_boolean(kind):
-        return _WRAPPER + "BooleanWrapper", {"value": bool(value)}
-    if pa.types.is_integer(kind):
-        name = "LongWrapper" if kind.bit_width == 64 else "IntWrapper"
-        return _WRAPPER + name, {"value": int(value)}
-    if pa.types.is_floating(kind):
-        name = "DoubleWrapper" if kind.bit_width == 64 else "FloatWrapper"
-        return _WRAPPER + name, {"value": float(value)}
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        return _WRAPPER + "StringWrapper", {"value": str(value)}
-    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
-        return _WRAPPER + "BytesWrapper", {"value": bytes(value)}
-    if pa.types.is_date(kind):
-        days = (value - dt.date(1970, 1, 1)).days
-        return _WRAPPER + "DateWrapper", {"value": days}
-    if pa.types.is_timestamp(kind):
-        micros = pa.scalar(value, kind).cast(pa.timestamp("us", kind.tz)).value
-        return _WRAPPER + "TimestampMicrosWrapper", {"value": micros}
-    if pa.types.is_decimal(kind):
+    if name == "date":
+        value = (value - dt.date(1970, 1, 1)).days
+    elif name == "timestamp":
+        value = pa.scalar(value, kind).cast(pa.timestamp("us", kind.tz)).value
+    elif name == "time":
+        value = pa.scalar(value, kind).cast(pa.time64("us")).value
+    elif name == "decimal":
         unscaled = int(decimal.Decimal(value).scaleb(DECIMAL_WRAPPER_SCALE))
-        size = max(1, (unscaled.bit_length() + 8) // 8)
-        return _WRAPPER + "DecimalWrapper", {"value": unscaled.to_bytes(size, "big", signed=True)}
-    return None
+        value = unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
+    return WRAPPER_OF_KIND[name], {"value": value}
 
 
 def _avro_ready(row: Mapping[str, Any]) -> dict[str, Any]:
