@@ -25,11 +25,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -42,6 +39,7 @@ from benchmarks.bench_writer import (
     _rows,
     generate,
     link_copy,
+    run_benchmark_child,
     write_options,
 )
 
@@ -114,14 +112,7 @@ def child(step: str, table: str, incoming: str) -> dict[str, Any]:
 
 
 def run_child(step: str, table: Path, incoming: Path) -> dict[str, Any]:
-    command = [sys.executable, "-m", "benchmarks.bench_mor", "--child", step, str(table)]
-    command.append(str(incoming))
-    env = {
-        **os.environ,
-        "HUDI_SYNC_SPARK_DRIVER_MEMORY": os.environ.get("HUDI_SYNC_SPARK_DRIVER_MEMORY", "4g"),
-    }
-    done = subprocess.run(command, check=True, capture_output=True, text=True, env=env)
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    return run_benchmark_child("benchmarks.bench_mor", [step, str(table), str(incoming)])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -272,8 +272,14 @@ def run_child(
     out: Path,
     operation: str = "upsert",
 ) -> dict[str, Any]:
-    command = [sys.executable, "-m", "benchmarks.bench_writer", "--child", mode, operation]
-    command += [str(table), str(incoming), ",".join(touched), str(out)]
+    args = [mode, operation, str(table), str(incoming), ",".join(touched), str(out)]
+    return run_benchmark_child("benchmarks.bench_writer", args)
+
+
+def run_benchmark_child(module: str, args: list[str]) -> dict[str, Any]:
+    """Run ``python -m module --child ARGS`` in a fresh process; its last output line
+    is the measurement (JSON)."""
+    command = [sys.executable, "-m", module, "--child", *args]
     env = {
         **os.environ,
         "HUDI_SYNC_SPARK_DRIVER_MEMORY": os.environ.get("HUDI_SYNC_SPARK_DRIVER_MEMORY", "4g"),

@@ -175,7 +175,7 @@ LOG_BLOCK_FORMAT = _choice(
 )
 LOG_MAX_SIZE = _integer(
     "hoodie.logfile.max.size",
-    "MERGE_ON_READ, table version 6: a log file at least this big rolls over to a new version.",
+    "MERGE_ON_READ: a log file that would outgrow this many bytes rolls over to the next version.",
     "write",
     default=1024 * 1024 * 1024,
     minimum=1,

@@ -589,3 +589,35 @@ def test_a_truncated_log_file_fails_the_spark_read_naming_the_file(  # type: ign
         assert lines and log.name in lines[-1] and "truncated" in lines[-1], str(failed.value)[
             -800:
         ]
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_log_files_roll_over_at_the_configured_size(  # type: ignore[no-untyped-def]
+    spark, tmp_path, version
+) -> None:
+    path = tmp_path / "t"
+    settings = {**MOR, "hoodie.logfile.max.size": 1500}
+    model = TableModel()
+    rows = [{"id": i, "p": "a", "name": f"n{i}", "ts": 1} for i in range(60)]
+    model.insert(
+        rows,
+        write(
+            frame(spark, rows, False), str(path), options("t", version, "insert", **settings)
+        ).instant,
+    )
+    changes = [dict(r, name="x" * 40, ts=2) for r in rows[:50]]
+    result = write(
+        frame(spark, changes, False), str(path), options("t", version, "upsert", **settings)
+    )
+    model.upsert(changes, result.instant)
+    deleted = rows[55:]
+    result = write(
+        frame(spark, deleted, False), str(path), options("t", version, "delete", **settings)
+    )
+    model.delete(r["id"] for r in deleted)
+    logs = [p for p in path.rglob(".*.log.*")]
+    assert len(logs) >= 3 and all(p.stat().st_size <= 1500 for p in logs)
+    table = HudiTable.open(str(path))
+    upsert_stats = table.timeline.commit_metadata(table.timeline.completed_writes[1]).write_stats
+    assert len(upsert_stats) >= 2 and sum(s.num_updates for s in upsert_stats) == 50
+    assert hudi_rs(path, False) == model.snapshot() == core_rows(path, False)

@@ -63,6 +63,7 @@ class AppendSpec:
     ordering: str | None  # None: deletes win by commit order (a DELETE operation)
     table_version: int
     block_format: str  # hoodie.logfile.data.block.format
+    max_log_size: int  # hoodie.logfile.max.size: a larger file rolls over to the next version
 
 
 def append_log(
@@ -73,42 +74,65 @@ def append_log(
     file_id: str,
     base_file: str,
     write_token: str,
-) -> LogAppend:
+) -> list[LogAppend]:
     """Append ``rows`` (keyed and deduplicated; ``DELETE_FLAG`` marks deletes) to the
-    file group ``file_id`` whose latest slice has ``base_file``."""
+    file group ``file_id`` whose latest slice has ``base_file``: one log file, or several
+    when the blocks outgrow ``hoodie.logfile.max.size`` (Hudi's rollover: the next
+    version, a write stat each)."""
     deletes = pc.fill_null(rows.column(DELETE_FLAG).combine_chunks(), False)
     upserts = rows.filter(pc.invert(deletes))
     removed = rows.filter(deletes)
     folder = location.join(partition) if partition else location.path
-    if spec.table_version < 8:
+    v6 = spec.table_version < 8
+    if v6:
         slice_instant = base_file.rsplit("_", 1)[1].split(".")[0]
         names = location.names(folder)
         version = next_log_version(names, file_id, slice_instant)
         earlier = slice_logs(names, file_id, slice_instant)
     else:
         slice_instant, version, earlier = spec.instant, 1, []
-    name = log_file_name(file_id, slice_instant, version, write_token)
-    blocks = b""
+    files: list[tuple[bytes, int, int]] = []  # (blocks, upserts, deletes) per log file
     if upserts.num_rows:
         records = _with_meta_fields(upserts, spec, file_id, write_token)
-        blocks += encode_data_block(records, spec.avro_schema, spec.instant, spec.block_format)
+        files += [(block, count, 0) for block, count in _data_blocks(records, spec)]
     if removed.num_rows:
-        blocks += encode_delete_block(
+        block = encode_delete_block(
             _delete_entries(removed, spec.ordering), spec.avro_schema, spec.instant
         )
-    write_marker(location, spec.instant, partition, name)
-    location.write_file(f"{folder}/{name}", blocks)
-    v6 = spec.table_version < 8
-    return LogAppend(
-        name=name,
-        size=len(blocks),
-        version=version,
-        upserts=upserts.num_rows,
-        deletes=removed.num_rows,
-        prev_commit=slice_instant if v6 else spec.instant,
-        base_file=base_file if v6 else "",
-        log_files=(*earlier, name) if v6 else (name,),
-    )
+        if files and len(files[-1][0]) + len(block) <= spec.max_log_size:
+            data, count, _ = files.pop()
+            files.append((data + block, count, removed.num_rows))
+        else:
+            files.append((block, 0, removed.num_rows))
+    appends: list[LogAppend] = []
+    for number, (blocks, upserted, deleted) in enumerate(files):
+        name = log_file_name(file_id, slice_instant, version + number, write_token)
+        write_marker(location, spec.instant, partition, name)
+        location.write_file(f"{folder}/{name}", blocks)
+        earlier = [*earlier, name] if v6 else [name]
+        appends.append(
+            LogAppend(
+                name=name,
+                size=len(blocks),
+                version=version + number,
+                upserts=upserted,
+                deletes=deleted,
+                prev_commit=slice_instant if v6 else spec.instant,
+                base_file=base_file if v6 else "",
+                log_files=tuple(earlier),
+            )
+        )
+    return appends
+
+
+def _data_blocks(records: pa.Table, spec: AppendSpec) -> list[tuple[bytes, int]]:
+    """``records`` as data blocks of at most ``spec.max_log_size`` bytes each where the
+    records allow (one record is never split), with their record counts."""
+    block = encode_data_block(records, spec.avro_schema, spec.instant, spec.block_format)
+    if len(block) <= spec.max_log_size or records.num_rows == 1:
+        return [(block, records.num_rows)]
+    half = records.num_rows // 2
+    return _data_blocks(records.slice(0, half), spec) + _data_blocks(records.slice(half), spec)
 
 
 def _with_meta_fields(

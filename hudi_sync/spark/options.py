@@ -83,6 +83,7 @@ class WriteOptions:
     merge_engine: str  # one of MERGE_ENGINES
     table_type: str  # COPY_ON_WRITE or MERGE_ON_READ (a new table's; an existing one's must match)
     log_block_format: str  # MERGE_ON_READ: avro or parquet data blocks
+    log_max_size: int  # MERGE_ON_READ: a log file rolls over past this many bytes
     compact_inline: bool  # MERGE_ON_READ: compact after the write when enough deltas piled up
     compact_max_delta_commits: int
     raw: Mapping[str, str]
@@ -137,6 +138,7 @@ class WriteOptions:
             merge_engine=engine,
             table_type=cfg.WRITE_TABLE_TYPE.read(raw),
             log_block_format=cfg.LOG_BLOCK_FORMAT.read(raw),
+            log_max_size=cfg.LOG_MAX_SIZE.read(raw),
             compact_inline=cfg.COMPACT_INLINE.read(raw),
             compact_max_delta_commits=cfg.COMPACT_MAX_DELTA_COMMITS.read(raw),
             raw=raw,

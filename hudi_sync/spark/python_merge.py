@@ -216,18 +216,21 @@ def _group_merger(
         token = f"{task[0]}-{task[1]}-{task[2]}"
         if log_appends is not None and stored:
             appended = append_log(location, log_appends, rows, partition, file_id, stored, token)
-            return _stats_row(
-                partition,
-                file_id,
-                f"{partition}/{appended.name}" if partition else appended.name,
-                prev_commit=appended.prev_commit,
-                num_writes=appended.upserts,
-                num_deletes=appended.deletes,
-                num_update_writes=appended.upserts,
-                file_size=appended.size,
-                base_file=appended.base_file,
-                log_files=list(appended.log_files),
-                log_version=appended.version,
+            return pa.concat_tables(
+                _stats_row(
+                    partition,
+                    file_id,
+                    f"{partition}/{log.name}" if partition else log.name,
+                    prev_commit=log.prev_commit,
+                    num_writes=log.upserts,
+                    num_deletes=log.deletes,
+                    num_update_writes=log.upserts,
+                    file_size=log.size,
+                    base_file=log.base_file,
+                    log_files=list(log.log_files),
+                    log_version=log.version,
+                )
+                for log in appended
             )
         name = f"{file_id}_{token}_{instant}.parquet"
         result = merge_file_group(

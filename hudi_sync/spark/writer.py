@@ -250,6 +250,7 @@ def _log_appends(target: WriteTarget) -> AppendSpec:
         ordering=target.ordering,
         table_version=target.table.config.version,
         block_format=target.options.log_block_format,
+        max_log_size=target.options.log_max_size,
     )
 
 
