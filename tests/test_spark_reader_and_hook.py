@@ -8,7 +8,6 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from hudi_sync.errors import BadInputError
 from hudi_sync.spark import read, write
 from hudi_sync.sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS
 from hudi_sync.table import HudiTable
@@ -30,9 +29,13 @@ def test_reader_equals_hudi_rs_on_fixture_tables(spark, unpack_table, fixture) -
     theirs = hudi_rs_rows(path, read_optimized=table.config.is_mor)
     ours, theirs = same_columns(ours, theirs)
     assert canonical(ours) == canonical(theirs)
-    if table.config.is_mor:
-        return
     commits = [i.requested_time for i in table.completed_commits()]
+    if table.config.is_mor:  # snapshots merge log files, at the latest and the first commit
+        for as_of in (None, commits[0]):
+            merged = read(spark, path, {"as.of.instant": as_of} if as_of else {}).toArrow()
+            theirs = hudi_rs_rows(path, as_of=as_of)
+            assert canonical(same_columns(merged, theirs)[0]) == canonical(theirs), as_of
+        return
     first = read(spark, path, {"as.of.instant": commits[0]}).toArrow()
     assert canonical(same_columns(first, hudi_rs_rows(path, as_of=commits[0]))[0]) == canonical(
         hudi_rs_rows(path, as_of=commits[0])
@@ -54,12 +57,6 @@ def test_reader_equals_hudi_rs_on_fixture_tables(spark, unpack_table, fixture) -
     assert sorted(r["_hoodie_record_key"] for r in later.to_pylist()) == sorted(
         r["_hoodie_record_key"] for r in expected
     )
-
-
-def test_reader_refuses_merge_on_read_snapshots(spark, unpack_table) -> None:  # type: ignore[no-untyped-def]
-    mor = next(t for t in READABLE if "/mor/" in t.name)
-    with pytest.raises(BadInputError, match="read_optimized"):
-        read(spark, str(unpack_table(mor)))
 
 
 def test_write_with_meta_sync_updates_the_duckdb_view(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
