@@ -6,10 +6,12 @@ snapshot's ``_hoodie_record_key``) and routes new keys into file groups
 pyarrow (``merge.merge_file_group``) and write it under its Hudi name, after a marker.
 
 Used where Spark cannot open the table itself (object stores without a Hadoop
-connector), with CDC logging (each rewritten file group logs its changes), or with
-``hudi_sync.write.merge.engine=python``. The workers open the table from its URI and
-storage options (plain data), never assuming the driver's disk, so a cluster needs no
-Hadoop connector for the table. The files carry Hudi's key-range footer metadata.
+connector), with CDC logging (each rewritten file group logs its changes), for
+Merge-on-Read writes (a stored file group's changes are appended as a log file,
+``log_append``, instead of merged), or with ``hudi_sync.write.merge.engine=python``.
+The workers open the table from its URI and storage options (plain data), never
+assuming the driver's disk, so a cluster needs no Hadoop connector for the table. The
+files carry Hudi's key-range footer metadata.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``write(df, path, options)``: Copy-on-Write Hudi writes from PySpark.
+"""``write(df, path, options)``: Copy-on-Write and Merge-on-Read Hudi writes from PySpark.
 
 Steps of one write (Hudi's, see docs/spark.md#written-table-rules), each in its own module:
 
@@ -20,7 +20,10 @@ Steps of one write (Hudi's, see docs/spark.md#written-table-rules), each in its 
    benchmark; no Hudi key-range footer metadata). Otherwise, or with
    ``hudi_sync.write.merge.engine=python``, Spark tags each key with the file group that
    stores it and Spark's Python workers merge each file group with pyarrow
-   (``python_merge``).
+   (``python_merge``). Merge-on-Read tables take the Python path, where a stored file
+   group's updates and deletes are appended as a log file (``log_append``) in a
+   deltacommit; a pending compaction is finished first, and inline compaction
+   (``hoodie.compact.inline``) runs after the commit (``compaction``).
 5. Under the lock: fail with ``WriteConflictError`` if a commit completed meanwhile
    touched the same file groups; else publish the completed instant, last and whole,
    with a conditional create (an instant completed by another writer is a conflict).
