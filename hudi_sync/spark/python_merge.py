@@ -28,6 +28,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from hudi_sync.spark import spark_merge
 from hudi_sync.spark.file_groups import WriteTarget, new_key_buckets, uses_small_files
 from hudi_sync.spark.log_append import AppendSpec, append_log
 from hudi_sync.spark.merge import (
@@ -60,12 +61,14 @@ def write_file_groups(
     rows: DataFrame,
     cdc_mode: CdcMode | None,
     log_appends: AppendSpec | None = None,
+    spark_writes_inserts: bool = False,
 ) -> list[WriteStat]:
     """Merge the keyed, deduplicated incoming ``rows`` into the file groups they touch
     and write them; returns their write stats. With ``log_appends`` (a Merge-on-Read
     deltacommit) stored file groups get their changes as a new log file instead, and
     new keys go to new file groups only (small files take no inserts: Hudi's index
-    would not find keys written to their logs)."""
+    would not find keys written to their logs); with ``spark_writes_inserts`` (Spark can
+    open the table) Spark's parquet writer writes those new file groups."""
     operation = target.options.operation
     if operation in ("upsert", "delete"):
         tagged = _tag(spark, target, rows)
@@ -79,6 +82,11 @@ def write_file_groups(
         counts = {r[0]: int(r[1]) for r in inserts.groupBy(PARTITION_PATH).count().collect()}
         small_files = uses_small_files(operation) and log_appends is None
         buckets = new_key_buckets(target, counts, small_files)
+        if log_appends is not None and spark_writes_inserts:
+            appended = _merge_groups(target, updates, cdc_mode, log_appends)
+            return appended + spark_merge.write_new_file_groups(
+                target.location, inserts, target.schema, target.instant, buckets
+            )
         to_write = updates.unionByName(route(spark, inserts, buckets))
         return _merge_groups(target, to_write, cdc_mode, log_appends)
     finally:

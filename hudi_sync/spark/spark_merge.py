@@ -70,7 +70,7 @@ from hudi_sync.spark.merge import (
 from hudi_sync.storage import Location
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.schema import META_FIELDS
-from hudi_sync.table.write.rollback import marker_folder
+from hudi_sync.table.write.rollback import marker_folder, write_marker
 
 FILE_ID = "__hudi_sync_file_id"
 # Write token of every file this path writes (Hudi's ``task-stage-attempt``): the
@@ -593,6 +593,29 @@ def write_file_groups(
         location.fs.mv(parts[0], target)
         published[file_id] = (relative, meta.num_rows, location.size(target))
     return published
+
+
+def write_new_file_groups(
+    location: Location,
+    rows: DataFrame,
+    schema: pa.Schema,
+    instant: str,
+    buckets: Sequence[Bucket],
+) -> list[WriteStat]:
+    """New keys only (keyed incoming rows), written as the new file groups ``buckets``
+    route them to, by Spark's parquet writer: a Merge-on-Read write's inserts, which
+    touch no stored file. Returns their write stats."""
+    routed = route(rows.sparkSession, _inserts(rows, schema, F.lit(instant)), buckets)
+    groups = {b.file_id: b.partition for b in buckets}
+    for file_id, partition in groups.items():
+        write_marker(location, instant, partition, base_file_name(file_id, instant))
+    published = write_file_groups(
+        location, by_file_group(routed, len(groups)), schema, instant, groups
+    )
+    return [
+        write_stat(groups[file_id], file_id, path, count, size, None, 0, None)
+        for file_id, (path, count, size) in published.items()
+    ]
 
 
 def write_empty(location: Location, schema: pa.Schema, relative: str) -> int:

@@ -240,7 +240,12 @@ def _write_file_groups(
     assert rows is not None  # keyed by incoming_rows
     if spark_merges:
         return spark_merge_plan.write_file_groups(spark, target, incoming), replaced
-    return python_merge.write_file_groups(spark, target, rows, cdc_mode, log_appends), replaced
+    # Merge-on-Read: Spark's own writer takes the new file groups where it can.
+    spark_inserts = target.options.merge_engine == "spark" and spark_opens(spark, target.location)
+    stats = python_merge.write_file_groups(
+        spark, target, rows, cdc_mode, log_appends, spark_writes_inserts=spark_inserts
+    )
+    return stats, replaced
 
 
 def _log_appends(target: WriteTarget) -> AppendSpec:
