@@ -25,7 +25,7 @@ from hudi_sync.table.snapshot_read import read_snapshot
 from hudi_sync.table.write.compaction import compact, pending_compactions, plan_compaction
 from hudi_sync.table.write.lock import TableLock
 from tests.spark_model import TableModel, table_rows
-from tests.test_spark_writer import OPERATIONS, RandomWorkload, frame, hudi_rs, options, our_rows
+from tests.test_spark_writer import RandomWorkload, frame, hudi_rs, options, our_rows
 
 MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
 
@@ -58,10 +58,7 @@ def test_random_merge_on_read_writes_match_the_model_in_every_reader(  # type: i
         "hoodie.compact.inline.max.delta.commits": 3,
     }
     workload = RandomWorkload(spark, tmp_path / "table", version, seed, **settings)
-    sequence = ["insert", *workload.random.choices(OPERATIONS, k=7), "add_column", "upsert"]
-    sequence.insert(5, "delete_partition")
-    sequence.insert(3, "failed_upsert")
-    for operation in sequence:
+    for operation in workload.random_sequence():
         instant = workload.step(operation)
         extra = workload.model.has_extra
         expected = workload.model.snapshot()

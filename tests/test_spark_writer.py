@@ -96,6 +96,14 @@ class RandomWorkload:
         all_options = options(name, self.version, operation, **{**self.extra, **extra})
         return write(df, str(self.path), all_options).instant
 
+    def random_sequence(self) -> list[str]:
+        """Seven random operations between a first insert and a column added, with a
+        partition dropped and an upsert that dies before it commits."""
+        sequence = ["insert", *self.random.choices(OPERATIONS, k=7), "add_column", "upsert"]
+        sequence.insert(5, "delete_partition")
+        sequence.insert(3, "failed_upsert")
+        return sequence
+
     def step(self, operation: str) -> str | None:
         model, existing = self.model, sorted(self.model.rows)
         if operation == "insert":
@@ -163,10 +171,7 @@ def test_random_operations_match_the_model_in_every_reader(  # type: ignore[no-u
     spark, tmp_path, version, seed
 ) -> None:
     workload = RandomWorkload(spark, tmp_path / "table", version, seed)
-    sequence = ["insert", *workload.random.choices(OPERATIONS, k=7), "add_column", "upsert"]
-    sequence.insert(5, "delete_partition")
-    sequence.insert(3, "failed_upsert")
-    for operation in sequence:
+    for operation in workload.random_sequence():
         instant = workload.step(operation)
         extra = workload.model.has_extra
         expected = workload.model.snapshot()
