@@ -26,6 +26,7 @@ from hudi_sync.table.write.compaction import compact, pending_compactions, plan_
 from hudi_sync.table.write.lock import TableLock
 from tests.spark_model import TableModel, table_rows
 from tests.test_spark_writer import RandomWorkload, frame, hudi_rs, options, our_rows
+from tests.warehouse_rows import hudi_rs_rows
 
 MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
 
@@ -66,6 +67,9 @@ def test_random_merge_on_read_writes_match_the_model_in_every_reader(  # type: i
         assert our_rows(spark, workload.path, extra) == expected, (operation, instant)
         assert core_rows(workload.path, extra) == expected, (operation, instant)
 
+    # format("hudi") too, with the column the last steps added (in log files first).
+    loaded = spark.read.format("hudi").load(str(workload.path)).toArrow()
+    assert table_rows(loaded, True) == workload.model.snapshot()
     table = HudiTable.open(str(workload.path))
     actions = [i.action for i in table.timeline.instants if i.is_completed]
     assert "deltacommit" in actions and "rollback" in actions
@@ -89,8 +93,6 @@ def test_random_merge_on_read_writes_match_the_model_in_every_reader(  # type: i
 
 
 def _hudi_rs_read_optimized(path: Path) -> pa.Table:
-    from tests.warehouse_rows import hudi_rs_rows
-
     table = hudi_rs_rows(str(path), read_optimized=True)
     if "extra" not in table.column_names:
         table = table.append_column("extra", pa.nulls(table.num_rows, pa.string()))
@@ -178,7 +180,7 @@ def test_a_hudi_written_merge_on_read_table_takes_upserts_and_deletes(  # type: 
 
     expected = {k: v for k, v in before.items() if k != keys[1]}
     expected[keys[0]] = upserted
-    for source in (read_snapshot(HudiTable.open(str(path))), _hudi_rs(path)):
+    for source in (read_snapshot(HudiTable.open(str(path))), hudi_rs_rows(str(path))):
         rows_by_key = {r["uuid"]: r for r in source.to_pylist()}
         assert sorted(rows_by_key) == sorted(expected)
         assert rows_by_key[keys[0]]["fare"] == 999.5
@@ -186,13 +188,6 @@ def test_a_hudi_written_merge_on_read_table_takes_upserts_and_deletes(  # type: 
             assert {c: rows_by_key[key][c] for c in data_columns} == {
                 c: expected[key][c] for c in data_columns
             }
-
-
-def _hudi_rs(path: Path, as_of: str | None = None) -> pa.Table:
-    options = hudi.HudiReadOptions()
-    if as_of:
-        options = options.with_as_of_timestamp(as_of)
-    return pa.Table.from_batches(hudi.HudiTable(str(path)).read(options))
 
 
 def test_a_pending_compaction_is_finished_before_the_next_write(  # type: ignore[no-untyped-def]

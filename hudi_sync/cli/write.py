@@ -82,8 +82,6 @@ def compact_command(
     files, by the table's merge rules), under the table lock. Runs in this process. With
     hoodie.datasource.meta.sync.enable=true the sync hook runs after a completed
     compaction, as after any commit; a failed sync exits 1."""
-    if schedule_only and run_only:
-        exit_on_error(_refuse("--schedule-only and --run-only exclude each other"))
     options = exit_on_error(lambda: command_options(props, conf))
     storage = exit_on_error(lambda: parse_storage_options(storage_option))
 
@@ -94,6 +92,8 @@ def compact_command(
         from hudi_sync.table.write.compaction import compact
         from hudi_sync.table.write.lock import TableLock
 
+        if schedule_only and run_only:
+            raise BadInputError("--schedule-only and --run-only exclude each other")
         opened = HudiTable.open(table, storage)
         if not opened.config.is_mor:
             raise BadInputError(f"{opened.uri}: a COPY_ON_WRITE table has nothing to compact")
@@ -116,12 +116,3 @@ def compact_command(
     if summary["sync_errors"]:
         typer.echo(f"error: compacted, but the sync failed: {summary['sync_errors']}", err=True)
         raise typer.Exit(1)
-
-
-def _refuse(message: str) -> Any:
-    def fail() -> None:
-        from hudi_sync.errors import BadInputError
-
-        raise BadInputError(message)
-
-    return fail

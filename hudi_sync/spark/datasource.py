@@ -61,6 +61,7 @@ from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.record_merge import MergeRules
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.slice_reader import read_file_slice
+from hudi_sync.table.snapshot_read import snapshot_schema
 
 START_OFFSET = cfg.START_OFFSET.key
 
@@ -117,17 +118,12 @@ class _ChangePart(InputPartition):
 
 
 def _table_schema(table: HudiTable) -> pa.Schema:
-    """Meta fields, then the newest base file's columns (the latest schema)."""
-    newest = max(
-        (s for s in table.file_slices(read_optimized=True) if s.relative_base_path),
-        key=lambda s: comparable_instant(s.base_instant),
-        default=None,
-    )
-    if newest is None or newest.relative_base_path is None:
+    """The latest snapshot's schema (``snapshot_schema``: the newest base file's
+    columns, plus columns written to log files only)."""
+    slices = table.file_slices()
+    if not any(s.relative_base_path for s in slices):
         return empty_schema(table)
-    path = table.location.join(newest.relative_base_path)
-    with table.location.fs.open(path, "rb") as handle:
-        return pq.read_schema(handle).remove_metadata()
+    return snapshot_schema(table, slices)
 
 
 def _is_cdc(options: Mapping[str, str]) -> bool:
@@ -142,7 +138,9 @@ def _read_part(location: Location, schema: pa.Schema, part: InputPartition) -> I
         yield from read_split(location, ChangeSplit.from_json(part.split)).to_batches()
         return
     if isinstance(part, _SlicePart):
-        table = read_file_slice(location, part.file_slice, part.rules, part.committed, part.as_of)
+        table = read_file_slice(
+            location, part.file_slice, part.rules, part.committed, part.as_of, schema
+        )
     else:
         assert isinstance(part, _FilePart)
         with location.fs.open(location.join(part.relative_path), "rb") as handle:

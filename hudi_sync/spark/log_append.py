@@ -131,8 +131,16 @@ def _data_blocks(records: pa.Table, spec: AppendSpec) -> list[tuple[bytes, int]]
     block = encode_data_block(records, spec.avro_schema, spec.instant, spec.block_format)
     if len(block) <= spec.max_log_size or records.num_rows == 1:
         return [(block, records.num_rows)]
-    half = records.num_rows // 2
-    return _data_blocks(records.slice(0, half), spec) + _data_blocks(records.slice(half), spec)
+    # Rows per block from this block's bytes per row; a chunk that still comes out
+    # too big (rows of uneven size) is split again.
+    per_block = max(1, records.num_rows * spec.max_log_size // len(block))
+    if per_block >= records.num_rows:
+        per_block = records.num_rows // 2
+    return [
+        part
+        for start in range(0, records.num_rows, per_block)
+        for part in _data_blocks(records.slice(start, per_block), spec)
+    ]
 
 
 def _with_meta_fields(

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from hudi_sync.spark import spark_merge
 from hudi_sync.spark.file_groups import WriteTarget, new_key_buckets, uses_small_files
@@ -47,11 +48,25 @@ from hudi_sync.table.cdc_log import CdcMode, cdc_log_name, encode_cdc_file
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.write.rollback import write_marker
 
-_STATS_SCHEMA = (
-    "partition string, file_id string, path string, prev_commit string, num_writes long, "
-    "num_deletes long, num_update_writes long, num_inserts long, file_size long, "
-    "prev_base_file string, cdc_path string, cdc_size long, base_file string, "
-    "log_files array<string>, log_version int"
+# One row per written file (a file group's merged base file, or each of its log files).
+_STATS = pa.schema(
+    [
+        ("partition", pa.string()),
+        ("file_id", pa.string()),
+        ("path", pa.string()),
+        ("prev_commit", pa.string()),
+        ("num_writes", pa.int64()),
+        ("num_deletes", pa.int64()),
+        ("num_update_writes", pa.int64()),
+        ("num_inserts", pa.int64()),
+        ("file_size", pa.int64()),
+        ("prev_base_file", pa.string()),
+        ("cdc_path", pa.string()),
+        ("cdc_size", pa.int64()),
+        ("base_file", pa.string()),
+        ("log_files", pa.list_(pa.string())),
+        ("log_version", pa.int32()),
+    ]
 )
 
 
@@ -141,7 +156,7 @@ def _merge_groups(
         json.loads(json_schema(schema, target.options.table_name)) if cdc_mode else {},
         log_appends,
     )
-    collected = rows.groupBy(PARTITION_PATH, FILE_ID).applyInArrow(merge, _STATS_SCHEMA)
+    collected = rows.groupBy(PARTITION_PATH, FILE_ID).applyInArrow(merge, from_arrow_schema(_STATS))
     return [
         WriteStat(
             partition_path=r["partition"],
@@ -308,28 +323,10 @@ def _group_merger(
 
 
 def _stats_row(partition: str, file_id: str, path: str, **values: Any) -> pa.Table:
-    """One file group's stats, a row of ``_STATS_SCHEMA`` (absent values null)."""
-    schema = pa.schema(
-        [
-            ("partition", pa.string()),
-            ("file_id", pa.string()),
-            ("path", pa.string()),
-            ("prev_commit", pa.string()),
-            ("num_writes", pa.int64()),
-            ("num_deletes", pa.int64()),
-            ("num_update_writes", pa.int64()),
-            ("num_inserts", pa.int64()),
-            ("file_size", pa.int64()),
-            ("prev_base_file", pa.string()),
-            ("cdc_path", pa.string()),
-            ("cdc_size", pa.int64()),
-            ("base_file", pa.string()),
-            ("log_files", pa.list_(pa.string())),
-            ("log_version", pa.int32()),
-        ]
-    )
+    """One written file's stats, a row of ``_STATS`` (counts 0, other values null
+    when absent)."""
     row = {"partition": partition, "file_id": file_id, "path": path, **values}
-    for field in schema:
-        if field.type == pa.int64() and field.name.startswith("num_"):
+    for field in _STATS:
+        if field.name.startswith("num_"):
             row.setdefault(field.name, 0)
-    return pa.Table.from_pylist([row], schema=schema)
+    return pa.Table.from_pylist([row], schema=_STATS)

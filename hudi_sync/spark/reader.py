@@ -28,13 +28,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark.merge import align
 from hudi_sync.spark.parallelism import default_parallelism
-from hudi_sync.spark.slice_read import read_merged_slices
+from hudi_sync.spark.slice_read import read_merged_slices, spark_ready
 from hudi_sync.storage import Location, nest_option, open_location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.cdc_query import (
@@ -246,8 +246,7 @@ def merged_schema(location: Location, relative: list[str]) -> pa.Schema:
         raise BadInputError(
             f"{location.uri}: the files' schemas cannot be merged ({exc})"
         ) from None
-    nullable = pa.schema([field.with_nullable(True) for field in merged])
-    return to_arrow_schema(from_arrow_schema(nullable))
+    return spark_ready(merged)
 
 
 def _file_reader(

@@ -162,7 +162,7 @@ class FileSystemView:
         rules = self._visibility(as_of)
         if rules is None:
             return []
-        as_of, committed, visible, completion_of = rules
+        as_of, visible = rules
         timeline = self.timeline
         pending_compactions = {
             i.requested_time
@@ -170,25 +170,9 @@ class FileSystemView:
             if i.action in (Action.COMPACTION, Action.LOG_COMPACTION) and not i.is_completed
         }
         replaced = timeline.replaced_file_ids(as_of)
-        layout_one = self.config.timeline_layout_version == 1
         result: list[FileSlice] = []
         for partition, files in self.partitions.items():
-            groups: dict[str, dict[str, _SliceBuilder]] = defaultdict(dict)
-            for base in files.base_files:
-                # Every committed slice takes part in log assignment; the query instant
-                # picks among them afterwards.
-                if committed(base.instant):
-                    groups[base.file_id][base.instant] = _SliceBuilder(base.instant, base)
-            for log in files.log_files:
-                if layout_one:
-                    key: str | None = log.instant
-                else:
-                    key = self._slice_key_for_log(log, groups, completion_of, committed)
-                if key is None:
-                    continue
-                slices = groups[log.file_id]
-                slices.setdefault(key, _SliceBuilder(key)).log_files.append(log)
-            for file_id, slices in groups.items():
+            for file_id, slices in self._slice_groups(files).items():
                 if (partition, file_id) in replaced:
                     continue
                 if len(slices) == 1:  # most groups: one slice, nothing to order or merge
@@ -219,7 +203,7 @@ class FileSystemView:
         rules = self._visibility(as_of)
         if rules is None:
             return {}
-        as_of, _, visible, _ = rules
+        as_of, visible = rules
         replaced = self.timeline.replaced_file_ids(as_of)
         visible_instants: dict[str, bool] = {}  # a few instants wrote a million files
         extension = self.base_extension
@@ -248,29 +232,25 @@ class FileSystemView:
                     result[(partition, file_id)] = name
         return result
 
-    def _visibility(
-        self, as_of: str | None
-    ) -> tuple[str, Callable[[str], bool], Callable[[str], bool], dict[str, str]] | None:
-        """For a query at ``as_of`` (latest when ``None``): the instant, whether a file
-        instant is committed, whether it is visible at the query instant, and each
-        completed write's completion time. ``None`` when nothing has been written.
+    def _visibility(self, as_of: str | None) -> tuple[str, Callable[[str], bool]] | None:
+        """For a query at ``as_of`` (latest when ``None``): the instant, and whether a
+        file instant is visible at it (committed, not later). ``None`` when nothing has
+        been written.
 
         The commit metadata of the write the snapshot is read at is parsed first
         (``Timeline.snapshot_write``): a corrupt one fails the query."""
-        writes = self.timeline.completed_writes
         snapshot = self.timeline.snapshot_write(as_of)
         if as_of is None:
             if snapshot is None:
                 return None
             as_of = snapshot.requested_time
         limit = comparable_instant(as_of)
-        completion_of = {i.requested_time: i.completion_time or i.requested_time for i in writes}
         committed = self.is_committed
 
         def visible(ts: str) -> bool:
             return comparable_instant(ts) <= limit and committed(ts)
 
-        return as_of, committed, visible, completion_of
+        return as_of, visible
 
     def is_committed(self, instant: str) -> bool:
         """Whether files written at ``instant`` are committed: a completed write, or
@@ -303,34 +283,47 @@ class FileSystemView:
                 return comparable_instant(instant.requested_time)
         return None
 
-    def slice_of_logs(self, files: PartitionFiles) -> dict[str, str]:
-        """``log file name -> base instant of its slice`` for the committed data logs of
-        one partition (the same assignment as ``slices_as_of``): what the cleaner
-        deletes with a slice's base file."""
-        completion_of = {
+    def slice_of_logs(self, files: PartitionFiles) -> list[tuple[LogFile, str]]:
+        """``(log file, base instant of its slice)`` for the data logs of one partition,
+        as ``slices_as_of`` assigns them: what the cleaner deletes with a slice's base
+        file."""
+        return [
+            (log, slice_instant)
+            for slices in self._slice_groups(files).values()
+            for slice_instant, builder in slices.items()
+            for log in builder.log_files
+        ]
+
+    def _slice_groups(self, files: PartitionFiles) -> dict[str, dict[str, _SliceBuilder]]:
+        """``file id -> base instant -> slice`` of one partition: every committed base
+        file's slice, with the log files that belong to it (by base instant in layout 1,
+        by completion time in layout 2). The query instant picks among them later."""
+        committed = self.is_committed
+        groups: dict[str, dict[str, _SliceBuilder]] = defaultdict(dict)
+        for base in files.base_files:
+            if committed(base.instant):
+                groups[base.file_id][base.instant] = _SliceBuilder(base.instant, base)
+        layout_one = self.config.timeline_layout_version == 1
+        for log in files.log_files:
+            if layout_one:
+                key: str | None = log.instant
+            else:
+                key = self._slice_key_for_log(log, groups)
+            if key is not None:
+                slices = groups[log.file_id]
+                slices.setdefault(key, _SliceBuilder(key)).log_files.append(log)
+        return groups
+
+    @cached_property
+    def _completion_of(self) -> dict[str, str]:
+        """Each completed write's completion time (its requested time in layout 1)."""
+        return {
             i.requested_time: i.completion_time or i.requested_time
             for i in self.timeline.completed_writes
         }
-        groups: dict[str, dict[str, _SliceBuilder]] = defaultdict(dict)
-        for base in files.base_files:
-            if self.is_committed(base.instant):
-                groups[base.file_id][base.instant] = _SliceBuilder(base.instant, base)
-        result: dict[str, str] = {}
-        for log in files.log_files:
-            if self.config.timeline_layout_version == 1:
-                result[log.name] = log.instant
-                continue
-            key = self._slice_key_for_log(log, groups, completion_of, self.is_committed)
-            if key is not None:
-                result[log.name] = key
-        return result
 
     def _slice_key_for_log(
-        self,
-        log: LogFile,
-        groups: dict[str, dict[str, _SliceBuilder]],
-        completion_of: dict[str, str],
-        committed: Callable[[str], bool],
+        self, log: LogFile, groups: dict[str, dict[str, _SliceBuilder]]
     ) -> str | None:
         """Layout 2: a committed log file belongs to the slice with the largest base
         instant at or before its deltacommit's completion time.
@@ -339,9 +332,9 @@ class FileSystemView:
         as of an earlier instant: readers skip log blocks newer than the query
         instant, so the slice's files do not depend on it.
         """
-        if not committed(log.instant):
+        if not self.is_committed(log.instant):
             return None
-        completion = comparable_instant(completion_of.get(log.instant, log.instant))
+        completion = comparable_instant(self._completion_of.get(log.instant, log.instant))
         candidates = [
             ts for ts in groups.get(log.file_id, {}) if comparable_instant(ts) <= completion
         ]

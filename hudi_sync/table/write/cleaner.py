@@ -31,9 +31,8 @@ def clean(table: HudiTable, timeline: TimelineWriter, retained: int) -> str | No
         slice_logs: dict[tuple[str, str], list[str]] = {}
         for log in files.cdc_files:
             slice_logs.setdefault((log.file_id, log.instant), []).append(log.name)
-        for name, slice_instant in table.view.slice_of_logs(files).items():
-            file_id = name[1:].split("_", 1)[0]
-            slice_logs.setdefault((file_id, slice_instant), []).append(name)
+        for log, slice_instant in table.view.slice_of_logs(files):
+            slice_logs.setdefault((log.file_id, slice_instant), []).append(log.name)
         versions: dict[str, list[tuple[str, str]]] = {}
         names_of: dict[str, list[str]] = {}
         for base in files.base_files:

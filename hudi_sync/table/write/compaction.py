@@ -19,6 +19,7 @@ previous slice, which readers no longer merge.
 from __future__ import annotations
 
 import io
+import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.slice_reader import read_file_slice
 from hudi_sync.table.snapshot_read import snapshot_schema
 from hudi_sync.table.write.lock import TableLock
-from hudi_sync.table.write.rollback import files_written_by, marker_folder, write_marker
+from hudi_sync.table.write.rollback import marker_folder, remove_written_files, write_marker
 from hudi_sync.table.write.timeline import CommitRecord, TimelineWriter
 
 COMPACT_OPERATION = "COMPACT"
@@ -327,9 +328,7 @@ def _execute(
     """Run a scheduled plan to completion; files of an earlier, interrupted attempt
     (found by their markers) are removed first."""
     location = table.location
-    for partition, names in files_written_by(location, instant).items():
-        for name in names:
-            location.remove(location.join(partition, name) if partition else location.join(name))
+    remove_written_files(location, instant)
     timeline.mark_compaction_inflight(instant)
     slices = [op.file_slice() for op in operations]
     job = CompactionJob(
@@ -341,14 +340,6 @@ def _execute(
         snapshot_schema(table, slices),
     )
     stats = executor(operations, job)
-    schema = next(
-        (
-            s
-            for i in reversed(table.timeline.completed_writes)
-            if (s := table.timeline.commit_metadata(i).schema)
-        ),
-        table.config.create_schema or "",
-    )
-    commit = CommitRecord(COMPACT_OPERATION, schema, stats, compacted=True)
+    commit = CommitRecord(COMPACT_OPERATION, json.dumps(table.avro_schema), stats, compacted=True)
     timeline.complete(instant, Action.COMMIT, commit)
     location.remove_tree(marker_folder(location, instant))

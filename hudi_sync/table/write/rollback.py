@@ -55,18 +55,25 @@ def files_written_by(location: Location, instant: str) -> dict[str, list[str]]:
     return found
 
 
-def roll_back(location: Location, timeline: TimelineWriter, instant: str, action: str) -> str:
-    """Delete a failed write's files, record the rollback, drop the pending instant.
-
-    Each step can be repeated: a rollback interrupted midway is redone by the next
-    writer, since the pending instant is removed last."""
-    started = time.time()
+def remove_written_files(location: Location, instant: str) -> dict[str, list[str]]:
+    """Delete the data files the write at ``instant`` may have created; returns
+    ``partition -> table-relative paths`` of those that existed."""
     deleted: dict[str, list[str]] = {}
     for partition, names in files_written_by(location, instant).items():
         for name in names:
             relative = f"{partition}/{name}" if partition else name
             if location.remove(location.join(relative)):
                 deleted.setdefault(partition, []).append(relative)
+    return deleted
+
+
+def roll_back(location: Location, timeline: TimelineWriter, instant: str, action: str) -> str:
+    """Delete a failed write's files, record the rollback, drop the pending instant.
+
+    Each step can be repeated: a rollback interrupted midway is redone by the next
+    writer, since the pending instant is removed last."""
+    started = time.time()
+    deleted = remove_written_files(location, instant)
     rollback_instant = timeline.rollback(instant, action, deleted, started)
     timeline.remove_pending(instant)
     location.remove_tree(marker_folder(location, instant))
