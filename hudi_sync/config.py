@@ -319,6 +319,13 @@ DELTA_COMMITS = _integer(
     default=0,
     minimum=0,
 )
+SKIP_RO_SUFFIX = _boolean(
+    "hoodie.datasource.hive_sync.skip_ro_suffix",
+    "Merge-on-Read tables: name the read-optimized view <t> instead of <t>_ro "
+    "(the snapshot view is <t>_rt either way).",
+    "sync",
+    default=False,
+)
 DUCKDB_DATABASE = _string(
     "hoodie.duckdb.sync.database", "DuckDB target: the database file.", "sync"
 )

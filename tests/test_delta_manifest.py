@@ -31,7 +31,8 @@ def _manifest_names(con: duckdb.DuckDBPyConnection) -> tuple[str | None, list[st
     con.execute("BEGIN TRANSACTION")
     try:
         comment = con.execute(
-            "SELECT comment FROM duckdb_views() WHERE view_name = 't' AND NOT internal"
+            # MOR tables: the read-optimized view t_ro lists the manifest's base files.
+            "SELECT comment FROM duckdb_views() WHERE view_name IN ('t', 't_ro') AND NOT internal"
         ).fetchone()
         names = [str(r[0]) for r in con.execute('SELECT filename FROM "t_manifest"').fetchall()]
     finally:
@@ -64,7 +65,9 @@ def test_delta_view_equals_full_listing_at_every_commit(
         for file in later:
             if file.name.split(".", 1)[0].split("_", 1)[0] > instant:
                 shutil.move(file, hidden / file.name)
-        report = sync_table(str(path), [DuckDBTarget(str(database), "t")], delta_commits=2)
+        report = sync_table(
+            str(path), [DuckDBTarget(str(database), "t")], delta_commits=2, continue_on_error=True
+        )
         for file in hidden.iterdir():
             shutil.move(file, folder / file.name)
         expected = build_manifest(HudiTable.open(str(path)), instant)

@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -57,6 +57,9 @@ from hudi_sync.storage import temporary_path_beside
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action, comparable_instant
 from hudi_sync.table.timeline import Timeline
+
+if TYPE_CHECKING:
+    from hudi_sync.manifest.log_parquet import PublishedLogs
 
 MANIFEST_FOLDER = ".hoodie/manifest"
 LATEST_FILES = "latest_snapshot_files.csv"
@@ -146,6 +149,9 @@ class PublishedManifest:
     # Delta mode: the full snapshot ``files_uri``/``uris_uri`` name is the base, and
     # ``manifest`` holds no files; the snapshot is the base plus these changes.
     delta: PublishedDelta | None = None
+    # Merge-on-Read: the snapshot's folded log files (``hudi_sync.manifest.log_parquet``),
+    # None for Copy-on-Write tables and MOR tables whose snapshot a view cannot show.
+    logs: PublishedLogs | None = None
 
     @property
     def file_count(self) -> int:

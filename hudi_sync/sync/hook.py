@@ -55,7 +55,11 @@ def build_target(name: str, options: Mapping[str, Any], table: HudiTable) -> Tar
         database = cfg.DUCKDB_DATABASE.read(options)
         if not database:
             raise BadInputError(f"the duckdb sync target needs {DUCKDB_DATABASE}")
-        return DuckDBTarget(database, cfg.DUCKDB_TABLE.read(options) or table.config.name)
+        return DuckDBTarget(
+            database,
+            cfg.DUCKDB_TABLE.read(options) or table.config.name,
+            skip_ro_suffix=bool(cfg.SKIP_RO_SUFFIX.read(options)),
+        )
     if name == "snowflake":
         from hudi_sync.warehouse.snowflake_target import SnowflakeTarget
 

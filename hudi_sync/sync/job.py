@@ -6,7 +6,7 @@ The CLI, the post-commit hook and the watcher all call ``sync_table``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from hudi_sync import config as cfg
@@ -17,6 +17,7 @@ from hudi_sync.errors import (
     UnsupportedTableError,
 )
 from hudi_sync.manifest.delta import DeltaStore
+from hudi_sync.manifest.log_parquet import LogParquetStore
 from hudi_sync.manifest.snapshot import (
     DEFAULT_KEEP,
     ManifestStore,
@@ -137,6 +138,25 @@ def _publish_manifest(
     return store.publish(manifest, make_latest=as_of is None)
 
 
+# The key of ``SyncReport.errors`` that says why a MOR table got no snapshot view.
+SNAPSHOT_VIEW_REFUSAL = "_rt"
+
+
+def publish_logs(
+    table: HudiTable, published: PublishedManifest, as_of: str | None, keep: int, dry_run: bool
+) -> tuple[PublishedManifest, str | None]:
+    """A Merge-on-Read table's folded log files beside its manifest, so targets can
+    create the snapshot view ``<t>_rt``; or, when a view cannot express the table's
+    merge rules, the one-line reason (the read-optimized objects still sync)."""
+    store = LogParquetStore(table, keep)
+    refusal = store.rules_refusal()
+    if refusal is not None:
+        return published, f"{refusal}: no _rt view; the read-optimized objects are synced"
+    with reporting_storage_failures(table.location):
+        logs = store.publish(published.manifest.instant, as_of=as_of, dry_run=dry_run)
+    return replace(published, logs=logs), None
+
+
 def supports_delta_manifests(target: Target) -> bool:
     """The target's objects can read a base snapshot plus delta (``delta_manifest``)."""
     return bool(getattr(target, "supports_delta_manifests", False))
@@ -221,6 +241,11 @@ def sync_table(
         delta_commits=delta_commits,
         before_empty=(lambda: require_empty_objects_schema(table, as_of)) if readers else None,
     )
+    snapshot_refusal = None
+    if table.config.is_mor and readers:
+        published, snapshot_refusal = publish_logs(table, published, as_of, keep, dry_run)
+        if snapshot_refusal is not None:
+            errors[SNAPSHOT_VIEW_REFUSAL] = snapshot_refusal
     plans: list[SyncPlan] = []
     results: list[SyncResult] = []
     for target in readers:
@@ -236,6 +261,8 @@ def sync_table(
             continue
         plans.append(plan)
         results.append(result)
+    if snapshot_refusal is not None and not continue_on_error:
+        raise UnsupportedTableError(snapshot_refusal)  # after the read-optimized objects
     return SyncReport(
         table.uri,
         published.manifest.instant,

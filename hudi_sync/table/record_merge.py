@@ -215,6 +215,19 @@ def merge_records(
         raise ValueError("base and log rows must have the same schema")
     if not entries:
         return base if base is not None else log_rows.slice(0, 0)
+    folded = _fold_log(log_rows, entries, rules)
+    kept, emitted = base, list[int]()
+    if base is not None and base.num_rows:
+        kept, emitted = _merge_base(base, folded, rules)
+    emitted += [v.row for v in folded.values() if not v.delete and v.row is not None]
+    from_log = log_rows.take(pa.array(sorted(emitted), pa.int64()))
+    return pa.concat_tables([kept, from_log]) if kept is not None else from_log
+
+
+def _fold_log(
+    log_rows: pa.Table, entries: Sequence[LogEntry], rules: MergeRules
+) -> dict[str, _Version]:
+    """Each key's log version that survives the log's own records, in log order."""
     versions = _log_versions(log_rows, rules)
     keys = _column(log_rows, RECORD_KEY_FIELD, "log records").to_pylist()
     delete_type = _ordering_type(log_rows.schema, rules)
@@ -229,12 +242,75 @@ def merge_records(
         old = folded.get(key)
         if old is None or _replaces(old, new, rules):
             folded[key] = new
-    kept, emitted = base, list[int]()
-    if base is not None and base.num_rows:
-        kept, emitted = _merge_base(base, folded, rules)
-    emitted += [v.row for v in folded.values() if not v.delete and v.row is not None]
-    from_log = log_rows.take(pa.array(sorted(emitted), pa.int64()))
-    return pa.concat_tables([kept, from_log]) if kept is not None else from_log
+    return folded
+
+
+# Columns of a folded log (``fold_log_records``) beside the record's own.
+DELETED_COLUMN = "_hudi_sync_deleted"
+LOG_WINS_COLUMN = "_hudi_sync_log_wins"
+
+
+def fold_log_records(
+    log_rows: pa.Table, entries: Sequence[LogEntry], rules: MergeRules
+) -> pa.Table:
+    """A slice's log records folded to one version per key, as rows a warehouse can
+    merge over the base file with one comparison (``merge_records`` does the same
+    merge in one step).
+
+    Each row is the surviving log version of its key with ``log_rows``' columns (a
+    delete-block record: the key and its ordering value, the rest null) and two more:
+    ``DELETED_COLUMN``, the version deletes the key; ``LOG_WINS_COLUMN``, it replaces
+    the base file's record whatever the ordering values (commit-time ordering, a delete
+    ordered by commit time, values of classes Java cannot compare). Otherwise it
+    replaces the base record when the base record has no ordering value, or when its
+    own is not null and at least the base record's (Hudi's event-time rule)."""
+    folded = _fold_log(log_rows, entries, rules) if entries else {}
+    ordering_type = _ordering_type(log_rows.schema, rules)
+    column_kind = arrow_kind(ordering_type) if ordering_type is not None else None
+    data = [(key, v) for key, v in folded.items() if v.row is not None]
+    deletes = [(key, v) for key, v in folded.items() if v.row is None]
+    taken = log_rows.take(pa.array([v.row for _, v in data], pa.int64()))
+    wins, deleted = [], []
+    for _, version in data + deletes:
+        always = (
+            rules.mode is MergeMode.COMMIT_TIME_ORDERING
+            or version.natural
+            or (version.kind is not None and column_kind not in (None, version.kind))
+        )
+        wins.append(always)
+        deleted.append(version.delete)
+    delete_rows = _delete_rows(log_rows.schema, deletes, rules, ordering_type, wins, len(data))
+    rows = pa.concat_tables([taken, delete_rows])
+    rows = rows.append_column(DELETED_COLUMN, pa.array(deleted, pa.bool_()))
+    return rows.append_column(LOG_WINS_COLUMN, pa.array(wins, pa.bool_()))
+
+
+def _delete_rows(
+    schema: pa.Schema,
+    deletes: list[tuple[str, _Version]],
+    rules: MergeRules,
+    ordering_type: pa.DataType | None,
+    wins: list[bool],
+    offset: int,
+) -> pa.Table:
+    """Delete-block records as rows of ``schema``: the key, and the ordering value
+    typed as the ordering column (one that does not fit it always wins, as a value of
+    another class does in Hudi)."""
+    columns = {RECORD_KEY_FIELD: pa.array([key for key, _ in deletes], pa.string())}
+    if rules.ordering_field is not None and ordering_type is not None:
+        values = []
+        for position, (_, version) in enumerate(deletes):
+            try:
+                values.append(pa.scalar(version.ordering).cast(ordering_type).as_py())
+            except (pa.ArrowException, TypeError, ValueError):
+                values.append(None)
+                wins[offset + position] = True
+        columns[rules.ordering_field] = pa.array(values, ordering_type)
+    arrays = [
+        columns[f.name].cast(f.type) if f.name in columns else pa.nulls(len(deletes), f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def _merge_base(

@@ -27,7 +27,13 @@ from hudi_sync.storage import Location
 from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.log_records import LogRecord, read_slice_log_records
-from hudi_sync.table.record_merge import DeleteKey, LogEntry, MergeRules, merge_records
+from hudi_sync.table.record_merge import (
+    DeleteKey,
+    LogEntry,
+    MergeRules,
+    fold_log_records,
+    merge_records,
+)
 
 _ARROW_ERRORS = (pa.ArrowException, OSError, ValueError, TypeError, OverflowError)
 
@@ -55,17 +61,43 @@ def read_file_slice(
         base = align(base, target, _base_uri(location, file_slice))
     if not file_slice.log_files:
         return base if base is not None else target.empty_table()
-    records = _log_records(location, file_slice, committed, as_of)
+    log_rows, entries = _log_entries(location, file_slice, committed, as_of, target)
+    return merge_records(base, log_rows, entries, rules)
+
+
+def read_folded_log(
+    location: Location,
+    file_slice: FileSlice,
+    rules: MergeRules,
+    committed: Callable[[str], bool],
+    schema: pa.Schema,
+    as_of: str | None = None,
+) -> pa.Table:
+    """The slice's log records folded to one version per key (``fold_log_records``),
+    with ``schema``'s columns: what a warehouse merges over the base file's rows to get
+    the slice's snapshot, without this process reading the base file."""
+    log_rows, entries = _log_entries(location, file_slice, committed, as_of, schema)
+    return fold_log_records(log_rows, entries, rules)
+
+
+def _log_entries(
+    location: Location,
+    file_slice: FileSlice,
+    committed: Callable[[str], bool],
+    as_of: str | None,
+    schema: pa.Schema,
+) -> tuple[pa.Table, list[LogEntry]]:
+    """The slice's log data records as rows of ``schema``, and every log record in
+    merge order: a row index, or a delete."""
     rows: list[dict[str, Any]] = []
     entries: list[LogEntry] = []
-    for record in records:
+    for record in _log_records(location, file_slice, committed, as_of):
         if record.is_delete or record.values is None:
             entries.append(DeleteKey(record.key, record.ordering))
         else:
             entries.append(len(rows))
             rows.append(record.values)
-    log_rows = _log_table(rows, target, location, file_slice)
-    return merge_records(base, log_rows, entries, rules)
+    return _log_table(rows, schema, location, file_slice), entries
 
 
 def align(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:

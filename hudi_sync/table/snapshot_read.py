@@ -70,6 +70,12 @@ def slice_merge_rules(table: HudiTable, slices: list[FileSlice]) -> MergeRules:
     merge by (``hoodie.populate.meta.fields=false``)."""
     if not any(s.log_files for s in slices):
         return _NO_MERGE
+    return table_merge_rules(table)
+
+
+def table_merge_rules(table: HudiTable) -> MergeRules:
+    """The rules that merge the table's log records (``slice_merge_rules``' checks,
+    whether or not a slice has logs now)."""
     rules = merge_rules(table.config, table.uri)
     if not table.config.populate_meta_fields:
         raise UnsupportedTableError(

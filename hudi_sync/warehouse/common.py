@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hudi_sync.errors import BadInputError
 from hudi_sync.table.instant import comparable_instant
+
+if TYPE_CHECKING:
+    from hudi_sync.manifest.log_parquet import PublishedLogs
 
 MARKER_PREFIX = "hudi_sync"
 # The instant a marker records for objects created empty, before the table's first
@@ -19,18 +23,62 @@ _MARKER = re.compile(r"hudi_sync instant=(?P<instant>\d+) base=(?P<base>\S+) mod
 @dataclass(frozen=True)
 class ObjectNames:
     """``<t>`` (the view), ``<t>_manifest`` and ``<t>_history``; time-travel syncs add
-    ``_as_of_<instant>`` so they never replace the live objects."""
+    ``_as_of_<instant>`` so they never replace the live objects.
+
+    A Merge-on-Read table gets Hive sync's names: ``<t>_ro``, the read-optimized view
+    (``<t>`` with ``hoodie.datasource.hive_sync.skip_ro_suffix``), and ``<t>_rt``, the
+    snapshot view over ``<t>_log_manifest`` and ``<t>_log_history`` (the folded log
+    files, ``hudi_sync.manifest.log_parquet``)."""
 
     view: str
     manifest: str
     history: str
+    snapshot_view: str | None = None
+    log_manifest: str | None = None
+    log_history: str | None = None
 
     @classmethod
-    def for_table(cls, name: str, as_of_instant: str | None = None) -> ObjectNames:
+    def for_table(
+        cls,
+        name: str,
+        as_of_instant: str | None = None,
+        merge_on_read: bool = False,
+        skip_ro_suffix: bool = False,
+    ) -> ObjectNames:
         if not name or "\x00" in name:
             raise BadInputError(f"warehouse table name {name!r} is empty or has a NUL byte")
-        view = f"{name}_as_of_{as_of_instant}" if as_of_instant else name
-        return cls(view, f"{view}_manifest", f"{view}_history")
+        stem = f"{name}_as_of_{as_of_instant}" if as_of_instant else name
+        if not merge_on_read:
+            return cls(stem, f"{stem}_manifest", f"{stem}_history")
+        return cls(
+            stem if skip_ro_suffix else f"{stem}_ro",
+            f"{stem}_manifest",
+            f"{stem}_history",
+            f"{stem}_rt",
+            f"{stem}_log_manifest",
+            f"{stem}_log_history",
+        )
+
+    @property
+    def marked(self) -> str:
+        """The object whose marker says which instant the objects show: the one a
+        sync updates last (the snapshot view of a MOR table)."""
+        return self.snapshot_view or self.view
+
+    def all(self) -> tuple[str, ...]:
+        """Every object, in the order a sync reports them."""
+        named = (self.view, self.snapshot_view, self.manifest, self.history)
+        return tuple(n for n in (*named, self.log_manifest, self.log_history) if n)
+
+    def synced(self, logs: PublishedLogs | None) -> tuple[str, ...]:
+        """The objects a sync of a snapshot with these folded logs makes: no snapshot
+        view without them (a COW table, or a MOR table refused one), no log objects
+        when the snapshot has no log records."""
+        if self.snapshot_view is None or logs is None:
+            return (self.view, self.manifest, self.history)
+        if not logs.names:
+            return (self.view, self.snapshot_view, self.manifest, self.history)
+        return self.all()
 
 
 @dataclass(frozen=True)

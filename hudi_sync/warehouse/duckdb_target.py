@@ -21,8 +21,15 @@ from typing import Any
 import duckdb
 
 from hudi_sync.errors import HudiSyncError, UnsupportedTableError
+from hudi_sync.manifest.log_parquet import (
+    EXTRA_COLUMNS,
+    FILE_ID_COLUMN,
+    SOURCE_COLUMN,
+    PublishedLogs,
+)
 from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.table import HudiTable
+from hudi_sync.table.record_merge import DELETED_COLUMN, LOG_WINS_COLUMN
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult, settled_plan
 
@@ -51,9 +58,10 @@ class DuckDBTarget:
     # The history view is built on read_parquet; ORC, HFile and Lance tables are refused.
     base_file_formats: frozenset[str] = frozenset({"PARQUET"})
 
-    def __init__(self, database: str, table_name: str) -> None:
+    def __init__(self, database: str, table_name: str, skip_ro_suffix: bool = False) -> None:
         self.database = database
         self.table_name = table_name
+        self.skip_ro_suffix = skip_ro_suffix
 
     @property
     def name(self) -> str:
@@ -72,23 +80,32 @@ class DuckDBTarget:
                 raise _DatabaseBusy(str(exc)) from exc
             raise HudiSyncError(f"DuckDB database {self.database}: {exc}") from exc
 
-    def object_names(self, published: PublishedManifest, as_of: bool) -> ObjectNames:
+    def object_names(
+        self, table: HudiTable, published: PublishedManifest, as_of: bool
+    ) -> ObjectNames:
         """Live objects, or ``_as_of_<instant>`` ones for a time-travel sync."""
-        return ObjectNames.for_table(self.table_name, published.manifest.instant if as_of else None)
+        return ObjectNames.for_table(
+            self.table_name,
+            published.manifest.instant if as_of else None,
+            merge_on_read=table.config.is_mor,
+            skip_ro_suffix=self.skip_ro_suffix,
+        )
 
     def _comments(self, names: ObjectNames) -> dict[str, str]:
         if self.database != ":memory:" and not os.path.exists(self.database):
             return {}  # nothing synced yet; connecting would create the file (a dry run must not)
         with self._connect() as con:
+            objects = list(names.all())
+            marks = ", ".join("?" for _ in objects)
             rows = con.execute(
                 "SELECT view_name, comment FROM duckdb_views() "
-                "WHERE view_name IN (?, ?, ?) AND NOT internal",
-                [names.view, names.manifest, names.history],
+                f"WHERE view_name IN ({marks}) AND NOT internal",
+                objects,
             ).fetchall()
         return {str(name): str(comment or "") for name, comment in rows}
 
     def current_marker(self, names: ObjectNames) -> SyncMarker | None:
-        return SyncMarker.parse(self._comments(names).get(names.view))
+        return SyncMarker.parse(self._comments(names).get(names.marked))
 
     def plan(
         self,
@@ -97,12 +114,12 @@ class DuckDBTarget:
         as_of: bool = False,
         force: bool = False,
     ) -> SyncPlan:
-        names = self.object_names(published, as_of)
+        names = self.object_names(table, published, as_of)
         marker = SyncMarker.of(published.manifest.instant, table.uri, self.mode)
         comments = self._comments(names)
-        current = SyncMarker.parse(comments.get(names.view))
+        current = SyncMarker.parse(comments.get(names.marked))
         target = self.name
-        settled = settled_plan(target, names.view, current, marker, force)
+        settled = settled_plan(target, names.marked, current, marker, force)
         if settled is not None:
             return settled
         steps = self._statements(table, published, names, marker, comments if not force else {})
@@ -143,8 +160,8 @@ class DuckDBTarget:
     ) -> tuple[SyncPlan, SyncResult]:
         plan = self.plan(table, published, as_of=as_of, force=force)
         instant = published.manifest.instant
-        names = self.object_names(published, as_of)
-        objects = (names.view, names.manifest, names.history)
+        names = self.object_names(table, published, as_of)
+        objects = names.synced(published.logs)
         if dry_run or not plan.steps:
             return plan, plan.result(instant, objects, dry_run)
         with self._connect() as con:
@@ -201,19 +218,54 @@ class DuckDBTarget:
         # footer: the history and the view are re-created only when their SQL changed
         # (its digest is kept in their comments); a new snapshot replaces the manifest
         # view alone, and the view reads it by name.
-        statements = []
-        for name, select in (
+        views: list[tuple[str, str | None]] = [
             (names.manifest, manifest_sql),
             (names.history, history_sql),
-            (names.view, view_sql),
-        ):
+        ]
+        views.append((names.view, view_sql))
+        switched = {names.manifest}  # re-created every sync: the next snapshot's list
+        if names.snapshot_view is not None and published.logs is not None:
+            views += self._snapshot_views(names, published.logs)
+            if names.log_manifest is not None:
+                switched.add(names.log_manifest)
+        statements = []
+        for name, select in views:
+            if select is None:
+                statements.append(f"DROP VIEW IF EXISTS {quote_identifier(name)}")
+                continue
             create = f"CREATE OR REPLACE VIEW {quote_identifier(name)} AS {select}"
             digest = hashlib.sha256(create.encode()).hexdigest()[:16]
-            if name == names.manifest or f"sql={digest}" not in current.get(name, ""):
+            if name in switched or f"sql={digest}" not in current.get(name, ""):
                 statements.append(create)
             comment = quote_literal(f"{marker.render()} sql={digest}")
             statements.append(f"COMMENT ON VIEW {quote_identifier(name)} IS {comment}")
         return statements
+
+    def _snapshot_views(
+        self, names: ObjectNames, logs: PublishedLogs
+    ) -> list[tuple[str, str | None]]:
+        """``<t>_log_manifest``, ``<t>_log_history`` and ``<t>_rt`` (the snapshot view,
+        last: its comment carries the marker). A snapshot without log records is its
+        read-optimized view, and has no log objects."""
+        assert names.snapshot_view and names.log_manifest and names.log_history
+        ro = quote_identifier(names.view)
+        if not logs.names:
+            return [
+                (names.log_manifest, None),
+                (names.log_history, None),
+                (names.snapshot_view, f"SELECT * FROM {ro}"),
+            ]
+        manifest_sql = (
+            f"SELECT filename FROM read_csv({quote_literal(logs.files_uri)}, "
+            "header = false, columns = {'filename': 'VARCHAR'}, auto_detect = false)"
+        )
+        glob = quote_literal(logs.folder_uri.rstrip("/") + "/*.parquet")
+        history_sql = f"SELECT * FROM read_parquet({glob}, union_by_name = true)"
+        return [
+            (names.log_manifest, manifest_sql),
+            (names.log_history, history_sql),
+            (names.snapshot_view, snapshot_select(names, logs)),
+        ]
 
     def _history_select(self, table: HudiTable, published: PublishedManifest) -> str:
         if published.delta is not None:
@@ -234,6 +286,39 @@ class DuckDBTarget:
             f"SELECT * FROM read_parquet({sources}, filename = {source_column}, "
             f"union_by_name = true, hive_partitioning = {str(hive).lower()})"
         )
+
+
+def snapshot_select(names: ObjectNames, logs: PublishedLogs) -> str:
+    """The snapshot view's query: each base row a folded log version does not replace,
+    plus each log version that is no delete and replaces its base row (or has none).
+    Rows meet by file group and record key; a log version replaces the base row when
+    it always wins (``LOG_WINS_COLUMN``), else by Hudi's event-time rule on the
+    ordering field (see ``fold_log_records``)."""
+    assert names.log_manifest and names.log_history
+    key = "_hoodie_record_key"
+    on = f"l.{FILE_ID_COLUMN} = b.{FILE_ID_COLUMN} AND l.{key} = b.{key}"
+    wins = f"l.{LOG_WINS_COLUMN}"
+    if logs.ordering_field is not None:
+        field = quote_identifier(logs.ordering_field)
+        wins = (
+            f"({wins} OR b.{field} IS NULL OR (l.{field} IS NOT NULL AND l.{field} >= b.{field}))"
+        )
+    base = (
+        f"SELECT *, regexp_extract(_hoodie_file_name, '^[^_]+') AS {FILE_ID_COLUMN} "
+        f"FROM {quote_identifier(names.view)}"
+    )
+    log = (
+        f"SELECT * FROM {quote_identifier(names.log_history)} WHERE {SOURCE_COLUMN} IN "
+        f"(SELECT filename FROM {quote_identifier(names.log_manifest)})"
+    )
+    extra = ", ".join(EXTRA_COLUMNS)
+    return (
+        f"WITH b AS ({base}), l AS ({log}) "
+        f"SELECT b.* EXCLUDE ({FILE_ID_COLUMN}) FROM b LEFT JOIN l ON {on} "
+        f"WHERE l.{key} IS NULL OR NOT {wins} "
+        f"UNION ALL BY NAME SELECT l.* EXCLUDE ({extra}) FROM l LEFT JOIN b ON {on} "
+        f"WHERE NOT l.{DELETED_COLUMN} AND (b.{key} IS NULL OR {wins})"
+    )
 
 
 def delta_manifest_select(published: PublishedManifest) -> str:

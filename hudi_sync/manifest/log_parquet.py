@@ -1,0 +1,240 @@
+"""Merge-on-Read log files as Parquet a warehouse can read, once per file slice version.
+
+Warehouses read Parquet, not Hudi log files. So that a warehouse view shows a MOR
+table's snapshot (``<t>_rt``) and not only its base files, each sync turns the log
+files of every file slice into one Parquet file: the slice's log records folded to
+one version per key by Hudi's merge rules (``fold_log_records``), each row marked
+deleted or not and whether it replaces the base file's record regardless of ordering
+values. The view then merges base rows and these rows with one comparison per key.
+
+Layout under ``<table>/.hoodie/manifest/logs/``:
+
+- ``parquet/<file id>_<base instant>_<digest>.parquet`` — a slice's folded log, named
+  by what it was made from (the partition, the slice's log file names and sizes, the
+  writes pending then, the time-travel instant): immutable, written once, reused by
+  every later sync while the slice's logs stay the same, so a sync converts only the
+  slices that changed. A compaction's new base file starts a slice without logs,
+  which has no Parquet file;
+- ``snapshots/<instant>/files.csv`` and ``uris.csv`` — the names (and absolute URIs) of
+  the Parquet files of the snapshot at ``<instant>``, written once, like the base file
+  manifests beside them (none for a snapshot without log records).
+
+Published after the base file manifest and before any warehouse object is touched.
+Old snapshots are pruned like the base manifests, and Parquet files no kept snapshot
+names are removed with them (the cleaner's removal of a slice shows here at the next
+sync). Every row carries its file group (``FILE_ID_COLUMN``, which the view joins base
+rows on) and its own file's name (``SOURCE_COLUMN``, which the view filters on: the
+warehouses' external tables match every file in the folder).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import io
+import json
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hudi_sync.errors import UnsupportedTableError
+from hudi_sync.manifest.file_set import lines_bytes, string_array
+from hudi_sync.manifest.snapshot import MANIFEST_FOLDER, snapshot_folder
+from hudi_sync.table import HudiTable
+from hudi_sync.table.fs_view import FileSlice
+from hudi_sync.table.instant import comparable_instant
+from hudi_sync.table.record_merge import DELETED_COLUMN, LOG_WINS_COLUMN
+from hudi_sync.table.slice_reader import read_folded_log
+from hudi_sync.table.snapshot_read import slice_merge_rules, snapshot_schema, table_merge_rules
+
+LOG_FOLDER = f"{MANIFEST_FOLDER}/logs"
+FILE_ID_COLUMN = "_hudi_sync_file_id"
+SOURCE_COLUMN = "_hudi_sync_log_file"
+# A folded log file no snapshot names yet may be a concurrent sync's, not yet listed.
+_UNNAMED_GRACE_SECONDS = 600.0
+# Added to the table's columns in every folded log file, in this order.
+EXTRA_COLUMNS = (FILE_ID_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN, SOURCE_COLUMN)
+
+
+@dataclass(frozen=True)
+class PublishedLogs:
+    """The folded log files of one snapshot: where their lists live, and the columns
+    their rows have (the table's, then ``EXTRA_COLUMNS``)."""
+
+    instant: str | None
+    names: tuple[str, ...]
+    files_uri: str
+    uris_uri: str
+    folder_uri: str  # the Parquet files' folder (external tables match ``*.parquet`` in it)
+    schema: pa.Schema
+    ordering_field: str | None  # what the view compares base and log versions by
+    converted: int = 0  # files this publication wrote (the rest were reused)
+
+
+class LogParquetStore:
+    """Converts and publishes a MOR table's folded logs under ``.hoodie/manifest/logs``."""
+
+    def __init__(self, table: HudiTable, keep: int) -> None:
+        self.table = table
+        self.keep = keep
+        self.folder = table.location.join(LOG_FOLDER)
+
+    def path(self, *parts: str) -> str:
+        return "/".join([self.folder, *parts])
+
+    def uri(self, *parts: str) -> str:
+        return self.table.location.uri_of("/".join([LOG_FOLDER, *parts]))
+
+    def rules_refusal(self) -> str | None:
+        """Why no ``_rt`` view can show this table (one line), or None when it can."""
+        try:
+            table_merge_rules(self.table)
+        except UnsupportedTableError as exc:
+            return str(exc)
+        return None
+
+    def publish(
+        self, instant: str | None, as_of: str | None = None, dry_run: bool = False
+    ) -> PublishedLogs:
+        """Convert the snapshot's slices that have no folded log file yet, then write
+        the snapshot's lists (unless ``dry_run``: nothing is written). ``as_of``: a
+        time-travel sync (blocks of later writes are left out; nothing is pruned)."""
+        table = self.table
+        slices = table.view.slices_as_of(instant) if instant is not None else []
+        with_logs = [s for s in slices if s.log_files]
+        rules = slice_merge_rules(table, with_logs)
+        schema = snapshot_schema(table, slices)
+        pending = sorted(i.requested_time for i in table.timeline.pending)
+        named = {self._name(s, pending, as_of): s for s in with_logs}
+        existing = set() if dry_run else self._existing()
+        missing = [(name, s) for name, s in named.items() if name not in existing]
+        if not dry_run:
+            committed = table.view.committed_instants
+
+            def convert(item: tuple[str, FileSlice]) -> None:
+                name, file_slice = item
+                folded = read_folded_log(
+                    table.location, file_slice, rules, committed, schema, instant if as_of else None
+                )
+                self._write(name, file_slice, folded)
+
+            with ThreadPoolExecutor(max_workers=4) as pool:
+                list(pool.map(convert, missing))
+        names = tuple(sorted(named))
+        folder = snapshot_folder(instant)
+        if not dry_run:
+            if names:  # a snapshot without log records has no log objects to list them
+                self._write_lists(folder, names)
+            if as_of is None:
+                self._prune(folder, set(names))
+        return PublishedLogs(
+            instant,
+            names,
+            self.uri("snapshots", folder, "files.csv"),
+            self.uri("snapshots", folder, "uris.csv"),
+            self.uri("parquet"),
+            folded_schema(schema),
+            rules.ordering_field,
+            converted=len(missing),
+        )
+
+    def _name(self, file_slice: FileSlice, pending: Sequence[str], as_of: str | None) -> str:
+        """Named by everything the folded log is made of: a slice whose logs change
+        (a new log file, or blocks appended to one) gets a new file."""
+        made_of = [
+            file_slice.partition_path,
+            file_slice.file_id,
+            file_slice.base_instant,
+            [(log.name, log.size) for log in file_slice.log_files],
+            list(pending),
+            as_of,
+        ]
+        digest = hashlib.sha256(json.dumps(made_of).encode()).hexdigest()[:20]
+        return f"{file_slice.file_id}_{file_slice.base_instant}_{digest}.parquet"
+
+    def _existing(self) -> set[str]:
+        try:
+            entries = self.table.location.fs.ls(self.path("parquet"), detail=False)
+        except FileNotFoundError:
+            return set()
+        return {str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries}
+
+    def _write(self, name: str, file_slice: FileSlice, folded: pa.Table) -> None:
+        rows = folded.num_rows
+        folded = folded.append_column(
+            FILE_ID_COLUMN, pa.array([file_slice.file_id] * rows, pa.string())
+        ).append_column(SOURCE_COLUMN, pa.array([name] * rows, pa.string()))
+        buffer = io.BytesIO()
+        pq.write_table(folded, buffer)
+        self.table.location.write_file(self.path("parquet", name), buffer.getvalue())
+
+    def _write_lists(self, folder: str, names: tuple[str, ...]) -> None:
+        fs = self.table.location.fs
+        files = self.path("snapshots", folder, "files.csv")
+        if fs.exists(files):  # immutable: a rerun of the same snapshot
+            return
+        uris = lines_bytes(string_array(list(names)), self.uri("parquet") + "/")
+        self.table.location.write_file(self.path("snapshots", folder, "uris.csv"), uris)
+        self.table.location.write_file(files, lines_bytes(string_array(list(names)), ""))
+
+    def snapshot_folders(self) -> list[str]:
+        try:
+            entries = self.table.location.fs.ls(self.path("snapshots"), detail=False)
+        except FileNotFoundError:
+            return []
+        names = [str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries]
+        return sorted((n for n in names if n.isdigit()), key=comparable_instant)
+
+    def _prune(self, current: str, current_names: set[str]) -> None:
+        """Keep the newest ``keep`` log snapshots up to ``current``; remove the Parquet
+        files none of them names (slices compacted or cleaned since)."""
+        fs = self.table.location.fs
+        folders = self.snapshot_folders()
+        older = [f for f in folders if comparable_instant(f) <= comparable_instant(current)]
+        for folder in older[: -self.keep]:
+            if folder != current:
+                fs.rm(self.path("snapshots", folder), recursive=True)
+        named = set(current_names)
+        for folder in self.snapshot_folders():
+            if folder == current:
+                continue
+            data = bytes(fs.cat_file(self.path("snapshots", folder, "files.csv"))).decode()
+            named.update(line for line in data.splitlines() if line)
+        deadline = time.time() - _UNNAMED_GRACE_SECONDS
+        for name in self._existing() - named:
+            path = self.path("parquet", name)
+            with contextlib.suppress(FileNotFoundError):
+                if name.endswith(".parquet") and _modified(fs.info(path)) < deadline:
+                    fs.rm(path)
+
+
+def folded_schema(schema: pa.Schema) -> pa.Schema:
+    """The columns of a folded log file: the snapshot's, then ``EXTRA_COLUMNS``."""
+    extra = {
+        FILE_ID_COLUMN: pa.string(),
+        DELETED_COLUMN: pa.bool_(),
+        LOG_WINS_COLUMN: pa.bool_(),
+        SOURCE_COLUMN: pa.string(),
+    }
+    return pa.schema([*schema, *(pa.field(n, extra[n]) for n in EXTRA_COLUMNS)])
+
+
+def _modified(info: dict[str, Any]) -> float:
+    """A file's modification time in seconds from an fsspec ``info`` (0 when unknown:
+    old enough to remove)."""
+    value = info.get("mtime", info.get("updated", info.get("LastModified", 0)))
+    if isinstance(value, str):  # object stores: ISO 8601
+        with contextlib.suppress(ValueError):
+            return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    if hasattr(value, "timestamp"):
+        return float(value.timestamp())
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
