@@ -193,25 +193,37 @@ class LogParquetStore:
 
     def _prune(self, current: str, current_names: set[str]) -> None:
         """Keep the newest ``keep`` log snapshots up to ``current``; remove the Parquet
-        files none of them names (slices compacted or cleaned since)."""
+        files none of them names (slices compacted or cleaned since). A file a removed
+        snapshot named goes at once; one no snapshot ever named may be a concurrent
+        sync's, not yet listed, and goes only when it is old."""
         fs = self.table.location.fs
         folders = self.snapshot_folders()
-        older = [f for f in folders if comparable_instant(f) <= comparable_instant(current)]
-        for folder in older[: -self.keep]:
-            if folder != current:
-                fs.rm(self.path("snapshots", folder), recursive=True)
+        # The current snapshot counts even when it lists nothing (and has no folder).
+        older = [f for f in folders if comparable_instant(f) < comparable_instant(current)]
+        released: set[str] = set()
+        for folder in [*older, current][: -self.keep]:
+            released |= self._listed(folder)
+            fs.rm(self.path("snapshots", folder), recursive=True)
         named = set(current_names)
         for folder in self.snapshot_folders():
-            if folder == current:
-                continue
-            data = bytes(fs.cat_file(self.path("snapshots", folder, "files.csv"))).decode()
-            named.update(line for line in data.splitlines() if line)
+            if folder != current:
+                named |= self._listed(folder)
         deadline = time.time() - _UNNAMED_GRACE_SECONDS
         for name in self._existing() - named:
             path = self.path("parquet", name)
             with contextlib.suppress(FileNotFoundError):
-                if name.endswith(".parquet") and _modified(fs.info(path)) < deadline:
+                if name in released or _modified(fs.info(path)) < deadline:
                     fs.rm(path)
+
+    def _listed(self, folder: str) -> set[str]:
+        """The folded log files a log snapshot names."""
+        try:
+            data = bytes(
+                self.table.location.fs.cat_file(self.path("snapshots", folder, "files.csv"))
+            )
+        except FileNotFoundError:
+            return set()
+        return {line for line in data.decode().splitlines() if line}
 
 
 def folded_schema(schema: pa.Schema) -> pa.Schema:

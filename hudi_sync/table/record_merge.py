@@ -269,7 +269,9 @@ def fold_log_records(
     column_kind = arrow_kind(ordering_type) if ordering_type is not None else None
     data = [(key, v) for key, v in folded.items() if v.row is not None]
     deletes = [(key, v) for key, v in folded.items() if v.row is None]
-    taken = log_rows.take(pa.array([v.row for _, v in data], pa.int64()))
+    # A delete-block record has only its key (and ordering value): every column nullable.
+    schema = pa.schema([f.with_nullable(True) for f in log_rows.schema])
+    taken = log_rows.take(pa.array([v.row for _, v in data], pa.int64())).cast(schema)
     wins, deleted = [], []
     for _, version in data + deletes:
         always = (
@@ -279,7 +281,7 @@ def fold_log_records(
         )
         wins.append(always)
         deleted.append(version.delete)
-    delete_rows = _delete_rows(log_rows.schema, deletes, rules, ordering_type, wins, len(data))
+    delete_rows = _delete_rows(schema, deletes, rules, ordering_type, wins, len(data))
     rows = pa.concat_tables([taken, delete_rows])
     rows = rows.append_column(DELETED_COLUMN, pa.array(deleted, pa.bool_()))
     return rows.append_column(LOG_WINS_COLUMN, pa.array(wins, pa.bool_()))

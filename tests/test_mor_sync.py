@@ -1,0 +1,244 @@
+"""Merge-on-Read tables in the warehouse: ``<t>_rt`` (snapshot) and ``<t>_ro`` (read-optimized).
+
+The sync folds each file slice's log records into one Parquet file beside the manifests
+(``hudi_sync.manifest.log_parquet``) and the snapshot view merges them over the base
+rows. Checked here on DuckDB against hudi-rs: every Hudi-written MOR fixture at every
+instant, and tables this project writes through random operation sequences (v6 and v8,
+Avro and Parquet log blocks, delete blocks, event-time ordering with ties and late
+rows, inline compactions, rollbacks), plus what a sync costs (only changed slices are
+converted), pruning, and the refusal of merge rules a view cannot express. The BigQuery
+and Snowflake targets' ``_rt`` objects are in their own test files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from hudi_sync import config as cfg
+from hudi_sync.errors import UnsupportedTableError
+from hudi_sync.manifest.log_parquet import LOG_FOLDER, LogParquetStore
+from hudi_sync.spark.writer import write
+from hudi_sync.sync.job import SNAPSHOT_VIEW_REFUSAL, sync_table
+from hudi_sync.table import HudiTable
+from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from tests.fixture_tables import fixture_tables
+from tests.spark_model import table_rows
+from tests.test_spark_writer import RandomWorkload, frame, hudi_rs, options
+from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
+
+MOR_FIXTURES = [t for t in fixture_tables() if "/mor/" in t.name and "no_metafields" not in t.name]
+MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
+
+
+def view_rows(database: Path, view: str) -> pa.Table:
+    with duckdb.connect(str(database), read_only=True) as con:
+        con.execute("SET TimeZone = 'UTC'")
+        return con.sql(f'SELECT * FROM "{view}"').to_arrow_table()
+
+
+def assert_views_equal_hudi_rs(path: Path, database: Path, stem: str, as_of: str | None) -> None:
+    for suffix, read_optimized in (("_rt", False), ("_ro", True)):
+        theirs = hudi_rs_rows(str(path), as_of, read_optimized)
+        ours, theirs = same_columns(view_rows(database, stem + suffix), theirs)
+        assert canonical(ours) == canonical(theirs), (stem + suffix, as_of)
+
+
+@pytest.mark.parametrize("fixture", MOR_FIXTURES, ids=[t.id for t in MOR_FIXTURES])
+def test_views_equal_hudi_rs_on_hudi_written_tables_at_every_instant(
+    fixture: Any, fixture_copy: Any, tmp_path: Path
+) -> None:
+    path: Path = fixture_copy(fixture.name.split("/", 1)[1])
+    database = tmp_path / "w.duckdb"
+    target = DuckDBTarget(str(database), "t")
+    table = HudiTable.open(str(path))
+    for instant in [i.requested_time for i in table.completed_commits()]:
+        report = sync_table(str(path), [target], as_of=instant)
+        assert report.ok, report.errors
+        assert_views_equal_hudi_rs(path, database, f"t_as_of_{report.instant}", instant)
+    sync_table(str(path), [target])
+    assert_views_equal_hudi_rs(path, database, "t", None)
+
+
+def test_fixtures_have_snapshots_the_read_optimized_view_gets_wrong(
+    unpack_table: Any, tmp_path: Path
+) -> None:
+    """The comparison above means something: at some instants ``_rt`` and ``_ro``
+    differ, so a view over base files alone would show stale or deleted rows."""
+    differing = 0
+    for fixture in MOR_FIXTURES:
+        path = unpack_table(fixture)
+        for instant in HudiTable.open(str(path)).completed_commits():
+            snapshot = hudi_rs_rows(str(path), instant.requested_time)
+            base_only = hudi_rs_rows(str(path), instant.requested_time, read_optimized=True)
+            differing += canonical(snapshot) != canonical(base_only)
+    assert differing >= 5
+
+
+@pytest.mark.parametrize(
+    ("version", "block_format", "seed"), [(6, "avro", 31), (8, "parquet", 32), (8, "avro", 33)]
+)
+def test_snapshot_view_follows_random_writes_commit_by_commit(  # type: ignore[no-untyped-def]
+    spark, tmp_path: Path, version: int, block_format: str, seed: int
+) -> None:
+    """A sync after every write (the post-commit hook's place): ``t_rt`` equals the
+    model and hudi-rs, ``t_ro`` hudi-rs's read-optimized read."""
+    settings = {
+        **MOR,
+        "hoodie.logfile.data.block.format": block_format,
+        "hoodie.compact.inline": "true",
+        "hoodie.compact.inline.max.delta.commits": 3,
+    }
+    workload = RandomWorkload(spark, tmp_path / "table", version, seed, **settings)
+    database = tmp_path / "w.duckdb"
+    target = DuckDBTarget(str(database), "t")
+    stale = 0
+    for operation in workload.random_sequence():
+        instant = workload.step(operation)
+        report = sync_table(str(workload.path), [target])
+        assert report.ok, report.errors
+        extra = workload.model.has_extra
+        expected = workload.model.snapshot()
+        assert hudi_rs(workload.path, extra) == expected, (operation, instant)
+        assert _rows(view_rows(database, "t_rt"), extra) == expected, (operation, instant)
+        read_optimized = hudi_rs_rows(str(workload.path), read_optimized=True)
+        assert _rows(view_rows(database, "t_ro"), extra) == _rows(read_optimized, extra)
+        stale += _rows(read_optimized, extra) != expected
+    assert stale, "no step left rows in log files: the snapshot view was never needed"
+    logs = [p for p in workload.path.rglob(".*.log.*") if not p.name.endswith(".crc")]
+    assert logs, "no log files were written"
+
+
+def _rows(table: pa.Table, with_extra: bool) -> list[Any]:
+    if with_extra and "extra" not in table.column_names:
+        table = table.append_column("extra", pa.nulls(table.num_rows, pa.string()))
+    return table_rows(table, with_extra)
+
+
+def _write(spark: Any, path: Path, rows: list[dict[str, Any]], operation: str) -> str:
+    settings = {**MOR, "hoodie.compact.inline": "false"}
+    written = write(frame(spark, rows, False), str(path), options("t", 8, operation, **settings))
+    return written.instant
+
+
+def test_late_rows_and_deletes_merge_by_event_time(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Log versions with a lower ordering value than the base row's lose to it; ties
+    and higher values win; deletes drop the key (hudi-rs decides each)."""
+    path, database = tmp_path / "t", tmp_path / "w.duckdb"
+    base = [{"id": i, "p": "a", "name": f"n{i}", "ts": 5} for i in range(6)]
+    _write(spark, path, base, "insert")
+    changes = [
+        {"id": 0, "p": "a", "name": "late", "ts": 4},  # older than the base row: loses
+        {"id": 1, "p": "a", "name": "tie", "ts": 5},  # a tie: the later write wins
+        {"id": 2, "p": "a", "name": "newer", "ts": 9},
+        {"id": 9, "p": "a", "name": "new key", "ts": 1},  # a new base file
+    ]
+    _write(spark, path, changes, "upsert")
+    _write(spark, path, [{"id": 3, "p": "a", "name": "", "ts": 0}], "delete")
+    sync_table(str(path), [DuckDBTarget(str(database), "t")])
+    shown = {r["id"]: r["name"] for r in view_rows(database, "t_rt").to_pylist()}
+    assert shown == {r[0]: r[2] for r in hudi_rs(path, False)}
+    assert shown[0] == "n0" and shown[1] == "tie" and shown[2] == "newer" and 3 not in shown
+
+
+def test_a_sync_converts_only_the_slices_whose_logs_changed(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path, database = tmp_path / "t", tmp_path / "w.duckdb"
+    rows = [{"id": i, "p": p, "name": "x", "ts": 1} for i, p in enumerate("abcabc")]
+    _write(spark, path, rows, "insert")
+    target = DuckDBTarget(str(database), "t")
+    assert sync_table(str(path), [target]).ok
+    store = LogParquetStore(HudiTable.open(str(path)), keep=5)
+    assert store.publish(HudiTable.open(str(path)).latest_instant(), dry_run=True).names == ()
+
+    _write(spark, path, [{"id": 0, "p": "a", "name": "y", "ts": 2}], "upsert")
+    first = _logs_published(path, target)
+    assert (first.converted, len(first.names)) == (1, 1)
+    _write(spark, path, [{"id": 1, "p": "b", "name": "y", "ts": 2}], "upsert")
+    second = _logs_published(path, target)
+    assert (second.converted, len(second.names)) == (1, 2)  # partition a's file is reused
+    assert first.names[0] in second.names
+    folder = path / LOG_FOLDER / "parquet"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(second.names)
+    # A rerun of the same snapshot converts nothing.
+    again = LogParquetStore(HudiTable.open(str(path)), keep=5).publish(second.instant)
+    assert again.converted == 0 and again.names == second.names
+
+
+def _logs_published(path: Path, target: DuckDBTarget) -> Any:
+    """Sync, then the snapshot's folded logs as a rerun of the publication sees them."""
+    before = _parquet_names(path)
+    report = sync_table(str(path), [target])
+    assert report.ok, report.errors
+    table = HudiTable.open(str(path))
+    logs = LogParquetStore(table, keep=5).publish(report.instant, dry_run=True)
+    return type(logs)(**{**vars(logs), "converted": len(_parquet_names(path) - before)})
+
+
+def _parquet_names(path: Path) -> set[str]:
+    folder = path / LOG_FOLDER / "parquet"
+    return {p.name for p in folder.iterdir()} if folder.exists() else set()
+
+
+def test_compaction_rebases_and_old_folded_logs_are_pruned(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path, database = tmp_path / "t", tmp_path / "w.duckdb"
+    rows = [{"id": i, "p": "a", "name": "x", "ts": 1} for i in range(4)]
+    _write(spark, path, rows, "insert")
+    target = DuckDBTarget(str(database), "t")
+    for ts in (2, 3):
+        _write(spark, path, [{"id": 0, "p": "a", "name": f"v{ts}", "ts": ts}], "upsert")
+        sync_table(str(path), [target], keep=1)
+    assert len(_parquet_names(path)) == 1  # the first slice version's file is pruned
+    settings = {**MOR, "hoodie.compact.inline": "true"}
+    settings["hoodie.compact.inline.max.delta.commits"] = "1"
+    update = [{"id": 1, "p": "a", "name": "v4", "ts": 4}]
+    write(frame(spark, update, False), str(path), options("t", 8, "upsert", **settings))
+    report = sync_table(str(path), [target], keep=1)
+    assert report.ok
+    assert _parquet_names(path) == set()  # compacted: base files only, nothing to fold
+    assert_views_equal_hudi_rs(path, database, "t", None)
+    shown = {r["id"]: r["name"] for r in view_rows(database, "t_rt").to_pylist()}
+    assert shown[0] == "v3" and shown[1] == "v4"
+    with duckdb.connect(str(database), read_only=True) as con:
+        views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
+    assert "t_log_history" not in views  # no log records: no log objects
+
+
+def test_merge_rules_a_view_cannot_express_refuse_rt_and_sync_ro(  # type: ignore[no-untyped-def]
+    fixture_copy, tmp_path: Path
+) -> None:
+    path: Path = fixture_copy("mor/avro/v6_trips_8i1u")
+    properties = path / ".hoodie" / "hoodie.properties"
+    text = properties.read_text()
+    properties.write_text(f"{text}\n{cfg.PAYLOAD_CLASS.key}=com.example.MyPayload\n")
+    database = tmp_path / "w.duckdb"
+    with pytest.raises(UnsupportedTableError) as refused:
+        sync_table(str(path), [DuckDBTarget(str(database), "t")])
+    message = str(refused.value)
+    assert "\n" not in message and "com.example.MyPayload" in message and "_rt" in message
+    ours, theirs = same_columns(
+        view_rows(database, "t_ro"), hudi_rs_rows(str(path), read_optimized=True)
+    )
+    assert canonical(ours) == canonical(theirs)
+    with duckdb.connect(str(database), read_only=True) as con:
+        views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
+    assert "t_rt" not in views
+    # The post-commit hook's way: the refusal is reported, the rest synced.
+    report = sync_table(str(path), [DuckDBTarget(str(database), "t")], continue_on_error=True)
+    assert list(report.errors) == [SNAPSHOT_VIEW_REFUSAL] and report.results
+
+
+def test_skip_ro_suffix_keeps_the_bare_name_for_the_read_optimized_view(  # type: ignore[no-untyped-def]
+    fixture_copy, tmp_path: Path
+) -> None:
+    path: Path = fixture_copy("mor/avro/v8_trips_8i3u1d")
+    database = tmp_path / "w.duckdb"
+    report = sync_table(str(path), [DuckDBTarget(str(database), "t", skip_ro_suffix=True)])
+    assert report.results[0].objects[:2] == ("t", "t_rt")
+    ours, theirs = same_columns(
+        view_rows(database, "t"), hudi_rs_rows(str(path), read_optimized=True)
+    )
+    assert canonical(ours) == canonical(theirs)
