@@ -33,14 +33,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
+from hudi_sync.manifest.log_parquet import FILE_ID_COLUMN, SOURCE_COLUMN, PublishedLogs
 from hudi_sync.manifest.snapshot import PublishedManifest, timeline_tail
 from hudi_sync.table import HudiTable
+from hudi_sync.table.record_merge import DELETED_COLUMN, LOG_WINS_COLUMN
 from hudi_sync.table.schema import PartitionField, parse_avro_schema, partition_fields
 from hudi_sync.warehouse.bigquery_schema import partition_key_type, table_schema
 from hudi_sync.warehouse.common import (
@@ -171,10 +173,12 @@ class BigQueryTarget:
         config: BigQuerySyncConfig,
         client: bigquery.Client | None = None,
         api_endpoint: str | None = None,
+        skip_ro_suffix: bool = False,
     ) -> None:
         self.config = config
         self._client = client
         self.api_endpoint = api_endpoint
+        self.skip_ro_suffix = skip_ro_suffix
 
     @classmethod
     def from_options(
@@ -186,7 +190,11 @@ class BigQueryTarget:
         if default_table_name:
             scoped.setdefault(cfg.BIGQUERY_TABLE_NAME.key, default_table_name)
         endpoint = options.get(API_ENDPOINT)
-        return cls(BigQuerySyncConfig.from_options(scoped), api_endpoint=endpoint or None)
+        return cls(
+            BigQuerySyncConfig.from_options(scoped),
+            api_endpoint=endpoint or None,
+            skip_ro_suffix=bool(cfg.SKIP_RO_SUFFIX.read(options)),
+        )
 
     @property
     def name(self) -> str:
@@ -199,9 +207,15 @@ class BigQueryTarget:
         return self._client
 
     # -- naming --------------------------------------------------------------------------
-    def object_names(self, published: PublishedManifest, as_of: bool) -> ObjectNames:
+    def object_names(
+        self, table: HudiTable, published: PublishedManifest, as_of: bool
+    ) -> ObjectNames:
+        """Manifest-file mode has one table, the read-optimized one."""
         return ObjectNames.for_table(
-            self.config.table_name, published.manifest.instant if as_of else None
+            self.config.table_name,
+            published.manifest.instant if as_of else None,
+            merge_on_read=table.config.is_mor and not self.config.use_bq_manifest_file,
+            skip_ro_suffix=self.skip_ro_suffix,
         )
 
     def _id(self, table_id: str) -> str:
@@ -256,10 +270,10 @@ class BigQueryTarget:
     def _plan(
         self, table: HudiTable, published: PublishedManifest, as_of: bool, force: bool
     ) -> tuple[SyncPlan, list[_Step]]:
-        names = self.object_names(published, as_of)
+        names = self.object_names(table, published, as_of)
         marker = SyncMarker.of(published.manifest.instant, self._base_uri(table), self.config.mode)
         target = self.name
-        existing = {i: self._get(i) for i in _object_ids(names)}
+        existing = {i: self._get(i) for i in names.all()}
         markers = {i: SyncMarker.parse(t.description) for i, t in existing.items() if t}
         foreign = [i for i, t in existing.items() if t is not None and markers[i] is None]
         if foreign and not force:
@@ -267,8 +281,8 @@ class BigQueryTarget:
                 f"{self._id(foreign[0])} exists and was not created by hudi_sync; "
                 "drop it or use --force"
             )
-        current = markers.get(names.view)
-        settled = settled_plan(target, names.view, current, marker, force)
+        current = markers.get(names.marked(published.logs))
+        settled = settled_plan(target, names.marked(published.logs), current, marker, force)
         if settled is not None:
             return settled, []
         same_objects = marker.same_objects(current)
@@ -294,6 +308,13 @@ class BigQueryTarget:
                 steps.append(_Step("delete", self._id(table_id)))
                 exists = False
             steps.append(_Step("update" if exists else "create", self._id(table_id), resource))
+        # Log objects no longer read (a compaction left no log records): dropped after the
+        # snapshot view stopped reading them.
+        wanted = names.synced(published.logs)
+        for table_id in (n for n in (names.log_manifest, names.log_history) if n):
+            gone = table_id not in wanted and table_id not in deleted
+            if gone and existing.get(table_id) is not None:
+                steps.append(_Step("delete", self._id(table_id)))
         action = "create" if current is None else ("update" if same_objects else "recreate")
         return SyncPlan(target, action, [s.render() for s in steps]), steps
 
@@ -385,20 +406,79 @@ class BigQueryTarget:
             },
             **stamp,
         }
-        view = {
-            "tableReference": self._ref(names.view),
-            "view": {
-                "query": (
-                    f"SELECT * FROM {_quote(self._id(names.history))} WHERE {file_column} IN "
-                    f"({files_sql})"
-                ),
-                "useLegacySql": False,
+        query = (
+            f"SELECT * FROM {_quote(self._id(names.history))} WHERE {file_column} IN ({files_sql})"
+        )
+        view = _view_resource(self._ref(names.view), query, stamp)
+        if marker.is_empty:
+            empty = self._empty_tables(table, names, fields, [history, manifest, view])
+            if names.snapshot_view and published.logs:  # no commit, no log: read-optimized rows
+                query = f"SELECT * FROM {_quote(self._id(names.view))}"
+                empty.append(_view_resource(self._ref(names.snapshot_view), query, stamp))
+            return empty
+        logs = published.logs
+        if names.snapshot_view is None or logs is None:
+            return [history, manifest, view]
+        columns = [f["name"] for f in schema] + (self._partition_names(fields) if hive else [])
+        snapshot = self._snapshot_resources(names, logs, columns, avro, stamp, seen_by_bigquery)
+        return [history, manifest, view, *snapshot]
+
+    def _snapshot_resources(
+        self,
+        names: ObjectNames,
+        logs: PublishedLogs,
+        columns: list[str],
+        avro: dict[str, Any],
+        stamp: dict[str, Any],
+        seen_by_bigquery: Callable[[str], str],
+    ) -> list[dict[str, Any]]:
+        """``<t>_log_history`` (a PARQUET external table over the folded log files'
+        folder), ``<t>_log_manifest`` (the snapshot's list of them) and the snapshot view
+        ``<t>_rt``, last. A snapshot without log records: the view reads ``<t>_ro``."""
+        assert names.snapshot_view and names.log_manifest and names.log_history
+        ro = _quote(self._id(names.view))
+        if not logs.names:
+            query = f"SELECT * FROM {ro}"
+            return [_view_resource(self._ref(names.snapshot_view), query, stamp)]
+        extra = {FILE_ID_COLUMN: "STRING", DELETED_COLUMN: "BOOLEAN"}
+        extra |= {LOG_WINS_COLUMN: "BOOLEAN", SOURCE_COLUMN: "STRING"}
+        log_schema = [
+            *table_schema(avro, True),
+            *({"name": n, "type": t, "mode": "NULLABLE"} for n, t in extra.items()),
+        ]
+        base = seen_by_bigquery(logs.folder_uri)
+        log_history = {
+            "tableReference": self._ref(names.log_history),
+            "schema": {"fields": log_schema},
+            "externalDataConfiguration": {
+                "sourceFormat": "PARQUET",
+                "autodetect": False,
+                "parquetOptions": {"enableListInference": True},
+                "sourceUris": [f"{base.rstrip('/')}/*.parquet"],
             },
             **stamp,
         }
-        if marker.is_empty:
-            return self._empty_tables(table, names, fields, [history, manifest, view])
-        return [history, manifest, view]
+        log_manifest = {
+            "tableReference": self._ref(names.log_manifest),
+            "schema": {"fields": [{"name": "filename", "type": "STRING", "mode": "NULLABLE"}]},
+            "externalDataConfiguration": {
+                "sourceFormat": "CSV",
+                "sourceUris": [seen_by_bigquery(logs.files_uri)],
+                "csvOptions": {"skipLeadingRows": "0", "fieldDelimiter": ",", "quote": ""},
+                "autodetect": False,
+            },
+            **stamp,
+        }
+        query = snapshot_select(
+            ro,
+            _quote(self._id(names.log_history)),
+            _quote(self._id(names.log_manifest)),
+            columns,
+            {f["name"] for f in log_schema},
+            logs.ordering_field,
+        )
+        rt = _view_resource(self._ref(names.snapshot_view), query, stamp)
+        return [log_history, log_manifest, rt]
 
     def _empty_tables(
         self,
@@ -459,11 +539,9 @@ class BigQueryTarget:
         dry_run: bool = False,
     ) -> tuple[SyncPlan, SyncResult]:
         plan, calls = self._plan(table, published, as_of, force)
-        names = self.object_names(published, as_of)
+        names = self.object_names(table, published, as_of)
         objects = (
-            (names.view,)
-            if self.config.use_bq_manifest_file
-            else (names.view, names.manifest, names.history)
+            (names.view,) if self.config.use_bq_manifest_file else names.synced(published.logs)
         )
         instant = published.manifest.instant
         if dry_run or not plan.steps:
@@ -580,8 +658,43 @@ def _string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _object_ids(names: ObjectNames) -> tuple[str, str, str]:
-    return names.view, names.manifest, names.history
+def _view_resource(reference: dict[str, str], query: str, stamp: dict[str, Any]) -> dict[str, Any]:
+    return {"tableReference": reference, "view": {"query": query, "useLegacySql": False}, **stamp}
+
+
+def snapshot_select(
+    ro: str,
+    log_history: str,
+    log_manifest: str,
+    columns: list[str],
+    log_columns: set[str],
+    ordering_field: str | None,
+) -> str:
+    """The snapshot view's query (GoogleSQL): each base row of the read-optimized view
+    ``ro`` that no folded log version replaces, then each log version that is no delete
+    and replaces its base row or has none, both with ``columns`` (the view's, in its
+    order; a column the log files lack is null). Rows meet by file group and record
+    key, and the rule is ``fold_log_records``': the log version replaces the base row
+    when it always wins, else when the base row's ordering value is null, or the log's
+    is not null and at least the base row's."""
+    key = "_hoodie_record_key"
+    on = f"l.{FILE_ID_COLUMN} = b.{FILE_ID_COLUMN} AND l.{key} = b.{key}"
+    wins = f"l.{LOG_WINS_COLUMN}"
+    if ordering_field is not None:
+        field = f"`{ordering_field}`"
+        wins = (
+            f"({wins} OR b.{field} IS NULL OR (l.{field} IS NOT NULL AND l.{field} >= b.{field}))"
+        )
+    from_base = ", ".join(f"b.`{c}`" for c in columns)
+    from_log = ", ".join(f"l.`{c}`" if c in log_columns else f"NULL AS `{c}`" for c in columns)
+    return (
+        f"WITH b AS (SELECT *, REGEXP_EXTRACT(_hoodie_file_name, r'^[^_]+') AS {FILE_ID_COLUMN} "
+        f"FROM {ro}), l AS (SELECT * FROM {log_history} WHERE {SOURCE_COLUMN} IN "
+        f"(SELECT filename FROM {log_manifest})) "
+        f"SELECT {from_base} FROM b LEFT JOIN l ON {on} WHERE l.{key} IS NULL OR NOT {wins} "
+        f"UNION ALL SELECT {from_log} FROM l LEFT JOIN b ON {on} "
+        f"WHERE NOT l.{DELETED_COLUMN} AND (b.{key} IS NULL OR {wins})"
+    )
 
 
 # What an update of each kind of object sets (besides description and labels).

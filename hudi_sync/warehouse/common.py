@@ -59,11 +59,10 @@ class ObjectNames:
             f"{stem}_log_history",
         )
 
-    @property
-    def marked(self) -> str:
+    def marked(self, logs: PublishedLogs | None) -> str:
         """The object whose marker says which instant the objects show: the one a
-        sync updates last (the snapshot view of a MOR table)."""
-        return self.snapshot_view or self.view
+        sync updates last (the snapshot view of a MOR table, when it gets one)."""
+        return self.snapshot_view if self.snapshot_view and logs is not None else self.view
 
     def all(self) -> tuple[str, ...]:
         """Every object, in the order a sync reports them."""

@@ -105,7 +105,10 @@ class DuckDBTarget:
         return {str(name): str(comment or "") for name, comment in rows}
 
     def current_marker(self, names: ObjectNames) -> SyncMarker | None:
-        return SyncMarker.parse(self._comments(names).get(names.marked))
+        """The marker of the snapshot view, else (a COW table, a MOR table refused a
+        snapshot view) of the view."""
+        comments = self._comments(names)
+        return SyncMarker.parse(comments.get(names.snapshot_view or "") or comments.get(names.view))
 
     def plan(
         self,
@@ -117,9 +120,9 @@ class DuckDBTarget:
         names = self.object_names(table, published, as_of)
         marker = SyncMarker.of(published.manifest.instant, table.uri, self.mode)
         comments = self._comments(names)
-        current = SyncMarker.parse(comments.get(names.marked))
+        current = SyncMarker.parse(comments.get(names.marked(published.logs)))
         target = self.name
-        settled = settled_plan(target, names.marked, current, marker, force)
+        settled = settled_plan(target, names.marked(published.logs), current, marker, force)
         if settled is not None:
             return settled
         steps = self._statements(table, published, names, marker, comments if not force else {})
