@@ -4,7 +4,7 @@ fakesnow runs Snowflake's SQL on DuckDB behind the real snowflake-connector-pyth
 databases, schemas, stages (``CREATE STAGE``, ``SHOW STAGES``), views and ``SHOW VIEWS``
 run in it unchanged. It cannot:
 
-1. create or refresh external tables. :class:`EmulatedSnowflake` parses each
+1. create, refresh or drop external tables. :class:`EmulatedSnowflake` parses each
    ``CREATE EXTERNAL TABLE`` with sqlglot's Snowflake dialect and builds what Snowflake
    would: it looks the stage's URL up in fakesnow, lists the files under
    ``LOCATION`` in the object store (moto S3), keeps those whose path matches
@@ -44,6 +44,7 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)  # "falling back to a Comma
 
 _STAGE_LOCATION = re.compile(r'^@(?P<stage>(?:"(?:[^"]|"")*"\.?)+)/(?P<path>.*)$')
 _REFRESH = re.compile(r"^ALTER EXTERNAL TABLE (?P<name>.+) REFRESH$", re.S)
+_DROP_EXTERNAL = re.compile(r"^DROP EXTERNAL TABLE IF EXISTS (?P<name>.+)$", re.S)
 
 
 def json_value(value: Any) -> Any:
@@ -142,6 +143,12 @@ class EmulatedSnowflake:
             table = sqlglot.parse_one(refresh["name"], read="snowflake", into=exp.Table)
             self._load(cursor, self.external[_name(table)])
             return [("refreshed",)]
+        dropped = _DROP_EXTERNAL.match(sql.strip())
+        if dropped:  # the emulated table is a view over a table of its files' rows
+            table = sqlglot.parse_one(dropped["name"], read="snowflake", into=exp.Table)
+            if self.external.pop(_name(table), None) is not None:
+                cursor.execute(f"DROP VIEW IF EXISTS {_sql(table)}")
+            return [("dropped",)]
         parsed = sqlglot.parse_one(sql, read="snowflake")
         if isinstance(parsed, exp.Create) and parsed.find(exp.ExternalProperty):
             self._create_external(cursor, parsed)

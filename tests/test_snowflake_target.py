@@ -162,6 +162,35 @@ def test_view_equals_hudi_rs_on_fixture_tables_in_s3(  # type: ignore[no-untyped
         sqlglot.parse_one(statement, read="snowflake")  # every statement is Snowflake SQL
 
 
+MOR = [t for t in fixture_tables() if "/mor/" in t.name and "empty" not in t.name]
+MOR = [t for t in MOR if "no_metafields" not in t.name]
+
+
+@pytest.mark.parametrize("fixture", MOR, ids=[t.id for t in MOR])
+def test_merge_on_read_views_equal_hudi_rs_in_s3(  # type: ignore[no-untyped-def]
+    fixture, unpack_table, s3_server, emulation
+) -> None:
+    """``TRIPS_RO`` shows hudi-rs's read-optimized rows, ``TRIPS_RT`` its snapshot: the
+    folded log files read through their own external table and merged by the view."""
+    local = unpack_table(fixture)
+    table = _upload(s3_server, local)
+    report = sync_table(table, [_target()])
+    assert report.ok and report.results[0].action == "create", report.errors
+    assert _view_rows(table, "trips_rt") == _hudi_rs(table, local)
+    read_optimized = hudi_rs_rows(str(local), read_optimized=True).to_pylist()
+    compared = [c.name for c in _compared(table)]
+    assert _view_rows(table, "trips_ro") == sorted(
+        tuple(_text(r.get(c, r["_hoodie_partition_path"])) for c in compared)
+        for r in read_optimized
+    )
+    assert f"instant={report.instant} base={table.uri}/ mode=view" in _view_comment("trips_rt")
+    assert _view_columns("trips_rt") == _view_columns("trips_ro")
+    again = sync_table(table, [_target()])
+    assert [r.action for r in again.results] == ["noop"]
+    for statement in emulation.statements:
+        sqlglot.parse_one(statement, read="snowflake")
+
+
 def test_history_lists_only_base_files(  # type: ignore[no-untyped-def]
     unpack_table, s3_server, emulation, tmp_path
 ) -> None:

@@ -47,10 +47,12 @@ from hudi_sync.table.schema import PartitionField, parse_avro_schema, partition_
 from hudi_sync.warehouse.bigquery_schema import partition_key_type, table_schema
 from hudi_sync.warehouse.common import (
     ObjectNames,
+    SnapshotQuery,
     SyncMarker,
     SyncPlan,
     SyncResult,
     settled_plan,
+    snapshot_query,
 )
 
 if TYPE_CHECKING:
@@ -668,33 +670,17 @@ def snapshot_select(
     log_manifest: str,
     columns: list[str],
     log_columns: set[str],
-    ordering_field: str | None,
+    ordering: str | None,
 ) -> str:
-    """The snapshot view's query (GoogleSQL): each base row of the read-optimized view
-    ``ro`` that no folded log version replaces, then each log version that is no delete
-    and replaces its base row or has none, both with ``columns`` (the view's, in its
-    order; a column the log files lack is null). Rows meet by file group and record
-    key, and the rule is ``fold_log_records``': the log version replaces the base row
-    when it always wins, else when the base row's ordering value is null, or the log's
-    is not null and at least the base row's."""
-    key = "_hoodie_record_key"
-    on = f"l.{FILE_ID_COLUMN} = b.{FILE_ID_COLUMN} AND l.{key} = b.{key}"
-    wins = f"l.{LOG_WINS_COLUMN}"
-    if ordering_field is not None:
-        field = f"`{ordering_field}`"
-        wins = (
-            f"({wins} OR b.{field} IS NULL OR (l.{field} IS NOT NULL AND l.{field} >= b.{field}))"
-        )
-    from_base = ", ".join(f"b.`{c}`" for c in columns)
-    from_log = ", ".join(f"l.`{c}`" if c in log_columns else f"NULL AS `{c}`" for c in columns)
-    return (
-        f"WITH b AS (SELECT *, REGEXP_EXTRACT(_hoodie_file_name, r'^[^_]+') AS {FILE_ID_COLUMN} "
-        f"FROM {ro}), l AS (SELECT * FROM {log_history} WHERE {SOURCE_COLUMN} IN "
-        f"(SELECT filename FROM {log_manifest})) "
-        f"SELECT {from_base} FROM b LEFT JOIN l ON {on} WHERE l.{key} IS NULL OR NOT {wins} "
-        f"UNION ALL SELECT {from_log} FROM l LEFT JOIN b ON {on} "
-        f"WHERE NOT l.{DELETED_COLUMN} AND (b.{key} IS NULL OR {wins})"
+    """The snapshot view's query (``snapshot_query``) in GoogleSQL: ``columns`` (the
+    read-optimized view's, in its order) on both sides, null where the log files lack one."""
+    spelling = SnapshotQuery(
+        lambda name: f"`{name}`",
+        lambda column: f"REGEXP_EXTRACT({column}, r'^[^_]+')",
+        ", ".join(f"b.`{c}`" for c in columns),
+        ", ".join(f"l.`{c}`" if c in log_columns else f"NULL AS `{c}`" for c in columns),
     )
+    return snapshot_query(spelling, ro, log_history, log_manifest, ordering)
 
 
 # What an update of each kind of object sets (besides description and labels).

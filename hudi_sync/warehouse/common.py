@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hudi_sync.errors import BadInputError
+from hudi_sync.manifest.log_parquet import FILE_ID_COLUMN, SOURCE_COLUMN
 from hudi_sync.table.instant import comparable_instant
+from hudi_sync.table.record_merge import DELETED_COLUMN, LOG_WINS_COLUMN
 
 if TYPE_CHECKING:
     from hudi_sync.manifest.log_parquet import PublishedLogs
@@ -169,3 +172,47 @@ class SyncResult:
             "objects": list(self.objects),
             "reason": self.reason,
         }
+
+
+@dataclass(frozen=True)
+class SnapshotQuery:
+    """How one warehouse spells the parts of the snapshot view's query (``<t>_rt`` of a
+    Merge-on-Read table, see ``snapshot_query``)."""
+
+    quote: Callable[[str], str]  # an identifier, quoted
+    file_id_of: Callable[[str], str]  # the file id in a (quoted) base file name column
+    base_columns: str  # the view's select list over the base rows ``b``
+    log_columns: str  # the same columns over the folded log rows ``l``
+    union: str = "UNION ALL"
+
+
+def snapshot_query(
+    spelling: SnapshotQuery, ro: str, log_history: str, log_manifest: str, ordering: str | None
+) -> str:
+    """The snapshot view's query: each base row of the read-optimized view ``ro`` that
+    no folded log version (``log_history`` rows listed in ``log_manifest``) replaces,
+    then each log version that is no delete and replaces its base row or has none.
+    Rows meet by file group and record key. A log version replaces the base row when it
+    always wins, else when the base row's ``ordering`` value is null, or the log's is
+    not null and at least the base row's: Hudi's rule, as ``fold_log_records`` says."""
+    q = spelling.quote
+    key, file_id = q("_hoodie_record_key"), q(FILE_ID_COLUMN)
+    on = f"l.{file_id} = b.{file_id} AND l.{key} = b.{key}"
+    wins = f"l.{q(LOG_WINS_COLUMN)}"
+    if ordering is not None:
+        field = q(ordering)
+        wins = (
+            f"({wins} OR b.{field} IS NULL OR (l.{field} IS NOT NULL AND l.{field} >= b.{field}))"
+        )
+    base = f"SELECT *, {spelling.file_id_of(q('_hoodie_file_name'))} AS {file_id} FROM {ro}"
+    logs = (
+        f"SELECT * FROM {log_history} WHERE {q(SOURCE_COLUMN)} IN "
+        f"(SELECT {q('filename')} FROM {log_manifest})"
+    )
+    return (
+        f"WITH b AS ({base}), l AS ({logs}) "
+        f"SELECT {spelling.base_columns} FROM b LEFT JOIN l ON {on} "
+        f"WHERE l.{key} IS NULL OR NOT {wins} "
+        f"{spelling.union} SELECT {spelling.log_columns} FROM l LEFT JOIN b ON {on} "
+        f"WHERE NOT l.{q(DELETED_COLUMN)} AND (b.{key} IS NULL OR {wins})"
+    )

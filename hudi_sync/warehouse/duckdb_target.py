@@ -24,14 +24,20 @@ from hudi_sync.errors import HudiSyncError, UnsupportedTableError
 from hudi_sync.manifest.log_parquet import (
     EXTRA_COLUMNS,
     FILE_ID_COLUMN,
-    SOURCE_COLUMN,
     PublishedLogs,
 )
 from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.table import HudiTable
-from hudi_sync.table.record_merge import DELETED_COLUMN, LOG_WINS_COLUMN
 from hudi_sync.table.schema import META_FIELDS
-from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult, settled_plan
+from hudi_sync.warehouse.common import (
+    ObjectNames,
+    SnapshotQuery,
+    SyncMarker,
+    SyncPlan,
+    SyncResult,
+    settled_plan,
+    snapshot_query,
+)
 
 SOURCE_FILE_COLUMN = "__hudi_sync_source_file"
 BUSY_TIMEOUT_SECONDS = 60.0
@@ -292,35 +298,22 @@ class DuckDBTarget:
 
 
 def snapshot_select(names: ObjectNames, logs: PublishedLogs) -> str:
-    """The snapshot view's query: each base row a folded log version does not replace,
-    plus each log version that is no delete and replaces its base row (or has none).
-    Rows meet by file group and record key; a log version replaces the base row when
-    it always wins (``LOG_WINS_COLUMN``), else by Hudi's event-time rule on the
-    ordering field (see ``fold_log_records``)."""
+    """The snapshot view's query (``snapshot_query``) in DuckDB: the columns by name
+    (``UNION ALL BY NAME``), whatever the base files' schemas."""
     assert names.log_manifest and names.log_history
-    key = "_hoodie_record_key"
-    on = f"l.{FILE_ID_COLUMN} = b.{FILE_ID_COLUMN} AND l.{key} = b.{key}"
-    wins = f"l.{LOG_WINS_COLUMN}"
-    if logs.ordering_field is not None:
-        field = quote_identifier(logs.ordering_field)
-        wins = (
-            f"({wins} OR b.{field} IS NULL OR (l.{field} IS NOT NULL AND l.{field} >= b.{field}))"
-        )
-    base = (
-        f"SELECT *, regexp_extract(_hoodie_file_name, '^[^_]+') AS {FILE_ID_COLUMN} "
-        f"FROM {quote_identifier(names.view)}"
+    spelling = SnapshotQuery(
+        quote_identifier,
+        lambda column: f"regexp_extract({column}, '^[^_]+')",
+        f"b.* EXCLUDE ({FILE_ID_COLUMN})",
+        f"l.* EXCLUDE ({', '.join(EXTRA_COLUMNS)})",
+        union="UNION ALL BY NAME",
     )
-    log = (
-        f"SELECT * FROM {quote_identifier(names.log_history)} WHERE {SOURCE_COLUMN} IN "
-        f"(SELECT filename FROM {quote_identifier(names.log_manifest)})"
-    )
-    extra = ", ".join(EXTRA_COLUMNS)
-    return (
-        f"WITH b AS ({base}), l AS ({log}) "
-        f"SELECT b.* EXCLUDE ({FILE_ID_COLUMN}) FROM b LEFT JOIN l ON {on} "
-        f"WHERE l.{key} IS NULL OR NOT {wins} "
-        f"UNION ALL BY NAME SELECT l.* EXCLUDE ({extra}) FROM l LEFT JOIN b ON {on} "
-        f"WHERE NOT l.{DELETED_COLUMN} AND (b.{key} IS NULL OR {wins})"
+    return snapshot_query(
+        spelling,
+        quote_identifier(names.view),
+        quote_identifier(names.log_history),
+        quote_identifier(names.log_manifest),
+        logs.ordering_field,
     )
 
 

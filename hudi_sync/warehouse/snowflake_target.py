@@ -41,14 +41,18 @@ from typing import Any, Protocol
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
+from hudi_sync.manifest.log_parquet import FILE_ID_COLUMN, SOURCE_COLUMN, PublishedLogs
 from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.table import HudiTable
+from hudi_sync.table.record_merge import DELETED_COLUMN, LOG_WINS_COLUMN
 from hudi_sync.warehouse.common import (
     ObjectNames,
+    SnapshotQuery,
     SyncMarker,
     SyncPlan,
     SyncResult,
     settled_plan,
+    snapshot_query,
 )
 from hudi_sync.warehouse.snowflake_schema import (
     Column,
@@ -56,6 +60,7 @@ from hudi_sync.warehouse.snowflake_schema import (
     object_name,
     quote_literal,
     sql_name,
+    value_column,
 )
 
 PREFIX = cfg.SNOWFLAKE_PREFIX
@@ -100,7 +105,11 @@ BASE_FILE_FORMATS = frozenset({"PARQUET", "ORC"})
 MANIFEST_PATTERN = r"^(.*/)?files[.]csv$"
 # A delta manifest table reads each line whole (FIELD_DELIMITER = NONE) as one column.
 DELTA_ENTRY_COLUMN = "entry"
-_MARKER_DIGESTS = re.compile(r"history=(?P<history>\w+) view=(?P<view>\w+)")
+_MARKER_DIGESTS = re.compile(
+    r"history=(?P<history>\w+) view=(?P<view>\w+)(?: logs=(?P<logs>\w+) rt=(?P<rt>\w+))?"
+)
+# The folded log files of MOR tables (``hudi_sync.manifest.log_parquet``), by name.
+LOG_FILE_PATTERN = r"^(.*/)?[^/]+[.]parquet$"
 _CLOUD_URL = re.compile(r"^(s3|gcs|azure)://[^/]+(/.*)?$")
 
 
@@ -250,6 +259,8 @@ class _State:
     view_digest: str | None
     view_exists: bool
     stage_url: str | None
+    logs_digest: str | None = None  # MOR: the log history's and the snapshot view's
+    rt_digest: str | None = None
 
 
 class SnowflakeTarget:
@@ -263,9 +274,11 @@ class SnowflakeTarget:
         self,
         config: SnowflakeSyncConfig,
         connect: Callable[[], Connection] | None = None,
+        skip_ro_suffix: bool = False,
     ) -> None:
         self.config = config
         self._connect = connect or self._connector
+        self.skip_ro_suffix = skip_ro_suffix
 
     @classmethod
     def from_options(
@@ -274,7 +287,8 @@ class SnowflakeTarget:
         default_table_name: str | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> SnowflakeTarget:
-        return cls(SnowflakeSyncConfig.from_options(options, environ, default_table_name))
+        config = SnowflakeSyncConfig.from_options(options, environ, default_table_name)
+        return cls(config, skip_ro_suffix=bool(cfg.SKIP_RO_SUFFIX.read(options)))
 
     @property
     def name(self) -> str:
@@ -300,9 +314,14 @@ class SnowflakeTarget:
     def _qualified(self, name: str) -> str:
         return ".".join(sql_name(n) for n in (self.config.database, self.config.schema, name))
 
-    def object_names(self, published: PublishedManifest, as_of: bool) -> ObjectNames:
+    def object_names(
+        self, table: HudiTable, published: PublishedManifest, as_of: bool
+    ) -> ObjectNames:
         return ObjectNames.for_table(
-            self.config.table_name, published.manifest.instant if as_of else None
+            self.config.table_name,
+            published.manifest.instant if as_of else None,
+            merge_on_read=table.config.is_mor,
+            skip_ro_suffix=self.skip_ro_suffix,
         )
 
     def _stage(self) -> str:
@@ -338,8 +357,8 @@ class SnowflakeTarget:
                 return record
         return None
 
-    def _state(self, cursor: Cursor, names: ObjectNames) -> _State:
-        view = self._show(cursor, "VIEWS", names.view)
+    def _state(self, cursor: Cursor, names: ObjectNames, marked: str) -> _State:
+        view = self._show(cursor, "VIEWS", marked)
         stage = self._show(cursor, "STAGES", self._stage())
         comment = str(view.get("comment") or "") if view else ""
         digests = _MARKER_DIGESTS.search(comment)
@@ -349,6 +368,8 @@ class SnowflakeTarget:
             view_digest=digests["view"] if digests else None,
             view_exists=view is not None,
             stage_url=str(stage["url"]) if stage else None,
+            logs_digest=digests["logs"] if digests else None,
+            rt_digest=digests["rt"] if digests else None,
         )
 
     # -- planning ------------------------------------------------------------------------
@@ -360,16 +381,17 @@ class SnowflakeTarget:
         as_of: bool,
         force: bool,
     ) -> tuple[SyncPlan, list[Statement]]:
-        names = self.object_names(published, as_of)
+        names = self.object_names(table, published, as_of)
         url = self.stage_url(table)
         # Before the first commit the external tables list no file: the objects are
         # typed and empty, and the first sync with files refreshes them in place.
         marker = SyncMarker.of(published.manifest.instant, url, MODE)
-        state = self._state(cursor, names)
+        marked = names.marked(published.logs)
+        state = self._state(cursor, names, marked)
         target = self.name
         if state.view_exists and state.marker is None and not force:
             raise BadInputError(
-                f"{self._qualified(names.view)} exists and was not created by hudi_sync; "
+                f"{self._qualified(marked)} exists and was not created by hudi_sync; "
                 "drop it or use --force"
             )
         columns = history_columns(
@@ -381,10 +403,16 @@ class SnowflakeTarget:
         history_sql = self._history_sql(names.history, columns, table.config.base_file_format)
         view_sql = self._view_sql(names, columns, published)
         history_digest, view_digest = _digest(history_sql), _digest(view_sql)
+        snapshot = self._snapshot_sql(table, names, columns, published.logs)
+        logs_digest = None
+        if snapshot is not None:  # "none": a snapshot view over the read-optimized one only
+            logs_digest = _digest(snapshot.log_history) if snapshot.log_history else "none"
+        rt_digest = _digest(snapshot.view) if snapshot else None
         current = state.marker
         same_objects = marker.same_objects(current)
         unchanged = (state.history_digest, state.view_digest) == (history_digest, view_digest)
-        settled = settled_plan(target, names.view, current, marker, force, unchanged)
+        unchanged = unchanged and (state.logs_digest, state.rt_digest) == (logs_digest, rt_digest)
+        settled = settled_plan(target, marked, current, marker, force, unchanged)
         if settled is not None:
             return settled, []
         statements = self._stage_statements(state, url, same_objects, force)
@@ -405,6 +433,15 @@ class SnowflakeTarget:
         else:
             sql = view_sql.replace(" COPY GRANTS AS ", f" COPY GRANTS COMMENT = {comment} AS ", 1)
         statements.append(Statement(sql, sql, f"create {view}"))
+        if snapshot is not None:
+            digests = f"history={history_digest} view={view_digest}"
+            digests += f" logs={logs_digest} rt={rt_digest}"
+            keep = same_objects and not force
+            statements += snapshot.statements(
+                f"{marker.render()} {digests}",
+                refresh=keep and state.logs_digest == logs_digest,
+                view_unchanged=keep and state.rt_digest == rt_digest,
+            )
         action = "create" if current is None else ("update" if same_objects else "recreate")
         return SyncPlan(target, action, [s.shown for s in statements]), statements
 
@@ -507,6 +544,64 @@ class SnowflakeTarget:
             f"WHERE {sql_name('_hoodie_file_name')} IN ({files})"
         )
 
+    def _snapshot_sql(
+        self,
+        table: HudiTable,
+        names: ObjectNames,
+        columns: list[Column],
+        logs: PublishedLogs | None,
+    ) -> _SnapshotObjects | None:
+        """A MOR table's ``<t>_log_history`` (an external table over the folded log
+        files' folder), ``<t>_log_manifest`` (the snapshot's list of them) and the
+        snapshot view ``<t>_rt``; None when the table gets no snapshot view. A snapshot
+        without log records: the view reads ``<t>_ro`` and the log objects are dropped."""
+        if names.snapshot_view is None or logs is None:
+            return None
+        assert names.log_manifest and names.log_history
+        rt = self._qualified(names.snapshot_view)
+        ro = self._qualified(names.view)
+        log_history = self._qualified(names.log_history)
+        log_manifest = self._qualified(names.log_manifest)
+        if not logs.names:
+            view = f"CREATE OR REPLACE VIEW {rt} COPY GRANTS AS SELECT * FROM {ro}"
+            return _SnapshotObjects(rt, view, (log_history, log_manifest))
+        log_columns = history_columns(table.avro_schema, [], False, True)
+        log_columns += [
+            value_column(FILE_ID_COLUMN, "VARCHAR"),
+            value_column(DELETED_COLUMN, "BOOLEAN"),
+            value_column(LOG_WINS_COLUMN, "BOOLEAN"),
+            value_column(SOURCE_COLUMN, "VARCHAR"),
+        ]
+        stage = f"@{self._qualified(self._stage())}"
+        history_sql = (
+            f"CREATE OR REPLACE EXTERNAL TABLE {log_history} "
+            f"({', '.join(c.definition() for c in log_columns)}) "
+            f"WITH LOCATION = {stage}/{_stage_path(table, logs.folder_uri)}/ "
+            "REFRESH_ON_CREATE = TRUE AUTO_REFRESH = FALSE "
+            f"PATTERN = {quote_literal(LOG_FILE_PATTERN)} "
+            "FILE_FORMAT = (TYPE = PARQUET) COPY GRANTS"
+        )
+        folder = _stage_path(table, logs.files_uri).rsplit("/", 1)[0]
+        manifest_sql = (
+            f"CREATE OR REPLACE EXTERNAL TABLE {log_manifest} "
+            f"({sql_name('filename')} VARCHAR AS (VALUE['c1']::VARCHAR)) "
+            f"WITH LOCATION = {stage}/{folder}/ "
+            "REFRESH_ON_CREATE = TRUE AUTO_REFRESH = FALSE "
+            f"PATTERN = {quote_literal(MANIFEST_PATTERN)} "
+            "FILE_FORMAT = (TYPE = CSV FIELD_DELIMITER = NONE SKIP_HEADER = 0 "
+            "FIELD_OPTIONALLY_ENCLOSED_BY = NONE) COPY GRANTS"
+        )
+        query = snapshot_select(
+            ro,
+            log_history,
+            log_manifest,
+            columns,
+            {c.name for c in log_columns},
+            logs.ordering_field,
+        )
+        view = f"CREATE OR REPLACE VIEW {rt} COPY GRANTS AS {query}"
+        return _SnapshotObjects(rt, view, (), log_history, history_sql, manifest_sql)
+
     # -- applying ------------------------------------------------------------------------
     def sync(
         self,
@@ -516,8 +611,8 @@ class SnowflakeTarget:
         force: bool = False,
         dry_run: bool = False,
     ) -> tuple[SyncPlan, SyncResult]:
-        names = self.object_names(published, as_of)
-        objects = (names.view, names.manifest, names.history)
+        names = self.object_names(table, published, as_of)
+        objects = names.synced(published.logs)
         instant = published.manifest.instant
         with self._cursor() as cursor:
             plan, statements = self._plan(cursor, table, published, as_of, force)
@@ -593,6 +688,67 @@ def delta_files_select(manifest: str, base_prefix: str) -> str:
         "(SELECT file_group FROM changes WHERE file_group IS NOT NULL) "
         "UNION ALL SELECT filename FROM changes WHERE filename <> ''"
     )
+
+
+@dataclass(frozen=True)
+class _SnapshotObjects:
+    """The statements of a MOR table's snapshot objects (``SnowflakeTarget._snapshot_sql``)."""
+
+    name: str  # the snapshot view, qualified
+    view: str
+    dropped: tuple[str, ...] = ()  # log tables no longer read
+    log_history_name: str = ""
+    log_history: str = ""
+    log_manifest: str = ""
+
+    def statements(self, comment: str, refresh: bool, view_unchanged: bool) -> list[Statement]:
+        """In order: the log history (refreshed when its definition is unchanged), the
+        log manifest (replaced: the switch to this snapshot's list), the snapshot view
+        (created, or its comment set: the marker, last), then dropped log tables."""
+        out = []
+        if self.log_history:
+            name = self.log_history_name
+            if refresh:
+                sql = f"ALTER EXTERNAL TABLE {name} REFRESH"
+                out.append(Statement(sql, sql, f"refresh {name}"))
+            else:
+                out.append(Statement(self.log_history, self.log_history, f"create {name}"))
+            out.append(Statement(self.log_manifest, self.log_manifest, "create log manifest"))
+        literal = quote_literal(comment)
+        if view_unchanged:
+            sql = f"ALTER VIEW {self.name} SET COMMENT = {literal}"
+        else:
+            sql = self.view.replace(" COPY GRANTS AS ", f" COPY GRANTS COMMENT = {literal} AS ", 1)
+        out.append(Statement(sql, sql, f"create {self.name}"))
+        for table in self.dropped:
+            sql = f"DROP EXTERNAL TABLE IF EXISTS {table}"
+            out.append(Statement(sql, sql, f"drop {table}"))
+        return out
+
+
+def snapshot_select(
+    ro: str,
+    log_history: str,
+    log_manifest: str,
+    columns: list[Column],
+    log_columns: set[str],
+    ordering: str | None,
+) -> str:
+    """The snapshot view's query (``snapshot_query``) in Snowflake SQL: ``columns`` (the
+    read-optimized view's, in order) on both sides, the log side cast to their types,
+    null where the log files lack one."""
+    from_log = (
+        f"CAST({'l.' + sql_name(c.name) if c.name in log_columns else 'NULL'} AS {c.type}) "
+        f"AS {sql_name(c.name)}"
+        for c in columns
+    )
+    spelling = SnapshotQuery(
+        sql_name,
+        lambda column: f"SPLIT_PART({column}, '_', 1)",
+        ", ".join(f"b.{sql_name(c.name)}" for c in columns),
+        ", ".join(from_log),
+    )
+    return snapshot_query(spelling, ro, log_history, log_manifest, ordering)
 
 
 def _digest(sql: str) -> str:
