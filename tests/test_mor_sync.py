@@ -25,7 +25,9 @@ from hudi_sync.manifest.log_parquet import LOG_FOLDER, LogParquetStore
 from hudi_sync.spark.writer import write
 from hudi_sync.sync.job import SNAPSHOT_VIEW_REFUSAL, sync_table
 from hudi_sync.table import HudiTable
+from hudi_sync.table.snapshot_read import read_snapshot
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from tests import test_mor_read as mor_read
 from tests.fixture_tables import fixture_tables
 from tests.spark_model import table_rows
 from tests.test_spark_writer import RandomWorkload, frame, hudi_rs, options
@@ -242,3 +244,73 @@ def test_skip_ro_suffix_keeps_the_bare_name_for_the_read_optimized_view(  # type
         view_rows(database, "t"), hudi_rs_rows(str(path), read_optimized=True)
     )
     assert canonical(ours) == canonical(theirs)
+
+
+# -- hand-written log blocks: the merge rules a view must get right ----------------------
+
+
+def _rt_equals_the_table_core(path: Path, database: Path, hudi_rs: bool = False) -> dict[str, Any]:
+    """Sync, then ``t_rt`` must equal the table core's snapshot (checked against hudi-rs
+    on these blocks in ``tests/test_mor_read.py``; here too with ``hudi_rs``); returns
+    fares by key."""
+    report = sync_table(str(path), [DuckDBTarget(str(database), "t")])
+    assert report.ok, report.errors
+    shown = view_rows(database, "t_rt")
+    ours, core = same_columns(shown, read_snapshot(HudiTable.open(str(path))))
+    assert canonical(ours) == canonical(core)
+    if hudi_rs:
+        ours, theirs = same_columns(shown, hudi_rs_rows(str(path)))
+        assert canonical(ours) == canonical(theirs)
+    return {r["_hoodie_record_key"]: r["fare"] for r in shown.to_pylist()}
+
+
+@pytest.mark.parametrize("mode", ["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"])
+def test_late_events_delete_blocks_and_reinserts_in_the_snapshot_view(
+    fixture_copy: Any, tmp_path: Path, mode: str
+) -> None:
+    """Event time: a late event and a delete ordered below the stored event lose, a
+    delete with Hudi's default ordering value is ordered by commit time. Commit time:
+    the last write wins. The view must agree with the table core and hudi-rs."""
+    path: Path = fixture_copy(mor_read.V8.fixture)
+    mor_read._set_property(path, cfg.RECORD_MERGE_MODE.key, mode)
+    base = mor_read._base_sf(path)
+    late, updated, *_ = sorted(base)
+    trip, instant = mor_read._trip, mor_read.V8.block_instant
+    blocks = (
+        mor_read._trip_block([trip(late, base[late][0] - 1000, 111.0)])
+        + mor_read._trip_block([trip(updated, base[updated][0] + 1, 222.0)])
+        + mor_read._delete_block(instant, [(updated, ("Long", base[updated][0]))])
+        + mor_read._trip_block([trip("new-key", 5, 5.0)])
+        + mor_read._delete_block(instant, [("new-key", ("Int", 0))])
+        + mor_read._trip_block([trip("new-key", 1, 1.0)])
+    )
+    mor_read._add_log(path, blocks)
+    fares = _rt_equals_the_table_core(path, tmp_path / "w.duckdb")
+    if mode == "EVENT_TIME_ORDERING":
+        assert fares[updated] == 222.0 and fares[late] == base[late][1]
+    else:
+        assert updated not in fares and fares[late] == 111.0
+    assert fares["new-key"] == 1.0
+
+
+def test_a_block_appended_to_a_log_file_reaches_the_view(fixture_copy: Any, tmp_path: Path) -> None:
+    """A version 6 writer appends a new write's blocks to the log file it wrote before:
+    the same name, a larger file. The sync must fold the slice again, not reuse the
+    file it folded before. (The new deltacommit's timeline files are the previous one's
+    under a later instant.)"""
+    path: Path = fixture_copy(mor_read.V6.fixture)
+    default = mor_read.MODEL + "DefaultHoodieRecordPayload"
+    mor_read._set_property(path, cfg.PAYLOAD_CLASS.key, default)
+    database = tmp_path / "w.duckdb"
+    before = _rt_equals_the_table_core(path, database, hudi_rs=True)
+    previous, instant = mor_read.V6.block_instant, "20250331030659000"
+    for state in (".requested", ".inflight", ""):
+        timeline = path / ".hoodie"
+        text = (timeline / f"{previous}.deltacommit{state}").read_bytes()
+        (timeline / f"{instant}.deltacommit{state}").write_bytes(text)
+    (log,) = (path / mor_read.SF_PARTITION).glob(f".{mor_read.V6.file_id}_*.log.*")
+    key = sorted(before)[0]
+    with log.open("ab") as handle:
+        handle.write(mor_read._trip_block([mor_read._trip(key, 10**15, 7.0, instant)], instant))
+    after = _rt_equals_the_table_core(path, database, hudi_rs=True)
+    assert after[key] == 7.0 != before[key]

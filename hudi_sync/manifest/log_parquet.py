@@ -13,8 +13,10 @@ Layout under ``<table>/.hoodie/manifest/logs/``:
   by what it was made from (the partition, the slice's log file names and sizes, the
   writes pending then, the time-travel instant): immutable, written once, reused by
   every later sync while the slice's logs stay the same, so a sync converts only the
-  slices that changed. A compaction's new base file starts a slice without logs,
-  which has no Parquet file;
+  slices that changed. A block changes a log file's size when it is appended, and its
+  write is pending from before it is written until it completes or is rolled back,
+  so a slice whose log records changed always gets a new name. A compaction's new
+  base file starts a slice without logs, which has no Parquet file;
 - ``snapshots/<instant>/files.csv`` and ``uris.csv`` — the names (and absolute URIs) of
   the Parquet files of the snapshot at ``<instant>``, written once, like the base file
   manifests beside them (none for a snapshot without log records).
@@ -47,6 +49,7 @@ from hudi_sync.errors import UnsupportedTableError
 from hudi_sync.manifest.file_set import lines_bytes, string_array
 from hudi_sync.manifest.snapshot import MANIFEST_FOLDER, snapshot_folder
 from hudi_sync.table import HudiTable
+from hudi_sync.table.filenames import LogFile
 from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.record_merge import DELETED_COLUMN, LOG_WINS_COLUMN
@@ -151,12 +154,22 @@ class LogParquetStore:
             file_slice.partition_path,
             file_slice.file_id,
             file_slice.base_instant,
-            [(log.name, log.size) for log in file_slice.log_files],
+            [(log.name, self._size(file_slice, log)) for log in file_slice.log_files],
             list(pending),
             as_of,
         ]
         digest = hashlib.sha256(json.dumps(made_of).encode()).hexdigest()[:20]
         return f"{file_slice.file_id}_{file_slice.base_instant}_{digest}.parquet"
+
+    def _size(self, file_slice: FileSlice, log: LogFile) -> int:
+        """A log file's size: from the listing (object stores), else its own stat (a
+        version 6 writer appends blocks to the file it wrote before)."""
+        if log.size:
+            return log.size
+        relative = (
+            f"{file_slice.partition_path}/{log.name}" if file_slice.partition_path else log.name
+        )
+        return int(self.table.location.fs.size(self.table.location.join(relative)) or 0)
 
     def _existing(self) -> set[str]:
         try:
