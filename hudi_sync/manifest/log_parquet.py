@@ -19,7 +19,12 @@ Layout under ``<table>/.hoodie/manifest/logs/``:
   base file starts a slice without logs, which has no Parquet file;
 - ``snapshots/<instant>/files.csv`` and ``uris.csv`` — the names (and absolute URIs) of
   the Parquet files of the snapshot at ``<instant>``, written once, like the base file
-  manifests beside them (none for a snapshot without log records).
+  manifests beside them (none for a snapshot without log records);
+- ``snapshots/<instant>/groups.csv`` and ``snapshot.json`` — each file group's folded
+  log (``partition,file id,name``) and the writes pending then. The next sync lists only
+  the partitions its new commits wrote to and keeps the other groups' entries, as the
+  base file manifest is derived from the previous one, with the same fall back to a
+  full listing (``why_not_incremental``).
 
 Published after the base file manifest and before any warehouse object is touched.
 Old snapshots are pruned like the base manifests, and Parquet files no kept snapshot
@@ -32,6 +37,7 @@ warehouses' external tables match every file in the folder).
 from __future__ import annotations
 
 import contextlib
+import csv
 import datetime as dt
 import hashlib
 import io
@@ -47,10 +53,15 @@ import pyarrow.parquet as pq
 
 from hudi_sync.errors import UnsupportedTableError
 from hudi_sync.manifest.file_set import lines_bytes, string_array
-from hudi_sync.manifest.snapshot import MANIFEST_FOLDER, snapshot_folder
+from hudi_sync.manifest.snapshot import (
+    MANIFEST_FOLDER,
+    snapshot_folder,
+    timeline_tail,
+    why_not_incremental,
+)
 from hudi_sync.table import HudiTable
 from hudi_sync.table.filenames import LogFile
-from hudi_sync.table.fs_view import FileSlice
+from hudi_sync.table.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.record_merge import DELETED_COLUMN, LOG_WINS_COLUMN
 from hudi_sync.table.slice_reader import read_folded_log
@@ -59,6 +70,9 @@ from hudi_sync.table.snapshot_read import slice_merge_rules, snapshot_schema, ta
 LOG_FOLDER = f"{MANIFEST_FOLDER}/logs"
 FILE_ID_COLUMN = "_hudi_sync_file_id"
 SOURCE_COLUMN = "_hudi_sync_log_file"
+# Per log snapshot: every file group's folded log, and the writes pending then.
+GROUPS = "groups.csv"
+GROUPS_META = "snapshot.json"
 # A folded log file no snapshot names yet may be a concurrent sync's, not yet listed.
 _UNNAMED_GRACE_SECONDS = 600.0
 # Added to the table's columns in every folded log file, in this order.
@@ -109,12 +123,16 @@ class LogParquetStore:
         the snapshot's lists (unless ``dry_run``: nothing is written). ``as_of``: a
         time-travel sync (blocks of later writes are left out; nothing is pruned)."""
         table = self.table
-        slices = table.view.slices_as_of(instant) if instant is not None else []
+        slices, kept = self._changed_slices(instant) if as_of is None else (None, [])
+        if slices is None:  # a full listing
+            slices = table.view.slices_as_of(instant) if instant is not None else []
         with_logs = [s for s in slices if s.log_files]
-        rules = slice_merge_rules(table, with_logs)
+        # The view compares by the table's rules whenever any slice has logs, kept or new.
+        rules = table_merge_rules(table) if kept else slice_merge_rules(table, with_logs)
         schema = snapshot_schema(table, slices)
         pending = sorted(i.requested_time for i in table.timeline.pending)
         named = {self._name(s, pending, as_of): s for s in with_logs}
+        groups = [(s.partition_path, s.file_id, name) for name, s in named.items()] + kept
         existing = set() if dry_run else self._existing()
         missing = [(name, s) for name, s in named.items() if name not in existing]
         if not dry_run:
@@ -129,11 +147,13 @@ class LogParquetStore:
 
             with ThreadPoolExecutor(max_workers=4) as pool:
                 list(pool.map(convert, missing))
-        names = tuple(sorted(named))
+        names = tuple(sorted(name for _, _, name in groups))
         folder = snapshot_folder(instant)
         if not dry_run:
             if names:  # a snapshot without log records has no log objects to list them
                 self._write_lists(folder, names)
+            if as_of is None and instant is not None:
+                self._write_groups(folder, groups, pending)
             if as_of is None:
                 self._prune(folder, set(names))
         return PublishedLogs(
@@ -146,6 +166,73 @@ class LogParquetStore:
             rules.ordering_field,
             converted=len(missing),
         )
+
+    def _changed_slices(
+        self, instant: str | None
+    ) -> tuple[list[FileSlice] | None, list[tuple[str, str, str]]]:
+        """The latest snapshot's slices in the partitions written since the previous
+        log snapshot, and the previous snapshot's ``(partition, file id, folded log)``
+        entries of the other partitions, which stay as they were: a sync lists the
+        partitions the new commits wrote to, not the table. ``(None, [])`` when that is
+        not safe (see ``why_not_incremental``) or there is no previous snapshot: a full
+        listing."""
+        previous = self._previous(instant)
+        if instant is None or previous is None:
+            return None, []
+        before, pending, groups = previous
+        if before == instant:  # a rerun: the same slices
+            return [], groups
+        tail = timeline_tail(self.table, before, pending)
+        if why_not_incremental(tail, before, pending) is not None:
+            return None, []
+        lo, hi = comparable_instant(before), comparable_instant(instant)
+        touched: set[str] = set()
+        for write in tail.completed_writes:
+            if lo < comparable_instant(write.requested_time) <= hi:
+                metadata = tail.commit_metadata(write)
+                touched.update(stat.partition_path for stat in metadata.write_stats)
+                touched.update(metadata.partition_to_replace_file_ids)
+        table = self.table
+        view = FileSystemView(table.location, table.config, table.timeline, touched)
+        kept = [g for g in groups if g[0] not in touched]
+        return view.slices_as_of(instant), kept
+
+    def _previous(
+        self, instant: str | None
+    ) -> tuple[str, tuple[str, ...], list[tuple[str, str, str]]] | None:
+        """The newest complete log snapshot at or before ``instant``: its instant, the
+        writes pending then, and its entries."""
+        if instant is None:
+            return None
+        limit = comparable_instant(instant)
+        fs = self.table.location.fs
+        for folder in reversed(self.snapshot_folders()):
+            if comparable_instant(folder) > limit:
+                continue
+            try:
+                meta = json.loads(bytes(fs.cat_file(self.path("snapshots", folder, GROUPS_META))))
+                data = bytes(fs.cat_file(self.path("snapshots", folder, GROUPS)))
+            except FileNotFoundError:
+                continue  # written by an older version, or incomplete
+            rows = [tuple(r) for r in csv.reader(io.StringIO(data.decode())) if r]
+            groups = [(r[0], r[1], r[2]) for r in rows if len(r) == 3]
+            return folder, tuple(meta.get("pending", ())), groups
+        return None
+
+    def _write_groups(
+        self, folder: str, groups: list[tuple[str, str, str]], pending: Sequence[str]
+    ) -> None:
+        """Every file group's folded log, and the pending writes (written last: the
+        snapshot is complete), for the next sync's incremental listing."""
+        meta = self.path("snapshots", folder, GROUPS_META)
+        if self.table.location.fs.exists(meta):
+            return
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\n").writerows(sorted(groups))
+        self.table.location.write_file(
+            self.path("snapshots", folder, GROUPS), out.getvalue().encode()
+        )
+        self.table.location.write_file(meta, json.dumps({"pending": list(pending)}).encode())
 
     def _name(self, file_slice: FileSlice, pending: Sequence[str], as_of: str | None) -> str:
         """Named by everything the folded log is made of: a slice whose logs change

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -96,11 +96,20 @@ class _SliceBuilder:
 class FileSystemView:
     """Lists a table's data files once and answers snapshot questions over them."""
 
-    def __init__(self, location: Location, config: TableConfig, timeline: Timeline) -> None:
+    def __init__(
+        self,
+        location: Location,
+        config: TableConfig,
+        timeline: Timeline,
+        partitions: Collection[str] | None = None,
+    ) -> None:
+        """``partitions``: list only these partition folders (the snapshot questions are
+        then about them alone), e.g. those a few new commits wrote to."""
         self.location = location
         self.config = config
         self.timeline = timeline
         self.base_extension = "." + config.base_file_format.lower()
+        self.only_partitions = None if partitions is None else sorted(set(partitions))
 
     # -- listing -------------------------------------------------------------------------
     @cached_property
@@ -150,9 +159,29 @@ class FileSystemView:
     def _list_tree(self) -> dict[str, list[tuple[str, int]]]:
         """``relative dir -> [(file name, size)]`` for the table tree, skipping dot dirs
         (``.hoodie``, ``.temp``...)."""
+        if self.only_partitions is not None:
+            return self._list_partitions(self.only_partitions)
         if self.location.is_local:
             return _walk_local(self.location.path, recursive=self.config.is_partitioned)
         return _walk_remote(self.location, recursive=self.config.is_partitioned)
+
+    def _list_partitions(self, partitions: list[str]) -> dict[str, list[tuple[str, int]]]:
+        """The files of each given partition folder (one listing each); a folder that
+        is gone (a dropped partition) has none."""
+        result: dict[str, list[tuple[str, int]]] = {}
+        fs = self.location.fs
+        for partition in partitions:
+            folder = self.location.join(partition)
+            try:
+                entries = fs.ls(folder, detail=True)
+            except FileNotFoundError:
+                continue
+            result[partition] = [
+                (str(e["name"]).rstrip("/").rsplit("/", 1)[-1], int(e.get("size") or 0))
+                for e in entries
+                if e.get("type") != "directory"
+            ]
+        return result
 
     # -- snapshots -----------------------------------------------------------------------
     def slices_as_of(
