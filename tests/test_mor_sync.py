@@ -25,6 +25,7 @@ from hudi_sync.manifest.log_parquet import LOG_FOLDER, LogParquetStore
 from hudi_sync.spark.writer import write
 from hudi_sync.sync.job import SNAPSHOT_VIEW_REFUSAL, sync_table
 from hudi_sync.table import HudiTable
+from hudi_sync.table.fs_view import FileSystemView
 from hudi_sync.table.snapshot_read import read_snapshot
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 from tests import test_mor_read as mor_read
@@ -160,7 +161,17 @@ def test_a_sync_converts_only_the_slices_whose_logs_changed(spark, tmp_path: Pat
     first = _logs_published(path, target)
     assert (first.converted, len(first.names)) == (1, 1)
     _write(spark, path, [{"id": 1, "p": "b", "name": "y", "ts": 2}], "upsert")
-    second = _logs_published(path, target)
+    listed: list[list[str]] = []
+    original = FileSystemView._list_partitions
+
+    def recording(self: FileSystemView, partitions: list[str]) -> Any:
+        listed.append(partitions)
+        return original(self, partitions)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(FileSystemView, "_list_partitions", recording)
+        second = _logs_published(path, target)
+    assert listed[0] == ["p=b"]  # only the partition the new commit wrote to is listed
     assert (second.converted, len(second.names)) == (1, 2)  # partition a's file is reused
     assert first.names[0] in second.names
     folder = path / LOG_FOLDER / "parquet"
