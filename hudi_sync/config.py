@@ -193,6 +193,22 @@ COMPACT_MAX_DELTA_COMMITS = _integer(
     default=5,
     minimum=1,
 )
+INDEX_TYPE = _choice(
+    "hoodie.index.type",
+    "How a write finds the file group of a key: SIMPLE (and BLOOM, which finds the same) "
+    "look keys up in base files; BUCKET hashes each key to its bucket's file group "
+    "(MERGE_ON_READ only, appended without Spark jobs).",
+    "write",
+    default="SIMPLE",
+    choices=("SIMPLE", "BLOOM", "BUCKET"),
+)
+BUCKET_INDEX_NUM_BUCKETS = _integer(
+    "hoodie.bucket.index.num.buckets",
+    "BUCKET index: file groups (buckets) per partition; fixed for the table's life.",
+    "write",
+    default=4,
+    minimum=1,
+)
 COMPACT_TRIGGER = _choice(
     "hoodie.compact.inline.trigger.strategy",
     "What triggers an inline compaction (only the number of delta commits is supported).",

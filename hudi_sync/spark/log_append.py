@@ -27,6 +27,7 @@ from hudi_sync.spark.merge import (
     align,
 )
 from hudi_sync.storage import Location
+from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.write.log_writer import (
     NATURAL_ORDER,
     encode_data_block,
@@ -53,6 +54,25 @@ class LogAppend:
     log_files: tuple[str, ...]  # v6: the slice's logs and the new one; v8+: the new one
 
 
+    def stat(self, partition: str, file_id: str, new_group: bool = False) -> WriteStat:
+        """The append's ``HoodieDeltaWriteStat``; a ``new_group``'s records count as inserts."""
+        return WriteStat(
+            file_id=file_id,
+            path=f"{partition}/{self.name}" if partition else self.name,
+            partition_path=partition,
+            prev_commit=self.prev_commit,
+            num_writes=self.upserts,
+            num_deletes=self.deletes,
+            num_updates=0 if new_group else self.upserts,
+            num_inserts=self.upserts if new_group else 0,
+            total_write_bytes=self.size,
+            file_size=self.size,
+            base_file=self.base_file,
+            log_files=self.log_files,
+            log_version=self.version,
+        )
+
+
 @dataclass(frozen=True)
 class AppendSpec:
     """The write-wide facts every append needs (plain data: it travels to workers)."""
@@ -74,6 +94,7 @@ def append_log(
     file_id: str,
     base_file: str,
     write_token: str,
+    slice_instant: str | None = None,
 ) -> list[LogAppend]:
     """Append ``rows`` (keyed and deduplicated; ``DELETE_FLAG`` marks deletes) to the
     file group ``file_id`` whose latest slice has ``base_file``: one log file, or several
@@ -85,7 +106,8 @@ def append_log(
     folder = location.join(partition) if partition else location.path
     v6 = spec.table_version < 8
     if v6:
-        slice_instant = base_file.rsplit("_", 1)[1].split(".")[0]
+        # A slice of logs only (the bucket index) names its base instant itself.
+        slice_instant = slice_instant or base_file.rsplit("_", 1)[1].split(".")[0]
         names = location.names(folder)
         version = next_log_version(names, file_id, slice_instant)
         earlier = slice_logs(names, file_id, slice_instant)

@@ -86,6 +86,8 @@ class WriteOptions:
     log_max_size: int  # MERGE_ON_READ: a log file rolls over past this many bytes
     compact_inline: bool  # MERGE_ON_READ: compact after the write when enough deltas piled up
     compact_max_delta_commits: int
+    index_type: str  # SIMPLE or BLOOM (keys looked up in base files), or BUCKET
+    num_buckets: int  # BUCKET: file groups per partition
     raw: Mapping[str, str]
 
     @classmethod
@@ -141,6 +143,8 @@ class WriteOptions:
             log_max_size=cfg.LOG_MAX_SIZE.read(raw),
             compact_inline=cfg.COMPACT_INLINE.read(raw),
             compact_max_delta_commits=cfg.COMPACT_MAX_DELTA_COMMITS.read(raw),
+            index_type=cfg.INDEX_TYPE.read(raw),
+            num_buckets=cfg.BUCKET_INDEX_NUM_BUCKETS.read(raw),
             raw=raw,
         )
 

@@ -110,6 +110,13 @@ def writer_schema(
     """Meta fields, the table's columns in order, then new nullable columns. Deletes
     write the stored schema."""
     existing = existing_arrow_schema(location, snapshot)
+    return evolved_schema(location, incoming, existing, operation)
+
+
+def evolved_schema(
+    location: Location, incoming: pa.Schema, existing: pa.Schema | None, operation: str
+) -> pa.Schema:
+    """``writer_schema`` from the ``existing`` schema (None: a new table)."""
     if operation in ("delete", "delete_partition") and existing is not None:
         return existing
     meta = [pa.field(name, pa.string()) for name in META_FIELDS]

@@ -50,9 +50,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from hudi_sync import config as cfg
+from hudi_sync.errors import BadInputError
 from hudi_sync.spark import python_merge, spark_merge_plan
+from hudi_sync.spark.bucket_index import append_buckets, keyed_rows
 from hudi_sync.spark.compaction import spark_executor
 from hudi_sync.spark.file_groups import WriteTarget, replaced_file_groups
 from hudi_sync.spark.incoming import IncomingRows, incoming_rows
@@ -61,6 +65,7 @@ from hudi_sync.spark.options import WriteOptions
 from hudi_sync.spark.reader import spark_opens
 from hudi_sync.spark.write_schema import (
     check_columns,
+    evolved_schema,
     incoming_arrow_schema,
     json_schema,
     open_or_create,
@@ -74,16 +79,19 @@ from hudi_sync.table.cdc_log import CdcMode, parse_cdc_mode
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.snapshot_read import avro_to_arrow
 from hudi_sync.table.write.commit import CommitSettings, WriteTransaction, table_lock
 from hudi_sync.table.write.compaction import (
     compact,
     delta_commits_since_compaction,
     pending_compactions,
+    run_in_process,
 )
 from hudi_sync.table.write.log_writer import meta_avro_schema
 from hudi_sync.table.write.timeline import CommitRecord
 
 REPLACE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table", "delete_partition")
+BUCKET_OPERATIONS = ("upsert", "insert", "delete")
 
 
 @dataclass
@@ -143,6 +151,9 @@ def write(
     # Plain and picklable: the Python workers open the table with them.
     location = open_location(table_uri(path), dict(storage_options or {}))
     with reporting_storage_failures(location):  # a refusal mid-write: one line
+        if write_options.index_type == "BUCKET":  # appended in the driver: see bucket_index
+            rows = df.toArrow()
+            return _write_buckets(rows, location, write_options, dict(extra_metadata or {}))
         return _write(df, location, write_options, dict(extra_metadata or {}))
 
 
@@ -213,13 +224,110 @@ def _write(
             )
             transaction.complete(commit)
         result = WriteResult(transaction.instant, action, operation, stats, replaced, rolled_back)
-        result.compactions = finished + _compact_inline(spark, location, options, settings)
+        result.compactions = finished + _compact_inline(location, options, settings, spark)
         result.clean_instant, result.archived = transaction.clean_and_archive()
         if options.meta_sync:
             result.sync = run_post_commit_hook(location.uri, options.raw, location.storage_options)
         return result
     finally:
         incoming.release()
+
+
+def write_arrow(
+    rows: pa.Table,
+    path: str,
+    options: Mapping[str, object],
+    storage_options: Mapping[str, Any] | None = None,
+    extra_metadata: Mapping[str, str] | None = None,
+) -> WriteResult:
+    """Write Arrow ``rows`` to a Merge-on-Read table through Hudi's bucket index
+    (``hoodie.index.type=BUCKET``, ``bucket_index``): upsert, insert or delete, in
+    this process, without Spark jobs. The same table as ``write`` writes, and the same
+    commit protocol, services and hook."""
+    write_options = WriteOptions.parse(options)
+    location = open_location(table_uri(path), dict(storage_options or {}))
+    with reporting_storage_failures(location):
+        return _write_buckets(rows, location, write_options, dict(extra_metadata or {}))
+
+
+def _write_buckets(
+    rows: pa.Table, location: Location, options: WriteOptions, extra_metadata: dict[str, str]
+) -> WriteResult:
+    operation = options.operation
+    where = location.uri
+    if options.index_type != "BUCKET":
+        raise BadInputError(
+            f"{where}: Arrow rows are written through the bucket index only "
+            f"({cfg.INDEX_TYPE.key}=BUCKET); write a DataFrame for {options.index_type}"
+        )
+    if operation not in BUCKET_OPERATIONS:
+        raise BadInputError(
+            f"{where}: {cfg.OPERATION.key}={operation} is not supported with "
+            f"{cfg.INDEX_TYPE.key}=BUCKET (it takes {', '.join(BUCKET_OPERATIONS)})"
+        )
+    check_columns(rows.column_names, options)
+    data_columns = [c for c in rows.column_names if c not in META_FIELDS]
+    table = open_or_create(location, options, lambda: rows.select(data_columns).schema)
+    if not table.config.is_mor:
+        raise BadInputError(
+            f"{where}: {cfg.INDEX_TYPE.key}=BUCKET writes Merge-on-Read tables only "
+            f"(this one is {table.config.table_type.value})"
+        )
+    settings = _commit_settings(options)
+    finished: list[str] = []
+    if pending_compactions(table):
+        finished = compact(table, table_lock(location, settings), schedule=False)
+        table = HudiTable.open(location.uri, location.storage_options)
+    keyed = keyed_rows(rows, options, where)
+    stored = _stored_schema(table)
+    incoming = keyed.select(data_columns).schema
+    schema = evolved_schema(location, incoming, stored, operation)
+    ordering = (
+        None
+        if operation == "delete"
+        else (options.ordering_field or (table.config.ordering_fields or [None])[0])
+    )
+    transaction = WriteTransaction(table, Action.DELTA_COMMIT, operation.upper(), settings)
+    rolled_back = transaction.start()
+    with transaction.inflight():
+        data_schema = json.loads(json_schema(schema, options.table_name))
+        spec = AppendSpec(
+            instant=transaction.instant,
+            schema=schema,
+            avro_schema=meta_avro_schema(data_schema),
+            ordering=ordering,
+            table_version=table.config.version,
+            block_format=options.log_block_format,
+            max_log_size=options.log_max_size,
+        )
+        stats = append_buckets(table, keyed, spec, options.num_buckets)
+        transaction.write_partition_metadata({s.partition_path for s in stats})
+        commit = CommitRecord(
+            operation.upper(), json_schema(schema, table.config.name), stats, {}, extra_metadata
+        )
+        transaction.complete(commit)
+    result = WriteResult(
+        transaction.instant, Action.DELTA_COMMIT, operation, stats, {}, rolled_back
+    )
+    result.compactions = finished + _compact_inline(location, options, settings, None)
+    result.clean_instant, result.archived = transaction.clean_and_archive()
+    if options.meta_sync:
+        result.sync = run_post_commit_hook(location.uri, options.raw, location.storage_options)
+    return result
+
+
+def _stored_schema(table: HudiTable) -> pa.Schema | None:
+    """The table's columns as its latest write recorded them (bucket file groups may
+    have no base file to read them from); None before the first write."""
+    if not table.timeline.completed_writes and not table.config.create_schema:
+        return None
+    named: dict[str, Any] = {}
+    fields = [
+        pa.field(f["name"], avro_to_arrow(f["type"], named))
+        for f in table.avro_schema.get("fields", [])
+        if f["name"] not in META_FIELDS
+    ]
+    return pa.schema([pa.field(name, pa.string()) for name in META_FIELDS] + fields)
 
 
 def _write_file_groups(
@@ -263,7 +371,10 @@ def _log_appends(target: WriteTarget) -> AppendSpec:
 
 
 def _compact_inline(
-    spark: SparkSession, location: Location, options: WriteOptions, settings: CommitSettings
+    location: Location,
+    options: WriteOptions,
+    settings: CommitSettings,
+    spark: SparkSession | None,
 ) -> list[str]:
     """Hudi's inline compaction: after a deltacommit, once
     ``hoodie.compact.inline.max.delta.commits`` of them have piled up since the last
@@ -275,7 +386,8 @@ def _compact_inline(
         return []
     if delta_commits_since_compaction(table) < options.compact_max_delta_commits:
         return []
-    return compact(table, table_lock(location, settings), executor=spark_executor(spark))
+    executor = spark_executor(spark) if spark is not None else run_in_process
+    return compact(table, table_lock(location, settings), executor=executor)
 
 
 def _commit_settings(options: WriteOptions) -> CommitSettings:

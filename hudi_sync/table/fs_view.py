@@ -333,7 +333,9 @@ class FileSystemView:
             if committed(base.instant):
                 groups[base.file_id][base.instant] = _SliceBuilder(base.instant, base)
         layout_one = self.config.timeline_layout_version == 1
-        for log in files.log_files:
+        # Oldest first: in layout 2 the first log of a group without a base file (the
+        # bucket index writes such groups) starts its slice, and later ones join it.
+        for log in sorted(files.log_files, key=_log_order):
             if layout_one:
                 key: str | None = log.instant
             else:
