@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark.keys import DEFAULT_PARTITION
 from hudi_sync.spark.log_append import AppendSpec, LogAppend, append_log
@@ -199,12 +200,12 @@ class BucketLayout:
             if bucket is None:
                 raise BadInputError(
                     f"{where}: file group {file_slice.file_id} was not written with the "
-                    "bucket index (hoodie.index.type=BUCKET needs a table written with it)"
+                    f"bucket index ({cfg.INDEX_TYPE.key}=BUCKET needs a table written with it)"
                 )
             if bucket >= num_buckets:
                 raise BadInputError(
                     f"{where}: file group {file_slice.file_id} is bucket {bucket}, but "
-                    f"hoodie.bucket.index.num.buckets={num_buckets} (a table keeps its "
+                    f"{cfg.BUCKET_INDEX_NUM_BUCKETS.key}={num_buckets} (a table keeps its "
                     "bucket count)"
                 )
             if (file_slice.partition_path, bucket) in self.slices:
