@@ -159,10 +159,19 @@ def test_options_the_bucket_index_cannot_honour_are_refused(  # type: ignore[no-
     with pytest.raises(BadInputError, match="Merge-on-Read tables only"):
         write_arrow(one, str(tmp_path / "cow"), cow)
     assert _rows(read_snapshot(HudiTable.open(str(path)))) == _rows(one)  # nothing written
-    # A DataFrame write with the bucket index takes the same path.
+    # The table keeps its index: a DataFrame write that does not name it takes the same path.
+    properties = (path / ".hoodie" / "hoodie.properties").read_text()
+    assert "hoodie.index.type=BUCKET" in properties
+    assert "hoodie.bucket.index.num.buckets=4" in properties
+    unsaid = {k: v for k, v in options(8).items() if "index" not in k}
     frame = spark.createDataFrame([(2, "a", "df", 3)], "id long, p string, name string, ts long")
-    result = write(frame, str(path), options(8))
+    result = write(frame, str(path), unsaid)
     assert result.stats and all(
         s.path.endswith(tuple("0123456789")) or ".log." in s.path for s in result.stats
     )
     assert (2, "a", "df", 3) in _rows(hudi_rs_rows(str(path)))
+    # A table written without the bucket index cannot take it.
+    simple = {**options(8), "hoodie.index.type": "SIMPLE"}
+    write(frame, str(tmp_path / "simple"), simple)
+    with pytest.raises(BadInputError, match="written without the bucket index"):
+        write_arrow(one, str(tmp_path / "simple"), options(8))

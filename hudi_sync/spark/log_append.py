@@ -53,7 +53,6 @@ class LogAppend:
     base_file: str  # v6: the slice's base file; v8+: "" (as Hudi 1.x writes it)
     log_files: tuple[str, ...]  # v6: the slice's logs and the new one; v8+: the new one
 
-
     def stat(self, partition: str, file_id: str, new_group: bool = False) -> WriteStat:
         """The append's ``HoodieDeltaWriteStat``; a ``new_group``'s records count as inserts."""
         return WriteStat(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -148,6 +149,36 @@ class WriteOptions:
             raw=raw,
         )
 
+    def _index_mismatches(self, config: TableConfig) -> list[str]:
+        """A table written with the bucket index keeps it, and its bucket count; one
+        written without it cannot take it (its file groups are not buckets)."""
+        stored = cfg.INDEX_TYPE.read(config.raw) if cfg.INDEX_TYPE.given(config.raw) else None
+        if stored != "BUCKET":
+            if self.index_type == "BUCKET":
+                return [f"{cfg.INDEX_TYPE.key}=BUCKET (table: written without the bucket index)"]
+            return []
+        buckets = cfg.BUCKET_INDEX_NUM_BUCKETS.read(config.raw)
+        mismatches = []
+        if cfg.INDEX_TYPE.given(self.raw) and self.index_type != "BUCKET":
+            mismatches.append(f"{cfg.INDEX_TYPE.key}={self.index_type} (table: BUCKET)")
+        if cfg.BUCKET_INDEX_NUM_BUCKETS.given(self.raw) and self.num_buckets != buckets:
+            mismatches.append(
+                f"{cfg.BUCKET_INDEX_NUM_BUCKETS.key}={self.num_buckets} (table: {buckets})"
+            )
+        return mismatches
+
+    def for_table(self, config: TableConfig) -> WriteOptions:
+        """These options with the table's own index settings (a table written with the
+        bucket index is written with it, whatever the options leave unsaid)."""
+        if not cfg.INDEX_TYPE.given(config.raw) or cfg.INDEX_TYPE.read(config.raw) != "BUCKET":
+            return self
+        if cfg.INDEX_TYPE.given(self.raw):
+            return self  # said: it must match the table (``check_table``)
+        buckets = self.num_buckets
+        if not cfg.BUCKET_INDEX_NUM_BUCKETS.given(self.raw):
+            buckets = cfg.BUCKET_INDEX_NUM_BUCKETS.read(config.raw)
+        return dataclasses.replace(self, index_type="BUCKET", num_buckets=buckets)
+
     def check_table(self, config: TableConfig, where: str) -> None:
         """An existing table's key, partition and ordering settings must match."""
         mismatches = []
@@ -172,6 +203,7 @@ class WriteOptions:
                 f"(table: {str(config.hive_style_partitioning).lower()})"
             )
         mismatches += self._cdc_mismatches(config)
+        mismatches += self._index_mismatches(config)
         if cfg.WRITE_TABLE_TYPE.given(self.raw) and self.table_type != config.table_type.value:
             mismatches.append(f"{TABLE_TYPE}={self.table_type} (table: {config.table_type.value})")
         if config.metadata_partitions:

@@ -64,6 +64,7 @@ def open_or_create(
             create_schema=json_schema(incoming_schema(), options.table_name),
             cdc_mode=options.cdc_mode,
             table_type=options.table_type,
+            num_buckets=options.num_buckets if options.index_type == "BUCKET" else None,
         )
         check_bucket(location)
         location.ensure_folder(location.path)

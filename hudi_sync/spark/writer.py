@@ -54,7 +54,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_sync import config as cfg
-from hudi_sync.errors import BadInputError
+from hudi_sync.errors import BadInputError, TableNotFoundError
 from hudi_sync.spark import python_merge, spark_merge_plan
 from hudi_sync.spark.bucket_index import append_buckets, keyed_rows
 from hudi_sync.spark.compaction import spark_executor
@@ -151,6 +151,7 @@ def write(
     # Plain and picklable: the Python workers open the table with them.
     location = open_location(table_uri(path), dict(storage_options or {}))
     with reporting_storage_failures(location):  # a refusal mid-write: one line
+        write_options = _with_table_index(write_options, location)
         if write_options.index_type == "BUCKET":  # appended in the driver: see bucket_index
             rows = df.toArrow()
             return _write_buckets(rows, location, write_options, dict(extra_metadata or {}))
@@ -247,7 +248,17 @@ def write_arrow(
     write_options = WriteOptions.parse(options)
     location = open_location(table_uri(path), dict(storage_options or {}))
     with reporting_storage_failures(location):
+        write_options = _with_table_index(write_options, location)
         return _write_buckets(rows, location, write_options, dict(extra_metadata or {}))
+
+
+def _with_table_index(options: WriteOptions, location: Location) -> WriteOptions:
+    """The options with an existing table's index (``WriteOptions.for_table``)."""
+    try:
+        table = HudiTable.open(location.uri, location.storage_options)
+    except TableNotFoundError:
+        return options
+    return options.for_table(table.config)
 
 
 def _write_buckets(

@@ -35,6 +35,9 @@ class TableSettings:
     database_name: str = "default"
     cdc_mode: CdcMode | None = None  # hoodie.table.cdc.*: fixed for the table's life
     table_type: str = "COPY_ON_WRITE"  # or MERGE_ON_READ
+    # The bucket index's bucket count, kept in the properties so that every later
+    # write finds its file groups the same way (None: keys are looked up).
+    num_buckets: int | None = None
 
     @property
     def key_generator_type(self) -> str:
@@ -68,6 +71,9 @@ class TableSettings:
             cfg.CREATE_SCHEMA.key: self.create_schema,
             cfg.CHECKSUM.key: str(table_checksum(self.database_name, self.name)),
         }
+        if self.num_buckets is not None:
+            props[cfg.INDEX_TYPE.key] = "BUCKET"
+            props[cfg.BUCKET_INDEX_NUM_BUCKETS.key] = str(self.num_buckets)
         if self.cdc_mode is not None:
             props[cfg.CDC_ENABLED.key] = "true"
             props[cfg.CDC_MODE.key] = self.cdc_mode.stored_value(self.version)
