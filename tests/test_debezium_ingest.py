@@ -1,5 +1,6 @@
 """``ingest``: Debezium events through a real Kafka-protocol broker into a Hudi table,
-read back with our reader, hudi-rs and the synced DuckDB view."""
+read back with our readers, hudi-rs and the synced DuckDB view. The tests whose
+behaviour depends on the table type run on Copy-on-Write and Merge-on-Read tables."""
 
 from __future__ import annotations
 
@@ -18,11 +19,14 @@ from hudi_sync.debezium.state import CHECKPOINT_KEY, load_state, parse_checkpoin
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark import read
 from hudi_sync.table import HudiTable
+from hudi_sync.table.snapshot_read import read_snapshot
 from tests.debezium_events import ITEM_FIELDS, PostgresLog, final_state
 from tests.kafka_broker import KafkaBroker
 from tests.warehouse_rows import hudi_rs_rows
 
 COLUMNS = ("id", "name", "note", "qty")
+COW, MOR = "COPY_ON_WRITE", "MERGE_ON_READ"
+TABLE_TYPES = pytest.mark.parametrize("table_type", [COW, MOR])
 
 
 def new_topic(broker: KafkaBroker, partitions: int = 3) -> str:
@@ -31,14 +35,22 @@ def new_topic(broker: KafkaBroker, partitions: int = 3) -> str:
     return topic
 
 
-def config(broker: KafkaBroker, topic: str, table: Path, **extra: Any) -> IngestConfig:
-    options = {
-        "hoodie.table.name": "items",
-        "hoodie.datasource.meta.sync.enable": "true",
-        "hoodie.meta.sync.client.tool.class": "duckdb",
-        "hoodie.duckdb.sync.database": str(table.parent / "warehouse.duckdb"),
-        **extra.pop("options", {}),
-    }
+def config(
+    broker: KafkaBroker, topic: str, table: Path, table_type: str = COW, **extra: Any
+) -> IngestConfig:
+    """Copy-on-Write tables are synced to DuckDB after each commit; Merge-on-Read ones
+    are not (their warehouse views are another piece of work), and ask for their type
+    by the CLI flag's keyword."""
+    options = {"hoodie.table.name": "items"}
+    if table_type == COW:
+        options |= {
+            "hoodie.datasource.meta.sync.enable": "true",
+            "hoodie.meta.sync.client.tool.class": "duckdb",
+            "hoodie.duckdb.sync.database": str(table.parent / "warehouse.duckdb"),
+        }
+    else:
+        extra.setdefault("table_type", table_type)
+    options |= extra.pop("options", {})
     return IngestConfig.from_options(
         str(table), options, bootstrap_servers=broker.bootstrap_servers, topics=(topic,), **extra
     )
@@ -49,8 +61,18 @@ def rows_of(table: Any) -> dict[int, dict[str, Any]]:
 
 
 def table_state(spark: Any, path: Path) -> dict[int, dict[str, Any]]:
-    ours = rows_of(read(spark, str(path)).toArrow())
-    assert rows_of(hudi_rs_rows(str(path))) == ours
+    """The table's rows, the same by Spark, by the table core's reader, by hudi-rs and
+    (Copy-on-Write) in the synced DuckDB view, each key once."""
+    stored = read(spark, str(path)).toArrow()
+    ours = rows_of(stored)
+    assert stored.num_rows == len(ours)
+    table = HudiTable.open(str(path))
+    core = read_snapshot(table)
+    assert rows_of(core) == ours and core.num_rows == len(ours)
+    theirs = hudi_rs_rows(str(path))
+    assert rows_of(theirs) == ours and theirs.num_rows == len(ours)
+    if table.config.is_mor:
+        return ours
     view = duckdb.connect(str(path.parent / "warehouse.duckdb"), read_only=True)
     try:
         synced = view.sql("SELECT * FROM items").to_arrow_table()
@@ -67,9 +89,13 @@ def _history(seed: int, events: int, keys: int) -> tuple[list[tuple[bytes | None
     return history(seed, events, keys)
 
 
-def test_shuffled_delivery_over_seven_batches_matches_the_database(spark, broker, tmp_path) -> None:  # type: ignore[no-untyped-def]
+@TABLE_TYPES
+def test_shuffled_delivery_over_seven_batches_matches_the_database(  # type: ignore[no-untyped-def]
+    spark, broker, tmp_path, table_type
+) -> None:
     """Events spread over partitions in random order (what a topic repartitioned or
-    re-keyed delivers); 7 batches; the table equals the history applied in order."""
+    re-keyed delivers); 7 batches; the table equals the history applied in order.
+    Merge-on-Read: 7 deltacommits, compacted inline after the fifth by default."""
     messages, model = _history(seed=5, events=2000, keys=150)
     topic = new_topic(broker)
     shuffled = list(messages)
@@ -78,7 +104,8 @@ def test_shuffled_delivery_over_seven_batches_matches_the_database(spark, broker
         topic, [(k, v, random.Random(i).randrange(3)) for i, (k, v) in enumerate(shuffled)]
     )
     path = tmp_path / "items"
-    summary = ingest(spark, config(broker, topic, path, max_events=-(-len(messages) // 7)))
+    batch = -(-len(messages) // 7)
+    summary = ingest(spark, config(broker, topic, path, table_type, max_events=batch))
     assert summary.batches_committed == 7 and summary.events_read == len(messages)
     assert table_state(spark, path) == final_state(model)
     # The last commit holds the end of the topic, in Hudi's checkpoint format.
@@ -86,6 +113,13 @@ def test_shuffled_delivery_over_seven_batches_matches_the_database(spark, broker
     state = load_state(str(path))
     assert state.offsets == {topic: ends}
     table = HudiTable.open(str(path))
+    assert table.config.table_type.value == table_type
+    actions = [i.action for i in table.completed_commits()]
+    if table_type == MOR:  # the compaction (a commit) carries no checkpoint
+        assert actions == ["deltacommit"] * 5 + ["commit"] + ["deltacommit"] * 2
+        assert table.timeline.commit_metadata(table.completed_commits()[5]).compacted
+    else:
+        assert actions == ["commit"] * 7
     last = table.timeline.commit_metadata(table.completed_commits()[-1])
     assert last.extra_metadata[CHECKPOINT_KEY] == topic + "," + ",".join(
         f"{p}:{o}" for p, o in sorted(ends.items())
@@ -96,12 +130,30 @@ def test_shuffled_delivery_over_seven_batches_matches_the_database(spark, broker
         stored.column_names
     )
     assert "d" not in set(stored.column("_change_operation_type").to_pylist())
-    # Nothing new: no commit.
-    again = ingest(spark, config(broker, topic, path))
+    # Nothing new: no commit. The table's own type is used when none is asked for.
+    again = ingest(spark, config(broker, topic, path, options={}, table_type=None))
     assert again.batches_committed == 0 and again.events_read == 0
+    # Asking for the other type: one line, exit 2, before anything is read.
+    from typer.testing import CliRunner
+
+    from hudi_sync.cli.app import app
+
+    other = COW if table_type == MOR else MOR
+    args = ["ingest", "debezium", "--table-path", str(path), "--topic", topic]
+    args += ["--bootstrap-servers", broker.bootstrap_servers, "--table-type", other]
+    refused = CliRunner().invoke(app, args)
+    assert refused.exit_code == 2, refused.output
+    assert refused.stderr.strip() == (
+        f"error: {path}: hoodie.datasource.write.table.type={other} but the table is "
+        f"{table_type} (a table's type is fixed when it is created)"
+    )
+    assert len(HudiTable.open(str(path)).completed_commits()) == len(actions)
 
 
-def test_deletes_never_resurrect_and_toast_keeps_the_stored_value(spark, broker, tmp_path) -> None:  # type: ignore[no-untyped-def]
+@TABLE_TYPES
+def test_deletes_never_resurrect_and_toast_keeps_the_stored_value(  # type: ignore[no-untyped-def]
+    spark, broker, tmp_path, table_type
+) -> None:
     topic = new_topic(broker, partitions=2)
     path = tmp_path / "items"
     log = PostgresLog()
@@ -111,16 +163,16 @@ def test_deletes_never_resurrect_and_toast_keeps_the_stored_value(spark, broker,
     insert_b = log.change("c", None, b)
     batch1 = [log.change("c", None, a), insert_b]
     broker.produce(topic, batch1)
-    assert ingest(spark, config(broker, topic, path)).batches_committed == 1
+    assert ingest(spark, config(broker, topic, path, table_type)).batches_committed == 1
     placeholder = "__debezium_unavailable_value"
     delete_b = log.change("d", b, None)
     toast = log.change("u", a, {**a, "name": "a2", "note": placeholder, "qty": 2})
     toast2 = log.change("u", a, {**a, "name": "a3", "note": placeholder, "qty": 3})
     # The delete, then (redelivered late, in a later batch) b's older insert.
     broker.produce(topic, [delete_b, toast])
-    ingest(spark, config(broker, topic, path))
+    ingest(spark, config(broker, topic, path, table_type))
     broker.produce(topic, [insert_b, (delete_b[0], None), toast2])
-    summary = ingest(spark, config(broker, topic, path))
+    summary = ingest(spark, config(broker, topic, path, table_type))
     assert summary.events_dropped == 1
     assert table_state(spark, path) == {1: {"id": 1, "name": "a3", "note": big, "qty": 3}}
     # One tombstone file (the only batch with a delete), holding b's delete position.
@@ -130,24 +182,27 @@ def test_deletes_never_resurrect_and_toast_keeps_the_stored_value(spark, broker,
     assert list(TombstoneStore(str(path)).load(files)) == ["[2]"] and len(files) == 1
 
 
-def test_truncate_policy_delete_and_schema_evolution(spark, broker, tmp_path) -> None:  # type: ignore[no-untyped-def]
+@TABLE_TYPES
+def test_truncate_policy_delete_and_schema_evolution(  # type: ignore[no-untyped-def]
+    spark, broker, tmp_path, table_type
+) -> None:
     topic = new_topic(broker, partitions=1)
     path = tmp_path / "items"
     log = PostgresLog()
     rows = [{"id": i, "name": f"n{i}", "note": None, "qty": i} for i in range(5)]
     early = log.change("u", None, {**rows[0], "name": "before-truncate"})
     broker.produce(topic, [log.change("c", None, r) for r in rows])
-    ingest(spark, config(broker, topic, path))
+    ingest(spark, config(broker, topic, path, table_type))
     truncate = log.change("t", None, None)
     broker.produce(topic, [truncate])
     with pytest.raises(EventError, match="truncated"):
-        ingest(spark, config(broker, topic, path))
+        ingest(spark, config(broker, topic, path, table_type))
     assert len(table_state(spark, path)) == 5  # the batch was not committed
     # An added nullable column arrives after the truncate; an older event arrives late.
     log.fields = [*ITEM_FIELDS, {"type": "string", "optional": True, "field": "color"}]
     new_row = {"id": 9, "name": "n9", "note": None, "qty": 9, "color": "red"}
     broker.produce(topic, [log.change("c", None, new_row), early])
-    summary = ingest(spark, config(broker, topic, path, truncate_policy="delete"))
+    summary = ingest(spark, config(broker, topic, path, table_type, truncate_policy="delete"))
     assert summary.events_dropped == 1
     stored = read(spark, str(path)).toArrow()
     assert [{c: r[c] for c in (*COLUMNS, "color")} for r in stored.to_pylist()] == [new_row]

@@ -1,7 +1,9 @@
 """The real pipeline: SQL on PostgreSQL 15 -> Debezium (embedded engine, pgoutput) ->
 the Tansu broker -> ``ingest`` -> the Hudi table and its DuckDB view, which must equal
 ``SELECT * FROM`` the database table after inserts, updates, deletes, a TOASTed column
-left out of an update, a primary-key change, a large transaction and a truncate."""
+left out of an update, a primary-key change, a large transaction and a truncate. One
+capture feeds two tables, Copy-on-Write and Merge-on-Read (compacting every second
+deltacommit), each ingested from the same topic and checked at every step."""
 
 from __future__ import annotations
 
@@ -18,11 +20,14 @@ import pyarrow as pa
 
 from hudi_sync.debezium.ingest import IngestConfig, ingest
 from hudi_sync.spark import read
+from hudi_sync.table import HudiTable
+from hudi_sync.table.snapshot_read import read_snapshot
 from tests.debezium_capture import DebeziumCapture
 from tests.postgres_server import PostgresServer
 from tests.warehouse_rows import hudi_rs_rows
 
 TOPIC = "dbz.public.accounts"
+DATABASE = "hoodie.duckdb.sync.database"  # one DuckDB file per table: both name views accounts
 COLUMNS = ("id", "name", "balance", "score", "born", "seen", "seen_tz", "doc", "uid", "tags")
 COLUMNS += ("raw", "mood", "big")
 SCHEMA = """
@@ -75,19 +80,46 @@ def test_postgres_changes_through_debezium_and_kafka_equal_the_database(
 ) -> None:  # type: ignore[no-untyped-def]
     rng = random.Random(7)
     big = _noise(rng, 20_000)
-    path = tmp_path / "accounts"
-    database = tmp_path / "warehouse.duckdb"
     options = {
         "hoodie.table.name": "accounts",
         "binary.handling.mode": "hex",
         "hoodie.streamer.debezium.truncate.policy": "delete",
+    }
+    sync = {
         "hoodie.datasource.meta.sync.enable": "true",
         "hoodie.meta.sync.client.tool.class": "duckdb",
-        "hoodie.duckdb.sync.database": str(database),
     }
-    config = IngestConfig.from_options(
-        str(path), options, bootstrap_servers=broker.bootstrap_servers, topics=(TOPIC,)
-    )
+    configs = {
+        tmp_path / "cow" / "accounts": IngestConfig.from_options(
+            str(tmp_path / "cow" / "accounts"),
+            {**options, **sync, DATABASE: str(tmp_path / "cow" / "w.duckdb")},
+            bootstrap_servers=broker.bootstrap_servers,
+            topics=(TOPIC,),
+        ),
+        tmp_path / "mor" / "accounts": IngestConfig.from_options(
+            str(tmp_path / "mor" / "accounts"),
+            {
+                **options,
+                **sync,
+                DATABASE: str(tmp_path / "mor" / "w.duckdb"),
+                "hoodie.compact.inline.max.delta.commits": "2",
+            },
+            bootstrap_servers=broker.bootstrap_servers,
+            topics=(TOPIC,),
+            table_type="MERGE_ON_READ",
+        ),
+    }
+
+    def ingest_each() -> list[int]:
+        """Each table's batches committed."""
+        return [ingest(spark, config).batches_committed for config in configs.values()]
+
+    def each_table(pg: PostgresServer) -> list[list[dict[str, Any]]]:
+        expected = database_rows(pg)
+        rows = [_table_rows(spark, path, path.parent / "w.duckdb") for path in configs]
+        assert rows == [expected] * len(configs)
+        return rows
+
     properties = {
         "binary.handling.mode": "hex",
         "column.propagate.source.type": ".*",
@@ -120,10 +152,9 @@ def test_postgres_changes_through_debezium_and_kafka_equal_the_database(
                     conn.execute("UPDATE accounts SET balance = id WHERE id >= 100")
             # snapshot 2, insert 1, updates 2, delete + tombstone 2, key change 3, transaction 400
             capture.wait_for(TOPIC, 410)
-            first = ingest(spark, config)
-            assert first.batches_committed == 1
+            assert ingest_each() == [1, 1]
             # Across batches: the TOASTed value now comes from the stored row.
-            assert _table_rows(spark, path, database) == database_rows(pg)
+            each_table(pg)
             toast_events = _count_placeholders(broker)
             assert toast_events >= 2
             with pg.connect() as conn:
@@ -132,16 +163,17 @@ def test_postgres_changes_through_debezium_and_kafka_equal_the_database(
                 conn.execute("INSERT INTO accounts (id, name, big) VALUES (7, 'after', %s)", (big,))
                 conn.execute("UPDATE accounts SET name = 'after2' WHERE id = 7")
             capture.wait_for(TOPIC, 414)  # update, truncate, insert, update
-            second = ingest(spark, config)
-            assert second.batches_committed == 1
-            assert _table_rows(spark, path, database) == database_rows(pg)
+            assert ingest_each() == [1, 1]  # Merge-on-Read: then compacted
+            each_table(pg)
             assert [r["id"] for r in database_rows(pg)] == [7]
             with pg.connect() as conn:  # TOAST across batches, on a stored row
                 conn.execute("UPDATE accounts SET name = 'after3' WHERE id = 7")
             capture.wait_for(TOPIC, 415)
-            ingest(spark, config)
-            rows = _table_rows(spark, path, database)
-            assert rows == database_rows(pg) and rows[0]["big"] == big
+            assert ingest_each() == [1, 1]  # Merge-on-Read: a log over the compacted row
+            assert [rows[0]["big"] for rows in each_table(pg)] == [big, big]
+    mor = HudiTable.open(str(tmp_path / "mor" / "accounts"))
+    actions = [i.action for i in mor.completed_commits()]
+    assert actions == ["deltacommit", "deltacommit", "commit", "deltacommit"]
 
 
 def _count_placeholders(broker: Any) -> int:
@@ -153,16 +185,22 @@ def _count_placeholders(broker: Any) -> int:
 
 
 def _table_rows(spark: Any, path: Path, database: Path) -> list[dict[str, Any]]:
+    """The table's rows by Spark, the same by the table core's reader, hudi-rs and the
+    synced DuckDB view (``accounts_rt`` for Merge-on-Read, whose view merges the log
+    records; that table is written through the bucket index, the ingest's default)."""
     ours = read(spark, str(path)).toArrow()
     rows = _rows(ours.to_pylist())
+    table = HudiTable.open(str(path))
+    assert _rows(read_snapshot(table).to_pylist()) == rows
     assert _rows(hudi_rs_rows(str(path)).to_pylist()) == rows
+    assert ours.schema.field("balance").type == pa.decimal128(12, 2)
+    view_name = "accounts_rt" if table.config.is_mor else "accounts"
     view = duckdb.connect(str(database), read_only=True)
     try:
-        synced = view.sql("SELECT id, name, balance, big FROM accounts").to_arrow_table()
+        synced = view.sql(f"SELECT id, name, balance, big FROM {view_name}").to_arrow_table()
     finally:
         view.close()
     assert sorted(synced.to_pylist(), key=lambda r: r["id"]) == [
         {c: r[c] for c in ("id", "name", "balance", "big")} for r in rows
     ]
-    assert ours.schema.field("balance").type == pa.decimal128(12, 2)
     return rows

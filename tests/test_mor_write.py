@@ -14,6 +14,7 @@ from typing import Any
 
 import hudi
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -615,3 +616,21 @@ def test_log_files_roll_over_at_the_configured_size(  # type: ignore[no-untyped-
     upsert_stats = table.timeline.commit_metadata(table.timeline.completed_writes[1]).write_stats
     assert len(upsert_stats) >= 2 and sum(s.num_updates for s in upsert_stats) == 50
     assert hudi_rs(path, False) == model.snapshot() == core_rows(path, False)
+
+
+def test_compacting_a_file_group_whose_rows_were_all_deleted(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The new base file has no rows and a string _hoodie_file_name column (an untyped
+    empty column was written as INT, and Spark's read then failed to merge schemas)."""
+    path = tmp_path / "t"
+    rows = [{"id": i, "p": "a", "name": "x", "ts": 1} for i in range(3)]
+    write(frame(spark, rows, False), str(path), options("t", 8, "insert", **MOR))
+    compacting = {
+        **MOR,
+        "hoodie.compact.inline": "true",
+        "hoodie.compact.inline.max.delta.commits": 1,
+    }
+    result = write(frame(spark, rows, False), str(path), options("t", 8, "delete", **compacting))
+    assert result.compactions
+    assert our_rows(spark, path, False) == [] == hudi_rs(path, False)
+    (base,) = [p for p in path.rglob("*.parquet") if result.compactions[0] in p.name]
+    assert pq.read_schema(base).field("_hoodie_file_name").type == pa.string()

@@ -1,4 +1,5 @@
-"""``ingest``: Debezium topics into a Copy-on-Write Hudi table, batch by batch.
+"""``ingest``: Debezium topics into a Hudi table, batch by batch; ``ingest_tables``: one
+table per topic under a base path.
 
 One batch: read up to ``max_events`` messages from the checkpointed offsets, decode
 them (``events``), reduce them to one row per key in log order (``batch``),
@@ -11,11 +12,21 @@ again at start.
 Deletes are rows whose ``_change_operation_type`` is ``d`` (``hoodie.payload.delete.field``
 / ``hoodie.payload.delete.marker``); the ordering field is ``_event_order``, so the
 writer keeps whichever of the stored and incoming rows is newer in the database log.
+
+Table type: ``hoodie.datasource.write.table.type`` names a new table's type
+(COPY_ON_WRITE by default); an existing table keeps its own, and asking for the other
+one is refused before anything is read. On a MERGE_ON_READ table each batch is a
+deltacommit (updates and deletes appended to log files) and inline compaction is on
+unless ``hoodie.compact.inline`` says otherwise (every
+``hoodie.compact.inline.max.delta.commits`` deltacommits, 5 by default). A compaction
+left pending by a killed run is finished when the next run starts; the checkpoint
+lives in the deltacommits, so a compaction never moves it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -39,7 +50,7 @@ from hudi_sync.debezium.events import (
     Position,
 )
 from hudi_sync.debezium.kafka_source import KafkaSettings, KafkaSource, Message, lag
-from hudi_sync.debezium.masking import masked_repr
+from hudi_sync.debezium.masking import mask_value, masked_repr
 from hudi_sync.debezium.registry import SchemaRegistry
 from hudi_sync.debezium.state import (
     IngestState,
@@ -48,12 +59,18 @@ from hudi_sync.debezium.state import (
     format_checkpoint,
     load_state,
 )
-from hudi_sync.errors import BadInputError, TableNotFoundError
+from hudi_sync.errors import BadInputError, HudiSyncError, TableNotFoundError, first_line
 from hudi_sync.spark import options as opt
+from hudi_sync.spark.compaction import spark_executor
+from hudi_sync.spark.options import WriteOptions
 from hudi_sync.spark.reader import read
-from hudi_sync.spark.writer import write
+from hudi_sync.spark.writer import write, write_arrow
 from hudi_sync.sync.hook import run_post_commit_hook
+from hudi_sync.table import HudiTable
 from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.snapshot_read import avro_to_arrow
+from hudi_sync.table.write.compaction import compact, pending_compactions
+from hudi_sync.table.write.lock import TableLock
 
 UNAVAILABLE_COLUMNS = "__hudi_sync_unavailable"
 ON_ERROR = cfg.ON_ERROR.choices
@@ -122,6 +139,7 @@ class IngestConfig:
         overrides (the CLI's flags) win. As in HoodieStreamer, every option that is not
         ``hoodie.*`` (nor the registry's or Debezium's) is a Kafka consumer setting."""
         o = {str(k): str(v) for k, v in options.items()}
+        _apply_table_type(o, overrides.pop("table_type", None))
         for name, spec in _OPTION_OVERRIDES.items():
             value = overrides.pop(name, None)
             if value is not None:  # a flag wins: the key is read before its alternates
@@ -169,6 +187,23 @@ class IngestConfig:
                 f"{DEAD_LETTER}={self.dead_letter_path}: the dead-letter file is appended to "
                 "after each bad event, and object stores cannot append; give a local path"
             )
+
+
+def _apply_table_type(options: dict[str, str], flag: str | None) -> None:
+    """``--table-type`` into the options: it and ``hoodie.datasource.write.table.type``
+    must agree when both are given."""
+    spec = cfg.WRITE_TABLE_TYPE
+    asked = spec.read(options) if spec.given(options) else None  # a bad value fails now
+    if flag is None:
+        return
+    chosen = spec.read({spec.key: flag})
+    if asked is not None and asked != chosen:
+        raise BadInputError(
+            f"--table-type {chosen} disagrees with {spec.key}={asked} (give one, or the same)"
+        )
+    for name in spec.alternates:
+        options.pop(name, None)
+    options[spec.key] = chosen
 
 
 def _registry_user_info(options: Mapping[str, str]) -> str | None:
@@ -254,8 +289,10 @@ class _Ingest:
             SchemaRegistry(config.registry_url, user_info=config.registry_user_info),
         )
         self.store = TombstoneStore(self.path, config.storage_options)
+        self.write_options: dict[str, str] = dict(config.write_options)
 
     def run(self) -> IngestSummary:
+        self.write_options = self._prepare_table()
         state = load_state(self.path, self.config.storage_options)
         tombstones = self.store.load(state.tombstone_files)
         if state.instant is not None:
@@ -339,22 +376,38 @@ class _Ingest:
         tombstones: dict[str, str],
         after: dict[str, dict[int, int]],
     ) -> IngestState:
-        stored = self._stored()
         rows = list(reduced.final.values())
+        if rows and not reduced.unresolved and not reduced.truncated_at and self._buckets():
+            # The bucket index: Arrow rows appended in this process, no Spark job.
+            return self._commit_rows(self._arrow_rows(rows), reduced, state, tombstones, after)
+        stored = self._stored()
         if not rows and not (reduced.truncated_at and stored is not None):
             if stored is None:
                 return IngestState(after, state.tombstone_files, state.truncated_before)
             frame = stored.limit(0).drop(*META_FIELDS)
         else:
             frame = self._frame(rows, reduced, stored)
+        return self._commit_rows(frame, reduced, state, tombstones, after)
+
+    def _commit_rows(
+        self,
+        rows: DataFrame | pa.Table,
+        reduced: Reduced,
+        state: IngestState,
+        tombstones: dict[str, str],
+        after: dict[str, dict[int, int]],
+    ) -> IngestState:
+        """Commit the batch's rows (a DataFrame, or Arrow rows for the bucket index)
+        with its checkpoint and tombstones."""
         files = self.store.add(state, tombstones, reduced.deletes, reduced.upserted_keys)
         new_state = IngestState(
             offsets=after,
             tombstone_files=files,
             truncated_before=reduced.truncated_at or state.truncated_before,
         )
-        result = write(
-            frame,
+        writes = write_arrow if isinstance(rows, pa.Table) else write
+        result = writes(
+            rows,
             self.path,
             self._write_options(),
             self.config.storage_options,
@@ -368,8 +421,49 @@ class _Ingest:
         self.summary.instants.append(result.instant)
         return new_state
 
-    def _write_options(self) -> dict[str, str]:
+    def _prepare_table(self) -> dict[str, str]:
+        """The write options for this table's type: an existing table's own type (asking
+        for the other one is refused here, before anything is read); Merge-on-Read gets
+        inline compaction unless told otherwise, and a compaction a killed run left
+        pending is finished now, so a run with nothing to read still converges."""
         options = dict(self.config.write_options)
+        spec = cfg.WRITE_TABLE_TYPE
+        try:
+            table = HudiTable.open(self.path, self.config.storage_options)
+        except TableNotFoundError:
+            table = None
+        if table is None:
+            table_type = spec.read(options)
+        else:
+            table_type = table.config.table_type.value
+            if spec.given(options) and spec.read(options) != table_type:
+                raise BadInputError(
+                    f"{table.uri}: {spec.key}={spec.read(options)} but the table is "
+                    f"{table_type} (a table's type is fixed when it is created)"
+                )
+        if table_type == "MERGE_ON_READ":
+            if not cfg.COMPACT_INLINE.given(options):
+                options[cfg.COMPACT_INLINE.key] = "true"
+            if table is None and not cfg.INDEX_TYPE.given(options):
+                # No key lookup on the hot path: a new MOR table hashes keys to buckets.
+                options[cfg.INDEX_TYPE.key] = "BUCKET"
+            if table is not None:
+                self._finish_compactions(table, options)
+        return options
+
+    def _finish_compactions(self, table: HudiTable, options: Mapping[str, str]) -> None:
+        if not pending_compactions(table):
+            return
+        lock = TableLock(
+            table.location,
+            table.location.join(".hoodie"),
+            wait_ms=cfg.LOCK_WAIT_MS.read(options),
+            expire_minutes=cfg.LOCK_EXPIRE_MINUTES.read(options),
+        )
+        compact(table, lock, schedule=False, executor=spark_executor(self.spark))
+
+    def _write_options(self) -> dict[str, str]:
+        options = dict(self.write_options)
         key_fields = self.reader.key_fields or ()
         options.setdefault(opt.TABLE_NAME, _default_table_name(self.config.kafka))
         options.update(
@@ -383,6 +477,48 @@ class _Ingest:
             }
         )
         return options
+
+    def _buckets(self) -> bool:
+        """The table is written through the bucket index (a Merge-on-Read table the
+        ingest creates is, unless ``hoodie.index.type`` says otherwise)."""
+        options = WriteOptions.parse({**self._write_options(), opt.TABLE_NAME: "t"})
+        try:
+            table = HudiTable.open(self.path, self.config.storage_options)
+        except TableNotFoundError:
+            return options.index_type == "BUCKET"
+        return options.for_table(table.config).index_type == "BUCKET"
+
+    def _arrow_rows(self, rows: list[ChangeEvent]) -> pa.Table:
+        """The batch's rows as Arrow, with the table's columns it lacks as nulls and
+        shared columns in the table's types (``_align_to_table`` without Spark)."""
+        self._check_partition_values(rows)
+        arrow = _zoned_timestamps(to_table(rows, self.config.binary_handling_mode))
+        try:
+            table = HudiTable.open(self.path, self.config.storage_options)
+        except TableNotFoundError:
+            return arrow
+        if not table.timeline.completed_writes:
+            return arrow
+        named: dict[str, Any] = {}
+        stored = {
+            f["name"]: avro_to_arrow(f["type"], named)
+            for f in table.avro_schema.get("fields", [])
+            if f["name"] not in META_FIELDS
+        }
+        columns, names = [], []
+        for name, kind in stored.items():
+            if name not in arrow.column_names:
+                columns.append(pa.nulls(arrow.num_rows, kind))
+            elif arrow.schema.field(name).type != kind:
+                columns.append(arrow.column(name).cast(kind))
+            else:
+                columns.append(arrow.column(name))
+            names.append(name)
+        for name in arrow.column_names:
+            if name not in stored:
+                columns.append(arrow.column(name))
+                names.append(name)
+        return pa.table(columns, names=names)
 
     def _stored(self) -> DataFrame | None:
         try:
@@ -417,7 +553,7 @@ class _Ingest:
                 )
 
     def _sync(self) -> None:
-        options = self.config.write_options
+        options = self.write_options
         if not cfg.META_SYNC.read(options):
             return
         report = run_post_commit_hook(self.path, options, self.config.storage_options)
@@ -426,9 +562,275 @@ class _Ingest:
 
 
 def _default_table_name(kafka: KafkaSettings) -> str:
-    """The topic's last part (``server.schema.table`` -> ``table``)."""
-    topic = (kafka.topics or ("debezium",))[0]
+    """The first topic's table name (``table_name_of``)."""
+    return table_name_of((kafka.topics or ("debezium",))[0])
+
+
+# -- one table per topic ---------------------------------------------------------------
+_TABLE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def table_name_of(topic: str) -> str:
+    """A topic's table: its last dot-separated part (``dbserver1.inventory.customers``
+    -> ``customers``), as Debezium names topics ``<prefix>.<schema>.<table>``."""
     return topic.rsplit(".", 1)[-1]
+
+
+def parse_table_options(pairs: list[str] | None) -> dict[str, dict[str, str]]:
+    """``TABLE:KEY=VALUE`` pairs (``--table-conf``) as options per table; TABLE is the
+    table's name as its topic gives it (the topic's last part) or the whole topic."""
+    tables: dict[str, dict[str, str]] = {}
+    for pair in pairs or []:
+        table, colon, setting = pair.partition(":")
+        key, equals, value = setting.partition("=")
+        if not colon or not table.strip() or not equals or not key.strip():
+            raise BadInputError(
+                f"--table-conf {pair!r} is not TABLE:KEY=VALUE "
+                f"(e.g. customers:{cfg.RECORD_KEY.key}=id)"
+            )
+        tables.setdefault(table.strip(), {})[key.strip()] = value
+    return tables
+
+
+@dataclass(frozen=True, repr=False)
+class TablesConfig:
+    """Multi-table ingest: one table per topic (``topics``, and every topic matching
+    ``topic_pattern``), at ``<base_path>/<table name>``. ``options`` and ``overrides``
+    (``IngestConfig.from_options``' keywords: the CLI's flags) apply to every table;
+    ``table_options`` (by table name or topic) to one table, over both. Each table is
+    an ingest of its own: its own checkpoint, key (from its events' Kafka key unless
+    ``hoodie.datasource.write.recordkey.field`` is set for it) and failures."""
+
+    base_path: str
+    options: Mapping[str, str]
+    table_options: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    continuous: bool = False
+    poll_interval_s: float = 5.0
+
+    def __repr__(self) -> str:
+        """Secrets masked, in nested settings too (per-table options, storage options)."""
+        fields = {name: _masked_deep(name, value) for name, value in self.__dict__.items()}
+        return f"TablesConfig({', '.join(f'{k}={v!r}' for k, v in fields.items())})"
+
+    @classmethod
+    def from_options(
+        cls,
+        base_path: str,
+        options: Mapping[str, Any],
+        table_options: Mapping[str, Mapping[str, str]] | None = None,
+        **overrides: Any,
+    ) -> TablesConfig:
+        """As ``IngestConfig.from_options``, plus per-table options; the shared
+        settings are checked now."""
+        continuous = bool(overrides.pop("continuous", False))
+        poll = overrides.pop("poll_interval_s", None)
+        config = cls(
+            base_path=base_path.rstrip("/") or base_path,
+            options={str(k): str(v) for k, v in options.items()},
+            table_options={t: dict(o) for t, o in (table_options or {}).items()},
+            overrides={k: v for k, v in overrides.items() if v is not None},
+            continuous=continuous,
+            poll_interval_s=5.0 if poll is None else float(poll),
+        )
+        shared = config.shared()
+        if not shared.kafka.topics and not shared.kafka.topic_pattern:
+            raise BadInputError(f"no topic to read (--topic-pattern, --topic or {cfg.TOPIC.key})")
+        if cfg.TABLE_NAME.given(config.options):
+            raise BadInputError(
+                f"{cfg.TABLE_NAME.key} names one table: with --base-path each table is named "
+                f"after its topic (per table: --table-conf TABLE:{cfg.TABLE_NAME.key}=NAME)"
+            )
+        return config
+
+    def shared(self) -> IngestConfig:
+        """The settings every table shares (checked; its path is the base path)."""
+        return IngestConfig.from_options(self.base_path, self.options, **dict(self.overrides))
+
+    def topics(self) -> list[str]:
+        """The topics to ingest, as the broker lists them now."""
+        kafka = self.shared().kafka
+        source = KafkaSource(kafka)
+        try:
+            return source.topics
+        finally:
+            source.close()
+
+    def own_options(self, topic: str) -> dict[str, str]:
+        """The options given for this topic's table: by its default name, then by topic."""
+        return {
+            **self.table_options.get(table_name_of(topic), {}),
+            **self.table_options.get(topic, {}),
+        }
+
+    def table_name(self, topic: str) -> str:
+        return cfg.TABLE_NAME.read(self.own_options(topic)) or table_name_of(topic)
+
+    def unknown_tables(self, topics: list[str]) -> list[str]:
+        """``table_options`` selectors that name none of ``topics``' tables."""
+        known = {*topics, *(table_name_of(t) for t in topics)}
+        return sorted(set(self.table_options) - known)
+
+    def table_config(self, topic: str) -> IngestConfig:
+        """One table's ingest config: the shared settings, its own options over them."""
+        own = self.own_options(topic)
+        name = self.table_name(topic)
+        if not _TABLE_NAME.fullmatch(name):
+            raise BadInputError(
+                f"table name {name!r} cannot be a folder name under {self.base_path} "
+                f"(set {cfg.TABLE_NAME.key} for it with --table-conf)"
+            )
+        overrides = dict(self.overrides)
+        overrides.pop("topic_pattern", None)
+        overrides["topics"] = (topic,)
+        overrides["continuous"] = False  # ingest_tables polls: one pass over every table
+        for flag, spec in _OPTION_OVERRIDES.items():
+            if spec.given(own):
+                overrides.pop(flag, None)  # the table's own setting wins over a flag
+        if cfg.WRITE_TABLE_TYPE.given(own):
+            overrides.pop("table_type", None)
+        options = {**self.options, **own, cfg.TABLE_NAME.key: name}
+        return IngestConfig.from_options(f"{self.base_path}/{name}", options, **overrides)
+
+
+@dataclass
+class TablesSummary:
+    """A multi-table run: each table's summary (by table name, totals over polls) and
+    each failed table's one-line error."""
+
+    base_path: str
+    tables: dict[str, IngestSummary] = field(default_factory=dict)
+    topics: dict[str, str] = field(default_factory=dict)  # table name -> topic
+    failures: dict[str, str] = field(default_factory=dict)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One record per table, for people and for ``--json``."""
+        rows = []
+        for name, topic in sorted(self.topics.items()):
+            summary = self.tables.get(name, IngestSummary(f"{self.base_path}/{name}"))
+            values = summary.as_dict()
+            rows.append(
+                {"table": name, "topic": topic, "path": values.pop("table")}
+                | values
+                | {"error": self.failures.get(name, "")}
+            )
+        return rows
+
+
+FailureCallback = Callable[[str, str, str], None]  # table name, topic, one-line error
+
+
+def ingest_tables(
+    spark: SparkSession,
+    config: TablesConfig,
+    progress: ProgressCallback | None = None,
+    stop: threading.Event | None = None,
+    on_failure: FailureCallback | None = None,
+) -> TablesSummary:
+    """Ingest every topic into its own table, one table after the other, each read to
+    its end; ``continuous``: again every poll interval (new matching topics join) until
+    ``stop`` is set. A table that fails is reported (``on_failure``, and in the
+    summary) and left alone for the rest of the run; the others go on."""
+    stop = stop or threading.Event()
+    result = TablesSummary(config.base_path)
+    checked = False
+    while not stop.is_set():
+        topics = config.topics()
+        if not checked:
+            unknown = config.unknown_tables(topics)
+            if unknown:
+                raise BadInputError(
+                    f"--table-conf names no table of the topics read: {', '.join(unknown)} "
+                    f"(tables: {', '.join(sorted({config.table_name(t) for t in topics}))})"
+                )
+            checked = True
+        committed = 0
+        for topic in topics:
+            if stop.is_set():
+                break
+            table = name = config.table_name(topic)
+            holder = result.topics.setdefault(name, topic)
+            if holder != topic:  # the first topic to take a name keeps it
+                name = f"{table} ({topic})"
+                result.topics[name] = topic
+                if name not in result.failures:
+                    _failed(
+                        result,
+                        name,
+                        topic,
+                        f"topic {topic} would share table {table} with topic "
+                        f"{holder} (name one of them with --table-conf "
+                        f"{topic}:{cfg.TABLE_NAME.key}=NAME)",
+                        on_failure,
+                    )
+                continue
+            if name in result.failures:
+                continue
+            try:
+                summary = ingest(spark, config.table_config(topic), progress, stop)
+            except Exception as exc:  # one table's failure stops that table only
+                _failed(result, name, topic, _one_line(exc), on_failure)
+                continue
+            committed += summary.batches_committed
+            _add_summary(result.tables, name, summary)
+        if not config.continuous:
+            break
+        if not committed:
+            stop.wait(config.poll_interval_s)
+    return result
+
+
+def _masked_deep(name: str, value: Any) -> Any:
+    """A setting as it may be shown; mappings masked at every level."""
+    if isinstance(value, Mapping):
+        return {k: _masked_deep(str(k), v) for k, v in value.items()}
+    return mask_value(name, value)
+
+
+def _failed(
+    result: TablesSummary,
+    name: str,
+    topic: str,
+    error: str,
+    on_failure: FailureCallback | None,
+) -> None:
+    result.failures[name] = error
+    if on_failure is not None:
+        on_failure(name, topic, error)
+
+
+def _one_line(exc: BaseException) -> str:
+    line = first_line(exc)
+    return line if isinstance(exc, HudiSyncError) else f"{type(exc).__name__}: {line}"
+
+
+def _add_summary(tables: dict[str, IngestSummary], name: str, summary: IngestSummary) -> None:
+    total = tables.get(name)
+    if total is None:
+        tables[name] = summary
+        return
+    for counter in (
+        "events_read",
+        "keys_written",
+        "events_dropped",
+        "events_skipped",
+        "batches_committed",
+    ):
+        setattr(total, counter, getattr(total, counter) + getattr(summary, counter))
+    total.instants += summary.instants
+    total.sync_errors += summary.sync_errors
+    total.lag, total.checkpoint = summary.lag, summary.checkpoint
+
+
+def _zoned_timestamps(rows: pa.Table) -> pa.Table:
+    """Timestamps without a zone as UTC, as the Spark path stores them (its sessions
+    run in UTC): the same table either way, and one hudi-rs reads (it does not read
+    Avro's ``local-timestamp-*``)."""
+    for index, column in enumerate(rows.schema):
+        if pa.types.is_timestamp(column.type) and column.type.tz is None:
+            zoned = pa.timestamp(column.type.unit, "UTC")
+            rows = rows.set_column(index, column.name, rows.column(index).cast(zoned))
+    return rows
 
 
 def _fill_from_stored(

@@ -289,8 +289,8 @@ def _write_buckets(
     if pending_compactions(table):
         finished = compact(table, table_lock(location, settings), schedule=False)
         table = HudiTable.open(location.uri, location.storage_options)
-    keyed = keyed_rows(rows, options, where)
     stored = _stored_schema(table)
+    keyed = _stored_timestamps(keyed_rows(rows, options, where), stored)
     incoming = keyed.select(data_columns).schema
     schema = evolved_schema(location, incoming, stored, operation)
     ordering = (
@@ -325,6 +325,23 @@ def _write_buckets(
     if options.meta_sync:
         result.sync = run_post_commit_hook(location.uri, options.raw, location.storage_options)
     return result
+
+
+def _stored_timestamps(rows: pa.Table, stored: pa.Schema | None) -> pa.Table:
+    """Timestamp columns as the table stores them, with or without a time zone: Spark
+    hands every TIMESTAMP over in UTC (the sessions run in UTC), so a column the table
+    keeps as local time (Avro ``local-timestamp-*``) arrives zoned. Other types are
+    the schema check's to judge."""
+    if stored is None:
+        return rows
+    for index, column in enumerate(rows.schema):
+        if column.name not in stored.names:
+            continue
+        kind = stored.field(column.name).type
+        timestamps = pa.types.is_timestamp(column.type) and pa.types.is_timestamp(kind)
+        if timestamps and (column.type.tz is None) != (kind.tz is None):
+            rows = rows.set_column(index, column.name, rows.column(index).cast(kind))
+    return rows
 
 
 def _stored_schema(table: HudiTable) -> pa.Schema | None:

@@ -197,7 +197,9 @@ def compact_file_group(
     rows = read_file_slice(location, operation.file_slice(), rules, committed, None, schema)
     name = f"{operation.file_id}_{write_token}_{instant}.parquet"
     rows = rows.set_column(
-        rows.schema.get_field_index(_FILE_NAME), _FILE_NAME, pa.array([name] * rows.num_rows)
+        rows.schema.get_field_index(_FILE_NAME),
+        _FILE_NAME,
+        pa.array([name] * rows.num_rows, pa.string()),
     )
     if rows.num_rows:
         bounds = pc.min_max(rows.column(META_FIELDS[2]))
