@@ -25,10 +25,12 @@ lives in the deltacommits, so a compaction never moves it.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -315,9 +317,13 @@ class _Ingest:
                     continue
                 pending = prefetch.submit(self._read, source, batch.after)
                 self.summary.events_read += len(batch.messages)
-                reduced = reduce_events(
-                    batch.events, tombstones, state.truncated_before, self.config.truncate_policy
-                )
+                with _no_cycle_collection():
+                    reduced = reduce_events(
+                        batch.events,
+                        tombstones,
+                        state.truncated_before,
+                        self.config.truncate_policy,
+                    )
                 if self.stop.is_set():
                     break  # abandon the batch: nothing was written, its offsets are not saved
                 state = self._commit(reduced, state, tombstones, batch.after)
@@ -339,6 +345,10 @@ class _Ingest:
 
     # -- decoding --------------------------------------------------------------------------
     def _decode(self, messages: list[Message]) -> list[ChangeEvent]:
+        with _no_cycle_collection():
+            return self._decode_all(messages)
+
+    def _decode_all(self, messages: list[Message]) -> list[ChangeEvent]:
         events = []
         for message in messages:
             position = Position(message.topic, message.partition, message.offset)
@@ -379,7 +389,9 @@ class _Ingest:
         rows = list(reduced.final.values())
         if rows and not reduced.unresolved and not reduced.truncated_at and self._buckets():
             # The bucket index: Arrow rows appended in this process, no Spark job.
-            return self._commit_rows(self._arrow_rows(rows), reduced, state, tombstones, after)
+            with _no_cycle_collection():
+                arrow = self._arrow_rows(rows)
+            return self._commit_rows(arrow, reduced, state, tombstones, after)
         stored = self._stored()
         if not rows and not (reduced.truncated_at and stored is not None):
             if stored is None:
@@ -820,6 +832,20 @@ def _add_summary(tables: dict[str, IngestSummary], name: str, summary: IngestSum
     total.instants += summary.instants
     total.sync_errors += summary.sync_errors
     total.lag, total.checkpoint = summary.lag, summary.checkpoint
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused: while a batch's events are decoded, reduced and
+    turned into rows it would scan the growing set of live events again and again (a
+    third of the decoding time, measured), and they hold no cycles."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _zoned_timestamps(rows: pa.Table) -> pa.Table:

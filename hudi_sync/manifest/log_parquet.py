@@ -45,7 +45,6 @@ import json
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -55,6 +54,7 @@ from hudi_sync.errors import UnsupportedTableError
 from hudi_sync.manifest.file_set import lines_bytes, string_array
 from hudi_sync.manifest.snapshot import (
     MANIFEST_FOLDER,
+    PublishedLogs,
     snapshot_folder,
     timeline_tail,
     why_not_incremental,
@@ -77,21 +77,6 @@ GROUPS_META = "snapshot.json"
 _UNNAMED_GRACE_SECONDS = 600.0
 # Added to the table's columns in every folded log file, in this order.
 EXTRA_COLUMNS = (FILE_ID_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN, SOURCE_COLUMN)
-
-
-@dataclass(frozen=True)
-class PublishedLogs:
-    """The folded log files of one snapshot: where their lists live, and the columns
-    their rows have (the table's, then ``EXTRA_COLUMNS``)."""
-
-    instant: str | None
-    names: tuple[str, ...]
-    files_uri: str
-    uris_uri: str
-    folder_uri: str  # the Parquet files' folder (external tables match ``*.parquet`` in it)
-    schema: pa.Schema
-    ordering_field: str | None  # what the view compares base and log versions by
-    converted: int = 0  # files this publication wrote (the rest were reused)
 
 
 class LogParquetStore:

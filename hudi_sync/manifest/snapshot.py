@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -57,9 +57,6 @@ from hudi_sync.storage import temporary_path_beside
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action, comparable_instant
 from hudi_sync.table.timeline import Timeline
-
-if TYPE_CHECKING:
-    from hudi_sync.manifest.log_parquet import PublishedLogs
 
 MANIFEST_FOLDER = ".hoodie/manifest"
 LATEST_FILES = "latest_snapshot_files.csv"
@@ -137,6 +134,21 @@ class PublishedDelta:
     manifest: DeltaManifest
     changes_uri: str
     base_prefix: str  # the table URI the base's URIs start with
+
+
+@dataclass(frozen=True)
+class PublishedLogs:
+    """The folded log files of one snapshot: where their lists live, and the columns
+    their rows have (the table's, then ``log_parquet.EXTRA_COLUMNS``)."""
+
+    instant: str | None
+    names: tuple[str, ...]
+    files_uri: str
+    uris_uri: str
+    folder_uri: str  # the Parquet files' folder (external tables match ``*.parquet`` in it)
+    schema: pa.Schema
+    ordering_field: str | None  # what the view compares base and log versions by
+    converted: int = 0  # files this publication wrote (the rest were reused)
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
-from hudi_sync.manifest.log_parquet import FILE_ID_COLUMN, SOURCE_COLUMN, PublishedLogs
-from hudi_sync.manifest.snapshot import PublishedManifest, timeline_tail
+from hudi_sync.manifest.log_parquet import FILE_ID_COLUMN, SOURCE_COLUMN
+from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest, timeline_tail
 from hudi_sync.table import HudiTable
 from hudi_sync.table.record_merge import DELETED_COLUMN, LOG_WINS_COLUMN
 from hudi_sync.table.schema import PartitionField, parse_avro_schema, partition_fields

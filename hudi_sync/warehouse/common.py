@@ -13,7 +13,7 @@ from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.record_merge import DELETED_COLUMN, LOG_WINS_COLUMN
 
 if TYPE_CHECKING:
-    from hudi_sync.manifest.log_parquet import PublishedLogs
+    from hudi_sync.manifest.snapshot import PublishedLogs
 
 MARKER_PREFIX = "hudi_sync"
 # The instant a marker records for objects created empty, before the table's first

@@ -21,12 +21,8 @@ from typing import Any
 import duckdb
 
 from hudi_sync.errors import HudiSyncError, UnsupportedTableError
-from hudi_sync.manifest.log_parquet import (
-    EXTRA_COLUMNS,
-    FILE_ID_COLUMN,
-    PublishedLogs,
-)
-from hudi_sync.manifest.snapshot import PublishedManifest
+from hudi_sync.manifest.log_parquet import EXTRA_COLUMNS, FILE_ID_COLUMN
+from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest
 from hudi_sync.table import HudiTable
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.warehouse.common import (
