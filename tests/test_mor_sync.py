@@ -12,6 +12,7 @@ and Snowflake targets' ``_rt`` objects are in their own test files.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -188,7 +189,7 @@ def _logs_published(path: Path, target: DuckDBTarget) -> Any:
     assert report.ok, report.errors
     table = HudiTable.open(str(path))
     logs = LogParquetStore(table, keep=5).publish(report.instant, dry_run=True)
-    return type(logs)(**{**vars(logs), "converted": len(_parquet_names(path) - before)})
+    return dataclasses.replace(logs, converted=len(_parquet_names(path) - before))
 
 
 def _parquet_names(path: Path) -> set[str]:

@@ -70,7 +70,7 @@ from hudi_sync.spark.writer import write, write_arrow
 from hudi_sync.sync.hook import run_post_commit_hook
 from hudi_sync.table import HudiTable
 from hudi_sync.table.schema import META_FIELDS
-from hudi_sync.table.snapshot_read import avro_to_arrow
+from hudi_sync.table.snapshot_read import table_data_fields
 from hudi_sync.table.write.compaction import compact, pending_compactions
 from hudi_sync.table.write.lock import TableLock
 
@@ -292,6 +292,7 @@ class _Ingest:
         )
         self.store = TombstoneStore(self.path, config.storage_options)
         self.write_options: dict[str, str] = dict(config.write_options)
+        self._table_buckets: bool | None = None  # the table is written with the bucket index
 
     def run(self) -> IngestSummary:
         self.write_options = self._prepare_table()
@@ -493,12 +494,15 @@ class _Ingest:
     def _buckets(self) -> bool:
         """The table is written through the bucket index (a Merge-on-Read table the
         ingest creates is, unless ``hoodie.index.type`` says otherwise)."""
+        if self._table_buckets is not None:  # a table's index is fixed once it exists
+            return self._table_buckets
         options = WriteOptions.parse({**self._write_options(), opt.TABLE_NAME: "t"})
         try:
             table = HudiTable.open(self.path, self.config.storage_options)
         except TableNotFoundError:
             return options.index_type == "BUCKET"
-        return options.for_table(table.config).index_type == "BUCKET"
+        self._table_buckets = options.for_table(table.config).index_type == "BUCKET"
+        return self._table_buckets
 
     def _arrow_rows(self, rows: list[ChangeEvent]) -> pa.Table:
         """The batch's rows as Arrow, with the table's columns it lacks as nulls and
@@ -511,12 +515,7 @@ class _Ingest:
             return arrow
         if not table.timeline.completed_writes:
             return arrow
-        named: dict[str, Any] = {}
-        stored = {
-            f["name"]: avro_to_arrow(f["type"], named)
-            for f in table.avro_schema.get("fields", [])
-            if f["name"] not in META_FIELDS
-        }
+        stored = {f.name: f.type for f in table_data_fields(table)}
         columns, names = [], []
         for name, kind in stored.items():
             if name not in arrow.column_names:

@@ -22,6 +22,7 @@ hudi-rs 0.5 reads such log-only file groups too (its reader spec says it may not
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -225,17 +226,22 @@ def append_buckets(
     if not keyed.num_rows:
         return []
     location: Location = table.location
-    partitions = keyed.column(PARTITION_PATH).combine_chunks()
-    keys = keyed.column(RECORD_KEY).combine_chunks()
-    fields = _hash_values(keys)
-    buckets = bucket_ids(fields, num_buckets)
-    layout = BucketLayout(table, sorted(set(partitions.to_pylist())), num_buckets)
-    groups = pa.table({"p": partitions, "b": pa.array(buckets)}).group_by(["p", "b"])
-    grouped = groups.aggregate([([], "count_all")]).to_pylist()
-    jobs: list[tuple[str, int, pa.Table]] = []
-    for entry in grouped:
-        mask = pc.and_(pc.equal(partitions, entry["p"]), pc.equal(pa.array(buckets), entry["b"]))
-        jobs.append((entry["p"], int(entry["b"]), keyed.filter(mask)))
+    buckets = bucket_ids(_hash_values(keyed.column(RECORD_KEY).combine_chunks()), num_buckets)
+    # Rows sorted by (partition, bucket): each group a slice, cut where either changes.
+    keyed = keyed.append_column("__bucket", pa.array(buckets))
+    keyed = keyed.sort_by([(PARTITION_PATH, "ascending"), ("__bucket", "ascending")])
+    partition_column = keyed.column(PARTITION_PATH).combine_chunks()
+    codes = pc.dictionary_encode(partition_column).indices.to_numpy(zero_copy_only=False)
+    sorted_buckets = keyed.column("__bucket").to_numpy()
+    keyed = keyed.drop_columns(["__bucket"])
+    changes = (codes[1:] != codes[:-1]) | (sorted_buckets[1:] != sorted_buckets[:-1])
+    cuts = [0, *(np.flatnonzero(changes) + 1).tolist(), keyed.num_rows]
+    partitions = [partition_column[start].as_py() for start in cuts[:-1]]
+    layout = BucketLayout(table, sorted(set(partitions)), num_buckets)
+    jobs = [
+        (partition, int(sorted_buckets[start]), keyed.slice(start, end - start))
+        for partition, (start, end) in zip(partitions, itertools.pairwise(cuts), strict=True)
+    ]
 
     def write(job: tuple[str, int, pa.Table]) -> list[WriteStat]:
         partition, bucket, rows = job

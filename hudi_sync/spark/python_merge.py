@@ -242,20 +242,7 @@ def _group_merger(
         if log_appends is not None and stored:
             appended = append_log(location, log_appends, rows, partition, file_id, stored, token)
             return pa.concat_tables(
-                _stats_row(
-                    partition,
-                    file_id,
-                    f"{partition}/{log.name}" if partition else log.name,
-                    prev_commit=log.prev_commit,
-                    num_writes=log.upserts,
-                    num_deletes=log.deletes,
-                    num_update_writes=log.upserts,
-                    file_size=log.size,
-                    base_file=log.base_file,
-                    log_files=list(log.log_files),
-                    log_version=log.version,
-                )
-                for log in appended
+                _log_stats_row(log.stat(partition, file_id)) for log in appended
             )
         name = f"{file_id}_{token}_{instant}.parquet"
         result = merge_file_group(
@@ -320,6 +307,24 @@ def _group_merger(
         )
 
     return merge
+
+
+def _log_stats_row(stat: WriteStat) -> pa.Table:
+    """A log append's stat (``LogAppend.stat``) as a row of ``_STATS``."""
+    return _stats_row(
+        stat.partition_path,
+        stat.file_id,
+        stat.path,
+        prev_commit=stat.prev_commit,
+        num_writes=stat.num_writes,
+        num_deletes=stat.num_deletes,
+        num_update_writes=stat.num_updates,
+        num_inserts=stat.num_inserts,
+        file_size=stat.file_size,
+        base_file=stat.base_file,
+        log_files=list(stat.log_files),
+        log_version=stat.log_version,
+    )
 
 
 def _stats_row(partition: str, file_id: str, path: str, **values: Any) -> pa.Table:

@@ -79,7 +79,7 @@ from hudi_sync.table.cdc_log import CdcMode, parse_cdc_mode
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.schema import META_FIELDS
-from hudi_sync.table.snapshot_read import avro_to_arrow
+from hudi_sync.table.snapshot_read import table_data_fields
 from hudi_sync.table.write.commit import CommitSettings, WriteTransaction, table_lock
 from hudi_sync.table.write.compaction import (
     compact,
@@ -169,23 +169,13 @@ def _write(
     table = open_or_create(location, options, lambda: incoming_arrow_schema(df, data_columns))
     config = table.config
     settings = _commit_settings(options)
-    finished: list[str] = []
-    if config.is_mor and pending_compactions(table):
-        # A plan is never abandoned, and logs written beside a pending plan would be
-        # named for the wrong slice on version 6: finish it before reading the snapshot.
-        lock = table_lock(location, settings)
-        finished = compact(table, lock, schedule=False, executor=spark_executor(spark))
-        table = HudiTable.open(location.uri, location.storage_options)
+    table, finished = _finish_pending_compactions(table, settings, spark)
     if operation in REPLACE_OPERATIONS:
         action = Action.REPLACE_COMMIT
     else:  # Merge-on-Read: updates and deletes go to log files, as a deltacommit
         action = Action.DELTA_COMMIT if config.is_mor else Action.COMMIT
     cdc_mode = parse_cdc_mode(config.cdc_logging_mode) if config.cdc_enabled else None
-    ordering = options.ordering_field or (
-        config.ordering_fields[0] if config.ordering_fields else None
-    )
-    # A delete operation deletes each key given, whatever its ordering value.
-    merge_ordering = None if operation == "delete" else ordering
+    merge_ordering = _merge_ordering(options, table)
     transaction = WriteTransaction(table, action, operation.upper(), settings)
     # One snapshot serves the schema check, the tagging and the conflict check (a
     # commit that completes after it is caught at commit time).
@@ -215,7 +205,11 @@ def _write(
                 merge_ordering,
                 options,
             )
-            appends = _log_appends(target) if config.is_mor else None
+            appends = (
+                append_spec(transaction.instant, schema, merge_ordering, table, options)
+                if config.is_mor
+                else None
+            )
             stats, replaced = _write_file_groups(
                 spark, target, incoming, spark_merges, cdc_mode, appends
             )
@@ -225,11 +219,7 @@ def _write(
             )
             transaction.complete(commit)
         result = WriteResult(transaction.instant, action, operation, stats, replaced, rolled_back)
-        result.compactions = finished + _compact_inline(location, options, settings, spark)
-        result.clean_instant, result.archived = transaction.clean_and_archive()
-        if options.meta_sync:
-            result.sync = run_post_commit_hook(location.uri, options.raw, location.storage_options)
-        return result
+        return _after_commit(result, transaction, finished, options, settings, spark)
     finally:
         incoming.release()
 
@@ -248,7 +238,6 @@ def write_arrow(
     write_options = WriteOptions.parse(options)
     location = open_location(table_uri(path), dict(storage_options or {}))
     with reporting_storage_failures(location):
-        write_options = _with_table_index(write_options, location)
         return _write_buckets(rows, location, write_options, dict(extra_metadata or {}))
 
 
@@ -266,11 +255,8 @@ def _write_buckets(
 ) -> WriteResult:
     operation = options.operation
     where = location.uri
-    if options.index_type != "BUCKET":
-        raise BadInputError(
-            f"{where}: Arrow rows are written through the bucket index only "
-            f"({cfg.INDEX_TYPE.key}=BUCKET); write a DataFrame for {options.index_type}"
-        )
+    if cfg.INDEX_TYPE.given(options.raw):  # asked for another index: refused before opening
+        _require_buckets(options, where)
     if operation not in BUCKET_OPERATIONS:
         raise BadInputError(
             f"{where}: {cfg.OPERATION.key}={operation} is not supported with "
@@ -279,37 +265,24 @@ def _write_buckets(
     check_columns(rows.column_names, options)
     data_columns = [c for c in rows.column_names if c not in META_FIELDS]
     table = open_or_create(location, options, lambda: rows.select(data_columns).schema)
+    options = options.for_table(table.config)  # a bucket table's own index settings
+    _require_buckets(options, where)
     if not table.config.is_mor:
         raise BadInputError(
             f"{where}: {cfg.INDEX_TYPE.key}=BUCKET writes Merge-on-Read tables only "
             f"(this one is {table.config.table_type.value})"
         )
     settings = _commit_settings(options)
-    finished: list[str] = []
-    if pending_compactions(table):
-        finished = compact(table, table_lock(location, settings), schedule=False)
-        table = HudiTable.open(location.uri, location.storage_options)
+    table, finished = _finish_pending_compactions(table, settings, None)
     stored = _stored_schema(table)
     keyed = _stored_timestamps(keyed_rows(rows, options, where), stored)
     incoming = keyed.select(data_columns).schema
     schema = evolved_schema(location, incoming, stored, operation)
-    ordering = (
-        None
-        if operation == "delete"
-        else (options.ordering_field or (table.config.ordering_fields or [None])[0])
-    )
     transaction = WriteTransaction(table, Action.DELTA_COMMIT, operation.upper(), settings)
     rolled_back = transaction.start()
     with transaction.inflight():
-        data_schema = json.loads(json_schema(schema, options.table_name))
-        spec = AppendSpec(
-            instant=transaction.instant,
-            schema=schema,
-            avro_schema=meta_avro_schema(data_schema),
-            ordering=ordering,
-            table_version=table.config.version,
-            block_format=options.log_block_format,
-            max_log_size=options.log_max_size,
+        spec = append_spec(
+            transaction.instant, schema, _merge_ordering(options, table), table, options
         )
         stats = append_buckets(table, keyed, spec, options.num_buckets)
         transaction.write_partition_metadata({s.partition_path for s in stats})
@@ -320,7 +293,52 @@ def _write_buckets(
     result = WriteResult(
         transaction.instant, Action.DELTA_COMMIT, operation, stats, {}, rolled_back
     )
-    result.compactions = finished + _compact_inline(location, options, settings, None)
+    return _after_commit(result, transaction, finished, options, settings, None)
+
+
+def _require_buckets(options: WriteOptions, where: str) -> None:
+    if options.index_type != "BUCKET":
+        raise BadInputError(
+            f"{where}: Arrow rows are written through the bucket index only "
+            f"({cfg.INDEX_TYPE.key}=BUCKET); write a DataFrame for {options.index_type}"
+        )
+
+
+def _finish_pending_compactions(
+    table: HudiTable, settings: CommitSettings, spark: SparkSession | None
+) -> tuple[HudiTable, list[str]]:
+    """A MOR table's pending compactions, run to completion before the write reads its
+    snapshot (by Spark's workers, or in this process without ``spark``): a plan is never
+    abandoned, and logs written beside a pending plan would be named for the wrong slice
+    on version 6. Returns the table as it is then, and the instants completed."""
+    if not table.config.is_mor or not pending_compactions(table):
+        return table, []
+    executor = spark_executor(spark) if spark is not None else run_in_process
+    lock = table_lock(table.location, settings)
+    finished = compact(table, lock, schedule=False, executor=executor)
+    return HudiTable.open(table.location.uri, table.location.storage_options), finished
+
+
+def _merge_ordering(options: WriteOptions, table: HudiTable) -> str | None:
+    """The field that orders versions of a key: the options' or the table's; none for a
+    delete operation, which deletes each key given whatever its ordering value."""
+    if options.operation == "delete":
+        return None
+    fields = table.config.ordering_fields
+    return options.ordering_field or (fields[0] if fields else None)
+
+
+def _after_commit(
+    result: WriteResult,
+    transaction: WriteTransaction,
+    finished: list[str],
+    options: WriteOptions,
+    settings: CommitSettings,
+    spark: SparkSession | None,
+) -> WriteResult:
+    """The services after a commit: inline compaction, clean and archive, the hook."""
+    location = transaction.location
+    result.compactions = finished + _compact_inline(location, options, settings, spark)
     result.clean_instant, result.archived = transaction.clean_and_archive()
     if options.meta_sync:
         result.sync = run_post_commit_hook(location.uri, options.raw, location.storage_options)
@@ -349,13 +367,8 @@ def _stored_schema(table: HudiTable) -> pa.Schema | None:
     have no base file to read them from); None before the first write."""
     if not table.timeline.completed_writes and not table.config.create_schema:
         return None
-    named: dict[str, Any] = {}
-    fields = [
-        pa.field(f["name"], avro_to_arrow(f["type"], named))
-        for f in table.avro_schema.get("fields", [])
-        if f["name"] not in META_FIELDS
-    ]
-    return pa.schema([pa.field(name, pa.string()) for name in META_FIELDS] + fields)
+    meta = [pa.field(name, pa.string()) for name in META_FIELDS]
+    return pa.schema([*meta, *table_data_fields(table)])
 
 
 def _write_file_groups(
@@ -384,17 +397,19 @@ def _write_file_groups(
     return stats, replaced
 
 
-def _log_appends(target: WriteTarget) -> AppendSpec:
+def append_spec(
+    instant: str, schema: pa.Schema, ordering: str | None, table: HudiTable, options: WriteOptions
+) -> AppendSpec:
     """How a Merge-on-Read write appends to the file groups it updates."""
-    data_schema = json.loads(json_schema(target.schema, target.options.table_name))
+    data_schema = json.loads(json_schema(schema, table.config.name))
     return AppendSpec(
-        instant=target.instant,
-        schema=target.schema,
+        instant=instant,
+        schema=schema,
         avro_schema=meta_avro_schema(data_schema),
-        ordering=target.ordering,
-        table_version=target.table.config.version,
-        block_format=target.options.log_block_format,
-        max_log_size=target.options.log_max_size,
+        ordering=ordering,
+        table_version=table.config.version,
+        block_format=options.log_block_format,
+        max_log_size=options.log_max_size,
     )
 
 

@@ -107,22 +107,24 @@ def snapshot_schema(table: HudiTable, slices: list[FileSlice]) -> pa.Schema:
     fields = [pa.field(name, pa.string()) for name in META_FIELDS] if meta else []
     if not slices and not table.timeline.completed_writes and not table.config.create_schema:
         return pa.schema(fields)  # an empty table may have no schema at all
+    return pa.schema([*fields, *table_data_fields(table)])
+
+
+def table_data_fields(table: HudiTable) -> list[pa.Field]:
+    """The data columns (no meta fields) of the table's newest schema (its latest
+    write's, else ``hoodie.table.create.schema``), as Arrow reads them."""
     named: dict[str, Any] = {}
-    for field in table.avro_schema.get("fields", []):
-        if field["name"] not in META_FIELDS:
-            fields.append(pa.field(field["name"], avro_to_arrow(field["type"], named)))
-    return pa.schema(fields)
+    return [
+        pa.field(field["name"], avro_to_arrow(field["type"], named))
+        for field in table.avro_schema.get("fields", [])
+        if field["name"] not in META_FIELDS
+    ]
 
 
 def _with_added_columns(table: HudiTable, schema: pa.Schema) -> pa.Schema:
     """``schema`` plus the columns of the latest commit's schema it lacks: a write that
     added a column to log files only has no base file with it yet."""
-    named: dict[str, Any] = {}
-    added = [
-        pa.field(field["name"], avro_to_arrow(field["type"], named))
-        for field in table.avro_schema.get("fields", [])
-        if field["name"] not in schema.names
-    ]
+    added = [f for f in table_data_fields(table) if f.name not in schema.names]
     return pa.schema([*schema, *added]) if added else schema
 
 
