@@ -1,7 +1,7 @@
 """Upsert benchmark: the PySpark writer against plain Spark rewriting the same files.
 
 ``python -m benchmarks.bench_writer [--preset small|full] [--repeat N]
-[--operations upsert,delete,insert_overwrite]``
+[--operations upsert,delete,insert_overwrite] [--shape narrow|wide] [--modes ...]``
 
 The base table (full preset: 10,000,000 rows in 20 ``day`` partitions, one base file
 each, written once by our ``bulk_insert`` and cached under ``benchmarks/results/tables``)
@@ -19,6 +19,13 @@ on its own hard-linked copy of the base table:
   partitioned by ``day``. No index, no ordering field, no commit protocol.
 - **reference-meta**: the reference plus Hudi's five meta columns as plain Spark
   expressions: what the format itself costs Spark (not a target, a yardstick).
+
+``--shape wide`` writes a 21-column table instead of the five narrow columns (key,
+day, ts, amount, rider): a taxi trip's shape, with ints and longs, a double, six
+decimals, two timestamps, strings of realistic length (zones, payment type, a flag, a
+nullable note) and a nullable struct (the pickup location). On five narrow columns
+Hudi's five meta columns alone are most of the cost; a realistic row is where users
+are. ``--modes`` picks modes (default: all four).
 
 ``--operations`` adds two more writes, each with the same modes:
 
@@ -71,7 +78,12 @@ PRESETS = {
 }
 
 
-def write_options(operation: str) -> dict[str, str]:
+SHAPES = ("narrow", "wide")
+# About what a row takes in parquet, so the base table gets one file per day.
+_RECORD_SIZE = {"narrow": "40", "wide": "120"}
+
+
+def write_options(operation: str, shape: str = "narrow") -> dict[str, str]:
     return {
         "hoodie.table.name": "bench",
         "hoodie.datasource.write.recordkey.field": KEY,
@@ -79,8 +91,7 @@ def write_options(operation: str) -> dict[str, str]:
         "hoodie.datasource.write.partitionpath.field": PARTITION,
         "hoodie.datasource.write.hive_style_partitioning": "true",
         "hoodie.datasource.write.operation": operation,
-        # About what the rows take in parquet, so the base table gets one file per day.
-        "hoodie.copyonwrite.record.size.estimate": "40",
+        "hoodie.copyonwrite.record.size.estimate": _RECORD_SIZE[shape],
     }
 
 
@@ -136,9 +147,12 @@ class PeakSampler:
 
 
 # -- data -------------------------------------------------------------------------------------
-def generate(preset: Preset, cache: Path) -> tuple[Path, Path, list[str]]:
+def generate(preset: Preset, cache: Path, shape: str = "narrow") -> tuple[Path, Path, list[str]]:
     """The cached base table, the incoming rows (parquet) and the touched partitions."""
-    folder = cache / f"writer_{preset.label}"
+    folder = cache / (
+        f"writer_{preset.label}" if shape == "narrow" else f"writer_{shape}_{preset.label}"
+    )
+    rows_of = _rows if shape == "narrow" else _wide_rows
     table, incoming = folder / "table", folder / "incoming"
     update_days = [f"{preset.days - 1 - i:02d}" for i in range(preset.update_days)]
     touched = [f"{PARTITION}={d}" for d in sorted(update_days)]
@@ -152,9 +166,9 @@ def generate(preset: Preset, cache: Path) -> tuple[Path, Path, list[str]]:
 
     spark = local_session("bench-writer-generate")
     per_day = preset.base_rows // preset.days
-    base = _rows(spark.range(preset.base_rows), per_day, 1)
+    base = rows_of(spark.range(preset.base_rows), per_day, 1)
     started = time.monotonic()
-    write(base, str(table), write_options("bulk_insert"))
+    write(base, str(table), write_options("bulk_insert", shape))
     print(f"generated {preset.base_rows:,} rows in {time.monotonic() - started:.0f} s")
     updates = int(preset.upsert_rows * preset.update_fraction)
     first_updated = (preset.days - preset.update_days) * per_day
@@ -163,8 +177,8 @@ def generate(preset: Preset, cache: Path) -> tuple[Path, Path, list[str]]:
         (F.lit(first_updated) + (F.col("id") * 7919) % span).alias("id")
     )
     new_ids = spark.range(preset.base_rows, preset.base_rows + preset.upsert_rows - updates)
-    incoming_rows = _rows(updated_ids, per_day, 2).unionByName(
-        _rows(new_ids, per_day, 2).withColumn(PARTITION, F.lit(f"{preset.days:02d}"))
+    incoming_rows = rows_of(updated_ids, per_day, 2).unionByName(
+        rows_of(new_ids, per_day, 2).withColumn(PARTITION, F.lit(f"{preset.days:02d}"))
     )
     incoming_rows.write.parquet(str(incoming))
     spark.stop()
@@ -184,6 +198,75 @@ def _rows(ids: Any, per_day: int, ts: int) -> Any:
     )
 
 
+_ZONES = [
+    "Upper East Side North",
+    "Midtown Center",
+    "JFK Airport",
+    "East Village",
+    "Williamsburg (North Side)",
+    "Times Sq/Theatre District",
+    "Lincoln Square East",
+    "LaGuardia Airport",
+    "Clinton East",
+    "Murray Hill",
+    "Park Slope",
+    "Astoria",
+]
+_PAYMENTS = ["credit_card", "cash", "no_charge", "dispute", "voided_trip"]
+_NOTES = [
+    "rider asked for the scenic route along the river",
+    "luggage in the trunk, two large suitcases and a stroller",
+    "dropoff at the side entrance, gate code given by phone",
+]
+
+
+def _wide_rows(ids: Any, per_day: int, ts: int) -> Any:
+    """``_rows``'s key, day and ordering columns plus a taxi trip's 18 columns, each a
+    deterministic function of the id (so an update changes only the ordering value)."""
+    from pyspark.sql import functions as F
+
+    def pick(values: list[str], salt: int) -> Any:
+        index = F.pmod(F.xxhash64(F.col("id"), F.lit(salt)), F.lit(len(values))) + 1
+        return F.element_at(F.array(*[F.lit(v) for v in values]), index.cast("int"))
+
+    def decimal(scale_of: int, precision: int = 10) -> Any:
+        return (F.pmod(F.col("id") * scale_of, F.lit(100_000)) / 100).cast(
+            f"decimal({precision},2)"
+        )
+
+    start = F.lit(1_704_067_200) + F.col("id") % 31_536_000  # seconds in 2024
+    seconds = F.pmod(F.col("id") * 37, F.lit(3_600)) + 60
+    return ids.select(
+        F.format_string("k%010d", "id").alias(KEY),
+        F.format_string("%02d", (F.col("id") / per_day).cast("int")).alias(PARTITION),
+        F.lit(ts).cast("long").alias(ORDERING),
+        (F.col("id") % 3 + 1).cast("int").alias("vendor_id"),
+        (F.col("id") % 6 + 1).cast("int").alias("passenger_count"),
+        (F.col("id") % 7).cast("long").alias("rate_code"),
+        (F.pmod(F.col("id") * 13, F.lit(3_000)) / 100).alias("trip_distance"),
+        decimal(31).alias("fare_amount"),
+        decimal(7).alias("extra"),
+        decimal(3).alias("mta_tax"),
+        decimal(17).alias("tip_amount"),
+        decimal(11).alias("tolls_amount"),
+        decimal(53, 12).alias("total_amount"),
+        F.timestamp_seconds(start).alias("pickup_at"),
+        F.timestamp_seconds(start + seconds).alias("dropoff_at"),
+        pick(_ZONES, 1).alias("pickup_zone"),
+        pick(_ZONES, 2).alias("dropoff_zone"),
+        pick(_PAYMENTS, 3).alias("payment_type"),
+        F.when(F.col("id") % 50 == 0, F.lit("Y")).otherwise(F.lit("N")).alias("store_and_fwd_flag"),
+        F.when(F.col("id") % 4 == 0, pick(_NOTES, 4)).alias("driver_note"),
+        F.when(
+            F.col("id") % 10 != 0,
+            F.struct(
+                (F.lit(40.5) + F.pmod(F.col("id"), F.lit(5_000)) / 10_000).alias("lat"),
+                (F.lit(-74.2) + F.pmod(F.col("id") * 7, F.lit(5_000)) / 10_000).alias("lon"),
+            ),
+        ).alias("pickup_location"),
+    )
+
+
 def link_copy(source: Path, target: Path) -> None:
     """A copy whose data files are hard links (Hudi never rewrites a file in place)."""
     shutil.copytree(source, target, copy_function=os.link)
@@ -195,7 +278,13 @@ OPERATIONS = ("upsert", "delete", "insert_overwrite")
 
 
 def child(
-    mode: str, table: str, incoming: str, touched: list[str], out: str, operation: str = "upsert"
+    mode: str,
+    table: str,
+    incoming: str,
+    touched: list[str],
+    out: str,
+    operation: str = "upsert",
+    shape: str = "narrow",
 ) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
@@ -211,7 +300,7 @@ def child(
     with PeakSampler() as sampler:
         started = time.monotonic()
         if mode in ("ours", "ours-python"):
-            options = write_options(operation)
+            options = write_options(operation, shape)
             if mode == "ours-python":
                 options["hudi_sync.write.merge.engine"] = "python"
             written = write(rows, table, options)
@@ -271,9 +360,10 @@ def run_child(
     touched: list[str],
     out: Path,
     operation: str = "upsert",
+    shape: str = "narrow",
 ) -> dict[str, Any]:
     args = [mode, operation, str(table), str(incoming), ",".join(touched), str(out)]
-    return run_benchmark_child("benchmarks.bench_writer", args)
+    return run_benchmark_child("benchmarks.bench_writer", [*args, "--shape", shape])
 
 
 def run_benchmark_child(module: str, args: list[str]) -> dict[str, Any]:
@@ -293,32 +383,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", choices=sorted(PRESETS), default="small")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cache", type=Path, default=RESULTS_DIR / "tables")
-    parser.add_argument("--results", type=Path, default=RESULTS_DIR / "writer.json")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="default: results/writer.json (writer_wide.json for --shape wide)",
+    )
     parser.add_argument("--operations", default="upsert", help="of: " + ",".join(OPERATIONS))
+    parser.add_argument("--shape", choices=SHAPES, default="narrow")
+    parser.add_argument("--modes", default=",".join(MODES), help="of: " + ",".join(MODES))
     parser.add_argument(
         "--child", nargs=6, metavar=("MODE", "OPERATION", "TABLE", "INCOMING", "TOUCHED", "OUT")
     )
     args = parser.parse_args(argv)
     if args.child:
         mode, operation, table, incoming, touched, out = args.child
-        print(json.dumps(child(mode, table, incoming, touched.split(","), out, operation)))
+        print(
+            json.dumps(child(mode, table, incoming, touched.split(","), out, operation, args.shape))
+        )
         return 0
     operations = [o.strip() for o in args.operations.split(",") if o.strip()]
     unknown = set(operations) - set(OPERATIONS)
     if unknown:
         parser.error(f"unknown operations: {', '.join(sorted(unknown))}")
     preset = PRESETS[args.preset]
-    table, incoming, touched = generate(preset, args.cache)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if set(modes) - set(MODES) or "reference" not in modes:
+        parser.error(f"--modes: of {', '.join(MODES)}, with reference")
+    table, incoming, touched = generate(preset, args.cache, args.shape)
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {
-        op: {mode: [] for mode in MODES} for op in operations
+        op: {mode: [] for mode in modes} for op in operations
     }
     work = args.cache / "writer_work"
     for attempt in range(args.repeat):
         for operation in operations:
-            for mode in MODES:  # alternated, so drift affects all alike
+            for mode in modes:  # alternated, so drift affects all alike
                 shutil.rmtree(work, ignore_errors=True)
                 link_copy(table, work / "table")
-                run = run_child(mode, work / "table", incoming, touched, work / "out", operation)
+                run = run_child(
+                    mode, work / "table", incoming, touched, work / "out", operation, args.shape
+                )
                 runs[operation][mode].append(run)
                 print(
                     f"run {attempt + 1} {operation} {mode}: {run['seconds']:.1f} s, "
@@ -327,9 +431,18 @@ def main(argv: list[str] | None = None) -> int:
                 )
     shutil.rmtree(work, ignore_errors=True)
     summaries = {op: _summary(op_runs) for op, op_runs in runs.items()}
-    report = {"preset": asdict(preset), "repeat": args.repeat, "summary": summaries, "runs": runs}
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(report, indent=2))
+    report = {
+        "preset": asdict(preset),
+        "shape": args.shape,
+        "repeat": args.repeat,
+        "summary": summaries,
+        "runs": runs,
+    }
+    results = args.results or RESULTS_DIR / (
+        "writer.json" if args.shape == "narrow" else f"writer_{args.shape}.json"
+    )
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text(json.dumps(report, indent=2))
     print(
         f"\n{preset.upsert_rows:,} incoming rows ({preset.update_fraction:.0%} updates) into "
         f"{preset.base_rows:,} rows, medians of {args.repeat} (ratios against reference):"

@@ -2,7 +2,7 @@
 
 Used by ``writer.write`` (``hudi_sync.write.merge.engine=spark``, the default) when
 Spark can open the table path (local tables, or a scheme its Hadoop has a file system
-for, see ``reader.spark_opens``) and the table does not log CDC; otherwise (or with
+for, see ``reader.spark_opens``); otherwise (or with
 ``hudi_sync.write.merge.engine=python``) Spark's Python workers merge each file group
 with pyarrow (``merge.merge_file_group``), which is also the reference for the rules
 here:
@@ -348,17 +348,23 @@ def _same_key(stored: DataFrame, incoming: DataFrame) -> Column:
     )
 
 
-def _merged(joined: DataFrame, schema: pa.Schema, ordering: str | None, instant: str) -> DataFrame:
-    """The joined stored (``__s_``) and incoming (``__i_``) rows as new rows: the
-    winner of each key, deleted keys dropped, ``_NEW`` where the incoming row won."""
-    data_columns = [n for n in schema.names if n not in META_FIELDS]
+def _outcome(ordering: str | None) -> tuple[Column, Column]:
+    """Over joined stored (``__s_``) and incoming (``__i_``) rows: whether a stored row
+    is there, and whether the incoming row takes its key (it wins, or nothing is stored)."""
     has_stored = F.col("__s_" + RECORD_KEY).isNotNull()
     has_incoming = F.col("__i_" + RECORD_KEY).isNotNull()
     won = wins(
         F.col("__i_" + ordering) if ordering else None,
         F.col("__s_" + ordering) if ordering else None,
     )
-    takes_incoming = has_incoming & (~has_stored | won)
+    return has_stored, has_incoming & (~has_stored | won)
+
+
+def _merged(joined: DataFrame, schema: pa.Schema, ordering: str | None, instant: str) -> DataFrame:
+    """The joined stored (``__s_``) and incoming (``__i_``) rows as new rows: the
+    winner of each key, deleted keys dropped, ``_NEW`` where the incoming row won."""
+    data_columns = [n for n in schema.names if n not in META_FIELDS]
+    _, takes_incoming = _outcome(ordering)
     dropped = takes_incoming & F.col("__i_delete")
     return joined.where(~dropped).select(
         F.when(takes_incoming, F.lit(instant))
@@ -451,6 +457,85 @@ def merged_in_place(
         )
         inserts = inserts.unionByName(_inserts(new, schema, instant_lit))
     return _merged(joined, schema, ordering, instant), inserts
+
+
+CDC_OP = "__hudi_sync_cdc_op"
+CDC_BEFORE = "__hudi_sync_cdc_before"
+CDC_AFTER = "__hudi_sync_cdc_after"
+
+
+def changed_rows(
+    spark: SparkSession,
+    location: Location,
+    rows: DataFrame,
+    schema: pa.Schema,
+    rewritten: Mapping[tuple[str, str], str],
+    ordering: str | None,
+    tagging: bool,
+    small_files: Sequence[Bucket],
+    images: tuple[bool, bool],
+    broadcast: bool,
+) -> DataFrame:
+    """What the merge changes in the rewritten (stored) file groups, one row per
+    changed key: ``FILE_ID``, partition, key, ``CDC_OP`` (i/u/d) and, as ``images``
+    asks (before, after), ``CDC_BEFORE`` and ``CDC_AFTER``: structs of the data
+    columns, null where the op has none. The outcome of each key is ``_merged``'s
+    (``_outcome``), so a CDC log lists exactly what the base files changed; inserts
+    routed to a stored file group (``small_files``, the buckets that are stored
+    groups) are its ``i`` changes.
+
+    ``rows``: one per key, as the merge got them. ``broadcast``: the incoming rows of
+    the stored partitions fit a broadcast (``merged_in_place``'s check). Only the
+    columns the images need are read from the stored files."""
+    data_columns = [n for n in schema.names if n not in META_FIELDS]
+    want_before, want_after = images
+    partitions = sorted({p for p, _ in rewritten})
+    ids = sorted({f for _, f in rewritten})
+    nearby = _incoming_side(
+        rows.where(F.col(PARTITION_PATH).isin(partitions) & ~F.col(DELETE_FLAG))
+        if not tagging
+        else rows.where(F.col(PARTITION_PATH).isin(partitions)),
+        schema,
+    )
+    if not tagging:  # inserts only: nothing stored is joined
+        joined = nearby.select(
+            "*",
+            *[F.lit(None).cast("string").alias("__s_" + n) for n in (RECORD_KEY, PARTITION_PATH)],
+            F.lit(None).cast("string").alias(FILE_ID),
+        )
+        ordering = None
+    else:
+        stored = _stored_rows(spark, location, schema, rewritten)
+        same_key = _same_key(stored, nearby)
+        if small_files:  # an incoming key that no group holds may go to a stored one
+            joined = nearby.join(stored, same_key, "left_outer")
+        elif broadcast:
+            joined = stored.join(F.broadcast(nearby), same_key, "inner")
+        else:
+            joined = stored.join(nearby, same_key, "inner")
+    has_stored, takes_incoming = _outcome(ordering)
+    delete = F.col("__i_delete")
+    op = F.when(has_stored & takes_incoming, F.when(delete, "d").otherwise("u")).when(
+        ~has_stored & ~delete, "i"
+    )
+    columns = [
+        F.col(FILE_ID),
+        F.coalesce(F.col("__i_" + PARTITION_PATH), F.col("__s_" + PARTITION_PATH)).alias(
+            PARTITION_PATH
+        ),
+        F.coalesce(F.col("__i_" + RECORD_KEY), F.col("__s_" + RECORD_KEY)).alias(RECORD_KEY),
+        op.alias(CDC_OP),
+    ]
+    if want_before:
+        before = F.struct(*[F.col("__s_" + n).alias(n) for n in data_columns])
+        columns.append(F.when(op.isin("u", "d"), before).alias(CDC_BEFORE))
+    if want_after:
+        after = F.struct(*[F.col("__i_" + n).alias(n) for n in data_columns])
+        columns.append(F.when(op.isin("i", "u"), after).alias(CDC_AFTER))
+    changes = joined.select(*columns).where(F.col(CDC_OP).isNotNull())
+    if not small_files:  # every change is of a stored row (inner join)
+        return changes.where(F.col(FILE_ID).isNotNull())
+    return route(spark, changes, small_files).where(F.col(FILE_ID).isin(ids))
 
 
 def by_file_group(rows: DataFrame, groups: int) -> DataFrame:
@@ -659,6 +744,7 @@ def write_stat(
     stored: str | None,
     stored_count: int,
     group: GroupProfile | None,
+    cdc_stats: Mapping[str, int] | None = None,
 ) -> WriteStat:
     """One file's write stat: inserts are what is left once kept and updated rows are
     accounted for."""
@@ -676,5 +762,5 @@ def write_stat(
         total_write_bytes=file_size,
         file_size=file_size,
         prev_base_file=stored,
-        cdc_stats={},
+        cdc_stats=dict(cdc_stats or {}),
     )

@@ -10,14 +10,18 @@ The Spark jobs themselves are ``spark_merge``'s.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_sync.spark import spark_merge
+from hudi_sync.spark.cdc_logs import images_of, write_cdc_logs
 from hudi_sync.spark.file_groups import WriteTarget, new_key_buckets, uses_small_files
 from hudi_sync.spark.incoming import IncomingRows
 from hudi_sync.spark.spark_merge import Bucket
+from hudi_sync.spark.write_schema import json_schema
+from hudi_sync.table.cdc_log import CdcMode
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.write.rollback import write_marker
 
@@ -25,21 +29,32 @@ _SIZE_UNITS = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 def write_file_groups(
-    spark: SparkSession, target: WriteTarget, incoming: IncomingRows
+    spark: SparkSession,
+    target: WriteTarget,
+    incoming: IncomingRows,
+    cdc_mode: CdcMode | None = None,
 ) -> list[WriteStat]:
     """The merge as Spark's own jobs (``spark_merge``): profile the incoming keys
     against the stored ones, route new keys, then merge and write, in place when the
-    profile allows it. Returns the written file groups' stats."""
-    return _SparkMergePlan(spark, target, incoming).write()
+    profile allows it; with ``cdc_mode``, then the rewritten groups' CDC logs
+    (``cdc_logs``). Returns the written file groups' stats."""
+    return _SparkMergePlan(spark, target, incoming, cdc_mode).write()
 
 
 class _SparkMergePlan:
     """One write's Spark merge; it reads each stored base file's footer once (the
     profile, the in-place check and the stats all ask)."""
 
-    def __init__(self, spark: SparkSession, target: WriteTarget, incoming: IncomingRows) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        target: WriteTarget,
+        incoming: IncomingRows,
+        cdc_mode: CdcMode | None,
+    ) -> None:
         assert incoming.rows is not None  # only delete_partition has no rows
         self.spark = spark
+        self.cdc_mode = cdc_mode
         self.target = target
         self.location = target.location
         self.incoming = incoming
@@ -86,7 +101,8 @@ class _SparkMergePlan:
             write_marker(location, instant, partition, name)
         new_groups = sum(1 for k in touched if k not in snapshot)
         whole_files = 0
-        if found and self._merges_in_place(found, rewritten, buckets):
+        in_place = found is not None and self._merges_in_place(found, rewritten, buckets)
+        if found and in_place:
             merged, inserts = spark_merge.merged_in_place(
                 self.spark, location, rows, schema, rewritten, ordering, instant, found.new_keys
             )
@@ -112,7 +128,39 @@ class _SparkMergePlan:
         published = spark_merge.write_file_groups(
             location, to_write, schema, instant, groups, whole_files
         )
-        return self._stats(touched, rewritten, published, profiles)
+        logs = self._cdc_logs(rows, rewritten, buckets, tagging, in_place)
+        return self._stats(touched, rewritten, published, profiles, logs)
+
+    def _cdc_logs(
+        self,
+        rows: DataFrame,
+        rewritten: Mapping[tuple[str, str], str],
+        buckets: Sequence[Bucket],
+        tagging: bool,
+        broadcast: bool,
+    ) -> dict[str, tuple[str, int]]:
+        """With CDC logging, each rewritten group's CDC log (file id -> path, size): a
+        second job over the changed keys only. New file groups get none (readers infer
+        their inserts from the base file), as in Hudi."""
+        if self.cdc_mode is None or not rewritten:
+            return {}
+        target = self.target
+        changes = spark_merge.changed_rows(
+            self.spark,
+            self.location,
+            rows,
+            target.schema,
+            rewritten,
+            target.ordering,
+            tagging,
+            [b for b in buckets if (b.partition, b.file_id) in rewritten],
+            images_of(self.cdc_mode),
+            broadcast,
+        )
+        data_schema = json.loads(json_schema(target.schema, target.options.table_name))
+        return write_cdc_logs(
+            changes, self.location, self.cdc_mode, target.schema, data_schema, target.instant
+        )
 
     def _stats(
         self,
@@ -120,6 +168,7 @@ class _SparkMergePlan:
         rewritten: Mapping[tuple[str, str], str],
         published: Mapping[str, tuple[str, int, int]],
         profiles: Mapping[tuple[str, str], spark_merge.GroupProfile],
+        logs: Mapping[str, tuple[str, int]],
     ) -> list[WriteStat]:
         """Each written file group's stat, from its footer and the profile; a stored
         group whose rows all got deleted keeps an empty file."""
@@ -146,6 +195,7 @@ class _SparkMergePlan:
                     stored,
                     stored_count,
                     profiles.get((partition, file_id)),
+                    dict([logs[file_id]]) if file_id in logs else {},
                 )
             )
         return stats

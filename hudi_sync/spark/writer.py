@@ -14,8 +14,9 @@ Steps of one write (Hudi's, see docs/spark.md#written-table-rules), each in its 
    that lets a rollback find it; new keys go into small files, then into new file groups
    sized by ``hoodie.parquet.max.file.size`` (``file_groups``). One of two merge engines
    does it. By default, where Spark can open the table (local disk, or a scheme its
-   Hadoop reads without fsspec options) and CDC logging is off, Spark merges with its own
-   joins and parquet writer (``spark_merge_plan`` driving ``spark_merge``: it profiles
+   Hadoop reads without fsspec options), Spark merges with its own
+   joins and parquet writer (and a CDC table's logs come from a second job over the
+   changed keys, ``cdc_logs``) (``spark_merge_plan`` driving ``spark_merge``: it profiles
    and deduplicates the keys itself, nothing cached; faster and leaner in the writer
    benchmark; no Hudi key-range footer metadata). Otherwise, or with
    ``hudi_sync.write.merge.engine=python``, Spark tags each key with the file group that
@@ -182,10 +183,9 @@ def _write(
     snapshot = table.view.base_files_as_of()
     # Bad input is refused before the timeline is touched.
     schema = writer_schema(location, incoming_arrow_schema(df, data_columns), snapshot, operation)
-    # Spark merges when it can open the table itself; CDC logs need the Python merge.
+    # Spark merges when it can open the table itself.
     spark_merges = (
         options.merge_engine == "spark"
-        and cdc_mode is None
         and not config.is_mor
         and spark_opens(spark, location)
     )
@@ -388,7 +388,8 @@ def _write_file_groups(
     rows = incoming.rows
     assert rows is not None  # keyed by incoming_rows
     if spark_merges:
-        return spark_merge_plan.write_file_groups(spark, target, incoming), replaced
+        stats = spark_merge_plan.write_file_groups(spark, target, incoming, cdc_mode)
+        return stats, replaced
     # Merge-on-Read: Spark's own writer takes the new file groups where it can.
     spark_inserts = target.options.merge_engine == "spark" and spark_opens(spark, target.location)
     stats = python_merge.write_file_groups(

@@ -1,0 +1,101 @@
+"""CDC log files of a Spark merge (``spark_merge.changed_rows``), written by Python workers.
+
+The Spark merge writes base files with Spark's own parquet writer; the changes of each
+rewritten file group (one row per changed key, with the images the logging mode
+keeps) are shuffled by file group to Spark's Python workers, each of which encodes
+its group's CDC log column-wise (``cdc_log.encode_cdc_file``) and writes it next to
+the new base file, under a marker, through the table's storage layer (any executor,
+no driver disk). The same files the Python merge writes (``python_merge``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from hudi_sync.spark.merge import PARTITION_PATH, RECORD_KEY
+from hudi_sync.spark.spark_merge import CDC_AFTER, CDC_BEFORE, CDC_OP, FILE_ID, WRITE_TOKEN
+from hudi_sync.storage import Location, open_location
+from hudi_sync.table.cdc_log import CdcChanges, CdcMode, cdc_log_name, encode_cdc_file
+from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.write.rollback import write_marker
+
+_WRITTEN = pa.schema([("file_id", pa.string()), ("path", pa.string()), ("size", pa.int64())])
+
+
+def images_of(mode: CdcMode) -> tuple[bool, bool]:
+    """Which images (before, after) a logging mode keeps in its records."""
+    return mode is not CdcMode.OP_KEY_ONLY, mode is CdcMode.DATA_BEFORE_AFTER
+
+
+def write_cdc_logs(
+    changes: DataFrame,
+    location: Location,
+    mode: CdcMode,
+    schema: pa.Schema,
+    data_schema: Mapping[str, Any],
+    instant: str,
+) -> dict[str, tuple[str, int]]:
+    """One CDC log per file group of ``changes``; file id -> (table-relative path,
+    size) of each log written."""
+    encode = _log_writer(
+        location.uri, dict(location.storage_options), mode, schema, data_schema, instant
+    )
+    written = changes.groupBy(FILE_ID).applyInArrow(encode, from_arrow_schema(_WRITTEN))
+    return {r["file_id"]: (r["path"], int(r["size"])) for r in written.collect()}
+
+
+def _log_writer(
+    base: str,
+    storage_options: Mapping[str, Any],
+    mode: CdcMode,
+    schema: pa.Schema,
+    data_schema: Mapping[str, Any],
+    instant: str,
+) -> Callable[[pa.Table], pa.Table]:
+    """The function Spark's Python workers run for each file group's changes (plain
+    data in its closure: it runs on any executor)."""
+    image_type = pa.struct([schema.field(n) for n in schema.names if n not in META_FIELDS])
+
+    def image(changes: pa.Table, column: str) -> pa.StructArray:
+        if column not in changes.column_names:
+            nulls = pa.nulls(changes.num_rows, image_type)
+            assert isinstance(nulls, pa.StructArray)
+            return nulls
+        images = changes.column(column).combine_chunks().cast(image_type)
+        assert isinstance(images, pa.StructArray)
+        return images
+
+    def write(changes: pa.Table) -> pa.Table:
+        location = open_location(base, storage_options)
+        changes = changes.sort_by(RECORD_KEY)  # one order whatever the shuffle
+        partition = changes.column(PARTITION_PATH)[0].as_py()
+        file_id = changes.column(FILE_ID)[0].as_py()
+        data = encode_cdc_file(
+            mode,
+            data_schema,
+            instant,
+            CdcChanges(
+                ops=changes.column(CDC_OP).combine_chunks().cast(pa.string()),
+                keys=changes.column(RECORD_KEY).combine_chunks().cast(pa.string()),
+                before=image(changes, CDC_BEFORE),
+                after=image(changes, CDC_AFTER),
+            ),
+        )
+        name = cdc_log_name(file_id, instant, WRITE_TOKEN)
+        write_marker(location, instant, partition, name)
+        location.write_file(location.join(partition, name), data)
+        relative = f"{partition}/{name}" if partition else name
+        return pa.table(
+            {
+                "file_id": pa.array([file_id], pa.string()),
+                "path": pa.array([relative], pa.string()),
+                "size": pa.array([len(data)], pa.int64()),
+            }
+        )
+
+    return write
