@@ -175,6 +175,31 @@ def test_a_failing_transformation_fails_before_the_timeline_is_touched(  # type:
     assert sorted(os.listdir(path / ".hoodie")) == timeline
 
 
+def test_only_computed_columns_are_computed_before_the_timeline_is_touched(  # type: ignore[no-untyped-def]
+    spark, tmp_path
+) -> None:
+    """A frame that reads its columns as stored skips the pre-commit hash of every
+    column (nothing in it can fail but the read); one computed column (here an ANSI
+    cast that fails on one row) keeps it, and fails before the timeline is touched."""
+    from hudi_sync.spark.incoming import reads_plainly
+
+    path, source = tmp_path / "table", str(tmp_path / "incoming")
+    _seed_table(spark, path)
+    frame(spark, [{"id": 1, "p": "b", "name": "x", "ts": 2}], False).write.parquet(source)
+    stored = spark.read.parquet(source)
+    assert reads_plainly(stored)
+    assert reads_plainly(stored.where(F.col("ts") > 0).select("id", "p", F.col("name").alias("n")))
+    failing = stored.withColumn("name", F.col("name").cast("int").cast("string"))
+    assert not reads_plainly(failing)
+    timeline = sorted(os.listdir(path / ".hoodie"))
+    assert spark.conf.get("spark.sql.ansi.enabled") == "true"  # Spark 4's default
+    with pytest.raises(WriteError, match="nothing was written"):
+        write(failing, str(path), options("t", 6, "upsert"))
+    assert sorted(os.listdir(path / ".hoodie")) == timeline
+    write(stored, str(path), options("t", 6, "upsert"))
+    assert {r["id"]: r["name"] for r in hudi_rs_rows(str(path)).to_pylist()}[1] == "x"
+
+
 def test_timestamps_and_new_columns_keep_their_types(  # type: ignore[no-untyped-def]
     spark, tmp_path
 ) -> None:

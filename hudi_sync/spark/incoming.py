@@ -69,7 +69,7 @@ def incoming_rows(
         # rows again for the merge: nothing to cache. Counting each partition's
         # keys here tells whether any comes twice.
         rows = spark_merge.with_sequence(keyed)
-        computed = _every_column_hash(rows, data_columns)
+        computed = _every_column_hash(rows, data_columns, df)
         summary = spark_merge.partition_summary(rows, computed)
     else:
         deduplicate = operation in ("upsert", "delete") or options.combine_before_insert
@@ -80,7 +80,7 @@ def incoming_rows(
         # Uncached rows are computed again by the merge: every column is computed
         # here too, so a failing one (a UDF, an ANSI cast) fails before the timeline
         # is touched.
-        every_column = [F.max(_every_column_hash(keyed, data_columns))] if spark_merges else []
+        every_column = [F.max(_every_column_hash(keyed, data_columns, df))] if spark_merges else []
         summary = rows.groupBy(PARTITION_PATH).agg(
             F.max(F.col(RECORD_KEY).isNull().cast("int")).alias("null_key"),
             F.sum((~F.col(DELETE_FLAG)).cast("long")).alias("upserts"),
@@ -148,13 +148,49 @@ def _deduplicated(keyed: DataFrame, ordering: str | None) -> DataFrame:
     return rows.drop(spark_merge.SEQUENCE)
 
 
-def _every_column_hash(rows: DataFrame, columns: Sequence[str]) -> Column:
+def _every_column_hash(rows: DataFrame, columns: Sequence[str], source: DataFrame) -> Column:
     """A value that needs every one of ``columns`` computed (Spark prunes columns an
     aggregate does not read, and with them their failures): a hash of them all, maps by
-    their size (Spark does not hash maps)."""
+    their size (Spark does not hash maps). A constant when ``source`` only reads its
+    columns as they are (``reads_plainly``): nothing can fail in them but the read."""
+    if reads_plainly(source):
+        return F.lit(0)
     types = {f.name: f.dataType for f in rows.schema.fields}
     values = [F.size(c) if isinstance(types[c], MapType) else F.col(c) for c in columns]
     return F.xxhash64(*values)
+
+
+# Logical plan nodes that compute no column: a read, a filter (the summary evaluates
+# it for every row anyway), a projection of columns as they are.
+_PLAIN_LEAVES = frozenset({"LogicalRelation", "LocalRelation", "DataSourceV2Relation"})
+
+
+def reads_plainly(df: DataFrame) -> bool:
+    """Whether every column of ``df`` is read as stored: its optimized plan is a file
+    or local relation under filters and projections that only select or rename
+    columns. Such a frame's columns cannot fail to compute (no UDF, no cast), so the
+    pre-commit job need not read them all. Unknown plans count as computed."""
+    try:
+        node = df._jdf.queryExecution().optimizedPlan()
+        while True:
+            kind = node.getClass().getSimpleName()
+            if kind in _PLAIN_LEAVES:
+                return True
+            if kind == "Filter":
+                node = node.child()
+            elif kind == "Project":
+                projections = node.projectList()
+                for i in range(projections.size()):
+                    expression = projections.apply(i)
+                    if expression.getClass().getSimpleName() == "Alias":
+                        expression = expression.child()
+                    if expression.getClass().getSimpleName() != "AttributeReference":
+                        return False
+                node = node.child()
+            else:
+                return False
+    except Exception:  # a plan this cannot read is treated as computed
+        return False
 
 
 def _partitions_to_delete(

@@ -41,6 +41,7 @@ from hudi_sync.table.cdc_query import (
     CHANGE_SCHEMA,
     ChangeSplit,
     change_rows,
+    divide_splits,
     plan_changes,
     read_split,
 )
@@ -62,6 +63,9 @@ CHANGE_COLUMNS = "op string, ts_ms string, before string, after string"
 # the driver and handed to Spark as Arrow: starting Python workers costs more than the
 # reading. Larger or unsized plans are read split by split in the workers.
 DRIVER_READ_MAX_BYTES = 64 * 1024 * 1024
+# A CDC log read in the workers with nothing to look up (data_before_after) is divided
+# into parts of about this size, so that several tasks decode it.
+CDC_PART_BYTES = 16 * 1024 * 1024
 STORAGE_PREFIX = "storage."
 # Parquet footers read at once on the driver (the merged schema of a worker read).
 FOOTER_READERS = 16
@@ -161,16 +165,20 @@ def incremental_format(opts: Mapping[str, str]) -> str:
 
 def changes(spark: SparkSession, table: HudiTable, begin: str, end: str | None) -> DataFrame:
     """The CDC rows of the commits in ``(begin, end]``: ``op``, ``ts_ms``, ``before``,
-    ``after``. Each split is read by a Python worker through the table's storage."""
+    ``after``. Small plans are read on the driver (one thread per core), others by
+    Spark's Python workers through the table's storage, a large CDC log that needs no
+    lookup in parts (``CDC_PART_BYTES``) so that several tasks decode it."""
     plan = plan_changes(table, begin, end)
     if not plan.splits:
         return spark.createDataFrame(CHANGE_SCHEMA.empty_table())
     size = plan.read_bytes
+    parallelism = default_parallelism(spark)
     if size is not None and size <= DRIVER_READ_MAX_BYTES:
-        return spark.createDataFrame(change_rows(table.location, plan.splits))
+        threads = max(1, min(os.cpu_count() or 1, parallelism))
+        return spark.createDataFrame(change_rows(table.location, plan.splits, threads))
     # The splits travel in the function; Spark only numbers them (no Python stage).
-    texts = [split.to_json() for split in plan.splits]
-    slices = max(1, min(len(texts), default_parallelism(spark)))
+    texts = [s.to_json() for s in divide_splits(plan.splits, CDC_PART_BYTES, parallelism)]
+    slices = max(1, min(len(texts), parallelism))
     numbers = spark.range(0, len(texts), numPartitions=slices)
     return numbers.mapInArrow(
         _split_reader(table.uri, dict(table.location.storage_options), texts), CHANGE_COLUMNS

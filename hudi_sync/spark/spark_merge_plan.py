@@ -25,6 +25,11 @@ from hudi_sync.table.cdc_log import CdcMode
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.write.rollback import write_marker
 
+# The incoming rows of the stored partitions are broadcast to the tasks that stream the
+# stored files (``merged_in_place``) up to this estimated size even where Spark's own
+# threshold (10 MB by default) is lower: on wide rows 10 MB is a few ten thousand rows,
+# and the other plan shuffles every stored row twice.
+MERGE_BROADCAST_BYTES = 64 << 20
 _SIZE_UNITS = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
@@ -228,13 +233,17 @@ class _SparkMergePlan:
         return self._stored_files[path]
 
     def _fits_broadcast(self, incoming: int, stored: Sequence[str]) -> bool:
-        """Whether ``incoming`` rows fit Spark's broadcast threshold, each estimated at the
-        largest uncompressed row of the ``stored`` files (paths; their footers) they meet."""
+        """Whether ``incoming`` rows fit a broadcast, each estimated at the largest
+        uncompressed row of the ``stored`` files (paths; their footers) they meet: Spark's
+        threshold, but at least ``MERGE_BROADCAST_BYTES`` (Hudi's merge handle holds a
+        file group's incoming records in memory likewise). A threshold of -1 (broadcasts
+        off) is kept."""
         threshold = _size_setting(
             self.spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB") or "10MB"
         )
         if threshold <= 0 or not stored:
             return False
+        threshold = max(threshold, MERGE_BROADCAST_BYTES)
         row_bytes = max(self._stored_file(path).row_bytes for path in stored)
         return incoming * row_bytes <= threshold
 
