@@ -5,7 +5,9 @@ rewritten file group (one row per changed key, with the images the logging mode
 keeps) are shuffled by file group to Spark's Python workers, each of which encodes
 its group's CDC log column-wise (``cdc_log.encode_cdc_file``) and writes it next to
 the new base file, under a marker, through the table's storage layer (any executor,
-no driver disk). The same files the Python merge writes (``python_merge``).
+no driver disk). Changes the profile counts as small (``DRIVER_BYTES``) are instead
+collected as Arrow and encoded by the driver: no Python workers to start. The same
+files the Python merge writes (``python_merge``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from hudi_sync.table.cdc_log import CdcChanges, CdcMode, cdc_log_name, encode_cd
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.write.rollback import write_marker
 
+# Changes up to this estimated size are encoded by the driver (``collect_on_driver``).
+DRIVER_BYTES = 64 << 20
 _WRITTEN = pa.schema([("file_id", pa.string()), ("path", pa.string()), ("size", pa.int64())])
 
 
@@ -39,14 +43,32 @@ def write_cdc_logs(
     schema: pa.Schema,
     data_schema: Mapping[str, Any],
     instant: str,
+    collect_on_driver: bool,
 ) -> dict[str, tuple[str, int]]:
     """One CDC log per file group of ``changes``; file id -> (table-relative path,
-    size) of each log written."""
+    size) of each log written. ``collect_on_driver``: the changes are few (the caller
+    estimated them below ``DRIVER_BYTES``): the driver encodes them."""
     encode = _log_writer(
         location.uri, dict(location.storage_options), mode, schema, data_schema, instant
     )
-    written = changes.groupBy(FILE_ID).applyInArrow(encode, from_arrow_schema(_WRITTEN))
-    return {r["file_id"]: (r["path"], int(r["size"])) for r in written.collect()}
+    if collect_on_driver:
+        written = _per_group(changes.toArrow(), encode)
+        return {r["file_id"]: (r["path"], int(r["size"])) for r in written.to_pylist()}
+    on_workers = changes.groupBy(FILE_ID).applyInArrow(encode, from_arrow_schema(_WRITTEN))
+    return {r["file_id"]: (r["path"], int(r["size"])) for r in on_workers.collect()}
+
+
+def _per_group(changes: pa.Table, encode: Callable[[pa.Table], pa.Table]) -> pa.Table:
+    """``encode`` applied to each file group's changes (one sort, then slices)."""
+    if not changes.num_rows:
+        return _WRITTEN.empty_table()
+    changes = changes.sort_by(FILE_ID)
+    ids = changes.column(FILE_ID).to_pylist()
+    starts = [i for i in range(len(ids)) if i == 0 or ids[i] != ids[i - 1]]
+    ends = [*starts[1:], len(ids)]
+    return pa.concat_tables(
+        encode(changes.slice(a, b - a)) for a, b in zip(starts, ends, strict=True)
+    )
 
 
 def _log_writer(
@@ -59,7 +81,10 @@ def _log_writer(
 ) -> Callable[[pa.Table], pa.Table]:
     """The function Spark's Python workers run for each file group's changes (plain
     data in its closure: it runs on any executor)."""
-    image_type = pa.struct([schema.field(n) for n in schema.names if n not in META_FIELDS])
+    # Nullable fields: a null image's fields are null (the Avro schema says what the
+    # encoder writes; Arrow's nullability would refuse the cast).
+    fields = [schema.field(n).with_nullable(True) for n in schema.names if n not in META_FIELDS]
+    image_type = pa.struct(fields)
 
     def image(changes: pa.Table, column: str) -> pa.StructArray:
         if column not in changes.column_names:

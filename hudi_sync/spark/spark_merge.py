@@ -526,12 +526,17 @@ def changed_rows(
         F.coalesce(F.col("__i_" + RECORD_KEY), F.col("__s_" + RECORD_KEY)).alias(RECORD_KEY),
         op.alias(CDC_OP),
     ]
+
+    def image(prefix: str, present: Column) -> Column:
+        # Every field nullable (a null image's fields are null: Arrow refuses nulls in a
+        # field Spark calls non-nullable).
+        fields = [F.when(present, F.col(prefix + n)).alias(n) for n in data_columns]
+        return F.when(present, F.struct(*fields))
+
     if want_before:
-        before = F.struct(*[F.col("__s_" + n).alias(n) for n in data_columns])
-        columns.append(F.when(op.isin("u", "d"), before).alias(CDC_BEFORE))
+        columns.append(image("__s_", op.isin("u", "d")).alias(CDC_BEFORE))
     if want_after:
-        after = F.struct(*[F.col("__i_" + n).alias(n) for n in data_columns])
-        columns.append(F.when(op.isin("i", "u"), after).alias(CDC_AFTER))
+        columns.append(image("__i_", op.isin("i", "u")).alias(CDC_AFTER))
     changes = joined.select(*columns).where(F.col(CDC_OP).isNotNull())
     if not small_files:  # every change is of a stored row (inner join)
         return changes.where(F.col(FILE_ID).isNotNull())

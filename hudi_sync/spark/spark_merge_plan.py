@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_sync.spark import spark_merge
-from hudi_sync.spark.cdc_logs import images_of, write_cdc_logs
+from hudi_sync.spark.cdc_logs import DRIVER_BYTES, images_of, write_cdc_logs
 from hudi_sync.spark.file_groups import WriteTarget, new_key_buckets, uses_small_files
 from hudi_sync.spark.incoming import IncomingRows
 from hudi_sync.spark.spark_merge import Bucket
@@ -133,7 +133,7 @@ class _SparkMergePlan:
         published = spark_merge.write_file_groups(
             location, to_write, schema, instant, groups, whole_files
         )
-        logs = self._cdc_logs(rows, rewritten, buckets, tagging, in_place)
+        logs = self._cdc_logs(rows, rewritten, buckets, tagging, in_place, profiles)
         return self._stats(touched, rewritten, published, profiles, logs)
 
     def _cdc_logs(
@@ -143,6 +143,7 @@ class _SparkMergePlan:
         buckets: Sequence[Bucket],
         tagging: bool,
         broadcast: bool,
+        profiles: Mapping[tuple[str, str], spark_merge.GroupProfile],
     ) -> dict[str, tuple[str, int]]:
         """With CDC logging, each rewritten group's CDC log (file id -> path, size): a
         second job over the changed keys only. New file groups get none (readers infer
@@ -164,8 +165,29 @@ class _SparkMergePlan:
         )
         data_schema = json.loads(json_schema(target.schema, target.options.table_name))
         return write_cdc_logs(
-            changes, self.location, self.cdc_mode, target.schema, data_schema, target.instant
+            changes,
+            self.location,
+            self.cdc_mode,
+            target.schema,
+            data_schema,
+            target.instant,
+            collect_on_driver=self._changes_are_few(profiles, rewritten, buckets),
         )
+
+    def _changes_are_few(
+        self,
+        profiles: Mapping[tuple[str, str], spark_merge.GroupProfile],
+        rewritten: Mapping[tuple[str, str], str],
+        buckets: Sequence[Bucket],
+    ) -> bool:
+        """Whether the profile counts the changes below ``cdc_logs.DRIVER_BYTES`` (each
+        change estimated at two stored rows: its images). Inserts into stored (small)
+        file groups are not counted by the profile: those go to the workers."""
+        if any((b.partition, b.file_id) in rewritten for b in buckets) or not profiles:
+            return False
+        changed = sum(p.updates + p.deletes for p in profiles.values())
+        row_bytes = max(self._stored_file(path).row_bytes for path in self._paths(rewritten))
+        return 2 * changed * row_bytes <= DRIVER_BYTES
 
     def _stats(
         self,
