@@ -1,8 +1,10 @@
 """One measured listing in a fresh interpreter (started by ``bench_table_core``).
 
-``python -m benchmarks._child {ours|hudi-rs} TABLE OUT_TSV [PROFILE_OUT]`` imports the
-reader, then times only opening the table and listing its latest file slices. It
-writes the slices as sorted ``partition\\tfile id\\tbase file`` lines to ``OUT_TSV`` and
+``python -m benchmarks._child {ours|hudi-rs|scandir} TABLE OUT_TSV [PROFILE_OUT]`` imports
+the reader, then times only opening the table and listing its latest file slices (for
+``scandir``, the physical floor: only reading the names of the same folders). It writes
+the slices as sorted ``partition\\tfile id\\tbase file`` lines to ``OUT_TSV`` (``scandir``:
+``\\t\\tname``, one per file name) and
 prints one JSON line: wall and CPU seconds, slice count, and peak RSS in KiB (from
 ``VmHWM``, see ``peak_rss_kib``) after imports and after the listing. With
 ``PROFILE_OUT`` the listing runs under cProfile and the stats are dumped there.
@@ -47,9 +49,36 @@ def _hudi_rs() -> Reader:
     return listing, row
 
 
+def _scandir() -> Reader:
+    """The physical floor: a plain ``os.scandir`` walk of the folders a listing must
+    read (``.hoodie``, then the table tree without dot folders: every partition),
+    collecting file names and nothing else; one thread, no parsing."""
+    import os
+
+    def listing(path: str) -> list[Any]:
+        names: list[str] = []
+        with os.scandir(os.path.join(path, ".hoodie")) as entries:
+            names += [e.name for e in entries if not e.is_dir(follow_symlinks=False)]
+        stack = [path]
+        while stack:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    if not entry.is_dir(follow_symlinks=False):
+                        names.append(entry.name)
+                    elif not entry.name.startswith("."):
+                        stack.append(entry.path)
+        return names
+
+    def row(name: Any) -> Row:
+        return ("", "", name)
+
+    return listing, row
+
+
 READERS: dict[str, Callable[[], Reader]] = {
     "ours": _ours,
     "hudi-rs": _hudi_rs,
+    "scandir": _scandir,
 }
 
 

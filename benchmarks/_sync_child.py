@@ -29,6 +29,11 @@ the step's own breakdown, and peak RSS in KiB (``VmHWM``, see
   ``BigQueryTarget`` (view mode, table ``t``) on the emulator at ``ENDPOINT``, the local
   table described to it as ``gs://bench/<table folder name>`` (``source_uri_prefix``;
   the emulator's external tables read no file), its client made before the timing;
+* ``sync-bigquery-manifest GCS_ROOT TABLE_URI ENDPOINT DATASET``: the same in
+  manifest-file mode (``use_bq_manifest_file``, table ``t``), which needs the table at
+  its ``gs://`` location: ``TABLE_URI`` (``gs://BUCKET/...``) is read and written
+  through an fsspec ``DirFileSystem`` registered as ``gs`` that serves
+  ``GCS_ROOT/BUCKET/...`` from local disk (the object-store code paths, no network);
 * ``statements TABLE DB``: the DuckDB statements a forced sync of the last published
   manifest would run, each timed, inside a transaction that is rolled back.
 """
@@ -238,6 +243,58 @@ def _sync_bigquery(table: str, endpoint: str, dataset: str, delta_commits: str =
     return step
 
 
+def serve_gs_locally(root: str) -> None:
+    """Make ``gs://BUCKET/KEY`` the local file ``ROOT/BUCKET/KEY`` in this process: an
+    fsspec ``DirFileSystem`` (not a ``LocalFileSystem``, so hudi_sync takes its
+    object-store paths and keeps the ``gs://`` URI) registered for the ``gs``
+    protocol."""
+    import fsspec
+    from fsspec.implementations.dirfs import DirFileSystem
+    from fsspec.implementations.local import LocalFileSystem
+
+    class LocalGcs(DirFileSystem):  # type: ignore[misc]
+        protocol = "gs"
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(path=root, fs=LocalFileSystem(auto_mkdir=True))
+
+    fsspec.register_implementation("gs", LocalGcs, clobber=True)
+
+
+def _sync_bigquery_manifest(gcs_root: str, table_uri: str, endpoint: str, dataset: str) -> Step:
+    from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
+
+    serve_gs_locally(gcs_root)
+
+    class TimedBigQueryTarget(BigQueryTarget):
+        """The BigQuery target, recording how long its ``sync`` took."""
+
+        target_seconds = 0.0
+
+        def sync(self, *args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return super().sync(*args, **kwargs)
+            finally:
+                self.target_seconds += time.perf_counter() - t0
+
+    config = BigQuerySyncConfig.from_options(
+        {
+            "project_id": "test-project",
+            "dataset_name": dataset,
+            "table_name": "t",
+            "use_bq_manifest_file": "true",
+        }
+    )
+    target = TimedBigQueryTarget(config, api_endpoint=endpoint)
+    _ = target.client
+
+    def step() -> dict[str, Any]:
+        return _timed_sync(table_uri, target, "0")
+
+    return step
+
+
 def _statements(table: str, database: str) -> Step:
     import duckdb
 
@@ -277,6 +334,7 @@ MODES: dict[str, Callable[..., Step]] = {
     "ref-physical-durable": functools.partial(_ref_physical, durable=True),
     "sync": _sync,
     "sync-bigquery": _sync_bigquery,
+    "sync-bigquery-manifest": _sync_bigquery_manifest,
     "statements": _statements,
 }
 

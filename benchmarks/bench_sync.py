@@ -233,13 +233,14 @@ def clone_table(source: Path, target: Path) -> int:
     return count
 
 
-def read_published(table: Path) -> tuple[str, Files]:
+def read_published(table: Path, uri: str | None = None) -> tuple[str, Files]:
     """The instant and files of the table's last published manifest, with its three
-    files checked against each other."""
+    files checked against each other (``uri``: the table's URI in the manifest, when it
+    was opened as another URI than its local path)."""
     folder = table.joinpath(*MANIFEST_FOLDER)
     instant = json.loads((folder / "latest.json").read_text())["instant"]
     snapshot = folder / "snapshots" / instant
-    prefix = str(table).rstrip("/") + "/"
+    prefix = (uri or str(table)).rstrip("/") + "/"
     files: Files = {}
     lines = (snapshot / "uris.csv").read_text().splitlines()
     for line in lines:
@@ -290,11 +291,12 @@ def check_published(
     expected: Files | None,
     manifest: dict[str, Any],
     delta: bool = False,
+    uri: str | None = None,
 ) -> Files:
     """Fail unless the published manifest (``delta``: delta manifest) is ``expected``
     (or, when ``None``, the generator's expected snapshot) at ``instant``; returns the
-    published files."""
-    published_instant, files = read_published_delta(table) if delta else read_published(table)
+    published files. ``uri``: the table's URI in a full manifest, when not its path."""
+    published_instant, files = read_published_delta(table) if delta else read_published(table, uri)
     problems = []
     if published_instant != instant:
         problems.append(f"published instant {published_instant}, expected {instant}")

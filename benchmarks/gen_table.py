@@ -25,7 +25,11 @@ Each base file's bytes are written by pyarrow into memory, then to disk: about
 commit and key) costs seconds; hardlinking one template would be faster still but
 make the meta columns wrong. The expected snapshot (count and a SHA-256 of the sorted
 ``partition\\tfile id\\tbase file`` lines) goes to ``<name>.expected.json`` next to the
-table. Run ``python -m benchmarks.gen_table OUT_DIR [--preset small|full]``.
+table. Run ``python -m benchmarks.gen_table OUT_DIR [--preset small|full|full10x]``
+(``full10x``: the full table ten times larger in every dimension, 1,000,000 file
+groups, 100,000 commits, 10,000 partitions, for ``bench_scale``; with
+``--empty-base-files`` about two minutes and 1,450,003 base files, 300,003 timeline
+files).
 
 ``--empty-base-files`` (``TableSpec.empty_base_files``) is for benchmarks that only
 list file names (manifests of a million files): every base file is then a zero-byte
@@ -119,6 +123,15 @@ PRESETS: dict[str, TableSpec] = {
         commits=200, partitions=20, file_groups=2_000, insert_commits=20, name="bench_cow_small"
     ),
     "full": TableSpec(),
+    # The full table ten times larger in every dimension (file groups, commits, insert
+    # commits, partitions: still 100 file groups a partition): ``bench_scale``.
+    "full10x": TableSpec(
+        commits=100_000,
+        partitions=10_000,
+        file_groups=1_000_000,
+        insert_commits=10_000,
+        name="bench_cow_10x",
+    ),
 }
 
 
@@ -148,17 +161,19 @@ class EmptyFiles:
 
     A template takes links until the file system refuses (``EMLINK``: 65,000 on ext4),
     then a new one is made. Files that cannot be linked (another file system) are
-    created empty instead.
+    created empty instead. With ``content`` the templates (and such files) hold those
+    bytes instead of none.
     """
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, content: bytes = b"") -> None:
         self.directory = directory
+        self.content = content  # the templates' bytes (``bench_scale``: a parquet file)
         self.template: Path | None = None
 
     def _new_template(self) -> Path:
         self.directory.mkdir(parents=True, exist_ok=True)
         template = self.directory / f"empty-{uuid.uuid4().hex}"
-        template.write_bytes(b"")
+        template.write_bytes(self.content)
         self.template = template
         return template
 
@@ -168,7 +183,7 @@ class EmptyFiles:
             os.link(template, path)
         except OSError as exc:
             if exc.errno != errno.EMLINK:
-                path.write_bytes(b"")
+                path.write_bytes(self.content)
                 return
             os.link(self._new_template(), path)
 

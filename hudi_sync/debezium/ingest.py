@@ -25,12 +25,10 @@ lives in the deltacommits, so a compaction never moves it.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +60,7 @@ from hudi_sync.debezium.state import (
     load_state,
 )
 from hudi_sync.errors import BadInputError, HudiSyncError, TableNotFoundError, first_line
+from hudi_sync.gc_pause import cycle_collection_paused
 from hudi_sync.spark import options as opt
 from hudi_sync.spark.compaction import spark_executor
 from hudi_sync.spark.options import WriteOptions
@@ -318,7 +317,7 @@ class _Ingest:
                     continue
                 pending = prefetch.submit(self._read, source, batch.after)
                 self.summary.events_read += len(batch.messages)
-                with _no_cycle_collection():
+                with cycle_collection_paused():
                     reduced = reduce_events(
                         batch.events,
                         tombstones,
@@ -346,7 +345,7 @@ class _Ingest:
 
     # -- decoding --------------------------------------------------------------------------
     def _decode(self, messages: list[Message]) -> list[ChangeEvent]:
-        with _no_cycle_collection():
+        with cycle_collection_paused():
             return self._decode_all(messages)
 
     def _decode_all(self, messages: list[Message]) -> list[ChangeEvent]:
@@ -390,7 +389,7 @@ class _Ingest:
         rows = list(reduced.final.values())
         if rows and not reduced.unresolved and not reduced.truncated_at and self._buckets():
             # The bucket index: Arrow rows appended in this process, no Spark job.
-            with _no_cycle_collection():
+            with cycle_collection_paused():
                 arrow = self._arrow_rows(rows)
             return self._commit_rows(arrow, reduced, state, tombstones, after)
         stored = self._stored()
@@ -831,20 +830,6 @@ def _add_summary(tables: dict[str, IngestSummary], name: str, summary: IngestSum
     total.instants += summary.instants
     total.sync_errors += summary.sync_errors
     total.lag, total.checkpoint = summary.lag, summary.checkpoint
-
-
-@contextlib.contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Python's cycle collector paused: while a batch's events are decoded, reduced and
-    turned into rows it would scan the growing set of live events again and again (a
-    third of the decoding time, measured), and they hold no cycles."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _zoned_timestamps(rows: pa.Table) -> pa.Table:

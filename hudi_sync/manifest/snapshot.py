@@ -52,6 +52,7 @@ import pyarrow as pa
 
 from hudi_sync import config
 from hudi_sync.errors import BadInputError, CorruptTableError
+from hudi_sync.gc_pause import cycle_collection_paused
 from hudi_sync.manifest.file_set import FileSet, lines_bytes
 from hudi_sync.storage import temporary_path_beside
 from hudi_sync.table import HudiTable
@@ -176,7 +177,8 @@ def build_manifest(table: HudiTable, as_of: str | None = None) -> Manifest:
     so any base file format; which warehouse can read the files is the sync's concern
     (``hudi_sync.sync.job.format_refusal``)."""
     instant = table.as_of_commit(as_of) if as_of is not None else table.latest_instant()
-    files = table.view.base_files_as_of(instant) if instant else {}
+    with cycle_collection_paused(keeps_objects=True):
+        files = table.view.base_files_as_of(instant) if instant else {}
     return Manifest(instant, files, pending_writes(table.timeline, instant))
 
 

@@ -12,12 +12,9 @@ from __future__ import annotations
 import json
 import re
 
-import pyarrow.parquet as pq
-
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.storage import Location
 from hudi_sync.table.instant import Instant, State, comparable_instant, make_instant
-from hudi_sync.table.logfile import BlockType, read_blocks
 from hudi_sync.table.properties import TableConfig
 
 ARCHIVE_LOG_FILE = re.compile(r"^\.commits_\.archive\.(\d+)(_.*)?$")
@@ -41,6 +38,9 @@ def _list_names(location: Location, folder: str) -> list[str]:
 
 
 def _read_v1_archive(location: Location, config: TableConfig) -> list[Instant]:
+    # Imported here, like pyarrow below: opening a table reads no archive.
+    from hudi_sync.table.logfile import BlockType, read_blocks
+
     folder = location.join(".hoodie", config.archive_folder)
     files = sorted(
         (int(m.group(1)), name)
@@ -102,6 +102,8 @@ def _read_lsm_history(location: Location, config: TableConfig) -> list[Instant]:
         raise CorruptTableError(
             f"{location.uri}: timeline history manifest_{version}: {exc}"
         ) from None
+    import pyarrow.parquet as pq  # here: opening a table needs no pyarrow (~50 MB)
+
     instants: list[Instant] = []
     for file_name in files:
         with location.fs.open(f"{folder}/{file_name}", "rb") as handle:

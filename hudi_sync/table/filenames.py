@@ -41,17 +41,18 @@ class LogFile:
 
 
 def parse_base_file(name: str, size: int = 0) -> BaseFile:
-    file_id, token, instant = _base_file_parts(name)
+    file_id, token, instant = base_file_parts(name)
     return BaseFile(name, file_id, token, instant, size)
 
 
 def base_file_key(name: str) -> tuple[str, str]:
     """``(file id, instant)`` of a base file name, for listings too large for tuples."""
-    file_id, _, instant = _base_file_parts(name)
+    file_id, _, instant = base_file_parts(name)
     return file_id, instant
 
 
-def _base_file_parts(name: str) -> tuple[str, str, str]:
+def base_file_parts(name: str) -> tuple[str, str, str]:
+    """``(file id, write token, instant)`` of a base file name."""
     # str.split is several times faster than the regex; the regex judges odd names.
     stem, dot, extension = name.rpartition(".")
     parts = stem.split("_")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -120,6 +121,72 @@ def parse_instant_file_name(name: str) -> Instant | None:
             f"timeline file {name!r}: only completed instants have _<completion>"
         )
     return make_instant(ts, action, state, completion, name)
+
+
+# The same shape as ``_INSTANT_FILE``, one name a line: ``findall`` over the joined names
+# of a whole timeline parses them in one C call (30,000 names in a few milliseconds).
+_INSTANT_LINES = re.compile(
+    r"^(\d{14,})(?:_(\d{14,}))?\.([a-z]+)(?:\.(requested|inflight))?$", re.MULTILINE
+)
+_BY_RANK = (State.REQUESTED, State.INFLIGHT, State.COMPLETED)
+
+
+def latest_instants(names: Iterable[str]) -> list[Instant]:
+    """Each instant named in ``names`` in its latest state, by requested time.
+
+    The same as ``parse_instant_file_name`` on every name, keeping per requested time
+    the instant of the highest state (the first listed of equal states), but only
+    those instants become objects: a long timeline has three files per instant.
+    Anything unusual (a name that is not a plain instant file, an unknown action)
+    takes the name-by-name path, which reports it exactly as ``parse_instant_file_name``
+    does.
+    """
+    listed = [name for name in names if name[:1].isdigit()]
+    if not listed:
+        return []
+    joined = "\n".join(listed)
+    rows = _INSTANT_LINES.findall(joined)
+    if len(rows) != len(listed) or joined.count("\n") != len(listed) - 1:
+        return _latest_instants_slowly(listed)  # some name is not one line of this shape
+    best: dict[str, tuple[int, int]] = {}  # requested time -> (state rank, index)
+    known = KNOWN_ACTIONS
+    for index, (ts, completion, action, state) in enumerate(rows):
+        if not state:
+            if action in known:
+                rank = 2
+            elif action == "inflight":  # a plain commit's inflight file "<ts>.inflight"
+                rank = 1
+            else:
+                return _latest_instants_slowly(listed)  # raises: unknown action
+        elif completion or action not in known:
+            return _latest_instants_slowly(listed)  # raises
+        else:
+            rank = 0 if state == "requested" else 1
+        current = best.get(ts)
+        if current is None or rank > current[0]:
+            best[ts] = (rank, index)
+    instants = []
+    for ts in sorted(best, key=comparable_instant):
+        rank, index = best[ts]
+        _, completion, action, state = rows[index]
+        if not state and action == "inflight":
+            action, completion = Action.COMMIT, ""
+        instants.append(
+            Instant(ts, rank, action, _BY_RANK[rank], completion or None, listed[index])
+        )
+    return instants
+
+
+def _latest_instants_slowly(names: Iterable[str]) -> list[Instant]:
+    latest: dict[str, Instant] = {}
+    for name in names:
+        instant = parse_instant_file_name(name)
+        if instant is None:
+            continue
+        current = latest.get(instant.requested_time)
+        if current is None or instant.state_rank > current.state_rank:
+            latest[instant.requested_time] = instant
+    return sorted(latest.values(), key=lambda i: comparable_instant(i.requested_time))
 
 
 def comparable_instant(ts: str) -> str:

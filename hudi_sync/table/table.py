@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import (
@@ -21,14 +21,11 @@ from hudi_sync.table.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.instant import Action, Instant, comparable_instant
 from hudi_sync.table.metadata import decode_instant_record
 from hudi_sync.table.properties import TableConfig, decode_properties
-from hudi_sync.table.schema import (
-    PartitionField,
-    parse_avro_schema,
-    partition_fields,
-    schema_from_parquet_footer,
-)
 from hudi_sync.table.time_travel import to_begin_bound, to_instant_time
 from hudi_sync.table.timeline import Timeline, timeline_zone
+
+if TYPE_CHECKING:
+    from hudi_sync.table.schema import PartitionField
 
 # Hudi's base file formats (HoodieFileFormat without HOODIE_LOG), each named by its file
 # extension in upper case: ".parquet", ".orc", ".hfile", ".lance". Listing and time travel
@@ -195,6 +192,9 @@ class HudiTable:
     def avro_schema(self) -> dict[str, Any]:
         """The latest commit's schema, else ``hoodie.table.create.schema``, else a parquet
         footer (other base formats' files are never read for it)."""
+        # Imported here: listing a table needs no pyarrow (~50 MB of memory).
+        from hudi_sync.table.schema import parse_avro_schema, schema_from_parquet_footer
+
         for instant in reversed(self.timeline.completed_writes):
             schema = self.timeline.commit_metadata(instant).schema
             if schema:
@@ -217,6 +217,8 @@ class HudiTable:
 
     @property
     def partition_fields(self) -> list[PartitionField]:
+        from hudi_sync.table.schema import partition_fields
+
         return partition_fields(
             self.avro_schema, self.config.partition_fields, self.config.key_generator
         )

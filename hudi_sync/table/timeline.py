@@ -16,7 +16,7 @@ from hudi_sync.table.instant import (
     Instant,
     State,
     comparable_instant,
-    parse_instant_file_name,
+    latest_instants,
 )
 from hudi_sync.table.metadata import (
     CleanMetadata,
@@ -154,15 +154,7 @@ class Timeline:
         """Every instant of the active timeline in its latest state, by requested time.
 
         Layout-1 file names carry no completion time; see ``with_completion_times``."""
-        latest: dict[str, Instant] = {}
-        for name in self._listing:
-            instant = parse_instant_file_name(name)
-            if instant is None:
-                continue
-            current = latest.get(instant.requested_time)
-            if current is None or instant.state_rank > current.state_rank:
-                latest[instant.requested_time] = instant
-        return tuple(sorted(latest.values(), key=lambda i: comparable_instant(i.requested_time)))
+        return tuple(latest_instants(self._listing))
 
     def with_completion_times(self) -> list[Instant]:
         """``instants``, completed ones given a completion time: the file name's
