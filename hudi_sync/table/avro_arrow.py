@@ -12,6 +12,7 @@ decimals, arrays, maps, enums) so the caller falls back to a per-record encoder.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 from typing import Any
 
@@ -215,3 +216,337 @@ def length_prefixed(datums: pa.BinaryArray) -> bytes:
     bounds = np.frombuffer(offsets, dtype=np.int32)
     first, last = int(bounds[joined.offset]), int(bounds[joined.offset + len(joined)])
     return bytes(data.to_pybytes()[first:last])
+
+
+# -- decoding ---------------------------------------------------------------------------------
+# The mirror of the encoder: Avro datums laid end to end in a buffer (a log block's
+# records) decoded into Arrow columns, each field for all records at once. Every record
+# has its own cursor (a numpy array of byte positions); a field is read at every cursor
+# together and the cursors move by what it took. Supported: what the encoder supports,
+# plus enums and decimals stored as fixed; ``decode_rows`` returns ``None`` for anything
+# else (arrays, maps, other unions and logical types) so the caller decodes records one
+# by one (fastavro).
+
+_LOGICAL_INT = {"date": pa.date32(), "time-millis": pa.time32("ms")}
+_LOGICAL_LONG = {
+    "time-micros": pa.time64("us"),
+    "timestamp-millis": pa.timestamp("ms", "UTC"),
+    "timestamp-micros": pa.timestamp("us", "UTC"),
+    "local-timestamp-millis": pa.timestamp("ms"),
+    "local-timestamp-micros": pa.timestamp("us"),
+}
+_PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "string", "bytes"})
+_VARINT_MAX = 10  # bytes of the longest long
+_PADDING = 16  # zero bytes after the data, so fixed-size reads near the end stay in range
+_INT32 = struct.Struct(">i")
+
+
+class AvroDecodeError(ValueError):
+    """The bytes are not datums of the schema (truncated, corrupt or another schema)."""
+
+
+def datum_bounds(
+    content: bytes, position: int, count: int
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Start and end offsets of ``count`` datums laid out ``int32 big-endian length |
+    datum`` from ``position`` on (what ``length_prefixed`` writes)."""
+    starts: list[int] = []
+    size = len(content)
+    unpack = _INT32.unpack_from
+    append = starts.append
+    try:
+        for _ in range(count):
+            append(position + 4)
+            position += 4 + unpack(content, position)[0]
+    except struct.error:
+        raise AvroDecodeError("log block truncated while reading Avro record") from None
+    begin = np.array(starts, dtype=np.int64)
+    ends = np.empty(count, dtype=np.int64)
+    ends[:-1] = begin[1:] - 4
+    if count:
+        ends[-1] = position
+    if count and (position > size or np.any(ends < begin)):
+        raise AvroDecodeError("log block truncated while reading Avro record")
+    return begin, ends
+
+
+def decode_rows(
+    schema: Mapping[str, Any],
+    data: bytes,
+    starts: np.ndarray[Any, Any],
+    ends: np.ndarray[Any, Any],
+) -> pa.StructArray | None:
+    """The datums ``data[starts[i]:ends[i]]`` of the record ``schema`` as one struct
+    array (field values as fastavro returns them once converted by ``to_pylist``);
+    ``None`` when the schema has a type this decoder lacks. Raises ``AvroDecodeError``
+    when a datum does not decode to exactly its bytes."""
+    try:
+        decoder = _Decoder(data, ends)
+        kind = decoder.arrow_type(dict(schema))
+    except _Unsupported:
+        return None
+    if not pa.types.is_struct(kind):
+        return None
+    cursor = np.asarray(starts, dtype=np.int64).copy()
+    rows = np.arange(len(cursor), dtype=np.int64)
+    values = decoder.read(dict(schema), rows, cursor)
+    if not np.array_equal(cursor, ends):
+        raise AvroDecodeError("Avro record does not end where its length says")
+    return values
+
+
+class _Decoder:
+    def __init__(self, data: bytes, ends: np.ndarray[Any, Any]) -> None:
+        self.size = len(data)
+        buffer = np.zeros(self.size + _PADDING, dtype=np.uint8)
+        buffer[: self.size] = np.frombuffer(data, dtype=np.uint8)
+        self.buffer = buffer
+        self.data = data
+        self.ends = np.asarray(ends, dtype=np.int64)
+        self.names: dict[str, Any] = {}
+
+    # -- the schema's Arrow type (and its named types) ------------------------------------
+    def arrow_type(self, avro_type: Any, namespace: str | None = None) -> pa.DataType:
+        if isinstance(avro_type, str):
+            if avro_type in _PRIMITIVES:
+                return self._primitive_type(avro_type, None)
+            named = self._named(avro_type, namespace)
+            return self.arrow_type(named, namespace)
+        if isinstance(avro_type, list):
+            branches = [b for b in avro_type if b != "null"]
+            if len(avro_type) != 2 or len(branches) != 1:
+                raise _Unsupported(str(avro_type))
+            return self.arrow_type(branches[0], namespace)
+        if not isinstance(avro_type, dict):
+            raise _Unsupported(str(avro_type))
+        kind = avro_type.get("type")
+        if kind in ("record", "enum", "fixed"):
+            namespace = self._define(avro_type, namespace)
+        if kind == "record":
+            return pa.struct(
+                [
+                    pa.field(f["name"], self.arrow_type(f["type"], namespace))
+                    for f in avro_type["fields"]
+                ]
+            )
+        if kind == "enum":
+            return pa.string()
+        if kind == "fixed":
+            if avro_type.get("logicalType") != "decimal":
+                raise _Unsupported("fixed")
+            precision, scale = int(avro_type["precision"]), int(avro_type.get("scale", 0))
+            if not 0 < precision <= 38 or not 0 < int(avro_type["size"]) <= 16:
+                raise _Unsupported("decimal")
+            return pa.decimal128(precision, scale)
+        if isinstance(kind, str) and kind in _PRIMITIVES:
+            return self._primitive_type(kind, avro_type.get("logicalType"))
+        raise _Unsupported(str(kind))
+
+    def _primitive_type(self, kind: str, logical: str | None) -> pa.DataType:
+        if logical is not None:
+            table = _LOGICAL_INT if kind == "int" else _LOGICAL_LONG if kind == "long" else {}
+            if logical not in table:
+                raise _Unsupported(logical)
+            return table[logical]
+        plain = {
+            "boolean": pa.bool_(),
+            "int": pa.int32(),
+            "long": pa.int64(),
+            "float": pa.float32(),
+            "double": pa.float64(),
+            "string": pa.string(),
+            "bytes": pa.binary(),
+        }
+        if kind not in plain:
+            raise _Unsupported(kind)
+        return plain[kind]
+
+    def _define(self, avro_type: Mapping[str, Any], namespace: str | None) -> str | None:
+        name = str(avro_type["name"])
+        space: str | None = avro_type.get("namespace", namespace)
+        if "." in name:
+            full = name
+            space = name.rsplit(".", 1)[0]
+        else:
+            full = f"{space}.{name}" if space else name
+        self.names[full] = avro_type
+        self.names.setdefault(name.rsplit(".", 1)[-1], avro_type)
+        return space
+
+    def _named(self, name: str, namespace: str | None) -> Any:
+        for candidate in (f"{namespace}.{name}" if namespace else name, name):
+            if candidate in self.names:
+                return self.names[candidate]
+        raise _Unsupported(name)
+
+    # -- reading --------------------------------------------------------------------------
+    def read(
+        self,
+        avro_type: Any,
+        rows: np.ndarray[Any, Any],
+        cursor: np.ndarray[Any, Any],
+        namespace: str | None = None,
+    ) -> pa.Array:
+        """The values at the cursors of ``rows`` (indices into ``cursor``), which move
+        past them."""
+        if isinstance(avro_type, str):
+            if avro_type not in _PRIMITIVES:
+                return self.read(self._named(avro_type, namespace), rows, cursor, namespace)
+            return self._primitive(avro_type, None, rows, cursor)
+        if isinstance(avro_type, list):
+            return self._union(avro_type, rows, cursor, namespace)
+        kind = avro_type.get("type")
+        if kind in ("record", "enum", "fixed"):
+            space = avro_type.get("namespace", namespace)
+            if "." in str(avro_type["name"]):
+                space = str(avro_type["name"]).rsplit(".", 1)[0]
+            namespace = space
+        if kind == "record":
+            fields = avro_type["fields"]
+            children = [self.read(f["type"], rows, cursor, namespace) for f in fields]
+            if not fields:
+                return pa.array([{}] * len(rows), pa.struct([]))
+            return pa.StructArray.from_arrays(children, names=[f["name"] for f in fields])
+        if kind == "enum":
+            symbols = pa.array(avro_type["symbols"], pa.string())
+            index = self._varint(rows, cursor)
+            if len(index) and (index.min() < 0 or index.max() >= len(symbols)):
+                raise AvroDecodeError("enum index out of range")
+            return symbols.take(pa.array(index))
+        if kind == "fixed":
+            size = int(avro_type["size"])
+            raw = self._fixed(rows, cursor, size)
+            return _decimals(raw, size, int(avro_type["precision"]), int(avro_type.get("scale", 0)))
+        return self._primitive(str(kind), avro_type.get("logicalType"), rows, cursor)
+
+    def _union(
+        self,
+        branches: list[Any],
+        rows: np.ndarray[Any, Any],
+        cursor: np.ndarray[Any, Any],
+        namespace: str | None,
+    ) -> pa.Array:
+        null_index = branches.index("null")
+        branch = self._varint(rows, cursor)
+        if len(branch) and (branch.min() < 0 or branch.max() > 1):
+            raise AvroDecodeError("union branch out of range")
+        present = branch != null_index
+        value_type = branches[1 - null_index]
+        if present.all():
+            return self.read(value_type, rows, cursor, namespace)
+        values = self.read(value_type, rows[present], cursor, namespace)
+        # Scatter back: row i takes value rank(i) among the present ones, or null.
+        ranks = np.cumsum(present, dtype=np.int64) - 1
+        return values.take(pa.array(ranks, mask=~present))
+
+    def _primitive(
+        self,
+        kind: str,
+        logical: str | None,
+        rows: np.ndarray[Any, Any],
+        cursor: np.ndarray[Any, Any],
+    ) -> pa.Array:
+        arrow = self._primitive_type(kind, logical)
+        if kind in ("int", "long"):
+            numbers = self._varint(rows, cursor)
+            if kind == "int":
+                if len(numbers) and (numbers.min() < -(2**31) or numbers.max() > 2**31 - 1):
+                    raise AvroDecodeError("int out of range")
+                return pa.array(numbers.astype(np.int32), pa.int32()).view(arrow)
+            return pa.array(numbers, pa.int64()).view(arrow)
+        if kind in ("float", "double"):
+            width = 4 if kind == "float" else 8
+            raw = self._fixed(rows, cursor, width)
+            numbers = raw.view("<f4" if width == 4 else "<f8").reshape(-1)
+            return pa.array(numbers, arrow)
+        if kind == "boolean":
+            raw = self._fixed(rows, cursor, 1).reshape(-1)
+            if len(raw) and raw.max() > 1:
+                raise AvroDecodeError("boolean is neither 0 nor 1")
+            return pa.array(raw.astype(bool), pa.bool_())
+        if kind in ("string", "bytes"):
+            lengths = self._varint(rows, cursor)
+            positions = cursor[rows]
+            if len(lengths) and (
+                lengths.min() < 0 or np.any(positions + lengths > self.ends[rows])
+            ):
+                raise AvroDecodeError("string or bytes longer than its record")
+            cursor[rows] = positions + lengths
+            values = self._slices(positions, lengths)
+            if kind == "string":
+                try:
+                    return values.cast(pa.string())
+                except pa.ArrowInvalid as exc:
+                    raise AvroDecodeError(f"string is not UTF-8 ({exc})") from None
+            return values
+        raise _Unsupported(kind)
+
+    def _varint(self, rows: np.ndarray[Any, Any], cursor: np.ndarray[Any, Any]) -> np.ndarray:
+        """Zig-zag varints (Avro int and long) at the cursors of ``rows``."""
+        positions = cursor[rows]
+        value = np.zeros(len(rows), dtype=np.uint64)
+        taken = np.zeros(len(rows), dtype=np.int64)
+        active = np.arange(len(rows), dtype=np.int64)
+        for step in range(_VARINT_MAX):
+            byte = self.buffer[positions[active] + step]
+            value[active] |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * step)
+            taken[active] += 1
+            active = active[(byte & 0x80) != 0]
+            if not len(active):
+                break
+        else:
+            raise AvroDecodeError("varint longer than 10 bytes")
+        ends = positions + taken
+        if len(rows) and np.any(ends > self.ends[rows]):
+            raise AvroDecodeError("value runs past the end of its record")
+        cursor[rows] = ends
+        signed = (value >> np.uint64(1)).astype(np.int64) ^ -(value & np.uint64(1)).astype(np.int64)
+        return signed
+
+    def _fixed(
+        self, rows: np.ndarray[Any, Any], cursor: np.ndarray[Any, Any], size: int
+    ) -> np.ndarray:
+        """``size`` bytes at the cursors of ``rows``, one row of a matrix each."""
+        positions = cursor[rows]
+        if len(rows) and np.any(positions + size > self.ends[rows]):
+            raise AvroDecodeError("value runs past the end of its record")
+        cursor[rows] = positions + size
+        matrix = self.buffer[positions[:, None] + np.arange(size, dtype=np.int64)]
+        return np.ascontiguousarray(matrix)
+
+    def _slices(self, positions: np.ndarray[Any, Any], lengths: np.ndarray[Any, Any]) -> pa.Array:
+        """``data[p:p+n]`` for each position and length, as one binary array: the data
+        is viewed as alternating value and gap slices (positions only grow, row after
+        row), and every other element taken."""
+        count = len(positions)
+        if not count:
+            return pa.array([], pa.binary())
+        bounds = np.empty(2 * count + 1, dtype=np.int64)
+        bounds[0:-1:2] = positions
+        bounds[1::2] = positions + lengths
+        bounds[-1] = bounds[-2]
+        if np.any(np.diff(bounds) < 0):
+            raise AvroDecodeError("record values overlap")
+        large = self.size >= 2**31 - 1
+        kind = pa.large_binary() if large else pa.binary()
+        offsets = bounds.astype(np.int64 if large else np.int32)
+        view = pa.Array.from_buffers(
+            kind, 2 * count, [None, pa.py_buffer(offsets), pa.py_buffer(self.data)]
+        )
+        picked = view.take(pa.array(np.arange(0, 2 * count, 2, dtype=np.int64)))
+        return picked.cast(pa.binary()) if large else picked
+
+
+def _decimals(raw: np.ndarray[Any, Any], size: int, precision: int, scale: int) -> pa.Array:
+    """Big-endian two's-complement unscaled values (Avro's fixed decimals) as decimal128."""
+    count = len(raw)
+    wide = np.zeros((count, 16), dtype=np.uint8)
+    if count:
+        negative = (raw[:, 0] & 0x80) != 0
+        wide[negative] = 0xFF
+        wide[:, 16 - size :] = raw
+    little = np.ascontiguousarray(wide[:, ::-1])
+    values = pa.Array.from_buffers(
+        pa.decimal128(38, scale), count, [None, pa.py_buffer(little.tobytes())]
+    )
+    return values.cast(pa.decimal128(precision, scale), safe=False)

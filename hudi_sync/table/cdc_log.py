@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hudi_sync import config
 from hudi_sync.errors import BadInputError, CorruptTableError
@@ -37,6 +39,7 @@ from hudi_sync.table.logfile import (
     AVRO_BLOCK_VERSION,
     BlockType,
     HeaderKey,
+    LogBlock,
     encode_avro_block,
     encode_block,
     read_blocks,
@@ -196,6 +199,46 @@ def read_cdc_file(data: bytes, where: str) -> list[dict[str, Any]]:
     return records
 
 
+def read_cdc_columns(
+    files: Sequence[tuple[bytes, str]], part: int = 0, parts: int = 1
+) -> pa.StructArray | None:
+    """The records of CDC log files (``(data, where)`` in order), decoded column-wise
+    (``avro_arrow``) into one struct array; with ``parts`` > 1 only the ``part``-th of
+    ``parts`` equal runs of them (so one log can be read by several tasks). ``None``
+    when a block's schema has a type that decoder lacks (``read_cdc_file`` decodes
+    those record by record). A truncated or corrupt file is refused, as by
+    ``read_cdc_file``."""
+    blocks: list[tuple[LogBlock, str, int]] = []
+    for data, where in files:
+        for block in read_blocks(data, where):
+            if block.block_type != BlockType.CDC_DATA:
+                continue
+            try:
+                blocks.append((block, where, block.record_count))
+            except CorruptTableError as exc:
+                raise CorruptTableError(f"{where}: CDC block cannot be decoded ({exc})") from None
+    total = sum(count for _, _, count in blocks)
+    first, stop = total * part // parts, total * (part + 1) // parts
+    decoded: list[pa.StructArray] = []
+    offset = 0
+    for index, (block, where, count) in enumerate(blocks):
+        low, high = max(first - offset, 0), min(stop - offset, count)
+        offset += count
+        if low >= high and (decoded or index < len(blocks) - 1):
+            continue  # (the last block is decoded, empty, if nothing else was: its type)
+        try:
+            columns = block.avro_columns(low, max(low, high))
+        except CorruptTableError as exc:
+            raise CorruptTableError(f"{where}: CDC block cannot be decoded ({exc})") from None
+        if columns is None:
+            return None
+        decoded.append(columns)
+    if not decoded or any(d.type != decoded[0].type for d in decoded):
+        return None
+    combined = pa.concat_arrays(decoded) if len(decoded) > 1 else decoded[0]
+    return combined
+
+
 def json_value(value: Any) -> Any:
     """A record value as JSON holds it: timestamps and dates ISO-8601, decimals as
     numbers, bytes base64, NaN and infinities null, maps (Arrow lists them as pairs)
@@ -238,6 +281,93 @@ def image_json(image: Mapping[str, Any] | None, meta_fields: Sequence[str] = ())
         image = {k: v for k, v in image.items() if k not in meta_fields}
     text: bytes = orjson.dumps(image, default=_scalar_json, option=orjson.OPT_NON_STR_KEYS)
     return text.decode("utf-8")
+
+
+def image_json_column(
+    images: pa.StructArray | pa.Table, meta_fields: Sequence[str] = ()
+) -> pa.StringArray:
+    """``image_json`` of every row of ``images`` (null rows stay null), built column by
+    column: each field's values are turned into their JSON text at once and the texts
+    of a row joined, ``{"name":value,...}``. The text is the same, byte for byte, as
+    ``image_json`` gives for the row as ``arrow_rows`` reads it."""
+    if isinstance(images, pa.Table):
+        valid: pa.Array | None = None
+        columns = {name: images.column(name).combine_chunks() for name in images.column_names}
+        count = images.num_rows
+    else:
+        valid = pc.is_valid(images) if images.null_count else None
+        columns = {f.name: images.field(i) for i, f in enumerate(images.type)}
+        count = len(images)
+    names = [name for name in columns if name not in meta_fields]
+    if not names:
+        texts: pa.Array = pa.array(["{}"] * count, pa.string())
+    else:
+        parts: list[Any] = []
+        for position, name in enumerate(names):
+            key = orjson.dumps(name).decode("utf-8")
+            parts.append(("{" if position == 0 else ",") + key + ":")
+            parts.append(json_texts(columns[name]))
+        parts.append("}")
+        texts = pc.binary_join_element_wise(*parts, "")
+    if valid is not None:
+        texts = pc.if_else(valid, texts, pa.scalar(None, pa.string()))
+    return texts
+
+
+# Types whose values' JSON never holds a comma: a JSON array of them splits on commas.
+def _comma_free(kind: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_floating(kind)
+        or pa.types.is_date(kind)
+        or pa.types.is_time(kind)
+        or pa.types.is_timestamp(kind)
+        or pa.types.is_decimal(kind)
+        or pa.types.is_binary(kind)
+        or pa.types.is_large_binary(kind)
+        or pa.types.is_fixed_size_binary(kind)
+    )
+
+
+_NEEDS_ESCAPE = r'[\x00-\x1f"\\]'  # what orjson escapes in a string
+
+
+def json_texts(values: pa.Array) -> pa.StringArray:
+    """Each value's JSON text as orjson writes it (``image_json``'s rules; null as
+    ``null``), by Arrow kernels where the type allows."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    kind = values.type
+    if pa.types.is_dictionary(kind):
+        return json_texts(values.dictionary_decode())
+    null = pa.scalar("null", pa.string())
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        text = values.cast(pa.string())
+        quoted = pc.binary_join_element_wise('"', text, '"', "")
+        escape = pc.fill_null(pc.match_substring_regex(text, _NEEDS_ESCAPE), False)
+        if pc.any(escape).as_py():
+            which = np.flatnonzero(escape.to_numpy(zero_copy_only=False))
+            special = [orjson.dumps(v).decode("utf-8") for v in text.take(which).to_pylist()]
+            quoted = pc.replace_with_mask(quoted, escape, pa.array(special, pa.string()))
+        return pc.fill_null(quoted, null)
+    if pa.types.is_integer(kind):
+        return pc.fill_null(values.cast(pa.string()), null)
+    if pa.types.is_boolean(kind):
+        flags = pc.if_else(values, pa.scalar("true"), pa.scalar("false"))
+        return pc.fill_null(flags, null)
+    if pa.types.is_struct(kind):
+        return pc.fill_null(image_json_column(values), null)
+    if _comma_free(kind):
+        array = orjson.dumps(values.to_pylist(), default=_scalar_json)
+        return pa.array(array[1:-1].split(b",") if len(values) else [], pa.binary()).cast(
+            pa.string()
+        )
+    return pa.array(
+        [
+            orjson.dumps(_avro_ready(v), default=_scalar_json, option=orjson.OPT_NON_STR_KEYS)
+            for v in values.to_pylist()
+        ],
+        pa.binary(),
+    ).cast(pa.string())
 
 
 def arrow_rows(table: pa.Table) -> list[dict[str, Any]]:

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -37,7 +39,15 @@ import pyarrow.parquet as pq
 from hudi_sync import config
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.storage import Location
-from hudi_sync.table.cdc_log import CdcMode, arrow_rows, image_json, parse_cdc_mode, read_cdc_file
+from hudi_sync.table.cdc_log import (
+    CdcMode,
+    arrow_rows,
+    image_json,
+    image_json_column,
+    parse_cdc_mode,
+    read_cdc_columns,
+    read_cdc_file,
+)
 from hudi_sync.table.filenames import parse_base_file
 from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import Action, Instant, comparable_instant
@@ -90,6 +100,10 @@ class ChangeSplit:
     committed: tuple[str, ...] = ()
     ordering_field: str | None = None
     read_bytes: int | None = None  # what reading it costs, from the write stats (None: unknown)
+    # AS_IS: the part-th of ``parts`` equal runs of the CDC log's records (a large log
+    # read by several tasks); other cases are not divided.
+    part: int = 0
+    parts: int = 1
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -347,8 +361,33 @@ Change = tuple[str, Image | None, Image | None]
 
 
 def read_split(location: Location, split: ChangeSplit) -> pa.Table:
-    """The change rows of one split (``CHANGE_SCHEMA``), in the order they were logged."""
-    changes = _split_changes(location, split)
+    """The change rows of one split (``CHANGE_SCHEMA``), in the order they were logged.
+
+    CDC logs (``AS_IS``) and base files are read column-wise: a CDC block is decoded
+    into Arrow columns (``avro_arrow``), images the logging mode left out are looked up
+    by key with Arrow kernels (a hash join), and the JSON images are built column by
+    column (``image_json_column``). Other cases, and CDC blocks with a type the column
+    decoder lacks, are read row by row, with the same result."""
+    columns = _columns_of(location, split)
+    if columns is None:
+        return _rows_table(split, _split_changes(location, split))
+    ops, before, after = columns
+    count = len(ops)
+    return pa.table(
+        {
+            "op": ops,
+            "ts_ms": pa.array([split.instant] * count, pa.string()) if count else _EMPTY,
+            "before": before,
+            "after": after,
+        },
+        schema=CHANGE_SCHEMA,
+    )
+
+
+_EMPTY = pa.array([], pa.string())
+
+
+def _rows_table(split: ChangeSplit, changes: list[Change]) -> pa.Table:
     ts = split.instant
     return pa.table(
         {
@@ -359,6 +398,90 @@ def read_split(location: Location, split: ChangeSplit) -> pa.Table:
         },
         schema=CHANGE_SCHEMA,
     )
+
+
+Columns = tuple[pa.Array, pa.Array, pa.Array]  # op, before JSON, after JSON
+
+
+def _columns_of(location: Location, split: ChangeSplit) -> Columns | None:
+    """A split's ``op``, ``before`` and ``after`` columns read column-wise, or ``None``
+    when it must be read row by row."""
+    case = split.case
+    if case is InferenceCase.AS_IS:
+        return _as_is_columns(location, split)
+    if case in (InferenceCase.BASE_FILE_INSERT, InferenceCase.BASE_FILE_DELETE):
+        inserted = case is InferenceCase.BASE_FILE_INSERT
+        table = _read_table(location, split.after_file if inserted else split.before_file)
+        if table is None:
+            return _EMPTY, _EMPTY, _EMPTY
+        images = image_json_column(table, META_FIELDS)
+        nothing = pa.nulls(table.num_rows, pa.string())
+        ops = pa.array(["i" if inserted else "d"] * table.num_rows, pa.string())
+        return (ops, nothing, images) if inserted else (ops, images, nothing)
+    return None
+
+
+def _as_is_columns(location: Location, split: ChangeSplit) -> Columns | None:
+    files = [
+        (_read_bytes(location, relative, location.uri_of(relative)), location.uri_of(relative))
+        for relative in split.cdc_files
+    ]
+    records = read_cdc_columns(files, split.part, split.parts)
+    if records is None:
+        return None
+    names = {f.name for f in records.type}
+    if "op" not in names:
+        return None
+    ops = records.field("op").cast(pa.string())
+    count = len(records)
+
+    def image(name: str) -> pa.Array:
+        if name not in names:
+            return pa.nulls(count, pa.string())
+        return image_json_column(records.field(name))
+
+    mode = CdcMode(split.mode)
+    if mode is CdcMode.DATA_BEFORE_AFTER:
+        return ops, image("before"), image("after")
+    if "record_key" not in names:
+        return None
+    # As str(record["record_key"]) of a record decoded one by one.
+    keys = pc.fill_null(records.field("record_key").cast(pa.string()), "None")
+    after = _images_by_key(location, split.after_file, keys, pc.not_equal(ops, "d"))
+    if mode is CdcMode.DATA_BEFORE:
+        return ops, image("before"), after
+    before = _images_by_key(location, split.before_file, keys, pc.not_equal(ops, "i"))
+    return ops, before, after
+
+
+def _images_by_key(
+    location: Location, relative: str | None, keys: pa.Array, wanted: pa.Array
+) -> pa.Array:
+    """For each of ``keys`` where ``wanted``, the JSON image of the base file's row with
+    that record key (the last such row), else null: a hash join of the keys with the
+    file's rows. Only the record-key and data columns are read."""
+    wanted = pc.fill_null(wanted, True)  # a null op is neither "i" nor "d"
+    count = len(keys)
+    if relative is None or not pc.any(wanted).as_py():
+        return pa.nulls(count, pa.string())
+    table = _read_table(location, relative, data_only=True)
+    if table is None or RECORD_KEY not in table.column_names:
+        return pa.nulls(count, pa.string())
+    needed = pc.unique(keys.filter(wanted))
+    stored = table.column(RECORD_KEY).cast(pa.string())
+    found = table.filter(pc.is_in(stored, value_set=needed))
+    # The last row of a key wins (index_in finds the first: reverse).
+    found = found.take(pa.array(np.arange(found.num_rows - 1, -1, -1, dtype=np.int64)))
+    position = pc.index_in(keys, value_set=found.column(RECORD_KEY).cast(pa.string()))
+    position = pc.if_else(wanted, position, pa.scalar(None, position.type))
+    data = found.drop_columns([c for c in found.column_names if c in META_FIELDS])
+    images = data.take(position)
+    rows = pa.StructArray.from_arrays(
+        [c.combine_chunks() for c in images.columns],
+        names=images.column_names,
+        mask=pc.is_null(position),
+    )
+    return image_json_column(rows)
 
 
 def _split_changes(location: Location, split: ChangeSplit) -> list[Change]:
@@ -380,6 +503,8 @@ def _as_is_changes(location: Location, split: ChangeSplit) -> list[Change]:
     for relative in split.cdc_files:
         where = location.uri_of(relative)
         records.extend(read_cdc_file(_read_bytes(location, relative, where), where))
+    total = len(records)
+    records = records[total * split.part // split.parts : total * (split.part + 1) // split.parts]
     mode = CdcMode(split.mode)
     if mode is CdcMode.DATA_BEFORE_AFTER:
         return [(r["op"], r.get("before"), r.get("after")) for r in records]
@@ -490,17 +615,57 @@ def _read_bytes(location: Location, relative: str, where: str) -> bytes:
         raise CorruptTableError(f"{where}: file listed by the commit is missing") from None
 
 
-def _read_table(location: Location, relative: str | None) -> pa.Table | None:
+def _read_table(
+    location: Location, relative: str | None, data_only: bool = False
+) -> pa.Table | None:
+    """A base file's rows; ``data_only``: only the record key and the data columns
+    (no other meta field), string columns that are all dictionary-encoded read as
+    dictionaries (decoded after the rows are picked)."""
     if relative is None:
         return None
     path = location.join(relative)
     try:
         with location.fs.open(path, "rb") as handle:
-            return pq.read_table(handle)
+            if not data_only:
+                return pq.read_table(handle)
+            parquet = pq.ParquetFile(handle)
+            names = [
+                n for n in parquet.schema_arrow.names if n == RECORD_KEY or n not in META_FIELDS
+            ]
+            dictionaries = _dictionary_columns(parquet, names)
+            if dictionaries:
+                parquet = pq.ParquetFile(handle, read_dictionary=dictionaries)
+            # One thread: splits are read in parallel already (tasks, or driver threads).
+            return parquet.read(columns=names, use_threads=False)
     except FileNotFoundError:
         raise CorruptTableError(
             f"{location.uri_of(relative)}: base file needed by the CDC query is missing (cleaned?)"
         ) from None
+
+
+def _dictionary_columns(parquet: pq.ParquetFile, names: list[str]) -> list[str]:
+    """Top-level string columns small enough per row (under 4 bytes, less than a plain
+    string's length prefix) to be dictionary indices in every row group: read as
+    dictionaries they skip building every row's string."""
+    metadata = parquet.metadata
+    schema = parquet.schema_arrow
+    sizes: dict[str, int] = {}
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for index in range(row_group.num_columns):
+            column = row_group.column(index)
+            sizes[column.path_in_schema] = (
+                sizes.get(column.path_in_schema, 0) + column.total_uncompressed_size
+            )
+    rows = max(metadata.num_rows, 1)
+    return [
+        name
+        for name in names
+        if pa.types.is_string(schema.field(name).type)
+        and name in sizes
+        and sizes[name] < 4 * rows
+        and metadata.num_rows > 0
+    ]
 
 
 def _rows(location: Location, relative: str | None) -> list[dict[str, Any]]:
@@ -521,10 +686,38 @@ def _rows_by_key(
     return {str(row[RECORD_KEY]): row for row in arrow_rows(wanted)}
 
 
-def change_rows(location: Location, splits: Iterable[ChangeSplit]) -> pa.Table:
-    """Every split's rows, in split order (for callers without Spark)."""
-    tables = [read_split(location, split) for split in splits]
+def change_rows(location: Location, splits: Iterable[ChangeSplit], threads: int = 1) -> pa.Table:
+    """Every split's rows, in split order (for callers without Spark), read by up to
+    ``threads`` threads (Parquet and Arrow kernels run without the interpreter lock)."""
+    todo = list(splits)
+    if threads > 1 and len(todo) > 1:
+        with ThreadPoolExecutor(max_workers=min(threads, len(todo))) as pool:
+            tables = list(pool.map(lambda split: read_split(location, split), todo))
+    else:
+        tables = [read_split(location, split) for split in todo]
     return pa.concat_tables(tables) if tables else CHANGE_SCHEMA.empty_table()
+
+
+def divide_splits(splits: Iterable[ChangeSplit], part_bytes: int, most: int) -> list[ChangeSplit]:
+    """The splits with each large CDC log that needs no lookup (``data_before_after``)
+    divided into parts of about ``part_bytes`` (at most ``most``), so that several
+    tasks decode it; splits that look images up in base files stay whole (each part
+    would read the whole base files again)."""
+    divided: list[ChangeSplit] = []
+    for split in splits:
+        count = 1
+        if (
+            split.case is InferenceCase.AS_IS
+            and CdcMode(split.mode) is CdcMode.DATA_BEFORE_AFTER
+            and split.read_bytes
+            and split.parts == 1
+        ):
+            count = max(1, min(most, -(-split.read_bytes // max(part_bytes, 1))))
+        if count == 1:
+            divided.append(split)
+        else:
+            divided += [replace(split, part=k, parts=count) for k in range(count)]
+    return divided
 
 
 __all__ = [
@@ -533,6 +726,7 @@ __all__ = [
     "ChangeSplit",
     "InferenceCase",
     "change_rows",
+    "divide_splits",
     "infer_log_changes",
     "plan_changes",
     "read_split",

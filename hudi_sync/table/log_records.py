@@ -230,7 +230,9 @@ def _block_records(block: LogBlock, where: str) -> list[LogRecord]:
     instant = block.instant_time or ""
     if block.block_type == BlockType.AVRO_DATA:
         try:
-            rows = block.avro_records()
+            # Column-wise where the schema allows (the same values, in less time).
+            columns = block.avro_columns()
+            rows = block.avro_records() if columns is None else columns.to_pylist()
         except CorruptTableError as exc:
             raise CorruptTableError(f"{where}: {exc}") from None
         except (ValueError, EOFError, KeyError, TypeError, IndexError) as exc:

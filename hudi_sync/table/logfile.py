@@ -18,8 +18,10 @@ from enum import IntEnum
 from typing import Any
 
 import fastavro
+import pyarrow as pa
 
 from hudi_sync.errors import CorruptTableError
+from hudi_sync.table.avro_arrow import AvroDecodeError, datum_bounds, decode_rows
 
 MAGIC = b"#HUDI#"
 LOG_FORMAT_VERSION = 1
@@ -93,6 +95,36 @@ class LogBlock:
         except (EOFError, ValueError, IndexError, UnicodeDecodeError) as exc:
             raise CorruptTableError(f"Avro log block record cannot be decoded ({exc})") from None
         return records  # type: ignore[return-value]
+
+    @property
+    def record_count(self) -> int:
+        """How many records an Avro (or CDC) data block holds, from its content header."""
+        if len(self.content) < 8:
+            raise CorruptTableError("log block truncated while reading Avro block")
+        (count,) = struct.unpack_from(">i", self.content, 4)
+        return int(count)
+
+    def avro_columns(self, first: int = 0, stop: int | None = None) -> pa.StructArray | None:
+        """Records ``first`` to ``stop`` (default: all) of an Avro (or CDC) data block,
+        decoded column-wise into one struct array (``avro_arrow.decode_rows``); ``None``
+        when the header schema has a type that decoder lacks (``avro_records`` decodes
+        those)."""
+        schema_text = self.header.get(HeaderKey.SCHEMA)
+        if schema_text is None:
+            raise CorruptTableError("Avro log block has no SCHEMA header")
+        content = self.content
+        if len(content) < 8:
+            raise CorruptTableError("log block truncated while reading Avro block")
+        version, count = struct.unpack_from(">ii", content, 0)
+        if version < 1:
+            raise CorruptTableError(f"Avro log block has unsupported version {version}")
+        try:
+            starts, ends = datum_bounds(content, 8, count)
+            return decode_rows(
+                json.loads(schema_text), content, starts[first:stop], ends[first:stop]
+            )
+        except AvroDecodeError as exc:
+            raise CorruptTableError(f"Avro log block record cannot be decoded ({exc})") from None
 
 
 def _long_bytes(value: int) -> bytes:
