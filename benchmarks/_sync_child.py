@@ -211,12 +211,12 @@ def _timed_sync(table: str, target: Any, delta_commits: str) -> dict[str, Any]:
     }
 
 
-def _sync_bigquery(table: str, endpoint: str, dataset: str, delta_commits: str = "0") -> Step:
+def _timed_bigquery_target(options: dict[str, str], endpoint: str) -> Any:
+    """A BigQuery target on ``endpoint`` that records how long its ``sync`` took
+    (``target_seconds``), its client already made."""
     from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
 
     class TimedBigQueryTarget(BigQueryTarget):
-        """The BigQuery target, recording how long its ``sync`` took."""
-
         target_seconds = 0.0
 
         def sync(self, *args: Any, **kwargs: Any) -> Any:
@@ -226,16 +226,19 @@ def _sync_bigquery(table: str, endpoint: str, dataset: str, delta_commits: str =
             finally:
                 self.target_seconds += time.perf_counter() - t0
 
-    config = BigQuerySyncConfig.from_options(
-        {
-            "project_id": "test-project",
-            "dataset_name": dataset,
-            "table_name": "t",
-            "source_uri_prefix": f"gs://bench/{Path(table).name}",
-        }
-    )
-    target = TimedBigQueryTarget(config, api_endpoint=endpoint)
+    target = TimedBigQueryTarget(BigQuerySyncConfig.from_options(options), api_endpoint=endpoint)
     _ = target.client
+    return target
+
+
+def _sync_bigquery(table: str, endpoint: str, dataset: str, delta_commits: str = "0") -> Step:
+    options = {
+        "project_id": "test-project",
+        "dataset_name": dataset,
+        "table_name": "t",
+        "source_uri_prefix": f"gs://bench/{Path(table).name}",
+    }
+    target = _timed_bigquery_target(options, endpoint)
 
     def step() -> dict[str, Any]:
         return _timed_sync(table, target, delta_commits)
@@ -262,32 +265,14 @@ def serve_gs_locally(root: str) -> None:
 
 
 def _sync_bigquery_manifest(gcs_root: str, table_uri: str, endpoint: str, dataset: str) -> Step:
-    from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
-
     serve_gs_locally(gcs_root)
-
-    class TimedBigQueryTarget(BigQueryTarget):
-        """The BigQuery target, recording how long its ``sync`` took."""
-
-        target_seconds = 0.0
-
-        def sync(self, *args: Any, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
-            try:
-                return super().sync(*args, **kwargs)
-            finally:
-                self.target_seconds += time.perf_counter() - t0
-
-    config = BigQuerySyncConfig.from_options(
-        {
-            "project_id": "test-project",
-            "dataset_name": dataset,
-            "table_name": "t",
-            "use_bq_manifest_file": "true",
-        }
-    )
-    target = TimedBigQueryTarget(config, api_endpoint=endpoint)
-    _ = target.client
+    options = {
+        "project_id": "test-project",
+        "dataset_name": dataset,
+        "table_name": "t",
+        "use_bq_manifest_file": "true",
+    }
+    target = _timed_bigquery_target(options, endpoint)
 
     def step() -> dict[str, Any]:
         return _timed_sync(table_uri, target, "0")

@@ -514,14 +514,7 @@ def print_report(result: dict[str, Any]) -> None:
             f"{'  peak RSS MB':<38} {s['peak_rss_mb']:12.1f} {lg['peak_rss_mb']:12.1f} "
             f"{lg['peak_rss_mb'] / s['peak_rss_mb']:10.2f}x"
         )
-        for what in ("first_sync", "sync_after_services"):
-            label = (
-                "  first sync (full listing), s"
-                if what == "first_sync"
-                else ("  re-basing sync after services, s")
-            )
-            a, b = sync[what]["small"]["seconds"], sync[what]["large"]["seconds"]
-            print(f"{label:<38} {a:12.3f} {b:12.3f} {b / a:10.2f}x")
+        _print_one_off_syncs(sync)
     if "bigquery_manifest" in result:
         bq = result["bigquery_manifest"]
         s, lg = bq["incremental_sync"]["small"], bq["incremental_sync"]["large"]
@@ -554,14 +547,7 @@ def print_report(result: dict[str, Any]) -> None:
             f"{dl['resource_bytes']:12,d}   (sourceUris: {len(dl['source_uris'] or [])} URI, "
             f"{dl['file_set_spec_type']})"
         )
-        for what in ("first_sync", "sync_after_services"):
-            label = (
-                "  first sync (full listing), s"
-                if what == "first_sync"
-                else ("  re-basing sync after services, s")
-            )
-            a, b = bq[what]["small"]["seconds"], bq[what]["large"]["seconds"]
-            print(f"{label:<38} {a:12.3f} {b:12.3f} {b / a:10.2f}x")
+        _print_one_off_syncs(bq)
     for key, what in (("listing", "large listing"), ("delta_sync", "large delta sync")):
         diagnosis = result.get(key, {}).get("diagnosis")
         if diagnosis:
@@ -647,6 +633,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\ncode measured: {result['code_at_end']}{changed}")
     print(f"wall time {result['wall_seconds']:.0f}s; results written to {args.results}")
     return 0
+
+
+def _print_one_off_syncs(section: dict[str, Any]) -> None:
+    """The first sync and the re-basing one after the services, both tables."""
+    labels = {
+        "first_sync": "  first sync (full listing), s",
+        "sync_after_services": "  re-basing sync after services, s",
+    }
+    for what, label in labels.items():
+        a, b = section[what]["small"]["seconds"], section[what]["large"]["seconds"]
+        print(f"{label:<38} {a:12.3f} {b:12.3f} {b / a:10.2f}x")
 
 
 if __name__ == "__main__":
