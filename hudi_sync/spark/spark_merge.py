@@ -16,7 +16,8 @@ here:
 2. The merge, one of two plans:
 
    - ``merged_in_place`` (when no key comes twice, the incoming rows of the stored
-     partitions fit Spark's broadcast threshold and no new key goes to a small file):
+     partitions fit a broadcast, ``spark_merge_plan.MERGE_BROADCAST_BYTES`` or Spark's
+     threshold, and no new key goes to a small file):
      Hudi's merge handle in Spark terms. Each stored base file is read by exactly one
      task and streamed through a broadcast hash join with those incoming rows, so its
      rows never leave the task that writes its new version; only inserts are shuffled,

@@ -3,9 +3,10 @@
 The driver profiles the incoming keys against the stored ones, routes new keys into
 file groups (``file_groups``), picks which of ``spark_merge``'s two plans merges them
 (``merged_in_place`` when no key comes twice, no new key goes to a small file and the
-incoming rows fit Spark's broadcast threshold, else ``merged_rows``), writes them, and
-turns the written files' footers and the profile into write stats (no counting job).
-The Spark jobs themselves are ``spark_merge``'s.
+incoming rows fit a broadcast, ``MERGE_BROADCAST_BYTES`` or Spark's threshold, else
+``merged_rows``), writes them, adds a CDC table's logs (``cdc_logs``), and turns the
+written files' footers and the profile into write stats (no counting job). The Spark
+jobs themselves are ``spark_merge``'s.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ class _SparkMergePlan:
         new_groups = sum(1 for k in touched if k not in snapshot)
         whole_files = 0
         in_place = found is not None and self._merges_in_place(found, rewritten, buckets)
-        if found and in_place:
+        if found is not None and in_place:
             merged, inserts = spark_merge.merged_in_place(
                 self.spark, location, rows, schema, rewritten, ordering, instant, found.new_keys
             )
@@ -234,8 +235,8 @@ class _SparkMergePlan:
         buckets: Sequence[Bucket],
     ) -> bool:
         """Whether ``merged_in_place`` can merge: no key comes twice, no new key goes to a
-        stored (small) file, and the incoming rows of the stored partitions fit Spark's
-        broadcast threshold (estimated at the stored files' uncompressed row size)."""
+        stored (small) file, and the incoming rows of the stored partitions fit a
+        broadcast (``_fits_broadcast``)."""
         if found.duplicates or not rewritten:
             return False
         if any((b.partition, b.file_id) in self.target.snapshot for b in buckets):

@@ -185,9 +185,7 @@ def _write(
     schema = writer_schema(location, incoming_arrow_schema(df, data_columns), snapshot, operation)
     # Spark merges when it can open the table itself.
     spark_merges = (
-        options.merge_engine == "spark"
-        and not config.is_mor
-        and spark_opens(spark, location)
+        options.merge_engine == "spark" and not config.is_mor and spark_opens(spark, location)
     )
     incoming = incoming_rows(
         df, data_columns, options, merge_ordering, snapshot, spark_merges, location.uri
