@@ -20,6 +20,7 @@ from hudi_sync.spark import spark_merge
 from hudi_sync.spark.cdc_logs import DRIVER_BYTES, images_of, write_cdc_logs
 from hudi_sync.spark.file_groups import WriteTarget, new_key_buckets, uses_small_files
 from hudi_sync.spark.incoming import IncomingRows
+from hudi_sync.spark.merge import DELETE_FLAG, PARTITION_PATH, RECORD_KEY
 from hudi_sync.spark.spark_merge import Bucket
 from hudi_sync.spark.write_schema import json_schema
 from hudi_sync.table.cdc_log import CdcMode
@@ -72,6 +73,11 @@ class _SparkMergePlan:
         snapshot, instant, schema = target.snapshot, target.instant, target.schema
         operation, ordering = target.options.operation, target.ordering
         rows = self.rows
+        if operation == "delete":
+            # A delete writes none of its rows' data columns: only its keys are read
+            # (the merge's missing columns are typed nulls), not broadcast or shuffled.
+            keys = (PARTITION_PATH, RECORD_KEY, DELETE_FLAG, spark_merge.SEQUENCE)
+            rows = rows.select(*[c for c in rows.columns if c in keys])
         tagging = operation in ("upsert", "delete")
         stored_files: dict[str, list[str]] = {}
         for (partition, _), name in sorted(snapshot.items()):
