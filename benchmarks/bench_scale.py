@@ -505,15 +505,7 @@ def print_report(result: dict[str, Any]) -> None:
             f"{'DuckDB delta sync after 1 commit, s':<38} {s['median_s']:12.3f} "
             f"{lg['median_s']:12.3f} {sync['ratio_large_over_small']:10.2f}x  <= 1.5x ({verdict})"
         )
-        for part in ("publish_s", "target_s"):
-            print(
-                f"{'  of which ' + part[:-2]:<38} {s['median_breakdown_s'][part]:12.3f} "
-                f"{lg['median_breakdown_s'][part]:12.3f}"
-            )
-        print(
-            f"{'  peak RSS MB':<38} {s['peak_rss_mb']:12.1f} {lg['peak_rss_mb']:12.1f} "
-            f"{lg['peak_rss_mb'] / s['peak_rss_mb']:10.2f}x"
-        )
+        _print_breakdown(s, lg)
         _print_one_off_syncs(sync)
     if "bigquery_manifest" in result:
         bq = result["bigquery_manifest"]
@@ -522,15 +514,7 @@ def print_report(result: dict[str, Any]) -> None:
             f"{'BigQuery manifest-mode sync, 1 commit, s':<38} {s['median_s']:12.3f} "
             f"{lg['median_s']:12.3f} {bq['ratio_large_over_small']:10.2f}x"
         )
-        for part in ("publish_s", "target_s"):
-            print(
-                f"{'  of which ' + part[:-2]:<38} {s['median_breakdown_s'][part]:12.3f} "
-                f"{lg['median_breakdown_s'][part]:12.3f}"
-            )
-        print(
-            f"{'  peak RSS MB':<38} {s['peak_rss_mb']:12.1f} {lg['peak_rss_mb']:12.1f} "
-            f"{lg['peak_rss_mb'] / s['peak_rss_mb']:10.2f}x"
-        )
+        _print_breakdown(s, lg)
         ws, wl = bq["manifest"]["small"], bq["manifest"]["large"]
         print(
             f"{'  manifest uris.csv, MB':<38} {ws['uris_csv_bytes'] / 1e6:12.2f} "
@@ -633,6 +617,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\ncode measured: {result['code_at_end']}{changed}")
     print(f"wall time {result['wall_seconds']:.0f}s; results written to {args.results}")
     return 0
+
+
+def _print_breakdown(small: dict[str, Any], large: dict[str, Any]) -> None:
+    """A sync's publication and target time, and its peak RSS, both tables."""
+    for part in ("publish_s", "target_s"):
+        print(
+            f"{'  of which ' + part[:-2]:<38} {small['median_breakdown_s'][part]:12.3f} "
+            f"{large['median_breakdown_s'][part]:12.3f}"
+        )
+    print(
+        f"{'  peak RSS MB':<38} {small['peak_rss_mb']:12.1f} {large['peak_rss_mb']:12.1f} "
+        f"{large['peak_rss_mb'] / small['peak_rss_mb']:10.2f}x"
+    )
 
 
 def _print_one_off_syncs(section: dict[str, Any]) -> None:

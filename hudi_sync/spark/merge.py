@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_sync.table.cdc_log import CdcChanges
+from hudi_sync.table.cdc_log import CdcChanges, images_at
 from hudi_sync.table.schema import META_FIELDS
 
 COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_FIELDS
@@ -83,19 +83,12 @@ def cdc_changes(result: MergeResult) -> CdcChanges:
     return CdcChanges(
         ops=pa.array([c.op for c in changes], pa.string()),
         keys=pa.array([c.key for c in changes], pa.string()),
-        before=_images(result.old, [c.before for c in changes], data_columns),
-        after=_images(result.table, [c.after for c in changes], data_columns),
-    )
-
-
-def _images(table: pa.Table, rows: list[int | None], columns: list[str]) -> pa.StructArray:
-    """The rows at ``rows`` as structs; a ``None`` position is a null image."""
-    positions = pa.array(rows, pa.int64())
-    taken = table.select(columns).take(pc.fill_null(positions, 0) if table.num_rows else positions)
-    return pa.StructArray.from_arrays(
-        [c.combine_chunks() for c in taken.columns],
-        fields=list(taken.schema),
-        mask=pc.is_null(positions),
+        before=images_at(
+            result.old.select(data_columns), pa.array([c.before for c in changes], pa.int64())
+        ),
+        after=images_at(
+            result.table.select(data_columns), pa.array([c.after for c in changes], pa.int64())
+        ),
     )
 
 

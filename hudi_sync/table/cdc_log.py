@@ -132,6 +132,17 @@ class CdcChanges:
         return len(self.ops)
 
 
+def images_at(table: pa.Table, positions: pa.Array) -> pa.StructArray:
+    """The rows of ``table`` at ``positions`` as structs (before/after images); a null
+    position is a null image."""
+    taken = table.take(pc.fill_null(positions, 0) if table.num_rows else positions)
+    return pa.StructArray.from_arrays(
+        [c.combine_chunks() for c in taken.columns],
+        names=taken.column_names,
+        mask=pc.is_null(positions),
+    )
+
+
 def encode_cdc_file(
     mode: CdcMode, data_schema: Mapping[str, Any], instant: str, changes: CdcChanges
 ) -> bytes:

@@ -44,6 +44,7 @@ from hudi_sync.table.cdc_log import (
     arrow_rows,
     image_json,
     image_json_column,
+    images_at,
     parse_cdc_mode,
     read_cdc_columns,
     read_cdc_file,
@@ -475,13 +476,7 @@ def _images_by_key(
     position = pc.index_in(keys, value_set=found.column(RECORD_KEY).cast(pa.string()))
     position = pc.if_else(wanted, position, pa.scalar(None, position.type))
     data = found.drop_columns([c for c in found.column_names if c in META_FIELDS])
-    images = data.take(position)
-    rows = pa.StructArray.from_arrays(
-        [c.combine_chunks() for c in images.columns],
-        names=images.column_names,
-        mask=pc.is_null(position),
-    )
-    return image_json_column(rows)
+    return image_json_column(images_at(data, position))
 
 
 def _split_changes(location: Location, split: ChangeSplit) -> list[Change]:

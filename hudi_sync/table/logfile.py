@@ -112,10 +112,8 @@ class LogBlock:
         schema_text = self.header.get(HeaderKey.SCHEMA)
         if schema_text is None:
             raise CorruptTableError("Avro log block has no SCHEMA header")
-        content = self.content
-        if len(content) < 8:
-            raise CorruptTableError("log block truncated while reading Avro block")
-        version, count = struct.unpack_from(">ii", content, 0)
+        content, count = self.content, self.record_count
+        (version,) = struct.unpack_from(">i", content, 0)
         if version < 1:
             raise CorruptTableError(f"Avro log block has unsupported version {version}")
         try:
