@@ -316,6 +316,14 @@ META_SYNC = _boolean(
     "sync",
     default=False,
 )
+SYNC_IGNORE_EXCEPTIONS = _boolean(
+    "hoodie.meta.sync.ignore_exceptions",
+    "hudi_sync.spark.write: report a failed post-commit sync in WriteResult.sync instead "
+    "of raising MetaSyncError (the commit stands either way; Hive sync's "
+    "hoodie.datasource.hive_sync.ignore_exceptions, for every target).",
+    "sync",
+    default=False,
+)
 SYNC_TOOLS = _list(
     "hoodie.meta.sync.client.tool.class",
     "Sync targets, comma-separated: bigquery (or Hudi's BigQuerySyncTool), snowflake, duckdb.",

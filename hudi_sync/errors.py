@@ -7,6 +7,8 @@ and everything else into exit code 1.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class HudiSyncError(Exception):
     """Base class of every error hudi_sync raises on purpose."""
@@ -50,6 +52,17 @@ class WriteConflictError(WriteError):
 
 class LockTimeoutError(WriteError):
     """Another writer held the table lock for longer than the wait allowed."""
+
+
+class MetaSyncError(HudiSyncError):
+    """A commit completed, but its post-commit sync failed: the commit stands (as in
+    Hudi, whose writer fails the job after meta sync fails) and ``result`` is what the
+    write returned, with the failed targets in ``result.sync.errors``."""
+
+    def __init__(self, instant: str, errors: str, result: Any) -> None:
+        super().__init__(f"committed {instant}, but the sync failed: {errors}")
+        self.instant = instant
+        self.result: Any = result  # a WriteResult (this module imports no writer)
 
 
 def first_line(exc: BaseException) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from hudi_sync.errors import MetaSyncError
 from hudi_sync.spark import read, write
 from hudi_sync.sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS
 from hudi_sync.table import HudiTable
@@ -135,6 +136,17 @@ def test_a_failed_sync_does_not_undo_the_commit(spark, tmp_path: Path) -> None: 
         DUCKDB_DATABASE: str(tmp_path / "missing-folder" / "w.duckdb"),
     }
     rows = [{"id": 1, "p": "x", "name": "kept", "ts": 1}]
-    result = write(frame(spark, rows, False), path, options("t", 6, "upsert", **broken))
-    assert result.sync is not None and not result.sync.ok
+    with pytest.raises(MetaSyncError) as raised:  # as Hudi's writer fails the job
+        write(frame(spark, rows, False), path, options("t", 6, "upsert", **broken))
+    message = str(raised.value)
+    assert raised.value.instant in message and "duckdb" in message
+    assert "missing-folder" in message  # the cause
     assert [r["name"] for r in read(spark, path).toArrow().to_pylist()] == ["kept"]
+    assert [i.requested_time for i in HudiTable.open(path).instants()] == [raised.value.instant]
+
+    # Opted out: the failure is in the result, the commit stands the same.
+    rows = [{"id": 2, "p": "x", "name": "also", "ts": 1}]
+    ignoring = {**broken, "hoodie.meta.sync.ignore_exceptions": "true"}
+    result = write(frame(spark, rows, False), path, options("t", 6, "upsert", **ignoring))
+    assert result.sync is not None and "duckdb" in result.sync.error_summary()
+    assert sorted(r["name"] for r in read(spark, path).toArrow().to_pylist()) == ["also", "kept"]

@@ -43,6 +43,7 @@ def write_command(
     storage = exit_on_error(lambda: parse_storage_options(storage_option))
 
     def body() -> dict[str, Any]:
+        from hudi_sync.errors import MetaSyncError
         from hudi_sync.spark import local_session, write
         from hudi_sync.spark.files import check_sources, load_files, source_format
         from hudi_sync.spark.options import WriteOptions
@@ -51,8 +52,11 @@ def write_command(
         check_sources(sources)
         kind = source_format(sources, file_format)
         spark = local_session("hudi-sync write")
-        result = write(load_files(spark, sources, kind), table, options, storage)
-        return result.summary()
+        try:
+            return write(load_files(spark, sources, kind), table, options, storage).summary()
+        except MetaSyncError as failed:  # the commit stands: summarised, then exit 1
+            summary: dict[str, Any] = failed.result.summary()
+            return summary
 
     summary = exit_on_error(body)
     emit_summary(summary, as_json, f"write to {table}")

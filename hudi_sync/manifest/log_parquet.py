@@ -60,7 +60,6 @@ from hudi_sync.manifest.snapshot import (
     why_not_incremental,
 )
 from hudi_sync.table import HudiTable
-from hudi_sync.table.filenames import LogFile
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.record_merge import DELETED_COLUMN, LOG_WINS_COLUMN
@@ -226,22 +225,15 @@ class LogParquetStore:
             file_slice.partition_path,
             file_slice.file_id,
             file_slice.base_instant,
-            [(log.name, self._size(file_slice, log)) for log in file_slice.log_files],
+            [
+                (log.name, file_slice.log_size(self.table.location, log))
+                for log in file_slice.log_files
+            ],
             list(pending),
             as_of,
         ]
         digest = hashlib.sha256(json.dumps(made_of).encode()).hexdigest()[:20]
         return f"{file_slice.file_id}_{file_slice.base_instant}_{digest}.parquet"
-
-    def _size(self, file_slice: FileSlice, log: LogFile) -> int:
-        """A log file's size: from the listing (object stores), else its own stat (a
-        version 6 writer appends blocks to the file it wrote before)."""
-        if log.size:
-            return log.size
-        relative = (
-            f"{file_slice.partition_path}/{log.name}" if file_slice.partition_path else log.name
-        )
-        return int(self.table.location.fs.size(self.table.location.join(relative)) or 0)
 
     def _existing(self) -> set[str]:
         try:

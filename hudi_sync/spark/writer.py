@@ -30,7 +30,7 @@ Steps of one write (Hudi's, see docs/spark.md#written-table-rules), each in its 
    with a conditional create (an instant completed by another writer is a conflict).
 6. Clean by ``hoodie.cleaner.commits.retained``, archive by ``hoodie.keep.min.commits``
    / ``hoodie.keep.max.commits``; run the sync hook when
-   ``hoodie.datasource.meta.sync.enable`` is true (a failed sync is reported, the
+   ``hoodie.datasource.meta.sync.enable`` is true (a failed sync raises after the commit, the
    commit stays).
 
 A write that fails before step 5 is rolled back at once; one that dies is rolled back
@@ -55,7 +55,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_sync import config as cfg
-from hudi_sync.errors import BadInputError, TableNotFoundError
+from hudi_sync.errors import BadInputError, MetaSyncError, TableNotFoundError
 from hudi_sync.spark import python_merge, spark_merge_plan
 from hudi_sync.spark.bucket_index import append_buckets, keyed_rows
 from hudi_sync.spark.compaction import spark_executor
@@ -147,7 +147,11 @@ def write(
 ) -> WriteResult:
     """Write ``df`` to the Hudi table at ``path`` with Hudi's write options;
     ``extra_metadata`` goes into the commit's extraMetadata (e.g. a streamer's
-    checkpoint), so it is recorded exactly when the data is."""
+    checkpoint), so it is recorded exactly when the data is.
+
+    A post-commit sync that fails raises ``MetaSyncError`` after the commit (which
+    stands), as Hudi's writer fails the job; ``hoodie.meta.sync.ignore_exceptions=true``
+    returns the result with the failures in ``result.sync.errors`` instead."""
     write_options = WriteOptions.parse(options)
     # Plain and picklable: the Python workers open the table with them.
     location = open_location(table_uri(path), dict(storage_options or {}))
@@ -155,8 +159,18 @@ def write(
         write_options = _with_table_index(write_options, location)
         if write_options.index_type == "BUCKET":  # appended in the driver: see bucket_index
             rows = df.toArrow()
-            return _write_buckets(rows, location, write_options, dict(extra_metadata or {}))
-        return _write(df, location, write_options, dict(extra_metadata or {}))
+            result = _write_buckets(rows, location, write_options, dict(extra_metadata or {}))
+        else:
+            result = _write(df, location, write_options, dict(extra_metadata or {}))
+    return _synced(result, options)
+
+
+def _synced(result: WriteResult, options: Mapping[str, object]) -> WriteResult:
+    """``result``, or ``MetaSyncError`` when its post-commit sync failed and the options
+    do not ask to ignore that (``hoodie.meta.sync.ignore_exceptions``)."""
+    if result.sync and not result.sync.ok and not cfg.SYNC_IGNORE_EXCEPTIONS.read(options):
+        raise MetaSyncError(result.instant, result.sync.error_summary(), result)
+    return result
 
 
 def _write(
@@ -232,11 +246,12 @@ def write_arrow(
     """Write Arrow ``rows`` to a Merge-on-Read table through Hudi's bucket index
     (``hoodie.index.type=BUCKET``, ``bucket_index``): upsert, insert or delete, in
     this process, without Spark jobs. The same table as ``write`` writes, and the same
-    commit protocol, services and hook."""
+    commit protocol, services and hook (a failed sync raises as in ``write``)."""
     write_options = WriteOptions.parse(options)
     location = open_location(table_uri(path), dict(storage_options or {}))
     with reporting_storage_failures(location):
-        return _write_buckets(rows, location, write_options, dict(extra_metadata or {}))
+        result = _write_buckets(rows, location, write_options, dict(extra_metadata or {}))
+    return _synced(result, options)
 
 
 def _with_table_index(options: WriteOptions, location: Location) -> WriteOptions:

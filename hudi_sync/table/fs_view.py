@@ -50,9 +50,19 @@ class FileSlice:
     def relative_base_path(self) -> str | None:
         if self.base_file is None:
             return None
-        if self.partition_path:
-            return f"{self.partition_path}/{self.base_file.name}"
-        return self.base_file.name
+        return self.relative_path(self.base_file.name)
+
+    def relative_path(self, name: str) -> str:
+        """A file of the slice's partition, relative to the table's base path."""
+        return f"{self.partition_path}/{name}" if self.partition_path else name
+
+    def log_size(self, location: Location, log: LogFile) -> int:
+        """A log file's size: from the listing (object stores), else its own stat (a
+        local listing has none, and a version 6 writer appends blocks to a file it
+        wrote before)."""
+        if log.size:
+            return log.size
+        return int(location.fs.size(location.join(self.relative_path(log.name))) or 0)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -151,11 +151,28 @@ def read_log_records(
     return read_slice_log_records([(data, where)], committed)
 
 
+@dataclass(frozen=True)
+class LogScan:
+    """A file slice's log records in merge order, and what the scan read to get them
+    (the counts Hudi's log scanner reports in a compaction's write stats)."""
+
+    records: list[LogRecord]
+    blocks_read: int  # every block of every log file, applied or not
+    rollback_blocks: int
+
+
 def read_slice_log_records(
     files: Iterable[tuple[bytes, str]], committed: Callable[[str], bool] | None = None
 ) -> list[LogRecord]:
     """All records of a file slice's log files (``(data, where)`` in slice order), in
-    the order a merge applies them.
+    the order a merge applies them (``scan_slice_logs``)."""
+    return scan_slice_logs(files, committed).records
+
+
+def scan_slice_logs(
+    files: Iterable[tuple[bytes, str]], committed: Callable[[str], bool] | None = None
+) -> LogScan:
+    """A file slice's log files (``(data, where)`` in slice order) scanned as Hudi does.
 
     Hudi scans a file group's logs as one sequence: a rollback block in a later file
     cancels blocks of earlier files (a rolled-back write's blocks stay on disk), and
@@ -164,9 +181,12 @@ def read_slice_log_records(
     """
     order: list[str] = []  # instants in order of their first block
     blocks_of: dict[str, list[tuple[LogBlock, str]]] = {}
+    blocks_read = rollback_blocks = 0
     for data, where in files:
         for block in read_blocks(data, where):
+            blocks_read += 1
             if block.block_type == BlockType.COMMAND:
+                rollback_blocks += 1
                 target = _rollback_target(block, where)
                 if blocks_of.pop(target, None) is not None:
                     order.remove(target)
@@ -188,7 +208,7 @@ def read_slice_log_records(
     for instant in _merge_order(order, blocks_of):
         for block, where in blocks_of[instant]:
             records.extend(_block_records(block, where))
-    return records
+    return LogScan(records, blocks_read, rollback_blocks)
 
 
 def _rollback_target(block: LogBlock, where: str) -> str:

@@ -41,6 +41,13 @@ class WriteStat:
     cdc_stats: Mapping[str, int] = field(default_factory=dict)
     prev_base_file: str | None = None
     log_version: int | None = None  # a Merge-on-Read log append: the log file's version
+    # A compaction's: what its log scan read (Hudi's compactor fills these).
+    total_log_records: int = 0  # records of data blocks (delete blocks' keys not counted)
+    total_log_blocks: int = 0
+    total_rollback_blocks: int = 0
+    total_log_files_compacted: int = 0
+    total_log_size_compacted: int = 0
+    total_updated_records_compacted: int = 0  # distinct keys among the log records
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], partition: str) -> WriteStat:
@@ -63,6 +70,12 @@ class WriteStat:
             cdc_stats=dict(record.get("cdcStats") or {}),
             prev_base_file=record.get("prevBaseFile") or None,
             log_version=record.get("logVersion"),
+            total_log_records=int(record.get("totalLogRecords") or 0),
+            total_log_blocks=int(record.get("totalLogBlocks") or 0),
+            total_rollback_blocks=int(record.get("totalRollbackBlocks") or 0),
+            total_log_files_compacted=int(record.get("totalLogFilesCompacted") or 0),
+            total_log_size_compacted=int(record.get("totalLogSizeCompacted") or 0),
+            total_updated_records_compacted=int(record.get("totalUpdatedRecordsCompacted") or 0),
         )
 
     def to_record(self) -> dict[str, Any]:
@@ -83,6 +96,13 @@ class WriteStat:
             "cdcStats": dict(self.cdc_stats) or None,
             "prevBaseFile": self.prev_base_file,
             "numUpdates": self.num_updates,
+            "totalLogRecords": self.total_log_records,
+            "totalLogBlocks": self.total_log_blocks,
+            "totalCorruptLogBlock": 0,
+            "totalRollbackBlocks": self.total_rollback_blocks,
+            "totalLogFilesCompacted": self.total_log_files_compacted,
+            "totalLogSizeCompacted": self.total_log_size_compacted,
+            "totalUpdatedRecordsCompacted": self.total_updated_records_compacted,
         }
         if self.log_version is not None:
             record.update(
@@ -91,8 +111,6 @@ class WriteStat:
                     "logOffset": 0,
                     "baseFile": self.base_file or "",
                     "logFiles": list(self.log_files),
-                    "totalLogRecords": 0,
-                    "totalLogBlocks": 0,
                 }
             )
         return record

@@ -2,7 +2,7 @@
 
 A Merge-on-Read file slice is an optional Parquet base file plus log files whose
 blocks update and delete its records. Reading it means decoding the log records
-Hudi would apply (``read_slice_log_records``: committed blocks, minus rolled-back
+Hudi would apply (``scan_slice_logs``: committed blocks, minus rolled-back
 ones, log compaction in place) and merging them over the base rows by the table's
 merge rules (``merge_records``). Memory is bounded by one slice: its base file and
 its log records.
@@ -17,6 +17,7 @@ slice itself already keeps only log files of committed writes.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -26,7 +27,7 @@ from hudi_sync.errors import CorruptTableError, UnsupportedTableError, first_lin
 from hudi_sync.storage import Location
 from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import comparable_instant
-from hudi_sync.table.log_records import LogRecord, read_slice_log_records
+from hudi_sync.table.log_records import LogRecord, LogScan, scan_slice_logs
 from hudi_sync.table.record_merge import (
     DeleteKey,
     LogEntry,
@@ -34,7 +35,9 @@ from hudi_sync.table.record_merge import (
     fold_log_records,
     merge_records,
 )
+from hudi_sync.table.schema import META_FIELDS
 
+_RECORD_KEY = META_FIELDS[2]
 _ARROW_ERRORS = (pa.ArrowException, OSError, ValueError, TypeError, OverflowError)
 
 
@@ -53,6 +56,67 @@ def read_file_slice(
     rows have ``schema`` (base rows and log rows aligned to it: missing columns null,
     types cast), by default the base file's; a slice without a base file needs one.
     """
+    return _merged_slice(location, file_slice, rules, committed, as_of, schema)[0]
+
+
+@dataclass(frozen=True)
+class MergeCounts:
+    """What merging a slice's logs into its base did, as Hudi 1.x's compactor reports it
+    in the write stat (``HoodieWriteStat``, checked on the compactions of the fixtures'
+    metadata tables): rows written; base rows a log record updated; keys the logs
+    deleted (with or without a base row); rows inserted from the logs; the data blocks'
+    records (a delete block's keys are not counted), every block and file read, and the
+    distinct keys among all log records (``totalUpdatedRecordsCompacted``)."""
+
+    writes: int
+    updates: int
+    deletes: int
+    inserts: int
+    log_records: int
+    log_keys: int
+    log_blocks: int
+    rollback_blocks: int
+    log_files: int
+
+
+def read_file_slice_counted(
+    location: Location,
+    file_slice: FileSlice,
+    rules: MergeRules,
+    committed: Callable[[str], bool],
+    schema: pa.Schema | None = None,
+) -> tuple[pa.Table, MergeCounts]:
+    """The latest rows of one file slice (``read_file_slice``) and ``MergeCounts``:
+    what a compaction of the slice reports."""
+    rows, base, scan = _merged_slice(location, file_slice, rules, committed, None, schema)
+    records = scan.records if scan is not None else []
+    base_keys = set(base.column(_RECORD_KEY).to_pylist()) if base is not None else set()
+    written = set(rows.column(_RECORD_KEY).to_pylist())
+    logged = {record.key for record in records}
+    counts = MergeCounts(
+        writes=rows.num_rows,
+        updates=len(base_keys & logged & written),
+        deletes=len(logged - written),  # a delete of a key without base row counts too
+        inserts=len(written - base_keys),
+        log_records=sum(1 for record in records if record.values is not None),
+        log_keys=len(logged),
+        log_blocks=scan.blocks_read if scan is not None else 0,
+        rollback_blocks=scan.rollback_blocks if scan is not None else 0,
+        log_files=len(file_slice.log_files),
+    )
+    return rows, counts
+
+
+def _merged_slice(
+    location: Location,
+    file_slice: FileSlice,
+    rules: MergeRules,
+    committed: Callable[[str], bool],
+    as_of: str | None,
+    schema: pa.Schema | None,
+) -> tuple[pa.Table, pa.Table | None, LogScan | None]:
+    """The slice's merged rows, its aligned base rows and its log scan (None without
+    log files)."""
     base = _read_base(location, file_slice) if file_slice.base_file is not None else None
     target = schema if schema is not None else base.schema if base is not None else None
     if target is None:
@@ -60,9 +124,10 @@ def read_file_slice(
     if base is not None:
         base = align(base, target, _base_uri(location, file_slice))
     if not file_slice.log_files:
-        return base if base is not None else target.empty_table()
-    log_rows, entries = _log_entries(location, file_slice, committed, as_of, target)
-    return merge_records(base, log_rows, entries, rules)
+        return (base if base is not None else target.empty_table()), base, None
+    scan = _log_scan(location, file_slice, committed, as_of)
+    log_rows, entries = _entries(scan.records, target, location, file_slice)
+    return merge_records(base, log_rows, entries, rules), base, scan
 
 
 def read_folded_log(
@@ -89,9 +154,16 @@ def _log_entries(
 ) -> tuple[pa.Table, list[LogEntry]]:
     """The slice's log data records as rows of ``schema``, and every log record in
     merge order: a row index, or a delete."""
+    records = _log_scan(location, file_slice, committed, as_of).records
+    return _entries(records, schema, location, file_slice)
+
+
+def _entries(
+    records: list[LogRecord], schema: pa.Schema, location: Location, file_slice: FileSlice
+) -> tuple[pa.Table, list[LogEntry]]:
     rows: list[dict[str, Any]] = []
     entries: list[LogEntry] = []
-    for record in _log_records(location, file_slice, committed, as_of):
+    for record in records:
         if record.is_delete or record.values is None:
             entries.append(DeleteKey(record.key, record.ordering))
         else:
@@ -142,12 +214,12 @@ def _read_base(location: Location, file_slice: FileSlice) -> pa.Table:
         ) from None
 
 
-def _log_records(
+def _log_scan(
     location: Location,
     file_slice: FileSlice,
     committed: Callable[[str], bool],
     as_of: str | None,
-) -> list[LogRecord]:
+) -> LogScan:
     """The slice's log records in merge order, from committed blocks at or before
     ``as_of``; errors name the log file (its URI)."""
     limit = comparable_instant(as_of) if as_of is not None else None
@@ -157,16 +229,14 @@ def _log_records(
 
     files: list[tuple[bytes, str]] = []
     for log in file_slice.log_files:
-        relative = (
-            f"{file_slice.partition_path}/{log.name}" if file_slice.partition_path else log.name
-        )
+        relative = file_slice.relative_path(log.name)
         uri = location.uri_of(relative)
         try:
             data = bytes(location.fs.cat_file(location.join(relative)))
         except FileNotFoundError:
             raise CorruptTableError(f"{uri}: log file of the snapshot is missing") from None
         files.append((data, uri))
-    return read_slice_log_records(files, applies)
+    return scan_slice_logs(files, applies)
 
 
 def _log_table(

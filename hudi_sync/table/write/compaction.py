@@ -39,7 +39,7 @@ from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.record_merge import MergeRules, merge_rules
 from hudi_sync.table.schema import META_FIELDS
-from hudi_sync.table.slice_reader import read_file_slice
+from hudi_sync.table.slice_reader import read_file_slice_counted
 from hudi_sync.table.snapshot_read import snapshot_schema
 from hudi_sync.table.write.lock import TableLock
 from hudi_sync.table.write.rollback import marker_folder, remove_written_files, write_marker
@@ -123,6 +123,7 @@ class CompactionOperation:
             base_instant=str(record["baseInstantTime"]),
             base_file=_name(record.get("dataFilePath")),
             log_files=tuple(n for n in map(_name, record.get("deltaFilePaths") or ()) if n),
+            log_bytes=int((record.get("metrics") or {}).get("TOTAL_LOG_FILES_SIZE") or 0),
         )
 
     def file_slice(self) -> FileSlice:
@@ -155,7 +156,7 @@ def plan_compaction(table: HudiTable) -> list[CompactionOperation]:
                 file_slice.base_instant,
                 file_slice.base_file.name if file_slice.base_file else None,
                 tuple(log.name for log in file_slice.log_files),
-                sum(log.size for log in file_slice.log_files),
+                sum(file_slice.log_size(table.location, log) for log in file_slice.log_files),
             )
         )
     return operations
@@ -194,7 +195,9 @@ def compact_file_group(
 ) -> WriteStat:
     """Merge one planned slice and write it as the base file of a new slice at
     ``instant``; returns its write stat."""
-    rows = read_file_slice(location, operation.file_slice(), rules, committed, None, schema)
+    rows, counts = read_file_slice_counted(
+        location, operation.file_slice(), rules, committed, schema
+    )
     name = f"{operation.file_id}_{write_token}_{instant}.parquet"
     rows = rows.set_column(
         rows.schema.get_field_index(_FILE_NAME),
@@ -221,10 +224,19 @@ def compact_file_group(
         path=relative,
         partition_path=partition,
         prev_commit=operation.base_instant,
-        num_writes=rows.num_rows,
+        num_writes=counts.writes,
+        num_inserts=counts.inserts,
+        num_updates=counts.updates,
+        num_deletes=counts.deletes,
         total_write_bytes=len(data),
         file_size=len(data),
         prev_base_file=operation.base_file,
+        total_log_records=counts.log_records,
+        total_log_blocks=counts.log_blocks,
+        total_rollback_blocks=counts.rollback_blocks,
+        total_log_files_compacted=counts.log_files,
+        total_log_size_compacted=operation.log_bytes,
+        total_updated_records_compacted=counts.log_keys,
     )
 
 

@@ -51,9 +51,14 @@ _WRITE_STAT = {
         _nullable("cdcStats", {"type": "map", "values": "long"}),
         _nullable("prevBaseFile", _STRING),
         _nullable("numUpdates", "long"),
-        # HoodieDeltaWriteStat's (Merge-on-Read log appends)
         _nullable("totalLogRecords", "long"),
         _nullable("totalLogBlocks", "long"),
+        _nullable("totalCorruptLogBlock", "long"),
+        _nullable("totalRollbackBlocks", "long"),
+        _nullable("totalLogFilesCompacted", "long"),
+        _nullable("totalLogSizeCompacted", "long"),
+        _nullable("totalUpdatedRecordsCompacted", "long"),
+        # HoodieDeltaWriteStat's (Merge-on-Read log appends)
         _nullable("logVersion", "int"),
         _nullable("logOffset", "long"),
         _nullable("baseFile", _STRING),
