@@ -13,6 +13,7 @@ import pytest
 
 from hudi_sync.debezium.batch import reduce_events, to_table
 from hudi_sync.debezium.events import EventError, EventReader, EventSettings, Position
+from hudi_sync.errors import BadInputError
 from tests.debezium_events import MySqlLog, PostgresLog, final_state
 
 POS = Position("pg.public.items", 0, 7)
@@ -194,6 +195,56 @@ def test_logical_types_become_proper_types() -> None:
         [read(*log.change("c", None, {**after, "raw_text": "AP9iaW4="}))], "base64"
     )
     assert base64_mode.column("raw_text").to_pylist() == [b"\x00\xffbin"]
+
+
+def _decimal_field(name: str, precision: int, scale: int) -> dict[str, object]:
+    return {
+        "type": "bytes",
+        "optional": True,
+        "name": "org.apache.kafka.connect.data.Decimal",
+        "parameters": {"scale": str(scale), "connect.decimal.precision": str(precision)},
+        "field": name,
+    }
+
+
+@pytest.mark.parametrize("compact", [True, False])
+def test_decimals_written_as_json_numbers_are_read_exactly(compact: bool) -> None:
+    """The JSON converter's decimal.format=NUMERIC (and Flink CDC's debezium-json) write
+    a Decimal as a JSON number while the schema still says Decimal: its text is the
+    value, never a binary float (38 digits survive, with or without a fraction)."""
+    fields = [
+        {"type": "int32", "optional": False, "field": "id"},
+        _decimal_field("amount", 10, 3),
+        _decimal_field("wide", 38, 10),
+        _decimal_field("whole", 38, 0),
+    ]
+    numbers = {
+        "amount": "12345.110",
+        "wide": "1234567890123456789012345678.1234567890",
+        "whole": "12345678901234567890123456789012345678",  # past 64 bits
+    }
+    before = {"amount": "100", "wide": "0.1000000001", "whole": "-7"}
+    key, value = PostgresLog(fields=fields).change(
+        "u",
+        {k: f"@{k}-before" for k in numbers} | {"id": 1},
+        {k: f"@{k}" for k in numbers} | {"id": 1},
+    )
+    for name, text in numbers.items():  # the literal numbers in place of placeholders
+        value = value.replace(f'"@{name}"'.encode(), text.encode())
+        value = value.replace(f'"@{name}-before"'.encode(), before[name].encode())
+    if not compact:  # another layout than the split fast path's
+        value = json.dumps(json.loads(value, parse_float=str), indent=1).encode()
+        for text in [*numbers.values(), *before.values()]:
+            value = value.replace(f'"{text}"'.encode(), text.encode())
+    event = read(key, value)
+    row = to_table([event]).to_pylist()[0]
+    assert {k: row[k] for k in numbers} == {k: decimal.Decimal(v) for k, v in numbers.items()}
+    assert str(row["wide"]) == numbers["wide"]
+
+    # More fraction digits than the column's scale: refused, naming the column.
+    bad = value.replace(numbers["amount"].encode(), b"1.23456", 1)
+    with pytest.raises(BadInputError, match="amount"):
+        to_table([read(key, bad)])
 
 
 def test_a_bad_value_names_its_column() -> None:

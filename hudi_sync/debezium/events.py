@@ -21,6 +21,8 @@ event.
 from __future__ import annotations
 
 import base64
+import decimal
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -123,6 +125,8 @@ class EventReader:
         self._check_placeholders = True
         self._connect_columns: dict[bytes, dict[str, ColumnType]] = {}
         self._avro_columns: dict[int, dict[str, ColumnType]] = {}
+        # Decimal columns by id of a cached column mapping (the mappings live as long).
+        self._decimal_names: dict[int, tuple[str, ...]] = {}
         placeholders: set[Any] = set(settings.unavailable_values)
         placeholders |= {base64.b64encode(v.encode()).decode() for v in settings.unavailable_values}
         placeholders |= {v.encode() for v in settings.unavailable_values}
@@ -175,17 +179,23 @@ class EventReader:
         try:
             document = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            hint = f" (set {RECORD_KEY_HINT} to take the key from the row)"
-            raise BadInputError(
-                f"the {what} is neither JSON nor Avro in Confluent wire format"
-                + (hint if what == "key" else "")
-            ) from None
+            try:  # orjson refuses integers past 64 bits (a 38-digit NUMERIC decimal)
+                document = _exact_json(raw)
+            except BadInputError:
+                hint = f" (set {RECORD_KEY_HINT} to take the key from the row)"
+                raise BadInputError(
+                    f"the {what} is neither JSON nor Avro in Confluent wire format"
+                    + (hint if what == "key" else "")
+                ) from None
         if isinstance(document, dict) and "payload" in document and "schema" in document:
             schema = document["schema"]
             columns: Mapping[str, ColumnType] | None = None
             if what == "value" and isinstance(schema, dict):
                 columns = self._columns(orjson.dumps(schema), schema)
-            return document["payload"], columns
+            payload = document["payload"]
+            if columns is not None and self._numeric_decimals(payload, columns):
+                payload = _exact_json(raw)["payload"]
+            return payload, columns
         return document, None
 
     def _split_envelope(self, raw: bytes) -> tuple[Any, Mapping[str, ColumnType] | None] | None:
@@ -198,12 +208,32 @@ class EventReader:
         if cut < 0 or not raw.endswith(b"}"):
             return None
         schema_bytes = raw[len(_SCHEMA_HEAD) : cut]
+        payload_bytes = raw[cut + len(_PAYLOAD_SEPARATOR) : -1]
         try:
-            payload = orjson.loads(raw[cut + len(_PAYLOAD_SEPARATOR) : -1])
+            payload = orjson.loads(payload_bytes)
             columns = self._columns(schema_bytes, None)
         except orjson.JSONDecodeError:
             return None  # the separator was inside a value: parse the whole document
+        if columns is not None and self._numeric_decimals(payload, columns):
+            payload = _exact_json(payload_bytes)
         return payload, columns
+
+    def _numeric_decimals(self, payload: Any, columns: Mapping[str, ColumnType]) -> bool:
+        """Whether a decimal column of the row images holds a JSON number (not the
+        JSON converter's default base64 bytes): then the payload is parsed again with
+        exact decimals (``_exact_json``), since a float keeps only 15-17 digits."""
+        names = self._decimal_names.get(id(columns))
+        if names is None:
+            names = tuple(name for name, column in columns.items() if column.is_decimal)
+            self._decimal_names[id(columns)] = names
+        if not names or not isinstance(payload, dict):
+            return False
+        images = (payload, payload.get("before"), payload.get("after"))
+        return any(
+            isinstance(image, dict) and isinstance(image.get(name), float)
+            for image in images
+            for name in names
+        )
 
     def _columns(self, schema_bytes: bytes, schema: Any) -> Mapping[str, ColumnType] | None:
         """The row columns of a Connect schema, cached by its bytes."""
@@ -429,3 +459,12 @@ def _pg_sequence(sequence: Any, lsn: int | None) -> tuple[int, int]:
     if change is None:
         raise BadInputError("a PostgreSQL event has no lsn (source.lsn or source.sequence)")
     return commit or 0, change
+
+
+def _exact_json(raw: bytes) -> Any:
+    """JSON with every number that has a fraction or exponent as ``decimal.Decimal``,
+    its text kept exactly (38-digit decimals survive)."""
+    try:
+        return json.loads(raw, parse_float=decimal.Decimal)
+    except ValueError as exc:
+        raise BadInputError(f"the value is not JSON: {exc}") from None

@@ -14,7 +14,8 @@ Connect logical name                                   Arrow type
 ``io.debezium.time.ZonedTimestamp`` (ISO string)       ``timestamp[us, UTC]``
 ``io.debezium.time.Time`` / ``MicroTime`` /            ``string`` ``HH:MM:SS.ffffff``
 ``NanoTime``, connect ``Time``                         (Spark 4.0 has no TIME type)
-connect ``Decimal`` (bytes + ``scale``)                ``decimal128(precision, scale)``
+connect ``Decimal`` (bytes + ``scale``, or a JSON      ``decimal128(precision, scale)``
+number: ``decimal.format=NUMERIC``)
 ``io.debezium.data.VariableScaleDecimal``              ``decimal128(38, 18)``
 ``io.debezium.data.Json`` / ``Uuid`` / ``Enum`` ...    ``string``
 bytes (base64 in JSON); a string column whose          ``binary``
@@ -91,6 +92,11 @@ class ColumnType:
     logical: str | None = None
     parameters: Mapping[str, str] = field(default_factory=dict)
     items: ColumnType | None = None
+
+    @property
+    def is_decimal(self) -> bool:
+        """A Connect ``Decimal`` or Debezium ``VariableScaleDecimal`` column."""
+        return self.logical in (DECIMAL, VARIABLE_DECIMAL)
 
     @property
     def is_binary_text(self) -> bool:
@@ -192,17 +198,34 @@ def _unscaled(value: Any) -> int:
 
 def _decimal(scale: int) -> Converter:
     def convert(value: Any) -> decimal.Decimal:
-        if isinstance(value, decimal.Decimal):
-            return value
+        number = _json_number(value)
+        if number is not None:
+            return number
         return decimal.Decimal(_unscaled(value)).scaleb(-scale)
 
     return convert
 
 
 def _variable_decimal(value: Any) -> decimal.Decimal:
+    number = _json_number(value)
+    if number is not None:
+        return number
+    return decimal.Decimal(_unscaled(value["value"])).scaleb(-int(value["scale"]))
+
+
+def _json_number(value: Any) -> decimal.Decimal | None:
+    """A decimal written as a JSON number (the JSON converter's
+    ``decimal.format=NUMERIC``, Flink CDC's debezium-json), read exactly: the events
+    reader parses such payloads with ``decimal.Decimal`` for every fraction, so the
+    number's text arrives whole; an integer is exact as it is. None for the encoded
+    forms (base64 bytes, a ``VariableScaleDecimal`` struct)."""
     if isinstance(value, decimal.Decimal):
         return value
-    return decimal.Decimal(_unscaled(value["value"])).scaleb(-int(value["scale"]))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return decimal.Decimal(value)
+    if isinstance(value, float):  # parsed as a float: digits may be lost already
+        raise ValueError(f"{value!r} was read as a binary float")
+    return None
 
 
 def _bytes(value: Any) -> bytes:
