@@ -663,3 +663,77 @@ def test_compacting_a_file_group_whose_rows_were_all_deleted(spark, tmp_path) ->
     assert our_rows(spark, path, False) == [] == hudi_rs(path, False)
     (base,) = [p for p in path.rglob("*.parquet") if result.compactions[0] in p.name]
     assert pq.read_schema(base).field("_hoodie_file_name").type == pa.string()
+
+
+_MODEL_CLASSES = "org.apache.hudi.common.model."
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_a_created_table_names_the_merge_rules_it_is_written_by(  # type: ignore[no-untyped-def]
+    spark, tmp_path, version
+) -> None:
+    """A new table stores the payload class (and merger strategy, and on version 8 the
+    merge mode) of the rules hudi_sync applies: Hudi 0.x, which takes
+    OverwriteWithLatestAvroPayload (commit time) when none is stored, then reads and
+    compacts it as we do. Hudi's own options choose the rules; others are refused."""
+    first = [{"id": 1, "p": "a", "name": "first", "ts": 5}]
+    late = [{"id": 1, "p": "a", "name": "later", "ts": 1}]  # a lower ordering value
+    event = tmp_path / "event"
+    write(frame(spark, first, False), str(event), options("t", version, "insert", **MOR))
+    write(frame(spark, late, False), str(event), options("t", version, "upsert", **MOR))
+    props = HudiTable.open(str(event)).config.raw
+    assert props["hoodie.compaction.payload.class"] == _MODEL_CLASSES + "DefaultHoodieRecordPayload"
+    strategy = (
+        "hoodie.compaction.record.merger.strategy"
+        if version == 6
+        else ("hoodie.record.merge.strategy.id")
+    )
+    assert props[strategy] == "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+    if version == 8:
+        assert props["hoodie.record.merge.mode"] == "EVENT_TIME_ORDERING"
+    assert (
+        [r[2] for r in core_rows(event, False)]
+        == ["first"]
+        == [r[2] for r in hudi_rs(event, False)]
+    )
+
+    commit = tmp_path / "commit"
+    payload = {
+        **MOR,
+        "hoodie.datasource.write.payload.class": _MODEL_CLASSES + "OverwriteWithLatestAvroPayload",
+    }
+    write(frame(spark, first, False), str(commit), options("t", version, "insert", **payload))
+    write(frame(spark, late, False), str(commit), options("t", version, "upsert", **MOR))
+    props = HudiTable.open(str(commit)).config.raw
+    assert (
+        props["hoodie.compaction.payload.class"]
+        == _MODEL_CLASSES + "OverwriteWithLatestAvroPayload"
+    )
+    if version == 8:
+        assert props["hoodie.record.merge.mode"] == "COMMIT_TIME_ORDERING"
+        assert props["hoodie.record.merge.strategy.id"] == "ce9acb64-bde0-424c-9b91-f6ebba25356d"
+    # The later commit wins in the writer, our reader and hudi-rs alike.
+    assert (
+        [r[2] for r in core_rows(commit, False)]
+        == ["later"]
+        == [r[2] for r in hudi_rs(commit, False)]
+    )
+    assert [r[2] for r in our_rows(spark, commit, False)] == ["later"]
+
+    # Another mode than the table's, and a payload class whose rules we do not apply.
+    with pytest.raises(BadInputError, match="merge mode EVENT_TIME_ORDERING"):
+        write(
+            frame(spark, late, False),
+            str(commit),
+            options(
+                "t", version, "upsert", **{**MOR, "hoodie.record.merge.mode": "EVENT_TIME_ORDERING"}
+            ),
+        )
+    custom = {**MOR, "hoodie.datasource.write.payload.class": "com.example.MergePayload"}
+    with pytest.raises(BadInputError, match=r"com\.example\.MergePayload"):
+        write(
+            frame(spark, first, False),
+            str(tmp_path / "custom"),
+            options("t", version, "insert", **custom),
+        )
+    assert not (tmp_path / "custom").exists()

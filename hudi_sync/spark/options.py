@@ -10,6 +10,7 @@ from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.table.cdc_log import CdcMode, parse_cdc_mode
 from hudi_sync.table.properties import TableConfig
+from hudi_sync.table.record_merge import MergeMode, merge_rules, requested_merge_mode
 from hudi_sync.table.write.archiver import ArchivalPolicy
 
 # The keys by the names the writer uses; each is declared (default, type, doc) in
@@ -89,6 +90,8 @@ class WriteOptions:
     compact_max_delta_commits: int
     index_type: str  # SIMPLE or BLOOM (keys looked up in base files), or BUCKET
     num_buckets: int  # BUCKET: file groups per partition
+    # hoodie.record.merge.mode or a payload class, when given: a new table's rules
+    merge_mode: MergeMode | None
     raw: Mapping[str, str]
 
     @classmethod
@@ -112,6 +115,11 @@ class WriteOptions:
         if (delete_field is None) != (delete_marker is None):
             raise BadInputError(f"{DELETE_FIELD} and {DELETE_MARKER} go together")
         engine = cfg.MERGE_ENGINE.read(raw)
+        merge_mode = requested_merge_mode(raw)
+        if merge_mode is MergeMode.EVENT_TIME_ORDERING and not cfg.ORDERING.read(raw):
+            raise BadInputError(
+                f"{MergeMode.EVENT_TIME_ORDERING} merges by an ordering field: set {ORDERING}"
+            )
         return cls(
             table_name=name,
             record_key_fields=keys,
@@ -146,6 +154,7 @@ class WriteOptions:
             compact_max_delta_commits=cfg.COMPACT_MAX_DELTA_COMMITS.read(raw),
             index_type=cfg.INDEX_TYPE.read(raw),
             num_buckets=cfg.BUCKET_INDEX_NUM_BUCKETS.read(raw),
+            merge_mode=merge_mode,
             raw=raw,
         )
 
@@ -202,6 +211,10 @@ class WriteOptions:
                 f"{HIVE_STYLE}={str(self.hive_style_partitioning).lower()} "
                 f"(table: {str(config.hive_style_partitioning).lower()})"
             )
+        if self.merge_mode is not None:
+            table_mode = merge_rules(config, where).mode
+            if self.merge_mode != table_mode:
+                mismatches.append(f"merge mode {self.merge_mode} (table: {table_mode})")
         mismatches += self._cdc_mismatches(config)
         mismatches += self._index_mismatches(config)
         if cfg.WRITE_TABLE_TYPE.given(self.raw) and self.table_type != config.table_type.value:

@@ -21,6 +21,7 @@ from hudi_sync.errors import BadInputError, TableNotFoundError
 from hudi_sync.spark.options import WriteOptions
 from hudi_sync.storage import Location, reporting_storage_failures
 from hudi_sync.table import HudiTable
+from hudi_sync.table.record_merge import MergeMode
 from hudi_sync.table.schema import META_FIELDS, arrow_to_avro_schema
 from hudi_sync.table.write.create import TableSettings, create_table
 
@@ -65,6 +66,12 @@ def open_or_create(
             cdc_mode=options.cdc_mode,
             table_type=options.table_type,
             num_buckets=options.num_buckets if options.index_type == "BUCKET" else None,
+            merge_mode=options.merge_mode
+            or (
+                MergeMode.EVENT_TIME_ORDERING
+                if options.ordering_field
+                else MergeMode.COMMIT_TIME_ORDERING
+            ),
         )
         check_bucket(location)
         location.ensure_folder(location.path)

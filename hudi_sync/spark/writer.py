@@ -79,6 +79,7 @@ from hudi_sync.table import HudiTable
 from hudi_sync.table.cdc_log import CdcMode, parse_cdc_mode
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.record_merge import MergeMode, merge_rules
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.snapshot_read import table_data_fields
 from hudi_sync.table.write.commit import CommitSettings, WriteTransaction, table_lock
@@ -334,8 +335,11 @@ def _finish_pending_compactions(
 
 def _merge_ordering(options: WriteOptions, table: HudiTable) -> str | None:
     """The field that orders versions of a key: the options' or the table's; none for a
-    delete operation, which deletes each key given whatever its ordering value."""
+    delete operation, which deletes each key given whatever its ordering value, and on a
+    table whose merge rules order by commit time (what its readers apply)."""
     if options.operation == "delete":
+        return None
+    if merge_rules(table.config).mode is MergeMode.COMMIT_TIME_ORDERING:
         return None
     fields = table.config.ordering_fields
     return options.ordering_field or (fields[0] if fields else None)

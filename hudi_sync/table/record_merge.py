@@ -65,6 +65,37 @@ class MergeMode(StrEnum):
     COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
 
 
+# What a table created with a mode stores, so that every Hudi version applies the same
+# rules: the payload class (all Hudi 0.x has; it defaults to OverwriteWithLatestAvroPayload,
+# commit time, when none is stored) and the merger strategy id (1.x).
+PAYLOAD_OF_MODE = {
+    MergeMode.EVENT_TIME_ORDERING: DEFAULT_PAYLOAD,
+    MergeMode.COMMIT_TIME_ORDERING: _MODEL + "OverwriteWithLatestAvroPayload",
+}
+STRATEGY_OF_MODE = {
+    MergeMode.EVENT_TIME_ORDERING: _EVENT_TIME_STRATEGY,
+    MergeMode.COMMIT_TIME_ORDERING: _COMMIT_TIME_STRATEGY,
+}
+# Hudi 0.x's one Avro record merger, which applies the payload class's rules.
+PAYLOAD_MERGER_STRATEGY = _EVENT_TIME_STRATEGY
+
+
+def requested_merge_mode(options: Any) -> MergeMode | None:
+    """The merge mode a writer's options ask for (``hoodie.record.merge.mode``, else a
+    payload class), None when they name neither; refused in one line when it is one
+    hudi_sync does not apply."""
+    text = (cfg.RECORD_MERGE_MODE.read(options) or "").strip()
+    if text:
+        try:
+            return MergeMode(text.upper())
+        except ValueError:
+            raise UnsupportedTableError(
+                f"{cfg.RECORD_MERGE_MODE.key}={text}: only EVENT_TIME_ORDERING and "
+                "COMMIT_TIME_ORDERING are supported"
+            ) from None
+    return _payload_mode(options, "the write options")
+
+
 @dataclass(frozen=True)
 class MergeRules:
     """A table's merge rules: the mode, its ordering field (event time only) and the

@@ -11,8 +11,16 @@ from hudi_sync.errors import BadInputError
 from hudi_sync.storage import Location, open_location
 from hudi_sync.table.cdc_log import CdcMode
 from hudi_sync.table.properties import LAYOUT_FOR_VERSION, table_checksum
+from hudi_sync.table.record_merge import (
+    PAYLOAD_MERGER_STRATEGY,
+    PAYLOAD_OF_MODE,
+    STRATEGY_OF_MODE,
+    MergeMode,
+)
 
 WRITABLE_VERSIONS = (6, 8)
+# Hudi 0.14-0.15's spelling of the merger strategy key (MERGE_STRATEGY_ID's alternate).
+_V6_MERGER_STRATEGY = cfg.MERGE_STRATEGY_ID.names[1]
 # Key generators by table version: v6 names a class, v8 a type.
 _KEY_GENERATOR_CLASSES = {
     "SIMPLE": "org.apache.hudi.keygen.SimpleKeyGenerator",
@@ -38,6 +46,8 @@ class TableSettings:
     # The bucket index's bucket count, kept in the properties so that every later
     # write finds its file groups the same way (None: keys are looked up).
     num_buckets: int | None = None
+    # Stored as the payload class (and merge mode, strategy id) Hudi applies it by.
+    merge_mode: MergeMode = MergeMode.EVENT_TIME_ORDERING
 
     @property
     def key_generator_type(self) -> str:
@@ -81,8 +91,10 @@ class TableSettings:
             props[cfg.PRECOMBINE_FIELD.key] = self.ordering_field
         if self.partition_fields:
             props[cfg.PARTITION_FIELDS.key] = ",".join(self.partition_fields)
+        props[cfg.PAYLOAD_CLASS.key] = PAYLOAD_OF_MODE[self.merge_mode]
         if self.version == 6:
             props[cfg.KEY_GENERATOR_CLASS.key] = _KEY_GENERATOR_CLASSES[self.key_generator_type]
+            props[_V6_MERGER_STRATEGY] = PAYLOAD_MERGER_STRATEGY
         else:
             props.update(
                 {
@@ -90,7 +102,8 @@ class TableSettings:
                     cfg.INITIAL_VERSION.key: str(self.version),
                     cfg.TIMELINE_PATH.key: "timeline",
                     cfg.TIMELINE_HISTORY_PATH.key: "history",
-                    cfg.RECORD_MERGE_MODE.key: "EVENT_TIME_ORDERING",
+                    cfg.RECORD_MERGE_MODE.key: self.merge_mode.value,
+                    cfg.MERGE_STRATEGY_ID.key: STRATEGY_OF_MODE[self.merge_mode],
                 }
             )
         return props
