@@ -22,13 +22,30 @@ import pytest
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import UnsupportedTableError
-from hudi_sync.manifest.log_parquet import LOG_FOLDER, LogParquetStore
+from hudi_sync.manifest.log_parquet import (
+    LOG_FOLDER,
+    LogParquetStore,
+    folded_file_rows,
+    folded_schema,
+)
+from hudi_sync.manifest.snapshot import PublishedLogs
 from hudi_sync.spark.writer import write
 from hudi_sync.sync.job import SNAPSHOT_VIEW_REFUSAL, sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.fs_view import FileSystemView
+from hudi_sync.table.log_records import OrderingValue
+from hudi_sync.table.record_merge import (
+    DeleteKey,
+    LogEntry,
+    MergeMode,
+    MergeRules,
+    NullOrderingError,
+    fold_log_records,
+    merge_records,
+)
 from hudi_sync.table.snapshot_read import read_snapshot
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.warehouse.common import ObjectNames
+from hudi_sync.warehouse.duckdb_target import DuckDBTarget, snapshot_select
 from tests import test_mor_read as mor_read
 from tests.fixture_tables import fixture_tables
 from tests.spark_model import table_rows
@@ -326,3 +343,143 @@ def test_a_block_appended_to_a_log_file_reaches_the_view(fixture_copy: Any, tmp_
         handle.write(mor_read._trip_block([mor_read._trip(key, 10**15, 7.0, instant)], instant))
     after = _rt_equals_the_table_core(path, database, hudi_rs=True)
     assert after[key] == 7.0 != before[key]
+
+
+# -- the view's query on constructed slices: the same answer as the table core's merge --
+
+
+def _slice(
+    partition: str, file_id: str, rows: list[tuple[str, Any, str]], kind: pa.DataType
+) -> pa.Table:
+    schema = pa.schema(
+        [
+            ("_hoodie_record_key", pa.string()),
+            ("_hoodie_partition_path", pa.string()),
+            ("_hoodie_file_name", pa.string()),
+            ("ts", kind),
+            ("v", pa.string()),
+        ]
+    )
+    name = f"{file_id}_1-0-1_001.parquet"
+    records = [
+        {"_hoodie_record_key": k, "_hoodie_partition_path": partition, "_hoodie_file_name": name}
+        | {"ts": ts, "v": v}
+        for k, ts, v in rows
+    ]
+    return pa.Table.from_pylist(records, schema=schema)
+
+
+Slice = tuple[str, str, pa.Table, pa.Table, list[LogEntry]]  # partition, file id, base, log
+
+
+def _view_and_merge(
+    slices: list[Slice], rules: MergeRules, merge: bool = True
+) -> tuple[list[Any], list[Any]]:
+    """The snapshot view's rows (DuckDB, over the folded logs as the sync writes them)
+    and the table core's merge (``merge_records``, unless not ``merge``) of the same
+    slices."""
+    names = ObjectNames.for_table("t", merge_on_read=True)
+    assert names.log_history and names.log_manifest
+    folded, merged, files = [], [], []
+    for number, (partition, file_id, base, log, entries) in enumerate(slices):
+        name = f"{file_id}_{number}.parquet"
+        rows = fold_log_records(log, entries, rules)
+        folded.append(folded_file_rows(rows, partition, file_id, name))
+        files.append(name)
+        if merge:
+            merged.append(merge_records(base, log, entries, rules))
+    schema = folded_schema(slices[0][2].schema)
+    logs = PublishedLogs(None, tuple(files), "", "", "", schema, rules.ordering_field)
+    with duckdb.connect() as con:
+        ro, history = pa.concat_tables(s[2] for s in slices), pa.concat_tables(folded)
+        con.register("ro_rows", ro)
+        con.register("log_rows", history)
+        con.register("files", pa.table({"filename": files}))
+        con.execute(f'CREATE VIEW "{names.view}" AS SELECT * FROM ro_rows')
+        con.execute(f'CREATE VIEW "{names.log_history}" AS SELECT * FROM log_rows')
+        con.execute(f'CREATE VIEW "{names.log_manifest}" AS SELECT * FROM files')
+        shown = con.sql(snapshot_select(names, logs)).to_arrow_table()
+    expected = pa.concat_tables(merged) if merged else shown.slice(0, 0)
+
+    def rows(table: pa.Table) -> list[Any]:
+        picked = table.select(["_hoodie_partition_path", "_hoodie_record_key", "ts", "v"])
+        return sorted(map(repr, picked.to_pylist()))
+
+    return rows(shown), rows(expected)
+
+
+EVENT = MergeRules(MergeMode.EVENT_TIME_ORDERING, "ts")
+
+
+def test_the_view_meets_base_rows_in_their_own_partition_only() -> None:
+    """A bucket index gives file groups the same id in every partition: a key in two
+    partitions must meet only its own partition's log records (a delete block's rows
+    included, which carry only their key)."""
+    kind = pa.int64()
+    a_base = _slice("p=a", "00000000-0", [("k", 5, "a-base"), ("d", 5, "a-base")], kind)
+    b_base = _slice("p=b", "00000000-0", [("k", 5, "b-base"), ("d", 5, "b-base")], kind)
+    b_log = _slice("p=b", "00000000-0", [("k", 9, "b-new")], kind)
+    slices: list[Slice] = [
+        (
+            "p=a",
+            "00000000-0",
+            a_base,
+            b_log.slice(0, 0),
+            [DeleteKey("d", OrderingValue("long", 7))],
+        ),
+        ("p=b", "00000000-0", b_base, b_log, [0]),
+    ]
+    for rules in (EVENT, MergeRules(MergeMode.COMMIT_TIME_ORDERING)):
+        shown, merged = _view_and_merge(slices, rules)
+        assert shown == merged
+        assert [r for r in merged if "'k'" in r and "p=a" in r] == [
+            repr(
+                {"_hoodie_partition_path": "p=a", "_hoodie_record_key": "k", "ts": 5, "v": "a-base"}
+            )
+        ]
+        assert len(merged) == 3  # a's k, b's new k, b's d
+
+
+def test_the_view_orders_null_int_values_as_hudis_zero() -> None:
+    kind = pa.int32()
+    base = _slice("", "f-0", [("k1", 5, "base"), ("k2", -3, "base"), ("k3", None, "base")], kind)
+    base = pa.concat_tables([base, _slice("", "f-0", [("k4", None, "base")], kind)])
+    log = _slice("", "f-0", [("k1", None, "null"), ("k2", None, "null"), ("k3", -1, "low")], kind)
+    log = pa.concat_tables([log, _slice("", "f-0", [("k4", None, "null")], kind)])
+    entries: list[LogEntry] = [0, 1, 2, 3, DeleteKey("k5", OrderingValue("int", 1))]
+    shown, merged = _view_and_merge([("", "f-0", base, log, entries)], EVENT)
+    assert shown == merged
+    assert [eval(r)["v"] for r in merged] == ["base", "null", "base", "null"]
+
+
+NAN = float("nan")
+
+
+def test_the_view_orders_doubles_as_javas_double_compare_to() -> None:
+    pairs = [(1.0, NAN), (NAN, 1e300), (NAN, NAN), (0.0, -0.0), (-0.0, 0.0), (-0.0, -0.0)]
+    for kind in (pa.float64(), pa.float32()):
+        base = _slice("", "f-0", [(f"k{i}", b, "base") for i, (b, _) in enumerate(pairs)], kind)
+        log = _slice("", "f-0", [(f"k{i}", x, "log") for i, (_, x) in enumerate(pairs)], kind)
+        shown, merged = _view_and_merge([("", "f-0", base, log, list(range(len(pairs))))], EVENT)
+        assert shown == merged
+        wins = {eval(r.replace("nan", "None"))["_hoodie_record_key"]: "log" in r for r in merged}
+        assert wins == {"k0": True, "k1": False, "k2": True, "k3": False, "k4": True, "k5": True}
+
+
+@pytest.mark.parametrize("kind", [pa.int64(), pa.float64(), pa.string()])
+def test_the_view_fails_where_hudi_cannot_compare_a_null_ordering_value(kind: pa.DataType) -> None:
+    """A null ordering value (Hudi's int 0) against a long, double or string value:
+    Hudi's merge fails, so the view's query fails, naming the column and the key; two
+    nulls, and keys without a base row, are answered."""
+    value = {pa.int64(): 5, pa.float64(): 5.0, pa.string(): "5"}[kind]
+    for stored, logged in ((value, None), (None, value)):
+        base = _slice("", "f-0", [("k", stored, "base"), ("z", None, "base")], kind)
+        log = _slice(
+            "", "f-0", [("k", logged, "log"), ("z", None, "log"), ("n", None, "new")], kind
+        )
+        with pytest.raises(duckdb.Error, match=r"ordering field ts: .*record key k"):
+            _view_and_merge([("", "f-0", base, log, [0, 1, 2])], EVENT, merge=False)
+        with pytest.raises(NullOrderingError, match="ordering field ts"):
+            merge_records(base, log, [0, 1, 2], EVENT)
+        shown, merged = _view_and_merge([("", "f-0", base, log, [1, 2])], EVENT)
+        assert shown == merged and len(merged) == 3
