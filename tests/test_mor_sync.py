@@ -44,6 +44,8 @@ from hudi_sync.table.record_merge import (
     merge_records,
 )
 from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.write.compaction import compact
+from hudi_sync.table.write.lock import TableLock
 from hudi_sync.warehouse.common import ObjectNames
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget, snapshot_select
 from tests import test_mor_read as mor_read
@@ -483,3 +485,63 @@ def test_the_view_fails_where_hudi_cannot_compare_a_null_ordering_value(kind: pa
             merge_records(base, log, [0, 1, 2], EVENT)
         shown, merged = _view_and_merge([("", "f-0", base, log, [1, 2])], EVENT)
         assert shown == merged and len(merged) == 3
+
+
+def _double_ordered(path: Path) -> dict[str, tuple[int, float]]:
+    """The version 8 trips fixture ordered by ``fare`` (a double); its San Francisco
+    base rows by key."""
+    mor_read._set_property(path, cfg.PRECOMBINE_FIELD.key, "fare")
+    mor_read._set_property(path, cfg.ORDERING_FIELDS.key, "fare")
+    return mor_read._base_sf(path)
+
+
+def _compacted(path: Path) -> pa.Table:
+    """The table's rows after compacting every slice (read from base files only)."""
+    table = HudiTable.open(str(path))
+    lock = TableLock(table.location, table.location.join(".hoodie"), wait_ms=1000, expire_minutes=0)
+    assert compact(table, lock)
+    return read_snapshot(HudiTable.open(str(path)), read_optimized=True)
+
+
+def _by_key(rows: pa.Table) -> dict[str, str]:
+    return {r["_hoodie_record_key"]: repr((r["ts"], r["fare"])) for r in rows.to_pylist()}
+
+
+def test_reader_view_and_compaction_order_doubles_as_hudi(
+    fixture_copy: Any, tmp_path: Path
+) -> None:
+    """NaN above every double and equal to itself, -0.0 below 0.0 (``Double.compareTo``):
+    the reader, the ``_rt`` view and compaction give Hudi's answer."""
+    path: Path = fixture_copy(mor_read.V8.fixture)
+    base = _double_ordered(path)
+    first, second, *_ = sorted(base)
+    trip, nan = mor_read._trip, float("nan")
+    blocks = mor_read._trip_block(
+        [trip(first, 1, nan), trip(second, 2, nan), trip("zero", 3, 0.0), trip("up", 4, 5.0)]
+    ) + mor_read._trip_block([trip(second, 5, 1e300), trip("zero", 6, -0.0), trip("up", 7, nan)])
+    mor_read._add_log(path, blocks)
+    read = _by_key(read_snapshot(HudiTable.open(str(path))))
+    expected = {first: (1, nan), second: (2, nan), "zero": (3, 0.0), "up": (7, nan)}
+    assert {k: read[k] for k in expected} == {k: repr(v) for k, v in expected.items()}
+    _rt_equals_the_table_core(path, tmp_path / "w.duckdb")
+    assert _by_key(_compacted(path)) == read
+
+
+def test_a_null_ordering_value_hudi_cannot_compare_is_refused_everywhere(
+    fixture_copy: Any, tmp_path: Path
+) -> None:
+    """A log record with a null ``fare`` (Hudi's int 0) meets a stored double: Hudi's
+    merge fails, so do the reader, compaction and a query of the ``_rt`` view, each in
+    one line naming the column."""
+    path: Path = fixture_copy(mor_read.V8.fixture)
+    key = sorted(_double_ordered(path))[0]
+    row = mor_read._trip(key, 1, 0.0) | {"fare": None}
+    mor_read._add_log(path, mor_read._trip_block([row]))
+    with pytest.raises(NullOrderingError, match=r"^ordering field fare: [^\n]*$"):
+        read_snapshot(HudiTable.open(str(path)))
+    database = tmp_path / "w.duckdb"
+    assert sync_table(str(path), [DuckDBTarget(str(database), "t")]).ok
+    with pytest.raises(duckdb.Error, match=f"ordering field fare: .*record key {key}"):
+        view_rows(database, "t_rt")
+    with pytest.raises(NullOrderingError, match="ordering field fare"):
+        _compacted(path)

@@ -79,7 +79,8 @@ _UNNAMED_GRACE_SECONDS = 600.0
 # The meta field the view meets base rows by partition on.
 PARTITION_FIELD = "_hoodie_partition_path"
 # What a folded log file holds changed: files (and log snapshots) of another format
-# are never reused. 2: delete rows carry their partition, the view joins on it.
+# are never reused. 2: delete rows carry their partition, the view joins on it; no
+# column statistics.
 FORMAT = 2
 # Added to the table's columns in every folded log file, in this order.
 EXTRA_COLUMNS = (FILE_ID_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN, SOURCE_COLUMN)
@@ -263,7 +264,9 @@ class LogParquetStore:
     def _write(self, name: str, file_slice: FileSlice, folded: pa.Table) -> None:
         rows = folded_file_rows(folded, file_slice.partition_path, file_slice.file_id, name)
         buffer = io.BytesIO()
-        pq.write_table(rows, buffer)
+        # No column statistics: they leave NaN out, and DuckDB folds isnan() and
+        # comparisons by them (a NaN ordering value would compare as no NaN).
+        pq.write_table(rows, buffer, write_statistics=False)
         self.table.location.write_file(self.path("parquet", name), buffer.getvalue())
 
     def _write_lists(self, folder: str, names: tuple[str, ...]) -> None:
