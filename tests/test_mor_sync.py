@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pytest
+import sqlglot
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import UnsupportedTableError
@@ -46,8 +47,11 @@ from hudi_sync.table.record_merge import (
 from hudi_sync.table.snapshot_read import read_snapshot
 from hudi_sync.table.write.compaction import compact
 from hudi_sync.table.write.lock import TableLock
+from hudi_sync.warehouse.bigquery_target import snapshot_select as bigquery_select
 from hudi_sync.warehouse.common import ObjectNames
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget, snapshot_select
+from hudi_sync.warehouse.snowflake_schema import Column
+from hudi_sync.warehouse.snowflake_target import snapshot_select as snowflake_select
 from tests import test_mor_read as mor_read
 from tests.fixture_tables import fixture_tables
 from tests.spark_model import table_rows
@@ -545,3 +549,19 @@ def test_a_null_ordering_value_hudi_cannot_compare_is_refused_everywhere(
         view_rows(database, "t_rt")
     with pytest.raises(NullOrderingError, match="ordering field fare"):
         _compacted(path)
+
+
+@pytest.mark.parametrize("kind", ["int", "long", "double", "float", "string", None])
+def test_the_view_query_of_every_ordering_class_is_each_warehouses_sql(kind: str | None) -> None:
+    """The query BigQuery and Snowflake get (the emulators run it on the long-ordered
+    fixtures): every ordering class's comparison parses as their SQL, and names the
+    partition in the join."""
+    columns = ["_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name", "ts"]
+    bigquery = bigquery_select("`ro`", "`lh`", "`lm`", columns, set(columns), "ts", kind)
+    typed = [Column(c, "VARCHAR", c) for c in columns]
+    snowflake = snowflake_select("RO", "LH", "LM", typed, set(columns), "ts", kind)
+    for sql, dialect in ((bigquery, "bigquery"), (snowflake, "snowflake")):
+        parsed = sqlglot.parse_one(sql, read=dialect)
+        assert "_hoodie_partition_path" in str(parsed.find(sqlglot.exp.Join)).lower()
+        if kind in ("float", "double"):
+            assert "ATAN2" in sql.upper()
