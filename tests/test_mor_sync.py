@@ -565,3 +565,20 @@ def test_the_view_query_of_every_ordering_class_is_each_warehouses_sql(kind: str
         assert "_hoodie_partition_path" in str(parsed.find(sqlglot.exp.Join)).lower()
         if kind in ("float", "double"):
             assert "ATAN2" in sql.upper()
+
+
+def test_log_records_hudi_cannot_fold_refuse_rt_and_sync_ro(
+    fixture_copy: Any, tmp_path: Path
+) -> None:
+    """Two log records of a key, a double ``fare`` then a null one: Hudi's merge fails
+    folding them, so the sync refuses ``_rt`` in one line and still syncs ``_ro``."""
+    path: Path = fixture_copy(mor_read.V8.fixture)
+    _double_ordered(path)
+    rows = [mor_read._trip("n", 1, 5.0), mor_read._trip("n", 2, 0.0) | {"fare": None}]
+    mor_read._add_log(path, mor_read._trip_block(rows))
+    database = tmp_path / "w.duckdb"
+    with pytest.raises(UnsupportedTableError, match=r"ordering field fare: [^\n]*_rt"):
+        sync_table(str(path), [DuckDBTarget(str(database), "t")])
+    report = sync_table(str(path), [DuckDBTarget(str(database), "t")], continue_on_error=True)
+    assert list(report.errors) == [SNAPSHOT_VIEW_REFUSAL] and report.results
+    assert view_rows(database, "t_ro").num_rows > 0
