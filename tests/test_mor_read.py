@@ -32,6 +32,7 @@ from hudi_sync.table.record_merge import (
     LogEntry,
     MergeMode,
     MergeRules,
+    NullOrderingError,
     merge_records,
     merge_rules,
 )
@@ -386,10 +387,78 @@ def test_event_time_keeps_the_highest_ordering_value_commit_time_the_last_write(
     }
 
 
-def test_a_missing_ordering_value_orders_lowest() -> None:
-    base = _rows(("k1", 5, "base"), ("k2", None, "base"))
-    log = _rows(("k1", None, "null-ts"), ("k2", 1, "any-ts"))
-    assert _merged(base, log, [0, 1], EVENT) == {"k1": "base", "k2": "any-ts"}
+def _typed(kind: pa.DataType, *rows: tuple[str, Any, str]) -> pa.Table:
+    """Rows of ``SCHEMA`` with the ordering column ``ts`` of type ``kind``."""
+    schema = SCHEMA.set(SCHEMA.get_field_index("ts"), pa.field("ts", kind))
+    return pa.Table.from_pylist([{KEY: k, "ts": ts, "v": v} for k, ts, v in rows], schema=schema)
+
+
+def test_a_null_ordering_value_is_hudis_int_zero() -> None:
+    """Hudi reads a null ordering value as ``Integer 0`` (``RecordContext
+    .getOrderingValue``): in an int column it orders as 0, not lowest."""
+    base = _typed(pa.int32(), ("k1", 5, "base"), ("k2", -3, "base"), ("k3", None, "base"))
+    base = pa.concat_tables([base, _typed(pa.int32(), ("k4", None, "base"))])
+    log = _typed(pa.int32(), ("k1", None, "null"), ("k2", None, "null"), ("k3", -1, "low"))
+    log = pa.concat_tables([log, _typed(pa.int32(), ("k4", None, "null"))])
+    expected = {"k1": "base", "k2": "null", "k3": "base", "k4": "null"}
+    assert _merged(base, log, [0, 1, 2, 3], EVENT) == expected
+    # A delete block's int value compares with a null stored value as with 0.
+    lower = DeleteKey("k3", OrderingValue("int", -2))
+    assert _merged(base, log.slice(0, 0), [lower], EVENT)["k3"] == "base"
+    assert "k3" not in _merged(
+        base, log.slice(0, 0), [DeleteKey("k3", OrderingValue("int", 2))], EVENT
+    )
+
+
+@pytest.mark.parametrize("kind", [pa.int64(), pa.float64(), pa.string()])
+def test_a_null_ordering_value_against_another_class_is_refused(kind: pa.DataType) -> None:
+    """Against a long, double or string value Java's ``compareTo`` of ``Integer 0``
+    fails, so Hudi's merge fails: the merge refuses in one line naming the column."""
+    value = {pa.int64(): 5, pa.float64(): 5.0, pa.string(): "5"}[kind]
+    cases = [
+        (_typed(kind, ("k", value, "base")), _typed(kind, ("k", None, "null"))),
+        (_typed(kind, ("k", None, "base")), _typed(kind, ("k", value, "set"))),
+    ]
+    for base, log in cases:
+        with pytest.raises(NullOrderingError) as refused:
+            merge_records(base, log, [0], EVENT)
+        assert "ordering field ts" in str(refused.value) and "\n" not in str(refused.value)
+        # Two log records of the key meet the same way.
+        with pytest.raises(NullOrderingError):
+            merge_records(None, pa.concat_tables([base, log]), [0, 1], EVENT)
+    # Two nulls are two int 0s: the later record wins; a delete block's long value
+    # is of another class than the null's int 0, so the delete wins (no comparison).
+    base, log = _typed(kind, ("k", None, "base")), _typed(kind, ("k", None, "null"))
+    assert _merged(base, log, [0], EVENT) == {"k": "null"}
+    assert _merged(base, log.slice(0, 0), [DeleteKey("k", OrderingValue("long", -9))], EVENT) == {}
+    # Commit-time ordering compares nothing.
+    assert _merged(_typed(kind, ("k", value, "b")), log, [0], COMMIT) == {"k": "null"}
+
+
+NAN, NEG_ZERO = float("nan"), -0.0
+
+
+@pytest.mark.parametrize(
+    ("stored", "logged", "log_wins"),
+    [
+        (1.0, NAN, True),  # NaN is above every double
+        (NAN, 1e300, False),
+        (NAN, NAN, True),  # and equal to itself: the later record wins the tie
+        (0.0, NEG_ZERO, False),  # -0.0 is below 0.0
+        (NEG_ZERO, 0.0, True),
+        (NEG_ZERO, NEG_ZERO, True),
+        (2.0, 1.0, False),
+    ],
+)
+def test_doubles_order_as_javas_double_compare_to(
+    stored: float, logged: float, log_wins: bool
+) -> None:
+    for kind, java in ((pa.float64(), "double"), (pa.float32(), "float")):
+        base, log = _typed(kind, ("k", stored, "base")), _typed(kind, ("k", logged, "log"))
+        assert _merged(base, log, [0], EVENT) == {"k": "log" if log_wins else "base"}
+        # A delete block's value stays deleted unless the stored value is greater.
+        delete = DeleteKey("k", OrderingValue(java, logged))
+        assert bool(_merged(None, base, [0, delete], EVENT)) is not log_wins
 
 
 def test_delete_then_reinsert() -> None:

@@ -19,16 +19,39 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pytest
+import sqlglot
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import UnsupportedTableError
-from hudi_sync.manifest.log_parquet import LOG_FOLDER, LogParquetStore
+from hudi_sync.manifest.log_parquet import (
+    LOG_FOLDER,
+    LogParquetStore,
+    folded_file_rows,
+    folded_schema,
+)
+from hudi_sync.manifest.snapshot import PublishedLogs
 from hudi_sync.spark.writer import write
 from hudi_sync.sync.job import SNAPSHOT_VIEW_REFUSAL, sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.fs_view import FileSystemView
+from hudi_sync.table.log_records import OrderingValue
+from hudi_sync.table.record_merge import (
+    DeleteKey,
+    LogEntry,
+    MergeMode,
+    MergeRules,
+    NullOrderingError,
+    fold_log_records,
+    merge_records,
+)
 from hudi_sync.table.snapshot_read import read_snapshot
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.table.write.compaction import compact
+from hudi_sync.table.write.lock import TableLock
+from hudi_sync.warehouse.bigquery_target import snapshot_select as bigquery_select
+from hudi_sync.warehouse.common import ObjectNames
+from hudi_sync.warehouse.duckdb_target import DuckDBTarget, snapshot_select
+from hudi_sync.warehouse.snowflake_schema import Column
+from hudi_sync.warehouse.snowflake_target import snapshot_select as snowflake_select
 from tests import test_mor_read as mor_read
 from tests.fixture_tables import fixture_tables
 from tests.spark_model import table_rows
@@ -326,3 +349,236 @@ def test_a_block_appended_to_a_log_file_reaches_the_view(fixture_copy: Any, tmp_
         handle.write(mor_read._trip_block([mor_read._trip(key, 10**15, 7.0, instant)], instant))
     after = _rt_equals_the_table_core(path, database, hudi_rs=True)
     assert after[key] == 7.0 != before[key]
+
+
+# -- the view's query on constructed slices: the same answer as the table core's merge --
+
+
+def _slice(
+    partition: str, file_id: str, rows: list[tuple[str, Any, str]], kind: pa.DataType
+) -> pa.Table:
+    schema = pa.schema(
+        [
+            ("_hoodie_record_key", pa.string()),
+            ("_hoodie_partition_path", pa.string()),
+            ("_hoodie_file_name", pa.string()),
+            ("ts", kind),
+            ("v", pa.string()),
+        ]
+    )
+    name = f"{file_id}_1-0-1_001.parquet"
+    records = [
+        {"_hoodie_record_key": k, "_hoodie_partition_path": partition, "_hoodie_file_name": name}
+        | {"ts": ts, "v": v}
+        for k, ts, v in rows
+    ]
+    return pa.Table.from_pylist(records, schema=schema)
+
+
+Slice = tuple[str, str, pa.Table, pa.Table, list[LogEntry]]  # partition, file id, base, log
+
+
+def _view_and_merge(
+    slices: list[Slice], rules: MergeRules, merge: bool = True
+) -> tuple[list[Any], list[Any]]:
+    """The snapshot view's rows (DuckDB, over the folded logs as the sync writes them)
+    and the table core's merge (``merge_records``, unless not ``merge``) of the same
+    slices."""
+    names = ObjectNames.for_table("t", merge_on_read=True)
+    assert names.log_history and names.log_manifest
+    folded, merged, files = [], [], []
+    for number, (partition, file_id, base, log, entries) in enumerate(slices):
+        name = f"{file_id}_{number}.parquet"
+        rows = fold_log_records(log, entries, rules)
+        folded.append(folded_file_rows(rows, partition, file_id, name))
+        files.append(name)
+        if merge:
+            merged.append(merge_records(base, log, entries, rules))
+    schema = folded_schema(slices[0][2].schema)
+    logs = PublishedLogs(None, tuple(files), "", "", "", schema, rules.ordering_field)
+    with duckdb.connect() as con:
+        ro, history = pa.concat_tables(s[2] for s in slices), pa.concat_tables(folded)
+        con.register("ro_rows", ro)
+        con.register("log_rows", history)
+        con.register("files", pa.table({"filename": files}))
+        con.execute(f'CREATE VIEW "{names.view}" AS SELECT * FROM ro_rows')
+        con.execute(f'CREATE VIEW "{names.log_history}" AS SELECT * FROM log_rows')
+        con.execute(f'CREATE VIEW "{names.log_manifest}" AS SELECT * FROM files')
+        shown = con.sql(snapshot_select(names, logs)).to_arrow_table()
+    expected = pa.concat_tables(merged) if merged else shown.slice(0, 0)
+
+    def rows(table: pa.Table) -> list[Any]:
+        picked = table.select(["_hoodie_partition_path", "_hoodie_record_key", "ts", "v"])
+        return sorted(map(repr, picked.to_pylist()))
+
+    return rows(shown), rows(expected)
+
+
+EVENT = MergeRules(MergeMode.EVENT_TIME_ORDERING, "ts")
+
+
+def test_the_view_meets_base_rows_in_their_own_partition_only() -> None:
+    """A bucket index gives file groups the same id in every partition: a key in two
+    partitions must meet only its own partition's log records (a delete block's rows
+    included, which carry only their key)."""
+    kind = pa.int64()
+    a_base = _slice("p=a", "00000000-0", [("k", 5, "a-base"), ("d", 5, "a-base")], kind)
+    b_base = _slice("p=b", "00000000-0", [("k", 5, "b-base"), ("d", 5, "b-base")], kind)
+    b_log = _slice("p=b", "00000000-0", [("k", 9, "b-new")], kind)
+    slices: list[Slice] = [
+        (
+            "p=a",
+            "00000000-0",
+            a_base,
+            b_log.slice(0, 0),
+            [DeleteKey("d", OrderingValue("long", 7))],
+        ),
+        ("p=b", "00000000-0", b_base, b_log, [0]),
+    ]
+    for rules in (EVENT, MergeRules(MergeMode.COMMIT_TIME_ORDERING)):
+        shown, merged = _view_and_merge(slices, rules)
+        assert shown == merged
+        assert [r for r in merged if "'k'" in r and "p=a" in r] == [
+            repr(
+                {"_hoodie_partition_path": "p=a", "_hoodie_record_key": "k", "ts": 5, "v": "a-base"}
+            )
+        ]
+        assert len(merged) == 3  # a's k, b's new k, b's d
+
+
+def test_the_view_orders_null_int_values_as_hudis_zero() -> None:
+    kind = pa.int32()
+    base = _slice("", "f-0", [("k1", 5, "base"), ("k2", -3, "base"), ("k3", None, "base")], kind)
+    base = pa.concat_tables([base, _slice("", "f-0", [("k4", None, "base")], kind)])
+    log = _slice("", "f-0", [("k1", None, "null"), ("k2", None, "null"), ("k3", -1, "low")], kind)
+    log = pa.concat_tables([log, _slice("", "f-0", [("k4", None, "null")], kind)])
+    entries: list[LogEntry] = [0, 1, 2, 3, DeleteKey("k5", OrderingValue("int", 1))]
+    shown, merged = _view_and_merge([("", "f-0", base, log, entries)], EVENT)
+    assert shown == merged
+    assert [eval(r)["v"] for r in merged] == ["base", "null", "base", "null"]
+
+
+NAN = float("nan")
+
+
+def test_the_view_orders_doubles_as_javas_double_compare_to() -> None:
+    pairs = [(1.0, NAN), (NAN, 1e300), (NAN, NAN), (0.0, -0.0), (-0.0, 0.0), (-0.0, -0.0)]
+    for kind in (pa.float64(), pa.float32()):
+        base = _slice("", "f-0", [(f"k{i}", b, "base") for i, (b, _) in enumerate(pairs)], kind)
+        log = _slice("", "f-0", [(f"k{i}", x, "log") for i, (_, x) in enumerate(pairs)], kind)
+        shown, merged = _view_and_merge([("", "f-0", base, log, list(range(len(pairs))))], EVENT)
+        assert shown == merged
+        wins = {eval(r.replace("nan", "None"))["_hoodie_record_key"]: "log" in r for r in merged}
+        assert wins == {"k0": True, "k1": False, "k2": True, "k3": False, "k4": True, "k5": True}
+
+
+@pytest.mark.parametrize("kind", [pa.int64(), pa.float64(), pa.string()])
+def test_the_view_fails_where_hudi_cannot_compare_a_null_ordering_value(kind: pa.DataType) -> None:
+    """A null ordering value (Hudi's int 0) against a long, double or string value:
+    Hudi's merge fails, so the view's query fails, naming the column and the key; two
+    nulls, and keys without a base row, are answered."""
+    value = {pa.int64(): 5, pa.float64(): 5.0, pa.string(): "5"}[kind]
+    for stored, logged in ((value, None), (None, value)):
+        base = _slice("", "f-0", [("k", stored, "base"), ("z", None, "base")], kind)
+        log = _slice(
+            "", "f-0", [("k", logged, "log"), ("z", None, "log"), ("n", None, "new")], kind
+        )
+        with pytest.raises(duckdb.Error, match=r"ordering field ts: .*record key k"):
+            _view_and_merge([("", "f-0", base, log, [0, 1, 2])], EVENT, merge=False)
+        with pytest.raises(NullOrderingError, match="ordering field ts"):
+            merge_records(base, log, [0, 1, 2], EVENT)
+        shown, merged = _view_and_merge([("", "f-0", base, log, [1, 2])], EVENT)
+        assert shown == merged and len(merged) == 3
+
+
+def _double_ordered(path: Path) -> dict[str, tuple[int, float]]:
+    """The version 8 trips fixture ordered by ``fare`` (a double); its San Francisco
+    base rows by key."""
+    mor_read._set_property(path, cfg.PRECOMBINE_FIELD.key, "fare")
+    mor_read._set_property(path, cfg.ORDERING_FIELDS.key, "fare")
+    return mor_read._base_sf(path)
+
+
+def _compacted(path: Path) -> pa.Table:
+    """The table's rows after compacting every slice (read from base files only)."""
+    table = HudiTable.open(str(path))
+    lock = TableLock(table.location, table.location.join(".hoodie"), wait_ms=1000, expire_minutes=0)
+    assert compact(table, lock)
+    return read_snapshot(HudiTable.open(str(path)), read_optimized=True)
+
+
+def _by_key(rows: pa.Table) -> dict[str, str]:
+    return {r["_hoodie_record_key"]: repr((r["ts"], r["fare"])) for r in rows.to_pylist()}
+
+
+def test_reader_view_and_compaction_order_doubles_as_hudi(
+    fixture_copy: Any, tmp_path: Path
+) -> None:
+    """NaN above every double and equal to itself, -0.0 below 0.0 (``Double.compareTo``):
+    the reader, the ``_rt`` view and compaction give Hudi's answer."""
+    path: Path = fixture_copy(mor_read.V8.fixture)
+    base = _double_ordered(path)
+    first, second, *_ = sorted(base)
+    trip, nan = mor_read._trip, float("nan")
+    blocks = mor_read._trip_block(
+        [trip(first, 1, nan), trip(second, 2, nan), trip("zero", 3, 0.0), trip("up", 4, 5.0)]
+    ) + mor_read._trip_block([trip(second, 5, 1e300), trip("zero", 6, -0.0), trip("up", 7, nan)])
+    mor_read._add_log(path, blocks)
+    read = _by_key(read_snapshot(HudiTable.open(str(path))))
+    expected = {first: (1, nan), second: (2, nan), "zero": (3, 0.0), "up": (7, nan)}
+    assert {k: read[k] for k in expected} == {k: repr(v) for k, v in expected.items()}
+    _rt_equals_the_table_core(path, tmp_path / "w.duckdb")
+    assert _by_key(_compacted(path)) == read
+
+
+def test_a_null_ordering_value_hudi_cannot_compare_is_refused_everywhere(
+    fixture_copy: Any, tmp_path: Path
+) -> None:
+    """A log record with a null ``fare`` (Hudi's int 0) meets a stored double: Hudi's
+    merge fails, so do the reader, compaction and a query of the ``_rt`` view, each in
+    one line naming the column."""
+    path: Path = fixture_copy(mor_read.V8.fixture)
+    key = sorted(_double_ordered(path))[0]
+    row = mor_read._trip(key, 1, 0.0) | {"fare": None}
+    mor_read._add_log(path, mor_read._trip_block([row]))
+    with pytest.raises(NullOrderingError, match=r"^ordering field fare: [^\n]*$"):
+        read_snapshot(HudiTable.open(str(path)))
+    database = tmp_path / "w.duckdb"
+    assert sync_table(str(path), [DuckDBTarget(str(database), "t")]).ok
+    with pytest.raises(duckdb.Error, match=f"ordering field fare: .*record key {key}"):
+        view_rows(database, "t_rt")
+    with pytest.raises(NullOrderingError, match="ordering field fare"):
+        _compacted(path)
+
+
+@pytest.mark.parametrize("kind", ["int", "long", "double", "float", "string", None])
+def test_the_view_query_of_every_ordering_class_is_each_warehouses_sql(kind: str | None) -> None:
+    """The query BigQuery and Snowflake get (the emulators run it on the long-ordered
+    fixtures): every ordering class's comparison parses as their SQL, and names the
+    partition in the join."""
+    columns = ["_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name", "ts"]
+    bigquery = bigquery_select("`ro`", "`lh`", "`lm`", columns, set(columns), "ts", kind)
+    typed = [Column(c, "VARCHAR", c) for c in columns]
+    snowflake = snowflake_select("RO", "LH", "LM", typed, set(columns), "ts", kind)
+    for sql, dialect in ((bigquery, "bigquery"), (snowflake, "snowflake")):
+        parsed = sqlglot.parse_one(sql, read=dialect)
+        assert "_hoodie_partition_path" in str(parsed.find(sqlglot.exp.Join)).lower()
+        if kind in ("float", "double"):
+            assert "ATAN2" in sql.upper()
+
+
+def test_log_records_hudi_cannot_fold_refuse_rt_and_sync_ro(
+    fixture_copy: Any, tmp_path: Path
+) -> None:
+    """Two log records of a key, a double ``fare`` then a null one: Hudi's merge fails
+    folding them, so the sync refuses ``_rt`` in one line and still syncs ``_ro``."""
+    path: Path = fixture_copy(mor_read.V8.fixture)
+    _double_ordered(path)
+    rows = [mor_read._trip("n", 1, 5.0), mor_read._trip("n", 2, 0.0) | {"fare": None}]
+    mor_read._add_log(path, mor_read._trip_block(rows))
+    database = tmp_path / "w.duckdb"
+    with pytest.raises(UnsupportedTableError, match=r"ordering field fare: [^\n]*_rt"):
+        sync_table(str(path), [DuckDBTarget(str(database), "t")])
+    report = sync_table(str(path), [DuckDBTarget(str(database), "t")], continue_on_error=True)
+    assert list(report.errors) == [SNAPSHOT_VIEW_REFUSAL] and report.results
+    assert view_rows(database, "t_ro").num_rows > 0

@@ -48,6 +48,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudi_sync.errors import UnsupportedTableError
@@ -74,6 +75,12 @@ GROUPS = "groups.csv"
 GROUPS_META = "snapshot.json"
 # A folded log file no snapshot names yet may be a concurrent sync's, not yet listed.
 _UNNAMED_GRACE_SECONDS = 600.0
+# The meta field the view meets base rows by partition on.
+PARTITION_FIELD = "_hoodie_partition_path"
+# What a folded log file holds changed: files (and log snapshots) of another format
+# are never reused. 2: delete rows carry their partition, the view joins on it; no
+# column statistics.
+FORMAT = 2
 # Added to the table's columns in every folded log file, in this order.
 EXTRA_COLUMNS = (FILE_ID_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN, SOURCE_COLUMN)
 
@@ -198,6 +205,8 @@ class LogParquetStore:
                 data = bytes(fs.cat_file(self.path("snapshots", folder, GROUPS)))
             except FileNotFoundError:
                 continue  # written by an older version, or incomplete
+            if meta.get("format", 1) != FORMAT:  # its files are of another format
+                return None
             rows = [tuple(r) for r in csv.reader(io.StringIO(data.decode())) if r]
             groups = [(r[0], r[1], r[2]) for r in rows if len(r) == 3]
             return folder, tuple(meta.get("pending", ())), groups
@@ -216,12 +225,14 @@ class LogParquetStore:
         self.table.location.write_file(
             self.path("snapshots", folder, GROUPS), out.getvalue().encode()
         )
-        self.table.location.write_file(meta, json.dumps({"pending": list(pending)}).encode())
+        written = {"pending": list(pending), "format": FORMAT}
+        self.table.location.write_file(meta, json.dumps(written).encode())
 
     def _name(self, file_slice: FileSlice, pending: Sequence[str], as_of: str | None) -> str:
         """Named by everything the folded log is made of: a slice whose logs change
         (a new log file, or blocks appended to one) gets a new file."""
         made_of = [
+            FORMAT,
             file_slice.partition_path,
             file_slice.file_id,
             file_slice.base_instant,
@@ -243,12 +254,11 @@ class LogParquetStore:
         return {str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries}
 
     def _write(self, name: str, file_slice: FileSlice, folded: pa.Table) -> None:
-        rows = folded.num_rows
-        folded = folded.append_column(
-            FILE_ID_COLUMN, pa.array([file_slice.file_id] * rows, pa.string())
-        ).append_column(SOURCE_COLUMN, pa.array([name] * rows, pa.string()))
+        rows = folded_file_rows(folded, file_slice.partition_path, file_slice.file_id, name)
         buffer = io.BytesIO()
-        pq.write_table(folded, buffer)
+        # No column statistics: they leave NaN out, and DuckDB folds isnan() and
+        # comparisons by them (a NaN ordering value would compare as no NaN).
+        pq.write_table(rows, buffer, write_statistics=False)
         self.table.location.write_file(self.path("parquet", name), buffer.getvalue())
 
     def _write_lists(self, folder: str, names: tuple[str, ...]) -> None:
@@ -301,6 +311,21 @@ class LogParquetStore:
         except FileNotFoundError:
             return set()
         return {line for line in data.decode().splitlines() if line}
+
+
+def folded_file_rows(folded: pa.Table, partition: str, file_id: str, name: str) -> pa.Table:
+    """A slice's folded log (``fold_log_records``) as its Parquet file holds it: every
+    row with its partition (a delete block's rows have only their key), its file group
+    and its file's name, which the view meets base rows and filters by."""
+    rows = folded.num_rows
+    if PARTITION_FIELD in folded.column_names:
+        column = folded.column(PARTITION_FIELD)
+        filled = pc.fill_null(column, pa.scalar(partition, column.type))
+        folded = folded.set_column(
+            folded.column_names.index(PARTITION_FIELD), PARTITION_FIELD, filled
+        )
+    folded = folded.append_column(FILE_ID_COLUMN, pa.array([file_id] * rows, pa.string()))
+    return folded.append_column(SOURCE_COLUMN, pa.array([name] * rows, pa.string()))
 
 
 def folded_schema(schema: pa.Schema) -> pa.Schema:

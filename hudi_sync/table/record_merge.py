@@ -26,11 +26,18 @@ Spark deletes write) is ordered by commit time: it always wins over what came be
 Records marked deleted in the data (``_hoodie_is_deleted``, ``_hoodie_operation``
 ``D``/``-U``, the table's delete field and marker) are deletes with their own
 ordering value. Base file records are never deletes.
+
+Ordering values compare as Hudi's Java does (``RecordContext.getOrderingValue``): a
+null value is the default, ``Integer 0``, so in an int column it orders as 0, and
+against a value of another class Java's ``compareTo`` throws, where the merge refuses
+(``NullOrderingError``) rather than answer; floats and doubles compare as
+``Double.compareTo`` (NaN above everything and equal to itself, -0.0 below 0.0).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -292,9 +299,10 @@ def fold_log_records(
     delete-block record: the key and its ordering value, the rest null) and two more:
     ``DELETED_COLUMN``, the version deletes the key; ``LOG_WINS_COLUMN``, it replaces
     the base file's record whatever the ordering values (commit-time ordering, a delete
-    ordered by commit time, values of classes Java cannot compare). Otherwise it
-    replaces the base record when the base record has no ordering value, or when its
-    own is not null and at least the base record's (Hudi's event-time rule)."""
+    ordered by commit time, a delete block's value of a class Java cannot compare).
+    Otherwise it replaces the base record when its ordering value is at least the base
+    record's as Hudi compares them (a null one is int 0, see the module docstring):
+    the view spells that comparison (``warehouse.common.snapshot_query``)."""
     folded = _fold_log(log_rows, entries, rules) if entries else {}
     ordering_type = _ordering_type(log_rows.schema, rules)
     column_kind = arrow_kind(ordering_type) if ordering_type is not None else None
@@ -308,7 +316,11 @@ def fold_log_records(
         always = (
             rules.mode is MergeMode.COMMIT_TIME_ORDERING
             or version.natural
-            or (version.kind is not None and column_kind not in (None, version.kind))
+            or (
+                version.from_delete_block
+                and version.kind is not None
+                and column_kind not in (None, version.kind)
+            )
         )
         wins.append(always)
         deleted.append(version.delete)
@@ -372,7 +384,8 @@ def _merge_base(
         log = folded.pop(key, None)
         if log is None:  # a second base row of one key: Hudi merges the first only
             continue
-        stored = _Version(None, ordering, kind, delete=False, natural=False)
+        value, value_kind = _hudi_ordering(ordering, kind)
+        stored = _Version(None, value, value_kind, delete=False, natural=False)
         if _log_wins(stored, log, rules):
             keep[position] = False
             if not log.delete and log.row is not None:
@@ -387,45 +400,83 @@ def _replaces(old: _Version, new: _Version, rules: MergeRules) -> bool:
     if new.from_delete_block:
         if old.natural:  # already deleted by commit time
             return False
-        stays = not new.natural and old.kind == new.kind and _greater(old.ordering, new.ordering)
+        stays = (
+            not new.natural
+            and old.kind == new.kind
+            and _java_compare(old.ordering, new.ordering, 1) > 0
+        )
         return not stays
-    return _newer_wins(old, new)
+    return _newer_wins(old, new, rules)
 
 
 def _log_wins(stored: _Version, log: _Version, rules: MergeRules) -> bool:
     """Whether the folded log version wins over the base file's record."""
     if rules.mode is MergeMode.COMMIT_TIME_ORDERING:
         return True
-    return _newer_wins(stored, log)
+    return _newer_wins(stored, log, rules)
 
 
-def _newer_wins(old: _Version, new: _Version) -> bool:
+class NullOrderingError(UnsupportedTableError):
+    """A null ordering value met a value of another class: Hudi's merge fails there."""
+
+
+def null_ordering_refusal(field: str | None, kind: str | None) -> str:
+    """The one-line refusal when a null ordering value (Hudi's ``Integer 0``) must be
+    compared with a non-null value of a column that holds no ints."""
+    return (
+        f"ordering field {field}: a null value (Hudi's default, int 0) meets a "
+        f"{kind or 'non-int'} value of the same record key, which Hudi's merge cannot "
+        "compare (it fails)"
+    )
+
+
+def _newer_wins(old: _Version, new: _Version, rules: MergeRules) -> bool:
     """Hudi's event-time rule: a commit-time-ordered delete on either side lets the
     newer one win, else the newer wins when its ordering value is at least the older's
-    (a missing value orders lowest, as hudi-rs sorts nulls). Values of different
-    classes (a delete's int against a long column) do not compare in Java, which
-    fails there; the newer wins, as it does when Hudi folds such a delete."""
+    (``Comparable.compareTo``). A delete block's value of another class (an int against
+    a long column) does not compare in Java, which fails there; the newer wins, as it
+    does when Hudi folds such a delete. A null value (int 0) against a record's value
+    of another class: Hudi fails, and so does this merge (``NullOrderingError``)."""
     if new.natural or old.natural:
         return True
     if old.kind is not None and new.kind is not None and old.kind != new.kind:
-        return True
+        if old.from_delete_block or new.from_delete_block:
+            return True
+        other = old.kind if new.kind == "int" else new.kind
+        raise NullOrderingError(null_ordering_refusal(rules.ordering_field, other))
     if old.ordering is None:
         return True
     if new.ordering is None:
         return False
-    try:
-        return bool(new.ordering >= old.ordering)
-    except TypeError:  # values of different classes: Java cannot compare them either
-        return True
+    return _java_compare(new.ordering, old.ordering, 1) >= 0
 
 
-def _greater(left: Any, right: Any) -> bool:
-    if left is None or right is None:
-        return False
+def _java_compare(left: Any, right: Any, incomparable: int) -> int:
+    """``left.compareTo(right)`` as Java answers for ordering values: floats as
+    ``Double.compareTo`` (NaN greatest and equal to itself, -0.0 below 0.0).
+    ``incomparable``: the answer for values Python cannot order (another class)."""
+    if isinstance(left, float) and isinstance(right, float):
+        left_key, right_key = _double_key(left), _double_key(right)
+        return (left_key > right_key) - (left_key < right_key)
     try:
-        return bool(left > right)
+        return int(left > right) - int(left < right)
     except TypeError:
-        return False
+        return incomparable
+
+
+def _double_key(value: float) -> tuple[bool, float, float]:
+    """The order of ``Double.compareTo``: NaN last, then by value, -0.0 before 0.0."""
+    if math.isnan(value):
+        return (True, 0.0, 0.0)
+    return (False, value, math.copysign(1.0, value))
+
+
+def _hudi_ordering(value: Any, kind: str | None) -> tuple[Any, str | None]:
+    """A record's ordering value as Hudi holds it: a null one is ``Integer 0`` (the
+    default; no ordering field: every record's)."""
+    if value is None:
+        return 0, "int"
+    return value, kind
 
 
 def _log_versions(log_rows: pa.Table, rules: MergeRules) -> list[_Version]:
@@ -451,10 +502,12 @@ def _log_versions(log_rows: pa.Table, rules: MergeRules) -> list[_Version]:
         column = _column(log_rows, rules.ordering_field, "log records")
         orderings = column.to_pylist()
         kind = arrow_kind(column.type)
-    return [
-        _Version(row, value, kind, delete, delete and (value is None or _is_default(kind, value)))
-        for row, (value, delete) in enumerate(zip(orderings, deletes, strict=True))
-    ]
+    versions = []
+    for row, (raw, delete) in enumerate(zip(orderings, deletes, strict=True)):
+        value, value_kind = _hudi_ordering(raw, kind)
+        natural = delete and _is_default(value_kind, value)
+        versions.append(_Version(row, value, value_kind, delete, natural))
+    return versions
 
 
 def _delete_version(ordering: OrderingValue | None, column_type: pa.DataType | None) -> _Version:

@@ -51,6 +51,7 @@ from hudi_sync.warehouse.common import (
     SyncMarker,
     SyncPlan,
     SyncResult,
+    ordering_kind,
     settled_plan,
     snapshot_query,
 )
@@ -478,6 +479,7 @@ class BigQueryTarget:
             columns,
             {f["name"] for f in log_schema},
             logs.ordering_field,
+            ordering_kind(logs),
         )
         rt = _view_resource(self._ref(names.snapshot_view), query, stamp)
         return [log_history, log_manifest, rt]
@@ -671,16 +673,20 @@ def snapshot_select(
     columns: list[str],
     log_columns: set[str],
     ordering: str | None,
+    kind: str | None = None,
 ) -> str:
     """The snapshot view's query (``snapshot_query``) in GoogleSQL: ``columns`` (the
     read-optimized view's, in its order) on both sides, null where the log files lack one."""
     spelling = SnapshotQuery(
         lambda name: f"`{name}`",
+        _string,
         lambda column: f"REGEXP_EXTRACT({column}, r'^[^_]+')",
         ", ".join(f"b.`{c}`" for c in columns),
         ", ".join(f"l.`{c}`" if c in log_columns else f"NULL AS `{c}`" for c in columns),
+        is_nan=lambda value: f"IS_NAN({value})",
+        fail=lambda message: f"ERROR({message})",
     )
-    return snapshot_query(spelling, ro, log_history, log_manifest, ordering)
+    return snapshot_query(spelling, ro, log_history, log_manifest, ordering, kind)
 
 
 # What an update of each kind of object sets (besides description and labels).

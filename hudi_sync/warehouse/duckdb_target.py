@@ -31,6 +31,7 @@ from hudi_sync.warehouse.common import (
     SyncMarker,
     SyncPlan,
     SyncResult,
+    ordering_kind,
     settled_plan,
     snapshot_query,
 )
@@ -299,9 +300,12 @@ def snapshot_select(names: ObjectNames, logs: PublishedLogs) -> str:
     assert names.log_manifest and names.log_history
     spelling = SnapshotQuery(
         quote_identifier,
+        quote_literal,
         lambda column: f"regexp_extract({column}, '^[^_]+')",
         f"b.* EXCLUDE ({FILE_ID_COLUMN})",
         f"l.* EXCLUDE ({', '.join(EXTRA_COLUMNS)})",
+        is_nan=lambda value: f"isnan({value})",
+        fail=lambda message: f"error({message})",
         union="UNION ALL BY NAME",
     )
     return snapshot_query(
@@ -310,6 +314,7 @@ def snapshot_select(names: ObjectNames, logs: PublishedLogs) -> str:
         quote_identifier(names.log_history),
         quote_identifier(names.log_manifest),
         logs.ordering_field,
+        ordering_kind(logs),
     )
 
 

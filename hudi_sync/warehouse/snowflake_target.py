@@ -51,6 +51,7 @@ from hudi_sync.warehouse.common import (
     SyncMarker,
     SyncPlan,
     SyncResult,
+    ordering_kind,
     settled_plan,
     snapshot_query,
 )
@@ -598,6 +599,7 @@ class SnowflakeTarget:
             columns,
             {c.name for c in log_columns},
             logs.ordering_field,
+            ordering_kind(logs),
         )
         view = f"CREATE OR REPLACE VIEW {rt} COPY GRANTS AS {query}"
         return _SnapshotObjects(rt, view, (), log_history, history_sql, manifest_sql)
@@ -733,10 +735,13 @@ def snapshot_select(
     columns: list[Column],
     log_columns: set[str],
     ordering: str | None,
+    kind: str | None = None,
 ) -> str:
     """The snapshot view's query (``snapshot_query``) in Snowflake SQL: ``columns`` (the
     read-optimized view's, in order) on both sides, the log side cast to their types,
-    null where the log files lack one."""
+    null where the log files lack one. Snowflake SQL has no function that raises an
+    error: a query fails with its message as a string that is no boolean does
+    (``Boolean value '...' is not recognized``)."""
     from_log = (
         f"CAST({'l.' + sql_name(c.name) if c.name in log_columns else 'NULL'} AS {c.type}) "
         f"AS {sql_name(c.name)}"
@@ -744,11 +749,14 @@ def snapshot_select(
     )
     spelling = SnapshotQuery(
         sql_name,
+        quote_literal,
         lambda column: f"SPLIT_PART({column}, '_', 1)",
         ", ".join(f"b.{sql_name(c.name)}" for c in columns),
         ", ".join(from_log),
+        is_nan=lambda value: f"({value} = {quote_literal('NaN')}::FLOAT)",
+        fail=lambda message: f"({message})::BOOLEAN",
     )
-    return snapshot_query(spelling, ro, log_history, log_manifest, ordering)
+    return snapshot_query(spelling, ro, log_history, log_manifest, ordering, kind)
 
 
 def _digest(sql: str) -> str:
