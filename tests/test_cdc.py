@@ -441,28 +441,6 @@ def _subset(text: str | None, fields: list[str]) -> dict[str, Any] | None:
     return {k: image.get(k) for k in fields}
 
 
-def test_log_file_inference_rules() -> None:
-    """Cases the fixtures lack: a delete of a key the slice never held, an insert
-    through a log, and an update that loses by ordering value."""
-    from hudi_sync.table.cdc_query import infer_log_changes
-    from hudi_sync.table.log_records import LogRecord
-
-    prior = {"k1": {"id": "k1", "v": 1, "ts": 5}}
-    records = [
-        LogRecord("t", "nope", None, True, None),
-        LogRecord("t", "k2", None, False, {"id": "k2", "v": 2, "ts": 1}),
-        LogRecord("t", "k1", None, False, {"id": "k1", "v": 9, "ts": 4}),
-        LogRecord("t", "k1", None, False, {"id": "k1", "v": 3, "ts": 6}),
-        LogRecord("t", "k2", None, True, None),
-    ]
-    changes = infer_log_changes(prior, records, "ts")
-    assert [(op, (b or {}).get("v"), (a or {}).get("v")) for op, b, a in changes] == [
-        ("i", None, 2),
-        ("u", 1, 3),
-        ("d", 2, None),
-    ]
-
-
 def test_read_stream_restarts_from_its_checkpoint_without_loss_or_repeats(  # type: ignore[no-untyped-def]
     spark, tmp_path: Path
 ) -> None:

@@ -9,8 +9,10 @@ range into a ``ChangeSplit`` by Hudi's inference cases:
 - ``BASE_FILE_INSERT``: a new base file holding only inserts; every row is ``i``.
 - ``BASE_FILE_DELETE``: a delete that emptied a file group; every row of the previous
   base file is ``d``.
-- ``LOG_FILE`` (Merge-on-Read): the commit's log records diffed against the file
-  group's state just before it (base file plus earlier committed log blocks).
+- ``LOG_FILE`` (Merge-on-Read): the file group as a snapshot reader saw it just
+  before the commit against what it sees after, both merged by the table's merge
+  rules, for the keys the commit's log records name. One split per file group and
+  commit, however many log files the commit rolled over to.
 - ``REPLACE_COMMIT``: every row of a file group a replacecommit replaced is ``d``.
 
 Reading (``read_split``) runs wherever the files can be opened (Spark's Python
@@ -54,7 +56,10 @@ from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import Action, Instant, comparable_instant
 from hudi_sync.table.log_records import LogRecord, read_slice_log_records
 from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.record_merge import DeleteKey, LogEntry, MergeMode, MergeRules, merge_records
 from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.slice_reader import align
+from hudi_sync.table.snapshot_read import table_merge_rules
 from hudi_sync.table.table import HudiTable
 
 BEGIN = config.BEGIN.key
@@ -87,7 +92,9 @@ class ChangeSplit:
     """The changes one commit made to one file group, and the files that tell them.
 
     Paths are relative to the table base. ``committed`` lists, for ``LOG_FILE``, the
-    instants whose log blocks count as the file group's earlier state."""
+    instants whose log blocks count as the file group's earlier state; ``merge_mode``,
+    ``ordering_field``, ``delete_field`` and ``delete_marker`` are the table's merge
+    rules, which merge a slice's log records (``LOG_FILE``, a replaced MOR slice)."""
 
     instant: str
     case: InferenceCase
@@ -99,7 +106,10 @@ class ChangeSplit:
     after_file: str | None = None
     log_files: tuple[str, ...] = ()
     committed: tuple[str, ...] = ()
+    merge_mode: str = MergeMode.COMMIT_TIME_ORDERING.value
     ordering_field: str | None = None
+    delete_field: str | None = None
+    delete_marker: str | None = None
     read_bytes: int | None = None  # what reading it costs, from the write stats (None: unknown)
     # AS_IS: the part-th of ``parts`` equal runs of the CDC log's records (a large log
     # read by several tasks); other cases are not divided.
@@ -108,6 +118,12 @@ class ChangeSplit:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
+
+    @property
+    def rules(self) -> MergeRules:
+        return MergeRules(
+            MergeMode(self.merge_mode), self.ordering_field, self.delete_field, self.delete_marker
+        )
 
     @classmethod
     def from_json(cls, text: str) -> ChangeSplit:
@@ -219,7 +235,6 @@ class _Planner:
     def __init__(self, table: HudiTable, mode: CdcMode) -> None:
         self.table = table
         self.mode = mode
-        self.ordering = table.config.ordering_fields[0] if table.config.ordering_fields else None
         writes = table.timeline.completed_writes
         self.committed = tuple(i.requested_time for i in writes)
         self._slices: dict[str, dict[tuple[str, str], FileSlice]] = {}
@@ -240,7 +255,19 @@ class _Planner:
         ]
         if instant.action == Action.REPLACE_COMMIT:
             splits += self._replaced(instant, metadata.partition_to_replace_file_ids)
-        return splits
+        return _one_per_log_file_group(splits)
+
+    @cached_property
+    def _rules(self) -> dict[str, Any]:
+        """The table's merge rules as split fields (read once, when a slice has logs;
+        UnsupportedTableError for rules hudi_sync cannot apply)."""
+        rules = table_merge_rules(self.table)
+        return {
+            "merge_mode": rules.mode.value,
+            "ordering_field": rules.ordering_field,
+            "delete_field": rules.delete_field,
+            "delete_marker": rules.delete_marker,
+        }
 
     def _split(self, ts: str, stat: WriteStat) -> ChangeSplit:
         def split(case: InferenceCase, **files: Any) -> ChangeSplit:
@@ -257,7 +284,7 @@ class _Planner:
                 before_file=found.relative_base_path if found else None,
                 log_files=_log_paths(found) if found else (),
                 committed=self.committed,
-                ordering_field=self.ordering,
+                **self._rules,
             )
         previous = self._previous_base(stat)
         if stat.cdc_stats:
@@ -345,9 +372,26 @@ class _Planner:
                         before_file=found.relative_base_path,
                         log_files=_log_paths(found),
                         committed=self.committed,
+                        **(self._rules if found.log_files else {}),
                     )
                 )
         return splits
+
+
+def _one_per_log_file_group(splits: list[ChangeSplit]) -> list[ChangeSplit]:
+    """A commit's splits with one ``LOG_FILE`` split per file group: a deltacommit that
+    rolled over to several log files has a write stat per file, and each split reads
+    all of the commit's records of its file group."""
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for split in splits:
+        if split.case is InferenceCase.LOG_FILE:
+            group = (split.partition_path, split.file_id)
+            if group in seen:
+                continue
+            seen.add(group)
+        kept.append(split)
+    return kept
 
 
 def _log_paths(found: FileSlice) -> tuple[str, ...]:
@@ -486,8 +530,11 @@ def _split_changes(location: Location, split: ChangeSplit) -> list[Change]:
     if case is InferenceCase.BASE_FILE_DELETE:
         return [("d", row, None) for row in _rows(location, split.before_file)]
     if case is InferenceCase.REPLACE_COMMIT:  # the replaced slice, logs merged (MOR)
-        prior, _ = _slice_state(location, split)
-        return [("d", row, None) for row in prior.values()]
+        base, records = _slice_records(location, split)
+        if not records:
+            return [("d", row, None) for row in _rows(location, split.before_file)]
+        merged = _merged(base, records, split.rules, _where(location, split))
+        return [("d", row, None) for row in merged.values()]
     if case is InferenceCase.LOG_FILE:
         return _log_file_changes(location, split)
     return _as_is_changes(location, split)
@@ -523,84 +570,98 @@ def _as_is_changes(location: Location, split: ChangeSplit) -> list[Change]:
 
 
 def _log_file_changes(location: Location, split: ChangeSplit) -> list[Change]:
-    """LOG_FILE: this commit's log records against the state before it."""
-    prior, current = _slice_state(location, split)
-    return infer_log_changes(prior, current, split.ordering_field)
+    """LOG_FILE: for each key the commit's log records name, what a snapshot reader saw
+    just before the commit against what it sees after it, both merged by the table's
+    rules: ``i`` when the key appears, ``d`` when it goes (a delete block's record or
+    a delete in a data block that wins), ``u`` when the record it shows changes (a
+    record that loses by ordering value changes nothing)."""
+    base, records = _slice_records(location, split)
+    keys = list(dict.fromkeys(r.key for r in records if r.instant == split.instant))
+    if not keys:
+        return []
+    wanted, where = set(keys), _where(location, split)
+    before = _merged(base, records, split.rules, where, wanted, leave_out=split.instant)
+    after = _merged(base, records, split.rules, where, wanted)
+    changes: list[Change] = []
+    for key in keys:
+        old, new = before.get(key), after.get(key)
+        if old is None and new is not None:
+            changes.append(("i", None, new))
+        elif old is not None and new is None:
+            changes.append(("d", old, None))
+        elif old is not None and new is not None and old != new:
+            changes.append(("u", old, new))
+    return changes
 
 
-def _slice_state(
+def _slice_records(
     location: Location, split: ChangeSplit
-) -> tuple[dict[str, dict[str, Any]], list[LogRecord]]:
-    """A file group's rows just before ``split.instant`` (its base file merged with the
-    committed log blocks written after it), and the log records of ``split.instant``."""
+) -> tuple[pa.Table | None, list[LogRecord]]:
+    """A file group's base file rows and its log records up to ``split.instant`` (the
+    committed blocks written after the base file), in merge order."""
     base_instant = (
         parse_base_file(split.before_file.rsplit("/", 1)[-1]).instant if split.before_file else None
     )
     ts = comparable_instant(split.instant)
-    earlier = {
+    applies = {
         c
         for c in split.committed
-        if comparable_instant(c) < ts
+        if comparable_instant(c) <= ts
         and (base_instant is None or comparable_instant(c) > comparable_instant(base_instant))
     }
-    prior: dict[str, dict[str, Any]] = {
-        str(row[RECORD_KEY]): row for row in _rows(location, split.before_file)
-    }
-    current: list[LogRecord] = []
     files = [
         (_read_bytes(location, relative, location.uri_of(relative)), location.uri_of(relative))
         for relative in split.log_files
     ]
     # Read as one slice: a rollback block in a later file cancels blocks of earlier ones.
-    for record in read_slice_log_records(files, (earlier | {split.instant}).__contains__):
-        if record.instant == split.instant:
-            current.append(record)
-        elif record.is_delete:
-            prior.pop(record.key, None)
-        elif record.values is not None:
-            prior[record.key] = dict(record.values)
-    return prior, current
+    records = read_slice_log_records(files, applies.__contains__)
+    return _read_table(location, split.before_file), records
 
 
-def infer_log_changes(
-    prior: Mapping[str, Image], records: Iterable[LogRecord], ordering_field: str | None
-) -> list[Change]:
-    """Hudi's LOG_FILE rules: a delete of a stored key is ``d`` (of a missing key,
-    nothing); a record for a new key is ``i``; for a stored key ``u`` when the merged
-    record differs (event-time ordering: an older record loses and changes nothing)."""
-    state: dict[str, Image] = dict(prior)
-    changes: list[Change] = []
+def _merged(
+    base: pa.Table | None,
+    records: list[LogRecord],
+    rules: MergeRules,
+    where: str,
+    keys: set[str] | None = None,
+    leave_out: str | None = None,
+) -> dict[str, dict[str, Any]]:
+    """The rows a snapshot reader sees for ``keys`` (all: None): the base rows merged
+    with the log records by the table's rules (``merge_records``), without the records
+    of the instant ``leave_out``."""
+    rows: list[dict[str, Any]] = []
+    entries: list[LogEntry] = []
     for record in records:
-        before = state.get(record.key)
-        if record.is_delete:
-            if before is not None:
-                changes.append(("d", before, None))
-                del state[record.key]
+        if record.instant == leave_out or (keys is not None and record.key not in keys):
             continue
-        after = record.values
-        if after is None:
-            continue
-        if before is None:
-            changes.append(("i", None, after))
+        if record.is_delete or record.values is None:
+            entries.append(DeleteKey(record.key, record.ordering))
         else:
-            if ordering_field and _older(after.get(ordering_field), before.get(ordering_field)):
-                continue
-            if _data(after) == _data(before):
-                continue
-            changes.append(("u", before, after))
-        state[record.key] = after
-    return changes
+            entries.append(len(rows))
+            rows.append(record.values)
+    if base is not None and keys is not None:
+        stored = base.column(RECORD_KEY).cast(pa.string())
+        base = base.filter(pc.is_in(stored, value_set=pa.array(sorted(keys), pa.string())))
+    schema = _rows_schema(base, rows)
+    if base is not None:
+        base = align(base, schema, where)
+    log_rows = pa.Table.from_pylist(rows, schema=schema)
+    merged = merge_records(base, log_rows, entries, rules)
+    return {str(row[RECORD_KEY]): row for row in arrow_rows(merged)}
 
 
-def _older(incoming: Any, stored: Any) -> bool:
-    try:
-        return incoming is not None and stored is not None and bool(incoming < stored)
-    except TypeError:
-        return False
+def _where(location: Location, split: ChangeSplit) -> str:
+    return location.uri_of(split.before_file or split.partition_path)
 
 
-def _data(image: Image) -> dict[str, Any]:
-    return {k: v for k, v in image.items() if k not in META_FIELDS}
+def _rows_schema(base: pa.Table | None, rows: list[dict[str, Any]]) -> pa.Schema:
+    """The base file's columns, then those only log records have (a later schema's)."""
+    fields = list(base.schema.remove_metadata()) if base is not None else []
+    names = {f.name for f in fields}
+    if rows and any(name not in names for row in rows for name in row):
+        inferred = pa.array(rows).type
+        fields += [f for f in inferred if f.name not in names]
+    return pa.schema(fields)
 
 
 def _read_bytes(location: Location, relative: str, where: str) -> bytes:
@@ -722,7 +783,6 @@ __all__ = [
     "InferenceCase",
     "change_rows",
     "divide_splits",
-    "infer_log_changes",
     "plan_changes",
     "read_split",
 ]
