@@ -65,6 +65,7 @@ def open_or_create(
             cdc_mode=options.cdc_mode,
             table_type=options.table_type,
             num_buckets=options.num_buckets if options.index_type == "BUCKET" else None,
+            bucket_hash_fields=options.bucket_hash_fields,
         )
         check_bucket(location)
         location.ensure_folder(location.path)

@@ -282,7 +282,7 @@ def _write_buckets(
         spec = append_spec(
             transaction.instant, schema, _merge_ordering(options, table), table, options
         )
-        stats = append_buckets(table, keyed, spec, options.num_buckets)
+        stats = append_buckets(table, keyed, spec, options.num_buckets, options.bucket_hash_fields)
         transaction.write_partition_metadata({s.partition_path for s in stats})
         commit = CommitRecord(
             operation.upper(), json_schema(schema, table.config.name), stats, {}, extra_metadata

@@ -38,6 +38,8 @@ class TableSettings:
     # The bucket index's bucket count, kept in the properties so that every later
     # write finds its file groups the same way (None: keys are looked up).
     num_buckets: int | None = None
+    # The bucket index's hash fields when a subset of the record key (kept likewise).
+    bucket_hash_fields: tuple[str, ...] = ()
 
     @property
     def key_generator_type(self) -> str:
@@ -74,6 +76,8 @@ class TableSettings:
         if self.num_buckets is not None:
             props[cfg.INDEX_TYPE.key] = "BUCKET"
             props[cfg.BUCKET_INDEX_NUM_BUCKETS.key] = str(self.num_buckets)
+            if self.bucket_hash_fields and self.bucket_hash_fields != self.record_key_fields:
+                props[cfg.BUCKET_INDEX_HASH_FIELD.key] = ",".join(self.bucket_hash_fields)
         if self.cdc_mode is not None:
             props[cfg.CDC_ENABLED.key] = "true"
             props[cfg.CDC_MODE.key] = self.cdc_mode.stored_value(self.version)
