@@ -363,3 +363,21 @@ def test_the_hash_field_is_honoured_or_refused(tmp_path: Path) -> None:
                 complex_options(**{"hoodie.bucket.index.hash.field": value}),
             )
         assert words in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_write_naming_the_index_takes_the_tables_bucket_count(tmp_path: Path) -> None:
+    """``hoodie.index.type=BUCKET`` said and the bucket count unsaid: the table's count,
+    not the option's default (which would hash keys to buckets the table lacks)."""
+    path = tmp_path / "t"
+    rows = [{"id": i, "p": "a", "name": "x", "ts": 1} for i in range(40)]
+    write_arrow(
+        pa.Table.from_pylist(rows), str(path), options(8, **{"hoodie.bucket.index.num.buckets": 2})
+    )
+    unsaid = {k: v for k, v in options(8).items() if k != "hoodie.bucket.index.num.buckets"}
+    later = [dict(row, name="y", ts=2) for row in rows]
+    write_arrow(pa.Table.from_pylist(later), str(path), unsaid)
+    placed = _placed(path)
+    assert len(placed) == len(rows) and all(row["name"] == "y" for _, row in placed.values())
+    assert {bucket for bucket, _ in placed.values()} == {0, 1}
+    for key, (bucket, _row) in placed.items():
+        assert bucket == hudi_bucket([key], 2)
