@@ -158,11 +158,17 @@ def test_many_complex_keys_hash_their_values() -> None:
     ]
 
 
-def test_a_key_hudi_cannot_hash_is_refused() -> None:
+def test_a_key_hudi_cannot_hash_is_refused(tmp_path: Path) -> None:
     """Hudi's walk over a key never ends when its last pair is not hashed and its value
-    holds ":" (no "," comes before a later ":"): refused rather than guessed."""
+    holds ":" (no "," comes before a later ":"): refused rather than guessed, before
+    the write touches the timeline."""
     with pytest.raises(BadInputError, match=r"record key 'a:1,b:x:y'.*holds ':'"):
         bucket_ids(pa.array(["a:1,b:2", "a:1,b:x:y"]), ["a"], 4)
+    path = tmp_path / "t"
+    rows = pa.Table.from_pylist([{"a": "1", "b": "x:y", "p": "a", "name": "x", "ts": 1}])
+    with pytest.raises(BadInputError, match=r"/t: record key 'a:1,b:x:y'"):
+        write_arrow(rows, str(path), complex_options(**{"hoodie.bucket.index.hash.field": "a"}))
+    assert not HudiTable.open(str(path)).timeline.instants
 
 
 def test_bucket_file_ids_carry_their_bucket() -> None:

@@ -352,20 +352,29 @@ class BucketLayout:
             self.slices[(file_slice.partition_path, bucket)] = file_slice
 
 
+def key_buckets(keyed: pa.Table, options: WriteOptions, where: str) -> np.ndarray:
+    """The bucket of each keyed row (``keyed_rows``), found before the write starts: a
+    key Hudi cannot hash is refused with nothing on the timeline."""
+    keys = keyed.column(RECORD_KEY).combine_chunks()
+    try:
+        return bucket_ids(keys, options.bucket_hash_fields, options.num_buckets)
+    except BadInputError as exc:
+        raise BadInputError(f"{where}: {exc}") from None
+
+
 def append_buckets(
     table: HudiTable,
     keyed: pa.Table,
+    buckets: np.ndarray,
     spec: AppendSpec,
     num_buckets: int,
-    hash_fields: Sequence[str],
     write_token: str = "0-0-0",
 ) -> list[WriteStat]:
-    """Append the keyed rows to their buckets' file groups (new groups for buckets
-    without one): one log file per touched bucket, written in parallel."""
+    """Append the keyed rows to their buckets' file groups (``key_buckets``; new groups
+    for buckets without one): one log file per touched bucket, written in parallel."""
     if not keyed.num_rows:
         return []
     location: Location = table.location
-    buckets = bucket_ids(keyed.column(RECORD_KEY).combine_chunks(), hash_fields, num_buckets)
     # Rows sorted by (partition, bucket): each group a slice, cut where either changes.
     keyed = keyed.append_column("__bucket", pa.array(buckets))
     keyed = keyed.sort_by([(PARTITION_PATH, "ascending"), ("__bucket", "ascending")])
