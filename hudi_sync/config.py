@@ -209,6 +209,12 @@ BUCKET_INDEX_NUM_BUCKETS = _integer(
     default=4,
     minimum=1,
 )
+BUCKET_INDEX_HASH_FIELD = _list(
+    "hoodie.bucket.index.hash.field",
+    "BUCKET index: the record key fields a key's bucket is hashed from, a subset of them "
+    "(default: all); fixed for the table's life.",
+    "write",
+)
 COMPACT_TRIGGER = _choice(
     "hoodie.compact.inline.trigger.strategy",
     "What triggers an inline compaction (only the number of delta commits is supported).",

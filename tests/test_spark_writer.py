@@ -337,6 +337,27 @@ def test_cleaner_keeps_the_retained_commits_and_refuses_older_time_travel(  # ty
         read(spark, path, {"as.of.instant": instants[0]})
 
 
+def test_complex_keys_stand_in_for_null_and_empty_values(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Hudi's ComplexKeyGenerator writes a null value ``__null__`` and an empty one
+    ``__empty__`` (``f1:v1,f2:v2``), and refuses a key whose every value is null or
+    empty; an upsert of such a key finds its row again."""
+    path = str(tmp_path / "t")
+    keyed = {**options("t", 8, "upsert"), "hoodie.datasource.write.recordkey.field": "id,name"}
+    rows = [
+        {"id": 1, "p": "a", "name": None, "ts": 1},
+        {"id": 2, "p": "a", "name": "", "ts": 1},
+        {"id": None, "p": "a", "name": "x:1,y", "ts": 1},
+    ]
+    write(frame(spark, rows, False), path, keyed)
+    write(frame(spark, [dict(rows[0], ts=5)], False), path, keyed)
+    stored = {r["_hoodie_record_key"]: r["ts"] for r in hudi_rs_rows(path).to_pylist()}
+    expected = {"id:1,name:__null__": 5, "id:2,name:__empty__": 1, "id:__null__,name:x:1,y": 1}
+    assert stored == expected
+    blank = [{"id": None, "p": "a", "name": "", "ts": 1}]
+    with pytest.raises(BadInputError, match="every one of fields id, name"):
+        write(frame(spark, blank, False), path, keyed)
+
+
 def test_options_that_contradict_the_table_fail_clearly(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = str(tmp_path / "t")
     rows = [{"id": 1, "p": "a", "name": "x", "ts": 1}]
@@ -351,7 +372,7 @@ def test_options_that_contradict_the_table_fail_clearly(spark, tmp_path) -> None
         write(retyped, path, options("t", 6, "upsert"))
     with pytest.raises(BadInputError, match="no column name"):
         write(frame(spark, rows, False).drop("name"), path, options("t", 6, "upsert"))
-    with pytest.raises(BadInputError, match="null record key"):
+    with pytest.raises(BadInputError, match="record key is null or empty: field id"):
         write(frame(spark, [dict(rows[0], id=None)], False), path, options("t", 6, "upsert"))
     # (object-store tables, and a missing bucket: tests/test_spark_objectstores.py)
     with pytest.raises(BadInputError, match="operation"):

@@ -2,11 +2,11 @@
 
 With ``hoodie.index.type=BUCKET`` every partition has ``hoodie.bucket.index.num.buckets``
 file groups, and a record goes to the one its key hashes to, as Hudi's
-``BucketIdentifier`` computes it: the Java ``List<String>.hashCode()`` of the key's
-values (the record key; ``f1:v1,f2:v2`` keys by their values), made non-negative, modulo
-the number of buckets. A bucket's file group id is a random UUID whose first 8
-characters are the bucket number (``00000003-...-0``), so the bucket of a stored group
-is read from its name.
+``BucketIdentifier`` computes it: the Java ``List<String>.hashCode()`` of the values
+Hudi's ``KeyGenUtils.extractRecordKeysByFields`` reads out of the stored record key
+(``hash_values``), made non-negative, modulo the number of buckets. A bucket's file
+group id is a random UUID whose first 8 characters are the bucket number
+(``00000003-...-0``), so the bucket of a stored group is read from its name.
 
 So a write needs no index lookup, reads no stored key, and appends each bucket's
 upserts and deletes to a new log file (``log_append``): a new bucket's file group has
@@ -33,7 +33,13 @@ import pyarrow.compute as pc
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
-from hudi_sync.spark.keys import DEFAULT_PARTITION
+from hudi_sync.spark.keys import (
+    DEFAULT_PARTITION,
+    EMPTY_KEY_VALUE,
+    KEY_PARTS_SEPARATOR,
+    KEY_VALUE_SEPARATOR,
+    NULL_KEY_VALUE,
+)
 from hudi_sync.spark.log_append import AppendSpec, LogAppend, append_log
 from hudi_sync.spark.merge import DELETE_FLAG, PARTITION_PATH, RECORD_KEY
 from hudi_sync.spark.options import WriteOptions
@@ -44,21 +50,28 @@ from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.schema import META_FIELDS
 
 IS_DELETED = "_hoodie_is_deleted"
-# Keys whose string form is the same in Java, Spark and Arrow.
-_KEY_TYPES = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer)
+# Keys whose string form is the same in Java, Spark and Arrow (a column of nulls only:
+# no string form, every value null).
+_KEY_TYPES = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer, pa.types.is_null)
 _WRITERS = 8  # log files written at once (encoding and writing release the GIL)
 
 
 def java_string_hashes(values: pa.Array) -> np.ndarray:
-    """Java's ``String.hashCode()`` of each (non-null) string, as uint32: the sum of its
-    UTF-16 code units times powers of 31, wrapping at 32 bits. ASCII strings (one code
-    unit a byte) are hashed in columns; others one at a time."""
+    """Java's ``String.hashCode()`` of each string, as uint32 (a null: 0, as
+    ``List.hashCode`` counts a null element): the sum of its UTF-16 code units times
+    powers of 31, wrapping at 32 bits. ASCII strings (one code unit a byte) are hashed
+    in columns; others one at a time."""
     values = values.cast(pa.string())
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     count = len(values)
     if not count:
         return np.zeros(0, dtype=np.uint32)
+    if values.null_count:
+        valid = pc.is_valid(values).to_numpy(zero_copy_only=False)
+        hashes = np.zeros(count, dtype=np.uint32)
+        hashes[valid] = java_string_hashes(values.filter(pc.is_valid(values)))
+        return hashes
     if not pc.all(pc.string_is_ascii(values)).as_py():
         return np.array([_java_hash(v) for v in values.to_pylist()], dtype=np.uint32)
     offsets = np.frombuffer(values.buffers()[1], dtype=np.int32)[
@@ -75,22 +88,127 @@ def java_string_hashes(values: pa.Array) -> np.ndarray:
     return hashes
 
 
-def _java_hash(text: str) -> int:
+def _java_hash(text: str | None) -> int:
     value = 0
-    encoded = text.encode("utf-16-be")
+    encoded = (text or "").encode("utf-16-be")
     for i in range(0, len(encoded), 2):
         value = (value * 31 + int.from_bytes(encoded[i : i + 2], "big")) & 0xFFFFFFFF
     return value
 
 
-def bucket_ids(key_values: Sequence[pa.Array], num_buckets: int) -> np.ndarray:
-    """Each row's bucket, from the values of its key fields (one array per field, in
-    the record key's order): ``(List.hashCode() & Integer.MAX_VALUE) % num_buckets``."""
-    hashes = np.ones(len(key_values[0]), dtype=np.uint32)  # List.hashCode starts at 1
+def hash_values(key: str, hash_fields: Sequence[str]) -> list[str | None]:
+    """The values Hudi hashes for one stored record key (``extractRecordKeysByFields``
+    as of Hudi 1.0): the whole key unless it holds both ``,`` and ``:``; else the
+    values of its ``field:value`` pairs whose field is a hash field, in the key's order
+    (``__null__`` a null, ``__empty__`` ""), or the whole key if none is.
+
+    Pairs are found as Hudi finds them: a value runs from its pair's ``:`` to the last
+    ``,`` before the next ``:`` that has a ``,`` after this pair's ``:`` (so values may
+    hold ``:`` and ``,``), or to the end. A key on which Hudi's walk never ends (a pair
+    not hashed, last, whose value holds ``:``) is refused."""
+    if KEY_PARTS_SEPARATOR not in key or KEY_VALUE_SEPARATOR not in key:
+        return [key]
+    wanted = set(hash_fields)
+    values: list[str | None] = []
+    start = 0
+    while start < len(key):
+        colon = key.find(KEY_VALUE_SEPARATOR, start)
+        field = key[start:colon]
+        end = _value_end(key, colon)
+        if field in wanted:
+            text: str | None = key[colon + 1 : end]
+            text = None if text == NULL_KEY_VALUE else "" if text == EMPTY_KEY_VALUE else text
+            values.append(text)
+        elif end == len(key) and KEY_VALUE_SEPARATOR in key[colon + 1 :]:
+            raise BadInputError(
+                f"record key {key!r}: Hudi cannot hash it for the bucket index (its last pair, "
+                f"not among {','.join(hash_fields)}, holds ':')"
+            )
+        start = end + 1
+    return values or [key]
+
+
+def _value_end(key: str, colon: int) -> int:
+    """Where the value after ``colon`` ends: the ``,`` before the first later ``:``
+    with a ``,`` between, else the key's end."""
+    following = key.find(KEY_VALUE_SEPARATOR, colon + 1)
+    while following >= 0:
+        comma = key.rfind(KEY_PARTS_SEPARATOR, 0, following + 1)
+        if comma > colon:
+            return comma
+        following = key.find(KEY_VALUE_SEPARATOR, following + 1)
+    return len(key)
+
+
+def bucket_ids(keys: pa.Array, hash_fields: Sequence[str], num_buckets: int) -> np.ndarray:
+    """Each stored record key's bucket, as Hudi's ``BucketIdentifier.getBucketId``:
+    ``(List.hashCode(hash_values) & Integer.MAX_VALUE) % num_buckets``. Keys without
+    both ``,`` and ``:`` are hashed whole, and ``f1:v1,f2:v2`` keys whose values hold
+    neither by their pairs, in columns; the others are read one at a time."""
+    keys = keys.cast(pa.string())
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
     with np.errstate(over="ignore"):
-        for values in key_values:
-            hashes = hashes * np.uint32(31) + java_string_hashes(values)
+        # A one-element list: 31 * 1 + the element's hash.
+        hashes = np.uint32(31) + java_string_hashes(keys)
+        complex_keys = pc.and_(
+            pc.match_substring(keys, KEY_PARTS_SEPARATOR),
+            pc.match_substring(keys, KEY_VALUE_SEPARATOR),
+        )
+        rows = np.flatnonzero(complex_keys.to_numpy(zero_copy_only=False))
+        if len(rows):
+            hashed, plain = _pair_hashes(keys.take(pa.array(rows)), hash_fields)
+            hashes[rows[plain]] = hashed[plain]
+            odd = rows[~plain]
+            texts = keys.take(pa.array(odd, pa.int64())).to_pylist()
+            hashes[odd] = [_list_hash(hash_values(k, hash_fields)) for k in texts]
     return ((hashes & np.uint32(0x7FFFFFFF)) % np.uint32(num_buckets)).astype(np.int64)
+
+
+def _pair_hashes(keys: pa.Array, hash_fields: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``List.hashCode(hash_values)`` of ``f1:v1,f2:v2`` keys in columns, and which keys
+    it holds for: those whose every ``,``-separated part has one ``:`` (no value holds
+    either separator), on which Hudi's walk reads each pair's value as it stands."""
+    count = len(keys)
+    parts = pc.split_pattern(keys, KEY_PARTS_SEPARATOR)
+    flat = parts.flatten()
+    owner = pc.list_parent_indices(parts).to_numpy(zero_copy_only=False)
+    single = pc.count_substring(flat, KEY_VALUE_SEPARATOR).to_numpy(zero_copy_only=False) == 1
+    plain = np.ones(count, dtype=bool)
+    plain[owner[~single]] = False
+    keep = plain[owner]
+    pairs = pc.split_pattern(flat.filter(pa.array(keep)), KEY_VALUE_SEPARATOR)
+    owner = owner[keep]
+    hashed = pc.is_in(pc.list_element(pairs, 0), value_set=pa.array(list(hash_fields)))
+    chosen = hashed.to_numpy(zero_copy_only=False)
+    values = pc.list_element(pairs, 1).filter(hashed)
+    owner = owner[chosen]
+    # __null__ is a null element and __empty__ "": both hash 0 in List.hashCode.
+    stand_in = pc.is_in(values, value_set=pa.array([NULL_KEY_VALUE, EMPTY_KEY_VALUE]))
+    elements = np.where(stand_in.to_numpy(zero_copy_only=False), 0, java_string_hashes(values))
+    elements = elements.astype(np.uint32)
+    hashes = np.zeros(count, dtype=np.uint32)
+    if not len(owner):
+        return hashes, plain & False
+    starts = np.r_[0, np.flatnonzero(np.diff(owner)) + 1]
+    position = np.arange(len(owner)) - np.repeat(starts, np.diff(np.r_[starts, len(owner)]))
+    with np.errstate(over="ignore"):
+        hashes[owner[starts]] = 1  # List.hashCode starts at 1
+        for level in range(int(position.max()) + 1):
+            at = position == level
+            hashes[owner[at]] = hashes[owner[at]] * np.uint32(31) + elements[at]
+    # A key with no hashed pair is hashed whole, as its caller already did.
+    found = np.zeros(count, dtype=bool)
+    found[owner] = True
+    return hashes, plain & found
+
+
+def _list_hash(values: Sequence[str | None]) -> int:
+    """Java's ``List.hashCode()`` of strings: 1, then ``31 * h + element``."""
+    value = 1
+    for element in values:
+        value = (value * 31 + _java_hash(element)) & 0xFFFFFFFF
+    return value
 
 
 def bucket_of_file_id(file_id: str) -> int | None:
@@ -107,8 +225,8 @@ def new_bucket_file_id(bucket: int) -> str:
 def keyed_rows(rows: pa.Table, options: WriteOptions, where: str) -> pa.Table:
     """The rows' data columns with the record key, partition path and delete flag, one
     row per key (the highest ordering value, ties to the later row), as the Spark path's
-    ``incoming_rows`` makes them; a null key or a key type whose text differs between
-    Java and Arrow is refused in one line."""
+    ``incoming_rows`` makes them; a key Hudi's key generators refuse, or a key type
+    whose text differs between Java and Arrow, is refused in one line."""
     fields = options.record_key_fields
     for name in fields:
         if name not in rows.column_names:
@@ -119,22 +237,42 @@ def keyed_rows(rows: pa.Table, options: WriteOptions, where: str) -> pa.Table:
                 f"{where}: record key field {name} is {kind}; the bucket index takes "
                 "string and integer keys"
             )
-        if rows.column(name).null_count:
-            nulls = rows.column(name).null_count
-            raise BadInputError(f"{where}: {nulls} rows have a null record key field {name}")
     data = rows.select([c for c in rows.column_names if c not in META_FIELDS])
-    texts = [data.column(f).cast(pa.string()) for f in fields]
-    if len(fields) == 1:
-        keys = texts[0]
-    else:
-        labelled = [
-            pc.binary_join_element_wise(f"{f}:", t, "") for f, t in zip(fields, texts, strict=True)
-        ]
-        keys = pc.binary_join_element_wise(*labelled, ",")
-    keyed = data.append_column(RECORD_KEY, keys)
+    keyed = data.append_column(RECORD_KEY, record_keys(data, fields, where))
     keyed = keyed.append_column(PARTITION_PATH, _partition_paths(data, options))
     keyed = keyed.append_column(DELETE_FLAG, _delete_flags(data, options))
     return _one_per_key(keyed, options.ordering_field)
+
+
+def record_keys(data: pa.Table, fields: Sequence[str], where: str) -> pa.Array:
+    """Each row's record key as Hudi's key generators write it: one field's value
+    (SimpleKeyGenerator: null or empty refused), or ``f1:v1,f2:v2`` with ``__null__``
+    and ``__empty__`` standing for a null or empty value (ComplexKeyGenerator: a key
+    whose every value is null or empty refused)."""
+    texts = [data.column(f).cast(pa.string()).combine_chunks() for f in fields]
+    blank = [pc.fill_null(pc.equal(t, ""), True) for t in texts]
+    if len(fields) == 1:
+        refused = pc.sum(blank[0]).as_py() or 0
+        if refused:
+            raise BadInputError(
+                f"{where}: {refused} rows have a null or empty record key field {fields[0]}"
+            )
+        return texts[0]
+    every = blank[0]
+    for more in blank[1:]:
+        every = pc.and_(every, more)
+    refused = pc.sum(every).as_py() or 0
+    if refused:
+        raise BadInputError(
+            f"{where}: {refused} rows have every record key field "
+            f"({', '.join(fields)}) null or empty"
+        )
+    parts = []
+    for name, text in zip(fields, texts, strict=True):
+        shown = pc.if_else(pc.equal(text, ""), EMPTY_KEY_VALUE, text)
+        shown = pc.fill_null(shown, NULL_KEY_VALUE)
+        parts.append(pc.binary_join_element_wise(f"{name}{KEY_VALUE_SEPARATOR}", shown, ""))
+    return pc.binary_join_element_wise(*parts, KEY_PARTS_SEPARATOR)
 
 
 def _partition_paths(data: pa.Table, options: WriteOptions) -> pa.Array:
@@ -214,19 +352,29 @@ class BucketLayout:
             self.slices[(file_slice.partition_path, bucket)] = file_slice
 
 
+def key_buckets(keyed: pa.Table, options: WriteOptions, where: str) -> np.ndarray:
+    """The bucket of each keyed row (``keyed_rows``), found before the write starts: a
+    key Hudi cannot hash is refused with nothing on the timeline."""
+    keys = keyed.column(RECORD_KEY).combine_chunks()
+    try:
+        return bucket_ids(keys, options.bucket_hash_fields, options.num_buckets)
+    except BadInputError as exc:
+        raise BadInputError(f"{where}: {exc}") from None
+
+
 def append_buckets(
     table: HudiTable,
     keyed: pa.Table,
+    buckets: np.ndarray,
     spec: AppendSpec,
     num_buckets: int,
     write_token: str = "0-0-0",
 ) -> list[WriteStat]:
-    """Append the keyed rows to their buckets' file groups (new groups for buckets
-    without one): one log file per touched bucket, written in parallel."""
+    """Append the keyed rows to their buckets' file groups (``key_buckets``; new groups
+    for buckets without one): one log file per touched bucket, written in parallel."""
     if not keyed.num_rows:
         return []
     location: Location = table.location
-    buckets = bucket_ids(_hash_values(keyed.column(RECORD_KEY).combine_chunks()), num_buckets)
     # Rows sorted by (partition, bucket): each group a slice, cut where either changes.
     keyed = keyed.append_column("__bucket", pa.array(buckets))
     keyed = keyed.sort_by([(PARTITION_PATH, "ascending"), ("__bucket", "ascending")])
@@ -258,16 +406,3 @@ def append_buckets(
 
     with ThreadPoolExecutor(max_workers=_WRITERS) as pool:
         return [stat for stats in pool.map(write, jobs) for stat in stats]
-
-
-def _hash_values(keys: pa.Array) -> list[pa.Array]:
-    """The values Hudi hashes for each record key: the key itself, or the values of a
-    ``f1:v1,f2:v2`` key (in the key's field order, Hudi's default hash fields; a value is
-    what Java's ``split(":")[1]`` gives)."""
-    if not pc.any(pc.match_substring(keys, ":")).as_py():
-        return [keys]
-    pairs = pc.split_pattern(keys, ",")
-    width = len(pairs[0].as_py() or [])
-    return [
-        pc.list_element(pc.split_pattern(pc.list_element(pairs, i), ":"), 1) for i in range(width)
-    ]

@@ -91,8 +91,8 @@ def incoming_rows(
         found = _collected(summary, base)
         if any(r["null_key"] for r in found):
             raise BadInputError(
-                f"{base}: a row has a null record key "
-                f"({opt.RECORD_KEY}={','.join(options.record_key_fields)})"
+                f"{base}: a row's record key is null or empty: "
+                f"{_blank_key_words(options.record_key_fields)}"
             )
     except BaseException:
         rows.unpersist()  # a refused write keeps nothing cached
@@ -108,6 +108,14 @@ def incoming_rows(
         {r[PARTITION_PATH]: int(r["rows"]) for r in found},
         counted,
     )
+
+
+def _blank_key_words(fields: Sequence[str]) -> str:
+    """Which key Hudi's key generators refuse: one field null or empty, or every field
+    of a complex key (a complex key may hold some null or empty values)."""
+    if len(fields) == 1:
+        return f"field {fields[0]} ({opt.RECORD_KEY})"
+    return f"every one of fields {', '.join(fields)} ({opt.RECORD_KEY})"
 
 
 def _collected(summary: DataFrame, base: str) -> list[Row]:

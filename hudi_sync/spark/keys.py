@@ -8,16 +8,34 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+# Hudi's complex key format ``f1:v1,f2:v2`` and its stand-ins for a null or empty value
+# (KeyGenerator's NULL_RECORDKEY_PLACEHOLDER and EMPTY_RECORDKEY_PLACEHOLDER).
+KEY_PARTS_SEPARATOR = ","
+KEY_VALUE_SEPARATOR = ":"
+NULL_KEY_VALUE = "__null__"
+EMPTY_KEY_VALUE = "__empty__"
 
 
 def record_key_column(fields: Sequence[str]) -> Column:
-    """One field: its value as a string; several: ``f1:v1,f2:v2`` (ComplexKeyGenerator)."""
+    """One field: its value as a string (SimpleKeyGenerator); several: ``f1:v1,f2:v2``
+    with ``__null__``/``__empty__`` for a null or empty value (ComplexKeyGenerator).
+    Null where Hudi refuses the key: a single field null or empty, or several all
+    null or empty (the caller refuses the rows)."""
     if len(fields) == 1:
-        return F.col(fields[0]).cast("string")
-    parts = [F.concat(F.lit(f"{f}:"), F.col(f).cast("string")) for f in fields]
-    return F.when(
-        F.greatest(*[F.col(f).isNull().cast("int") for f in fields]) == 1, F.lit(None)
-    ).otherwise(F.concat_ws(",", *parts))
+        value = F.col(fields[0]).cast("string")
+        return F.when(value != "", value)
+    texts = [F.col(f).cast("string") for f in fields]
+    parts = [
+        F.concat(
+            F.lit(f"{f}{KEY_VALUE_SEPARATOR}"),
+            F.when(t.isNull(), F.lit(NULL_KEY_VALUE))
+            .when(t == "", F.lit(EMPTY_KEY_VALUE))
+            .otherwise(t),
+        )
+        for f, t in zip(fields, texts, strict=True)
+    ]
+    blank = [F.coalesce(t == "", F.lit(True)).cast("int") for t in texts]
+    return F.when(F.least(*blank) == 0, F.concat_ws(KEY_PARTS_SEPARATOR, *parts))
 
 
 def partition_path_column(fields: Sequence[str], hive_style: bool) -> Column:

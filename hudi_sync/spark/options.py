@@ -92,6 +92,8 @@ class WriteOptions:
     num_buckets: int  # BUCKET: file groups per partition
     # hoodie.record.merge.mode or a payload class, when given: a new table's rules
     merge_mode: MergeMode | None
+    # BUCKET: the record key fields a key's bucket is hashed from, in the key's order
+    bucket_hash_fields: tuple[str, ...]
     raw: Mapping[str, str]
 
     @classmethod
@@ -155,6 +157,7 @@ class WriteOptions:
             index_type=cfg.INDEX_TYPE.read(raw),
             num_buckets=cfg.BUCKET_INDEX_NUM_BUCKETS.read(raw),
             merge_mode=merge_mode,
+            bucket_hash_fields=bucket_hash_fields(raw, keys),
             raw=raw,
         )
 
@@ -168,6 +171,12 @@ class WriteOptions:
             return []
         buckets = cfg.BUCKET_INDEX_NUM_BUCKETS.read(config.raw)
         mismatches = []
+        hashed = bucket_hash_fields(config.raw, tuple(config.record_key_fields))
+        if cfg.BUCKET_INDEX_HASH_FIELD.given(self.raw) and self.bucket_hash_fields != hashed:
+            mismatches.append(
+                f"{cfg.BUCKET_INDEX_HASH_FIELD.key}={','.join(self.bucket_hash_fields)} "
+                f"(table: {','.join(hashed)})"
+            )
         if cfg.INDEX_TYPE.given(self.raw) and self.index_type != "BUCKET":
             mismatches.append(f"{cfg.INDEX_TYPE.key}={self.index_type} (table: BUCKET)")
         if cfg.BUCKET_INDEX_NUM_BUCKETS.given(self.raw) and self.num_buckets != buckets:
@@ -181,12 +190,17 @@ class WriteOptions:
         bucket index is written with it, whatever the options leave unsaid)."""
         if not cfg.INDEX_TYPE.given(config.raw) or cfg.INDEX_TYPE.read(config.raw) != "BUCKET":
             return self
-        if cfg.INDEX_TYPE.given(self.raw):
-            return self  # said: it must match the table (``check_table``)
+        # What the options say must match the table (``check_table``); the rest is the table's.
+        index_type = self.index_type if cfg.INDEX_TYPE.given(self.raw) else "BUCKET"
         buckets = self.num_buckets
         if not cfg.BUCKET_INDEX_NUM_BUCKETS.given(self.raw):
             buckets = cfg.BUCKET_INDEX_NUM_BUCKETS.read(config.raw)
-        return dataclasses.replace(self, index_type="BUCKET", num_buckets=buckets)
+        hashed = self.bucket_hash_fields
+        if not cfg.BUCKET_INDEX_HASH_FIELD.given(self.raw):
+            hashed = bucket_hash_fields(config.raw, tuple(config.record_key_fields))
+        return dataclasses.replace(
+            self, index_type=index_type, num_buckets=buckets, bucket_hash_fields=hashed
+        )
 
     def check_table(self, config: TableConfig, where: str) -> None:
         """An existing table's key, partition and ordering settings must match."""
@@ -245,3 +259,20 @@ class WriteOptions:
                     "fixed at table creation)"
                 ]
         return []
+
+
+def bucket_hash_fields(options: Mapping[str, str], record_key: tuple[str, ...]) -> tuple[str, ...]:
+    """``hoodie.bucket.index.hash.field`` in the record key's order (Hudi hashes the
+    values of the key's pairs whose field it names, in the key's order), all the key's
+    fields when unsaid; a field outside the record key is refused, as Hudi does."""
+    named = cfg.BUCKET_INDEX_HASH_FIELD.read(options)
+    if not named:
+        return record_key
+    outside = [f for f in named if f not in record_key]
+    if outside:
+        raise BadInputError(
+            f"{cfg.BUCKET_INDEX_HASH_FIELD.key}={','.join(named)}: {', '.join(outside)} is not "
+            f"a record key field ({RECORD_KEY}={','.join(record_key)}); the bucket index hashes "
+            "a subset of the record key"
+        )
+    return tuple(f for f in record_key if f in named)

@@ -72,6 +72,7 @@ def open_or_create(
                 if options.ordering_field
                 else MergeMode.COMMIT_TIME_ORDERING
             ),
+            bucket_hash_fields=options.bucket_hash_fields,
         )
         check_bucket(location)
         location.ensure_folder(location.path)

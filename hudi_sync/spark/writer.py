@@ -57,7 +57,7 @@ from pyspark.sql import DataFrame, SparkSession
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, MetaSyncError, TableNotFoundError
 from hudi_sync.spark import python_merge, spark_merge_plan
-from hudi_sync.spark.bucket_index import append_buckets, keyed_rows
+from hudi_sync.spark.bucket_index import append_buckets, key_buckets, keyed_rows
 from hudi_sync.spark.compaction import spark_executor
 from hudi_sync.spark.file_groups import WriteTarget, replaced_file_groups
 from hudi_sync.spark.incoming import IncomingRows, incoming_rows
@@ -290,6 +290,7 @@ def _write_buckets(
     table, finished = _finish_pending_compactions(table, settings, None)
     stored = _stored_schema(table)
     keyed = _stored_timestamps(keyed_rows(rows, options, where), stored)
+    buckets = key_buckets(keyed, options, where)
     incoming = keyed.select(data_columns).schema
     schema = evolved_schema(location, incoming, stored, operation)
     transaction = WriteTransaction(table, Action.DELTA_COMMIT, operation.upper(), settings)
@@ -298,7 +299,7 @@ def _write_buckets(
         spec = append_spec(
             transaction.instant, schema, _merge_ordering(options, table), table, options
         )
-        stats = append_buckets(table, keyed, spec, options.num_buckets)
+        stats = append_buckets(table, keyed, buckets, spec, options.num_buckets)
         transaction.write_partition_metadata({s.partition_path for s in stats})
         commit = CommitRecord(
             operation.upper(), json_schema(schema, table.config.name), stats, {}, extra_metadata

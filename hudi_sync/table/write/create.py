@@ -48,6 +48,8 @@ class TableSettings:
     num_buckets: int | None = None
     # Stored as the payload class (and merge mode, strategy id) Hudi applies it by.
     merge_mode: MergeMode = MergeMode.EVENT_TIME_ORDERING
+    # The bucket index's hash fields when a subset of the record key (kept likewise).
+    bucket_hash_fields: tuple[str, ...] = ()
 
     @property
     def key_generator_type(self) -> str:
@@ -84,6 +86,8 @@ class TableSettings:
         if self.num_buckets is not None:
             props[cfg.INDEX_TYPE.key] = "BUCKET"
             props[cfg.BUCKET_INDEX_NUM_BUCKETS.key] = str(self.num_buckets)
+            if self.bucket_hash_fields and self.bucket_hash_fields != self.record_key_fields:
+                props[cfg.BUCKET_INDEX_HASH_FIELD.key] = ",".join(self.bucket_hash_fields)
         if self.cdc_mode is not None:
             props[cfg.CDC_ENABLED.key] = "true"
             props[cfg.CDC_MODE.key] = self.cdc_mode.stored_value(self.version)
