@@ -19,8 +19,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from hudi_sync.errors import HudiSyncError, UnsupportedTableError
+from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
+from hudi_sync.manifest.file_set import FileSet
 from hudi_sync.manifest.log_parquet import EXTRA_COLUMNS, FILE_ID_COLUMN
 from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest
 from hudi_sync.table import HudiTable
@@ -50,6 +53,18 @@ def quote_identifier(name: str) -> str:
 
 def quote_literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
+
+
+# What DuckDB's glob and fsspec's (object stores) read as pattern syntax in a path.
+_GLOB_CHARACTERS = frozenset("*?[]{}")
+
+
+def glob_literal(path: str) -> str:
+    """``path`` as a glob that matches only itself: every glob character in a class of
+    its own (``t*`` is ``t[*]``). ``read_parquet`` and ``read_csv`` glob every path they
+    are given, and neither DuckDB's glob nor fsspec's takes a backslash escape; both
+    read a one-character class as that character."""
+    return "".join(f"[{c}]" if c in _GLOB_CHARACTERS else c for c in path)
 
 
 class DuckDBTarget:
@@ -120,6 +135,7 @@ class DuckDBTarget:
         as_of: bool = False,
         force: bool = False,
     ) -> SyncPlan:
+        refuse_backslashes(table, published)
         names = self.object_names(table, published, as_of)
         marker = SyncMarker.of(published.manifest.instant, table.uri, self.mode)
         comments = self._comments(names)
@@ -205,7 +221,7 @@ class DuckDBTarget:
             manifest_sql = delta_manifest_select(published)
         elif published.manifest.files:
             manifest_sql = (
-                f"SELECT filename FROM read_csv({quote_literal(published.files_uri)}, "
+                f"SELECT filename FROM read_csv({_source(published.files_uri)}, "
                 "header = false, columns = {'filename': 'VARCHAR'}, auto_detect = false)"
             )
         else:
@@ -262,10 +278,10 @@ class DuckDBTarget:
                 (names.snapshot_view, f"SELECT * FROM {ro}"),
             ]
         manifest_sql = (
-            f"SELECT filename FROM read_csv({quote_literal(logs.files_uri)}, "
+            f"SELECT filename FROM read_csv({_source(logs.files_uri)}, "
             "header = false, columns = {'filename': 'VARCHAR'}, auto_detect = false)"
         )
-        glob = quote_literal(logs.folder_uri.rstrip("/") + "/*.parquet")
+        glob = quote_literal(glob_literal(logs.folder_uri.rstrip("/")) + "/*.parquet")
         history_sql = f"SELECT * FROM read_parquet({glob}, union_by_name = true)"
         return [
             (names.log_manifest, manifest_sql),
@@ -325,12 +341,12 @@ def delta_manifest_select(published: PublishedManifest) -> str:
     delta = published.delta
     assert delta is not None
     changes = (
-        f"read_csv({quote_literal(delta.changes_uri)}, header = false, auto_detect = false, "
+        f"read_csv({_source(delta.changes_uri)}, header = false, auto_detect = false, "
         "columns = {'file_group': 'VARCHAR', 'filename': 'VARCHAR'}, quote = '\"', "
         "escape = '\"')"
     )
     base = (
-        f"read_csv({quote_literal(published.uris_uri)}, header = false, auto_detect = false, "
+        f"read_csv({_source(published.uris_uri)}, header = false, auto_detect = false, "
         "columns = {'uri': 'VARCHAR'})"
     )
     return (
@@ -341,10 +357,37 @@ def delta_manifest_select(published: PublishedManifest) -> str:
     )
 
 
+def refuse_backslashes(table: HudiTable, published: PublishedManifest) -> None:
+    """DuckDB's glob over local files matches no path holding a backslash, escaped or
+    not: such a table would read no file, and such a partition folder would silently
+    drop its rows from the history. Refused, naming the path (object stores are globbed
+    by fsspec, which reads a backslash as itself)."""
+    if not table.location.is_local:
+        return
+    if "\\" in table.uri:
+        raise BadInputError(f"{table.uri}: DuckDB cannot read a local table whose path holds '\\'")
+    if published.delta is not None:
+        changed = sorted(p for p, _ in published.delta.manifest.changes)
+        paths = pa.array(changed, type=pa.string())
+    else:
+        paths = FileSet.of(published.manifest.files).paths
+    found = paths.filter(pc.match_substring(paths, "\\"))
+    if len(found):
+        raise BadInputError(
+            f"{table.uri}: DuckDB cannot read {found[0].as_py()!r}: a local path holding "
+            "'\\' matches no glob"
+        )
+
+
+def _source(uri: str) -> str:
+    """One file's URI as a ``read_csv`` source: a literal that globs to that file alone."""
+    return quote_literal(glob_literal(uri))
+
+
 def partition_globs(base_uri: str, depths: Sequence[int]) -> list[str]:
     """Globs over every partition folder depth the snapshot uses, each level ``[!.]*`` so
-    ``.hoodie`` and other hidden folders never match."""
-    base = base_uri.rstrip("/")
+    ``.hoodie`` and other hidden folders never match; the base is matched literally."""
+    base = glob_literal(base_uri.rstrip("/"))
     return ["/".join([base, *(["[!.]*"] * depth), "[!.]*.parquet"]) for depth in depths]
 
 
