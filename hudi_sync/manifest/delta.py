@@ -285,7 +285,7 @@ class DeltaStore:
             else:
                 gone = base.isdigit() and comparable_instant(base) < oldest
             if gone:
-                fs.rm(str(entry))
+                self.table.location.remove(str(entry))
 
 
 __all__ = [

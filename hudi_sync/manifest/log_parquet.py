@@ -290,7 +290,7 @@ class LogParquetStore:
         released: set[str] = set()
         for folder in [*older, current][: -self.keep]:
             released |= self._listed(folder)
-            fs.rm(self.path("snapshots", folder), recursive=True)
+            self.table.location.remove_tree(self.path("snapshots", folder))
         named = set(current_names)
         for folder in self.snapshot_folders():
             if folder != current:
@@ -300,7 +300,7 @@ class LogParquetStore:
             path = self.path("parquet", name)
             with contextlib.suppress(FileNotFoundError):
                 if name in released or _modified(fs.info(path)) < deadline:
-                    fs.rm(path)
+                    self.table.location.remove(path)
 
     def _listed(self, folder: str) -> set[str]:
         """The folded log files a log snapshot names."""

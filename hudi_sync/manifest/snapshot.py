@@ -414,7 +414,7 @@ class ManifestStore:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
         else:
-            fs.copy(names, latest)
+            fs.cp_file(names, latest)  # one object: copy() would glob the path
         meta = bytes(fs.cat_file(self.path("snapshots", instant, SNAPSHOT_META))).decode()
         self.write_atomic(self.path(POINTER), meta.encode())
 
@@ -465,11 +465,10 @@ class ManifestStore:
         """Keep the newest ``keep`` snapshots up to ``current`` (the empty one counts, as
         the oldest); snapshots after it are in-flight publications of newer commits or
         were restored away, and stay."""
-        fs = self.table.location.fs
         folders = [f for f in self.snapshot_folders() if _folder_order(f) <= _folder_order(current)]
         for folder in folders[: -self.keep]:
             if folder != current:
-                fs.rm(self.path("snapshots", folder), recursive=True)
+                self.table.location.remove_tree(self.path("snapshots", folder))
         if self.table.location.is_local:
             self._remove_stale_temporaries()
 

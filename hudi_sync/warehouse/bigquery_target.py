@@ -328,6 +328,8 @@ class BigQueryTarget:
                 f"{table.uri}: BigQuery reads gs:// only; set {cfg.BIGQUERY_SOURCE_URI_PREFIX.key} "
                 "to the table's gs:// location"
             )
+        if WILDCARD in base:
+            raise BadInputError(wildcard_refusal(base))
         if self.config.use_bq_manifest_file and base != table.uri.rstrip("/"):
             raise BadInputError(
                 f"{cfg.BIGQUERY_SOURCE_URI_PREFIX.key} {base} must be the table's own location "
@@ -523,6 +525,12 @@ class BigQueryTarget:
         names = self._partition_names(fields)
         if not names or not table.config.hive_style_partitioning:
             return None
+        brace = next((c for c in "{}" if c in base), None)
+        if brace is not None:
+            raise BadInputError(
+                f"{base}: BigQuery cannot read this location's hive partitions: "
+                f"{brace!r} in a hive sourceUriPrefix starts or ends a partition key"
+            )
         types = {f.name: f.avro_type for f in fields}
         keys = "/".join(
             f"{{{name}:{partition_key_type(types.get(name, 'string'), name)}}}" for name in names
@@ -617,9 +625,25 @@ def history_uris(table: HudiTable, base: str) -> list[str]:
     one wildcard per URI (BigQuery's rule) and never ``.hoodie/`` (hidden names are
     skipped; ``*`` crosses ``/`` but the first character does not)."""
     names = table.location.fs.ls(table.location.path, detail=False)
-    starts = {str(n).rstrip("/").rsplit("/", 1)[-1][:1] for n in names}
+    firsts = {str(n).rstrip("/").rsplit("/", 1)[-1] for n in names}
+    starts = {name[:1]: name for name in sorted(firsts)}
+    if WILDCARD in starts:
+        raise BadInputError(wildcard_refusal(f"{base}/{starts[WILDCARD]}"))
     extension = table.view.base_extension
-    return [f"{base}/{c}*{extension}" for c in sorted(starts - {"", ".", "_"})]
+    return [f"{base}/{c}*{extension}" for c in sorted(starts.keys() - {"", ".", "_"})]
+
+
+# A source URI's one wildcard; BigQuery reads every other character as itself, and has
+# no escape for a literal one.
+WILDCARD = "*"
+
+
+def wildcard_refusal(path: str) -> str:
+    """Why ``path`` (holding ``*``) cannot be a BigQuery source URI's literal part."""
+    return (
+        f"{path}: BigQuery reads '{WILDCARD}' in a source URI as its one wildcard and "
+        "cannot escape it; move the table to a location without it"
+    )
 
 
 # A delta manifest table reads each line whole: a tab never occurs in a table's paths.

@@ -374,7 +374,7 @@ def refuse_backslashes(table: HudiTable, published: PublishedManifest) -> None:
     found = paths.filter(pc.match_substring(paths, "\\"))
     if len(found):
         raise BadInputError(
-            f"{table.uri}: DuckDB cannot read {found[0].as_py()!r}: a local path holding "
+            f"{table.uri}: DuckDB cannot read '{found[0].as_py()}': a local path holding "
             "'\\' matches no glob"
         )
 

@@ -119,6 +119,13 @@ def base_file_pattern(base_format: str) -> str:
     return BASE_FILE_PATTERN.replace("[.]parquet$", f"[.]{base_format.lower()}$")
 
 
+def regex_literal(text: str) -> str:
+    """``text`` as a PATTERN regex matching only itself: each metacharacter in a class of
+    its own (``[.]``), or backslash-escaped where a class would not read it plainly
+    (``^``, ``\\``, ``[``, ``]``)."""
+    return "".join(f"\\{c}" if c in "^\\[]" else f"[{c}]" if c in ".()*+?{}|$" else c for c in text)
+
+
 def snowflake_url(uri: str) -> str:
     """The table's URI as a stage URL: ``s3a://``/``s3n://`` are ``s3://``, ``gs://`` is
     ``gcs://``, and ``abfs[s]://container@account.dfs.core.windows.net/p`` is
@@ -516,7 +523,7 @@ class SnowflakeTarget:
             base = _stage_path(table, published.uris_uri)
             changes = _stage_path(table, delta.changes_uri)
             folder = os.path.commonpath([base, changes])
-            files = [p[len(folder) + 1 :].replace(".", "[.]") for p in (base, changes)]
+            files = [regex_literal(p[len(folder) + 1 :]) for p in (base, changes)]
             column, pattern = DELTA_ENTRY_COLUMN, f"^(.*/)?({'|'.join(files)})$"
         return (
             f"CREATE OR REPLACE EXTERNAL TABLE {self._qualified(name)} "
