@@ -18,6 +18,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import sqlglot
 
@@ -36,12 +37,15 @@ from hudi_sync.table import HudiTable
 from hudi_sync.table.fs_view import FileSystemView
 from hudi_sync.table.log_records import OrderingValue
 from hudi_sync.table.record_merge import (
+    BASE_ROW_COLUMN,
+    AmbiguousBaseRowError,
     DeleteKey,
     LogEntry,
     MergeMode,
     MergeRules,
     NullOrderingError,
     fold_log_records,
+    mark_first_base_rows,
     merge_records,
 )
 from hudi_sync.table.snapshot_read import read_snapshot
@@ -359,6 +363,7 @@ def _slice(
 ) -> pa.Table:
     schema = pa.schema(
         [
+            ("_hoodie_commit_seqno", pa.string()),
             ("_hoodie_record_key", pa.string()),
             ("_hoodie_partition_path", pa.string()),
             ("_hoodie_file_name", pa.string()),
@@ -369,8 +374,8 @@ def _slice(
     name = f"{file_id}_1-0-1_001.parquet"
     records = [
         {"_hoodie_record_key": k, "_hoodie_partition_path": partition, "_hoodie_file_name": name}
-        | {"ts": ts, "v": v}
-        for k, ts, v in rows
+        | {"_hoodie_commit_seqno": f"001_0_{number}", "ts": ts, "v": v}
+        for number, (k, ts, v) in enumerate(rows)
     ]
     return pa.Table.from_pylist(records, schema=schema)
 
@@ -389,7 +394,7 @@ def _view_and_merge(
     folded, merged, files = [], [], []
     for number, (partition, file_id, base, log, entries) in enumerate(slices):
         name = f"{file_id}_{number}.parquet"
-        rows = fold_log_records(log, entries, rules)
+        rows = mark_first_base_rows(fold_log_records(log, entries, rules), base, name)
         folded.append(folded_file_rows(rows, partition, file_id, name))
         files.append(name)
         if merge:
@@ -562,7 +567,9 @@ def test_the_view_query_of_every_ordering_class_is_each_warehouses_sql(kind: str
     snowflake = snowflake_select("RO", "LH", "LM", typed, set(columns), "ts", kind)
     for sql, dialect in ((bigquery, "bigquery"), (snowflake, "snowflake")):
         parsed = sqlglot.parse_one(sql, read=dialect)
-        assert "_hoodie_partition_path" in str(parsed.find(sqlglot.exp.Join)).lower()
+        join = str(parsed.find(sqlglot.exp.Join)).lower()
+        assert "_hoodie_partition_path" in join
+        assert BASE_ROW_COLUMN in join and "_hoodie_commit_seqno" in join
         if kind in ("float", "double"):
             assert "ATAN2" in sql.upper()
 
@@ -582,3 +589,75 @@ def test_log_records_hudi_cannot_fold_refuse_rt_and_sync_ro(
     report = sync_table(str(path), [DuckDBTarget(str(database), "t")], continue_on_error=True)
     assert list(report.errors) == [SNAPSHOT_VIEW_REFUSAL] and report.results
     assert view_rows(database, "t_ro").num_rows > 0
+
+
+# -- two base rows of one key (insert and bulk_insert keep duplicates) ----------------
+
+
+def _newest_base(path: Path) -> Path:
+    """The newest base file of a table of one file group."""
+    bases = [p for p in path.rglob("*.parquet") if ".hoodie" not in p.parts]
+    return max(bases, key=lambda p: p.stem.rsplit("_", 1)[1])
+
+
+def _base_names(path: Path) -> list[tuple[int, str]]:
+    """The (id, name) of the newest base file's rows, in file order."""
+    base = _newest_base(path)
+    rows = pq.read_table(base, columns=["id", "name"]).to_pylist()
+    return [(r["id"], r["name"]) for r in rows]
+
+
+def _rt_names(path: Path, database: Path) -> list[tuple[int, str]]:
+    """Sync; ``t_rt`` must equal the table core's snapshot; its (id, name) rows."""
+    report = sync_table(str(path), [DuckDBTarget(str(database), "t")])
+    assert report.ok, report.errors
+    shown = view_rows(database, "t_rt")
+    ours, core = same_columns(shown, read_snapshot(HudiTable.open(str(path))))
+    assert canonical(ours) == canonical(core)
+    return sorted((r["id"], r["name"]) for r in shown.to_pylist())
+
+
+@pytest.mark.parametrize("operation", ["insert", "bulk_insert"])
+def test_a_log_version_meets_only_the_first_base_row_of_its_key(  # type: ignore[no-untyped-def]
+    spark, tmp_path: Path, operation: str
+) -> None:
+    """Hudi's file group reader merges a key's log version into the first base row of
+    the key and passes the second through (``records.remove``); so must the view, also
+    after a compaction rewrote the first row with a later commit seqno (its compactor
+    keeps base file order). Two rows of a key with one seqno: ``_rt`` is refused.
+    (hudi-rs keeps one row per key, unlike Hudi: no oracle here.)"""
+    path, database = tmp_path / "t", tmp_path / "w.duckdb"
+    rows = [{"id": 1, "p": "a", "name": n, "ts": 5} for n in ("one", "two")]
+    _write(spark, path, [*rows, {"id": 2, "p": "a", "name": "other", "ts": 5}], operation)
+    _, second = [n for i, n in _base_names(path) if i == 1]
+    _write(spark, path, [{"id": 1, "p": "a", "name": "new", "ts": 6}], "upsert")
+    assert _rt_names(path, database) == sorted([(1, "new"), (1, second), (2, "other")])
+    _compacted(path)
+    assert [n for i, n in _base_names(path) if i == 1] == ["new", second]
+    _write(spark, path, [{"id": 1, "p": "a", "name": "newer", "ts": 7}], "upsert")
+    assert _rt_names(path, database) == sorted([(1, "newer"), (1, second), (2, "other")])
+    base = _newest_base(path)
+    written = pq.read_table(base)
+    same = pa.array(["20000101000000000_0_1"] * written.num_rows)
+    pq.write_table(written.set_column(1, "_hoodie_commit_seqno", same), base)
+    _write(spark, path, [{"id": 1, "p": "a", "name": "newest", "ts": 8}], "upsert")
+    report = sync_table(str(path), [DuckDBTarget(str(database), "t")], continue_on_error=True)
+    message = report.errors[SNAPSHOT_VIEW_REFUSAL]
+    assert "record key 1 has 2 base rows" in message and "\n" not in message
+
+
+def test_deletes_and_losing_log_versions_meet_the_first_base_row_only() -> None:
+    """A delete and a late (losing) log version of a key with two base rows: the view
+    leaves the second row alone, as the table core's merge does."""
+    kind = pa.int64()
+    base = _slice("", "f-0", [("k", 5, "k1"), ("k", 1, "k2"), ("d", 5, "d1"), ("d", 5, "d2")], kind)
+    log = _slice("", "f-0", [("k", 3, "late")], kind)
+    entries: list[LogEntry] = [0, DeleteKey("d", OrderingValue("long", 9))]
+    for rules in (EVENT, MergeRules(MergeMode.COMMIT_TIME_ORDERING)):
+        shown, merged = _view_and_merge([("", "f-0", base, log, entries)], rules)
+        assert shown == merged
+        kept = sorted(eval(r)["v"] for r in merged)
+        assert kept == (["d2", "k1", "k2"] if rules is EVENT else ["d2", "k2", "late"])
+    twins = base.set_column(0, "_hoodie_commit_seqno", pa.array(["001_0_0"] * 4))
+    with pytest.raises(AmbiguousBaseRowError, match=r"^f-0: record key k has 2 base rows"):
+        mark_first_base_rows(fold_log_records(log, entries, EVENT), twins, "f-0")

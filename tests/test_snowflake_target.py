@@ -12,6 +12,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import snowflake.connector
 import sqlglot
@@ -20,6 +22,7 @@ from sqlglot import exp
 from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.sync.job import publish_manifest, sync_table
 from hudi_sync.table import HudiTable
+from hudi_sync.table.snapshot_read import read_snapshot
 from hudi_sync.warehouse.snowflake_schema import (
     history_columns,
     object_name,
@@ -32,6 +35,7 @@ from hudi_sync.warehouse.snowflake_target import (
     SnowflakeSyncConfig,
     SnowflakeTarget,
 )
+from tests import test_mor_read as mor_read
 from tests.fixture_tables import fixture_tables
 from tests.objectstores import S3Store, commits_after_hidden
 from tests.snowflake_emulation import EmulatedSnowflake
@@ -189,6 +193,31 @@ def test_merge_on_read_views_equal_hudi_rs_in_s3(  # type: ignore[no-untyped-def
     assert [r.action for r in again.results] == ["noop"]
     for statement in emulation.statements:
         sqlglot.parse_one(statement, read="snowflake")
+
+
+def test_merge_on_read_view_meets_the_first_of_two_base_rows_of_a_key(  # type: ignore[no-untyped-def]
+    fixture_copy, s3_server, emulation
+) -> None:
+    """A base file with two rows of a key, a log version of it: ``TRIPS_RT`` replaces
+    the first row and keeps the second, as the table core (and Hudi's reader) do."""
+    local = fixture_copy(mor_read.V8.fixture)
+    group = mor_read.V8
+    (base,) = (local / mor_read.SF_PARTITION).glob(f"{group.file_id}_*{group.base_instant}.parquet")
+    rows = pq.read_table(base)
+    first = rows.slice(0, 1)
+    twin = first.set_column(1, "_hoodie_commit_seqno", pa.array([f"{group.base_instant}_9_9"]))
+    twin = twin.set_column(rows.schema.get_field_index("fare"), "fare", pa.array([1.5]))
+    pq.write_table(pa.concat_tables([first, twin, rows.slice(1)]), base)
+    key = first.column("_hoodie_record_key")[0].as_py()
+    mor_read._add_log(local, mor_read._trip_block([mor_read._trip(key, 10**15, 7.0)]))
+    table = _upload(s3_server, local)
+    report = sync_table(table, [_target()])
+    assert report.ok, report.errors
+    core = read_snapshot(HudiTable.open(str(local))).to_pylist()
+    expected = sorted(tuple(_text(r[c.name]) for c in _compared(table)) for r in core)
+    fares = [r["fare"] for r in core if r["_hoodie_record_key"] == key]
+    assert sorted(fares) == [1.5, 7.0]
+    assert _view_rows(table, "trips_rt") == expected
 
 
 def test_history_lists_only_base_files(  # type: ignore[no-untyped-def]

@@ -63,7 +63,7 @@ from hudi_sync.manifest.snapshot import (
 from hudi_sync.table import HudiTable
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.instant import comparable_instant
-from hudi_sync.table.record_merge import DELETED_COLUMN, LOG_WINS_COLUMN
+from hudi_sync.table.record_merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
 from hudi_sync.table.slice_reader import read_folded_log
 from hudi_sync.table.snapshot_read import slice_merge_rules, snapshot_schema, table_merge_rules
 
@@ -79,10 +79,10 @@ _UNNAMED_GRACE_SECONDS = 600.0
 PARTITION_FIELD = "_hoodie_partition_path"
 # What a folded log file holds changed: files (and log snapshots) of another format
 # are never reused. 2: delete rows carry their partition, the view joins on it; no
-# column statistics.
-FORMAT = 2
+# column statistics. 3: rows name the base row they meet when their key has several.
+FORMAT = 3
 # Added to the table's columns in every folded log file, in this order.
-EXTRA_COLUMNS = (FILE_ID_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN, SOURCE_COLUMN)
+EXTRA_COLUMNS = (FILE_ID_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN, BASE_ROW_COLUMN, SOURCE_COLUMN)
 
 
 class LogParquetStore:
@@ -334,6 +334,7 @@ def folded_schema(schema: pa.Schema) -> pa.Schema:
         FILE_ID_COLUMN: pa.string(),
         DELETED_COLUMN: pa.bool_(),
         LOG_WINS_COLUMN: pa.bool_(),
+        BASE_ROW_COLUMN: pa.string(),
         SOURCE_COLUMN: pa.string(),
     }
     return pa.schema([*schema, *(pa.field(n, extra[n]) for n in EXTRA_COLUMNS)])

@@ -26,7 +26,7 @@ from hudi_sync.manifest.snapshot import (
 )
 from hudi_sync.storage import reporting_storage_failures
 from hudi_sync.table import HudiTable
-from hudi_sync.table.record_merge import NullOrderingError
+from hudi_sync.table.record_merge import AmbiguousBaseRowError, NullOrderingError
 from hudi_sync.warehouse.common import SyncPlan, SyncResult
 
 
@@ -158,6 +158,8 @@ def publish_logs(
             logs = store.publish(published.manifest.instant, as_of=as_of, dry_run=dry_run)
     except NullOrderingError as exc:  # Hudi's merge fails on these log records
         return published, f"{table.uri}: {exc}: no _rt view; the read-optimized objects are synced"
+    except AmbiguousBaseRowError as exc:  # names the base file
+        return published, f"{exc}: no _rt view; the read-optimized objects are synced"
     return replace(published, logs=logs), None
 
 

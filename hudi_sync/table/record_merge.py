@@ -246,20 +246,25 @@ def merge_records(
 ) -> pa.Table:
     """A file slice's records merged: ``base`` (the base file's rows, or None) and the
     log records ``entries`` (in log order; data records index ``log_rows``), both with
-    the output schema. Keys are ``_hoodie_record_key``. Base rows the log does not
-    touch pass through as Arrow columns; Python only sees log records and the base
-    rows whose key a log record names."""
+    the output schema. Keys are ``_hoodie_record_key``. Rows come out as Hudi's reader
+    (and its compactor) emits them: base rows in file order, a log version in place of
+    the base row it replaces, then the log's new keys. A key's log version meets the
+    first base row of the key only; a second one passes through (``records.remove``).
+    Base rows the log does not touch pass through as Arrow columns; Python only sees
+    log records and the base rows whose key a log record names."""
     if base is not None and base.schema != log_rows.schema:
         raise ValueError("base and log rows must have the same schema")
     if not entries:
         return base if base is not None else log_rows.slice(0, 0)
     folded = _fold_log(log_rows, entries, rules)
-    kept, emitted = base, list[int]()
-    if base is not None and base.num_rows:
-        kept, emitted = _merge_base(base, folded, rules)
-    emitted += [v.row for v in folded.values() if not v.delete and v.row is not None]
-    from_log = log_rows.take(pa.array(sorted(emitted), pa.int64()))
-    return pa.concat_tables([kept, from_log]) if kept is not None else from_log
+    if base is None or not base.num_rows:
+        emitted = sorted(v.row for v in folded.values() if not v.delete and v.row is not None)
+        return log_rows.take(pa.array(emitted, pa.int64()))
+    # Positions into base rows, then log rows (offset by the base's row count).
+    order = _merge_base(base, folded, rules)
+    inserted = sorted(v.row for v in folded.values() if not v.delete and v.row is not None)
+    order = np.concatenate([order, np.array(inserted, dtype=np.int64) + base.num_rows])
+    return pa.concat_tables([base, log_rows]).take(pa.array(order, pa.int64()))
 
 
 def _fold_log(
@@ -330,6 +335,53 @@ def fold_log_records(
     return rows.append_column(LOG_WINS_COLUMN, pa.array(wins, pa.bool_()))
 
 
+# The commit seqno of the base row a folded log version meets when its key has several
+# base rows in the slice's base file (``mark_first_base_rows``); null otherwise.
+BASE_ROW_COLUMN = "_hudi_sync_base_seqno"
+SEQNO_FIELD = "_hoodie_commit_seqno"
+
+
+class AmbiguousBaseRowError(UnsupportedTableError):
+    """Two base rows of a key cannot be told apart by a view (no distinct commit seqno)."""
+
+
+def mark_first_base_rows(folded: pa.Table, base_rows: pa.Table | None, where: str) -> pa.Table:
+    """``folded`` (``fold_log_records``) with ``BASE_ROW_COLUMN``: for a key with several
+    rows in ``base_rows`` (the base file's keys and commit seqnos, in file order), the
+    seqno of the first, the only one Hudi's reader merges the log version into
+    (``merge_records``); a view then joins the log row to that base row alone. Raises
+    AmbiguousBaseRowError (one line, naming ``where``) when the first row's seqno is
+    missing or shared by another row of its key: no view could pick the first."""
+    marks: list[str | None] = [None] * folded.num_rows
+    if base_rows is not None and base_rows.num_rows and folded.num_rows:
+        logged = pc.unique(folded.column(RECORD_KEY_FIELD).cast(pa.string()))
+        keys = base_rows.column(RECORD_KEY_FIELD).cast(pa.string())
+        met = base_rows.filter(pc.is_in(keys, value_set=logged))
+        met_keys = met.column(RECORD_KEY_FIELD).cast(pa.string()).to_pylist()
+        if SEQNO_FIELD in met.column_names:
+            seqnos = met.column(SEQNO_FIELD).cast(pa.string()).to_pylist()
+        else:
+            seqnos = [None] * met.num_rows
+        rows_of: dict[str, list[str | None]] = {}
+        for key, seqno in zip(met_keys, seqnos, strict=True):
+            rows_of.setdefault(key, []).append(seqno)
+        first: dict[str, str] = {}
+        for key, found in rows_of.items():
+            if len(found) < 2:
+                continue
+            if found[0] is None or found[0] in found[1:]:
+                raise AmbiguousBaseRowError(
+                    f"{where}: record key {key} has {len(found)} base rows and the first has "
+                    f"no {SEQNO_FIELD} of its own, so no view can tell which one its log "
+                    "records update"
+                )
+            first[key] = found[0]
+        if first:
+            logged_keys = folded.column(RECORD_KEY_FIELD).cast(pa.string()).to_pylist()
+            marks = [first.get(key) for key in logged_keys]
+    return folded.append_column(BASE_ROW_COLUMN, pa.array(marks, pa.string()))
+
+
 def _delete_rows(
     schema: pa.Schema,
     deletes: list[tuple[str, _Version]],
@@ -360,18 +412,19 @@ def _delete_rows(
 
 def _merge_base(
     base: pa.Table, folded: dict[str, _Version], rules: MergeRules
-) -> tuple[pa.Table, list[int]]:
-    """The base rows that stay, and the log rows that replace base rows. A log version
-    that meets its key's base row leaves ``folded``, whether it wins or loses."""
+) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """The merged rows in base file order: each base row's position, or (offset by the
+    base's row count) the log row that replaces it; a base row a delete wins over is
+    left out. A log version that meets its key's (first) base row leaves ``folded``,
+    whether it wins or loses."""
     base_keys = _column(base, RECORD_KEY_FIELD, "base file")
     if not pa.types.is_string(base_keys.type):
         base_keys = base_keys.cast(pa.string())
+    order = np.arange(base.num_rows, dtype=np.int64)
     touched = pc.is_in(base_keys, value_set=pa.array(list(folded), pa.string()))
     indices = np.flatnonzero(touched.to_numpy(zero_copy_only=False))
     if not len(indices):
-        return base, []
-    keep = np.ones(base.num_rows, dtype=bool)
-    replacing: list[int] = []
+        return order
     taken = pa.array(indices, pa.int64())
     touched_keys = base_keys.take(taken).to_pylist()
     orderings: list[Any] = [None] * len(indices)
@@ -387,10 +440,9 @@ def _merge_base(
         value, value_kind = _hudi_ordering(ordering, kind)
         stored = _Version(None, value, value_kind, delete=False, natural=False)
         if _log_wins(stored, log, rules):
-            keep[position] = False
-            if not log.delete and log.row is not None:
-                replacing.append(log.row)
-    return base.filter(pa.array(keep)), replacing
+            replaced = log.delete or log.row is None
+            order[position] = -1 if replaced else base.num_rows + log.row
+    return order[order >= 0]
 
 
 def _replaces(old: _Version, new: _Version, rules: MergeRules) -> bool:

@@ -29,10 +29,12 @@ from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.log_records import LogRecord, LogScan, scan_slice_logs
 from hudi_sync.table.record_merge import (
+    SEQNO_FIELD,
     DeleteKey,
     LogEntry,
     MergeRules,
     fold_log_records,
+    mark_first_base_rows,
     merge_records,
 )
 from hudi_sync.table.schema import META_FIELDS
@@ -140,9 +142,14 @@ def read_folded_log(
 ) -> pa.Table:
     """The slice's log records folded to one version per key (``fold_log_records``),
     with ``schema``'s columns: what a warehouse merges over the base file's rows to get
-    the slice's snapshot, without this process reading the base file."""
+    the slice's snapshot. Of the base file only the keys and commit seqnos are read, to
+    mark which base row a key with several meets (``mark_first_base_rows``)."""
     log_rows, entries = _log_entries(location, file_slice, committed, as_of, schema)
-    return fold_log_records(log_rows, entries, rules)
+    folded = fold_log_records(log_rows, entries, rules)
+    base_rows = None
+    if file_slice.base_file is not None and folded.num_rows:
+        base_rows = _read_base(location, file_slice, [_RECORD_KEY, SEQNO_FIELD])
+    return mark_first_base_rows(folded, base_rows, _base_uri(location, file_slice))
 
 
 def _log_entries(
@@ -197,7 +204,10 @@ def align(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema.remove_metadata())
 
 
-def _read_base(location: Location, file_slice: FileSlice) -> pa.Table:
+def _read_base(
+    location: Location, file_slice: FileSlice, columns: list[str] | None = None
+) -> pa.Table:
+    """The slice's base file: all its columns, or those of ``columns`` it has."""
     relative = file_slice.relative_base_path
     assert relative is not None
     uri = location.uri_of(relative)
@@ -205,7 +215,11 @@ def _read_base(location: Location, file_slice: FileSlice) -> pa.Table:
         raise UnsupportedTableError(f"{uri}: only Parquet base files are read")
     try:
         with location.fs.open(location.join(relative), "rb") as handle:
-            return pq.ParquetFile(handle).read()
+            parquet = pq.ParquetFile(handle)
+            if columns is None:
+                return parquet.read()
+            present = set(parquet.schema_arrow.names)
+            return parquet.read(columns=[c for c in columns if c in present])
     except FileNotFoundError:
         raise CorruptTableError(f"{uri}: base file of the snapshot is missing") from None
     except _ARROW_ERRORS as exc:

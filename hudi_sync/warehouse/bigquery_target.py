@@ -42,7 +42,7 @@ from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
 from hudi_sync.manifest.log_parquet import FILE_ID_COLUMN, SOURCE_COLUMN
 from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest, timeline_tail
 from hudi_sync.table import HudiTable
-from hudi_sync.table.record_merge import DELETED_COLUMN, LOG_WINS_COLUMN
+from hudi_sync.table.record_merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
 from hudi_sync.table.schema import PartitionField, parse_avro_schema, partition_fields
 from hudi_sync.warehouse.bigquery_schema import partition_key_type, table_schema
 from hudi_sync.warehouse.common import (
@@ -446,7 +446,7 @@ class BigQueryTarget:
             query = f"SELECT * FROM {ro}"
             return [_view_resource(self._ref(names.snapshot_view), query, stamp)]
         extra = {FILE_ID_COLUMN: "STRING", DELETED_COLUMN: "BOOLEAN"}
-        extra |= {LOG_WINS_COLUMN: "BOOLEAN", SOURCE_COLUMN: "STRING"}
+        extra |= {LOG_WINS_COLUMN: "BOOLEAN", BASE_ROW_COLUMN: "STRING", SOURCE_COLUMN: "STRING"}
         log_schema = [
             *table_schema(avro, True),
             *({"name": n, "type": t, "mode": "NULLABLE"} for n, t in extra.items()),

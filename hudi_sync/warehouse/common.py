@@ -11,8 +11,10 @@ from hudi_sync.errors import BadInputError
 from hudi_sync.manifest.log_parquet import FILE_ID_COLUMN, SOURCE_COLUMN
 from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.record_merge import (
+    BASE_ROW_COLUMN,
     DELETED_COLUMN,
     LOG_WINS_COLUMN,
+    SEQNO_FIELD,
     arrow_kind,
     null_ordering_refusal,
 )
@@ -215,13 +217,17 @@ def snapshot_query(
     no folded log version (``log_history`` rows listed in ``log_manifest``) replaces,
     then each log version that is no delete and replaces its base row or has none.
     Rows meet by partition, file group and record key: a bucket index gives file
-    groups the same id in every partition. A log version replaces the base row when
+    groups the same id in every partition. A key with several base rows meets only the
+    first (as Hudi's reader merges), which its log row names by commit seqno
+    (``record_merge.mark_first_base_rows``). A log version replaces the base row when
     it always wins, else when its ``ordering`` value (of class ``kind``) is at least
     the base row's as Hudi compares them (``ordering_at_least``)."""
     q = spelling.quote
     key, file_id = q("_hoodie_record_key"), q(FILE_ID_COLUMN)
     partition = q("_hoodie_partition_path")
     on = f"l.{partition} = b.{partition} AND l.{file_id} = b.{file_id} AND l.{key} = b.{key}"
+    first = f"l.{q(BASE_ROW_COLUMN)}"
+    on += f" AND ({first} IS NULL OR {first} = b.{q(SEQNO_FIELD)})"
     wins = f"l.{q(LOG_WINS_COLUMN)}"
     if ordering is not None:
         at_least = ordering_at_least(spelling, ordering, kind, f"l.{key}")

@@ -44,7 +44,7 @@ from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
 from hudi_sync.manifest.log_parquet import FILE_ID_COLUMN, SOURCE_COLUMN
 from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest
 from hudi_sync.table import HudiTable
-from hudi_sync.table.record_merge import DELETED_COLUMN, LOG_WINS_COLUMN
+from hudi_sync.table.record_merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
 from hudi_sync.warehouse.common import (
     ObjectNames,
     SnapshotQuery,
@@ -578,6 +578,7 @@ class SnowflakeTarget:
             value_column(FILE_ID_COLUMN, "VARCHAR"),
             value_column(DELETED_COLUMN, "BOOLEAN"),
             value_column(LOG_WINS_COLUMN, "BOOLEAN"),
+            value_column(BASE_ROW_COLUMN, "VARCHAR"),
             value_column(SOURCE_COLUMN, "VARCHAR"),
         ]
         stage = f"@{self._qualified(self._stage())}"
