@@ -457,6 +457,18 @@ SNOWFLAKE_AWS_TOKEN = _snowflake("aws_token", "Stage credentials: AWS session to
 SNOWFLAKE_AZURE_SAS_TOKEN = _snowflake(
     "azure_sas_token", "Stage credentials: Azure SAS token (secret)."
 )
+# Secrets: from SNOWFLAKE_* variables or --props only (a command line is seen by others).
+SNOWFLAKE_SECRETS = frozenset(
+    spec.key
+    for spec in (
+        SNOWFLAKE_PASSWORD,
+        SNOWFLAKE_PRIVATE_KEY_FILE_PWD,
+        SNOWFLAKE_TOKEN,
+        SNOWFLAKE_AWS_SECRET_KEY,
+        SNOWFLAKE_AWS_TOKEN,
+        SNOWFLAKE_AZURE_SAS_TOKEN,
+    )
+)
 
 # --- debezium: Hudi's streamer names, Kafka's, Debezium's and the registry's --------------
 TOPIC = _list(

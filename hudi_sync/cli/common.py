@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from hudi_sync.config import SNOWFLAKE_SECRETS
 from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.storage import nest_option
 from hudi_sync.table.properties import parse_java_properties
@@ -99,6 +100,11 @@ def command_options(
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise BadInputError(f"option {pair!r} is not KEY=VALUE")
+        if key.strip() in SNOWFLAKE_SECRETS:  # named, never echoed
+            raise BadInputError(
+                f"--conf {key.strip()}: a secret is read from its SNOWFLAKE_* variable or "
+                "--props only, never from the command line"
+            )
         options[key.strip()] = value
     options.update({prefix + k: v for k, v in (flags or {}).items() if v is not None})
     return options

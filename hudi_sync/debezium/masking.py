@@ -8,14 +8,19 @@ whatever may show a setting shows it through these helpers.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-MASK = "***"
+from hudi_sync.secrets import MASK as MASK
+from hudi_sync.secrets import scrub as scrub
+
 # A setting is secret when its name holds one of these (librdkafka's, Kafka's and
 # Confluent's names: sasl.password, ssl.keystore.password, sasl.oauthbearer.client.secret,
-# ssl.key.pem, sasl.jaas.config, basic.auth.user.info, bearer.auth.token...).
-_SECRET_PARTS = ("password", "secret", "user.info", "jaas.config", "key.pem", "token")
+# ssl.key.pem, sasl.jaas.config, basic.auth.user.info, bearer.auth.token...; Snowflake's
+# private_key_file_pwd).
+_SECRET_PARTS = (
+    "password", "secret", "user.info", "jaas.config", "key.pem", "token", "pwd", "passphrase",
+)  # fmt: skip
 
 
 def is_secret(name: str) -> bool:
@@ -83,13 +88,6 @@ def secrets_of(options: Mapping[str, Any] | None) -> set[str]:
         if password:
             found.add(password)
     return found
-
-
-def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` (an error from a client library) with every secret replaced by ``***``."""
-    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
-        text = text.replace(secret, MASK)
-    return text
 
 
 def masked_repr(instance: Any) -> str:

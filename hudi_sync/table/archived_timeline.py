@@ -17,8 +17,8 @@ from hudi_sync.storage import Location
 from hudi_sync.table.instant import Instant, State, comparable_instant, make_instant
 from hudi_sync.table.properties import TableConfig
 
-ARCHIVE_LOG_FILE = re.compile(r"^\.commits_\.archive\.(\d+)(_.*)?$")
-HISTORY_MANIFEST_FILE = re.compile(r"^manifest_(\d+)$")
+ARCHIVE_LOG_FILE = re.compile(r"^\.commits_\.archive\.(\d+)(_.*)?\Z")
+HISTORY_MANIFEST_FILE = re.compile(r"^manifest_(\d+)\Z")
 
 
 def read_archived_instants(location: Location, config: TableConfig) -> list[Instant]:

@@ -45,7 +45,7 @@ WRITE_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_CO
 # tables also use longer, suffixed instants such as 00000000000000010 or ...001).
 _INSTANT_FILE = re.compile(
     r"^(?P<ts>\d{14,})(?:_(?P<completion>\d{14,}))?\.(?P<action>[a-z]+)"
-    r"(?:\.(?P<state>requested|inflight))?$"
+    r"(?:\.(?P<state>requested|inflight))?\Z"
 )
 
 

@@ -8,9 +8,9 @@ import re
 from hudi_sync.errors import TimeTravelError
 from hudi_sync.table.timeline import format_instant
 
-_DIGITS = re.compile(r"^\d+$")
-_DASHED_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_DASHED_LOCAL = re.compile(r"^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(\.\d{1,3})?$")
+_DIGITS = re.compile(r"^\d+\Z")
+_DASHED_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}\Z")
+_DASHED_LOCAL = re.compile(r"^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(\.\d{1,3})?\Z")
 # Epoch timestamps by digit count (Hudi's 14- and 17-digit instants never collide).
 _EPOCH_DIVISOR = {10: 1, 13: 1_000, 16: 1_000_000, 19: 1_000_000_000}
 

@@ -55,6 +55,8 @@ from hudi_sync.warehouse.common import (
     settled_plan,
     snapshot_query,
 )
+from hudi_sync.warehouse.quoting import bigquery_identifier as _quote
+from hudi_sync.warehouse.quoting import bigquery_literal as _string
 
 if TYPE_CHECKING:
     from google.cloud import bigquery
@@ -65,10 +67,11 @@ API_ENDPOINT = cfg.BIGQUERY_API_ENDPOINT.key
 MANIFEST_FILE_SET = "FILE_SET_SPEC_TYPE_NEW_LINE_DELIMITED_MANIFEST"
 # Project ids: lowercase, digits, hyphens (optionally domain-scoped); datasets: letters,
 # digits and underscores; tables: letters, marks, digits, connectors, dashes and spaces.
-_PROJECT = re.compile(r"^(?:[a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
-_DATASET = re.compile(r"^\w{1,1024}$")
-_TABLE = re.compile(r"^[\w\- ]{1,1024}$")
+_PROJECT = re.compile(r"(?:[a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]")
+_DATASET = re.compile(r"\w{1,1024}")
+_TABLE = re.compile(r"[\w\- ]{1,1024}")
 _LABEL_VALUE = re.compile(r"[^a-z0-9_-]")
+_PARTITION_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,299}")
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,7 @@ class BigQuerySyncConfig:
             (cfg.BIGQUERY_TABLE_NAME, self.table_name, _TABLE),
         )
         for spec, value, pattern in checks:
-            if value is not None and not pattern.match(value):
+            if value is not None and not pattern.fullmatch(value):
                 raise BadInputError(f"{spec.key}={value!r} is not a valid BigQuery identifier")
         for uri in (*self.source_uri, self.source_uri_prefix or "gs://"):
             if not uri.startswith("gs://"):
@@ -532,6 +535,12 @@ class BigQueryTarget:
                 f"{brace!r} in a hive sourceUriPrefix starts or ends a partition key"
             )
         types = {f.name: f.avro_type for f in fields}
+        for name in names:  # each is a {name:TYPE} key of the URI template, then a column
+            if not _PARTITION_KEY.fullmatch(name):
+                raise BadInputError(
+                    f"hive partition key {name!r} is not a BigQuery column name "
+                    "(letters, digits and underscores)"
+                )
         keys = "/".join(
             f"{{{name}:{partition_key_type(types.get(name, 'string'), name)}}}" for name in names
         )
@@ -681,11 +690,6 @@ def delta_files_select(manifest_id: str, base_prefix: str, uri_base: str | None)
     return f"SELECT CONCAT({_string(uri_base.rstrip('/') + '/')}, path) FROM ({relative})"
 
 
-def _string(value: str) -> str:
-    """A GoogleSQL string literal."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def _view_resource(reference: dict[str, str], query: str, stamp: dict[str, Any]) -> dict[str, Any]:
     return {"tableReference": reference, "view": {"query": query, "useLegacySql": False}, **stamp}
 
@@ -701,12 +705,13 @@ def snapshot_select(
 ) -> str:
     """The snapshot view's query (``snapshot_query``) in GoogleSQL: ``columns`` (the
     read-optimized view's, in its order) on both sides, null where the log files lack one."""
+    q = _quote
     spelling = SnapshotQuery(
-        lambda name: f"`{name}`",
+        q,
         _string,
         lambda column: f"REGEXP_EXTRACT({column}, r'^[^_]+')",
-        ", ".join(f"b.`{c}`" for c in columns),
-        ", ".join(f"l.`{c}`" if c in log_columns else f"NULL AS `{c}`" for c in columns),
+        ", ".join(f"b.{q(c)}" for c in columns),
+        ", ".join(f"l.{q(c)}" if c in log_columns else f"NULL AS {q(c)}" for c in columns),
         is_nan=lambda value: f"IS_NAN({value})",
         fail=lambda message: f"ERROR({message})",
     )
@@ -748,11 +753,6 @@ def _labels(marker: SyncMarker) -> dict[str, str]:
         "hudi_sync_instant": marker.instant,
         "hudi_sync_mode": _LABEL_VALUE.sub("_", marker.mode.lower()),
     }
-
-
-def _quote(object_id: str) -> str:
-    """A backtick-quoted GoogleSQL path (identifiers were validated to hold no backtick)."""
-    return "`" + object_id + "`"
 
 
 def _failure(action: str, exc: Exception) -> HudiSyncError:

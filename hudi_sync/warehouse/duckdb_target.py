@@ -38,6 +38,8 @@ from hudi_sync.warehouse.common import (
     settled_plan,
     snapshot_query,
 )
+from hudi_sync.warehouse.quoting import duckdb_identifier as quote_identifier
+from hudi_sync.warehouse.quoting import duckdb_literal as quote_literal
 
 SOURCE_FILE_COLUMN = "__hudi_sync_source_file"
 BUSY_TIMEOUT_SECONDS = 60.0
@@ -45,14 +47,6 @@ BUSY_TIMEOUT_SECONDS = 60.0
 
 class _DatabaseBusy(Exception):
     """Another process holds the database file's lock, or a concurrent transaction won."""
-
-
-def quote_identifier(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def quote_literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
 
 
 # What DuckDB's glob and fsspec's (object stores) read as pattern syntax in a path.

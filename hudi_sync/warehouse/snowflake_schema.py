@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlglot import exp
-
 from hudi_sync.errors import UnsupportedTableError
 from hudi_sync.table.schema import META_FIELDS, PartitionField
+from hudi_sync.warehouse.quoting import snowflake_identifier as quote_identifier
+from hudi_sync.warehouse.quoting import snowflake_literal as quote_literal
 
 _PRIMITIVES = {
     "boolean": "BOOLEAN",
@@ -54,29 +54,19 @@ _MAX_PRECISION = 38
 _PARTITION_TYPES = ("NUMBER", "DATE", "BOOLEAN", "VARCHAR")
 FILENAME = "METADATA$FILENAME"
 # What Snowflake accepts unquoted, and stores upper-cased.
-_UNQUOTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
-
-
-def quote_identifier(name: str) -> str:
-    """A Snowflake identifier, always double-quoted (embedded quotes doubled)."""
-    return exp.to_identifier(name, quoted=True).sql(dialect="snowflake")
+_UNQUOTED = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 
 
 def object_name(name: str) -> str:
     """The stored name of an identifier given as users write it: names Snowflake accepts
     unquoted resolve upper-cased (``trips`` is ``TRIPS``, so ``SELECT rider FROM trips``
     works); any other name is kept exactly and must be quoted by its users."""
-    return name.upper() if _UNQUOTED.match(name) else name
+    return name.upper() if _UNQUOTED.fullmatch(name) else name
 
 
 def sql_name(name: str) -> str:
     """``object_name(name)``, quoted: safe in any statement."""
     return quote_identifier(object_name(name))
-
-
-def quote_literal(text: str) -> str:
-    """A Snowflake string literal."""
-    return exp.Literal.string(text).sql(dialect="snowflake")
 
 
 def snowflake_type(avro_type: Any, column: str) -> str:

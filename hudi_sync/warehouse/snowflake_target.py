@@ -43,6 +43,7 @@ from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
 from hudi_sync.manifest.log_parquet import FILE_ID_COLUMN, SOURCE_COLUMN
 from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest
+from hudi_sync.secrets import scrub
 from hudi_sync.table import HudiTable
 from hudi_sync.table.record_merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
 from hudi_sync.warehouse.common import (
@@ -55,11 +56,11 @@ from hudi_sync.warehouse.common import (
     settled_plan,
     snapshot_query,
 )
+from hudi_sync.warehouse.quoting import snowflake_literal as quote_literal
 from hudi_sync.warehouse.snowflake_schema import (
     Column,
     history_columns,
     object_name,
-    quote_literal,
     sql_name,
     value_column,
 )
@@ -83,9 +84,7 @@ CONNECTION_KEYS = (
     "host",
 )
 # Never printed, logged or put in an error message.
-SECRET_KEYS = frozenset(
-    {"password", "private_key_file_pwd", "token", "aws_secret_key", "aws_token", "azure_sas_token"}
-)
+SECRET_KEYS = frozenset(key.removeprefix(PREFIX) for key in cfg.SNOWFLAKE_SECRETS)
 _STAGE_KEYS = (
     "stage_name",
     "stage_url",
@@ -100,7 +99,8 @@ OPTION_KEYS = frozenset(spec.key.removeprefix(PREFIX) for spec in cfg.group("syn
 # Base files (<file id>_<write token>_<instant>.parquet, or .orc) in any folder that is not
 # hidden, so .hoodie (timeline, metadata table, manifests) never matches. Anchored at both
 # ends, so it means the same whether Snowflake matches it against the path or within it.
-BASE_FILE_PATTERN = r"^/?([^./][^/]*/)*[^./][^/]*_[0-9]{14,17}[.]parquet$"
+_BASE_FILE_PATTERN = r"^/?([^./][^/]*/)*[^./][^/]*_[0-9]{{14,17}}[.]{extension}$"
+BASE_FILE_PATTERN = _BASE_FILE_PATTERN.format(extension="parquet")
 # External tables read PARQUET and ORC base files (FILE_FORMAT is the table's format).
 BASE_FILE_FORMATS = frozenset({"PARQUET", "ORC"})
 MANIFEST_PATTERN = r"^(.*/)?files[.]csv$"
@@ -111,12 +111,12 @@ _MARKER_DIGESTS = re.compile(
 )
 # The folded log files of MOR tables (``hudi_sync.manifest.log_parquet``), by name.
 LOG_FILE_PATTERN = r"^(.*/)?[^/]+[.]parquet$"
-_CLOUD_URL = re.compile(r"^(s3|gcs|azure)://[^/]+(/.*)?$")
+_CLOUD_URL = re.compile(r"(s3|gcs|azure)://[^/]+(/.*)?")
 
 
 def base_file_pattern(base_format: str) -> str:
     """``BASE_FILE_PATTERN`` for the base files of ``base_format`` (``ORC``: ``[.]orc$``)."""
-    return BASE_FILE_PATTERN.replace("[.]parquet$", f"[.]{base_format.lower()}$")
+    return _BASE_FILE_PATTERN.format(extension=base_format.lower())
 
 
 def regex_literal(text: str) -> str:
@@ -135,7 +135,7 @@ def snowflake_url(uri: str) -> str:
             return "s3://" + uri[len(alias) :]
     if uri.startswith("gs://"):
         return "gcs://" + uri[len("gs://") :]
-    match = re.match(r"^abfss?://([^@/]+)@([^./]+)\.dfs\.core\.windows\.net(/.*)?$", uri)
+    match = re.fullmatch(r"abfss?://([^@/]+)@([^./]+)\.dfs\.core\.windows\.net(/.*)?", uri)
     if match:
         return f"azure://{match[2]}.blob.core.windows.net/{match[1]}{match[3] or ''}"
     return uri
@@ -203,7 +203,7 @@ class SnowflakeSyncConfig:
             value = getattr(self, key)
             if value is not None and (not value or "\x00" in value):
                 raise BadInputError(f"{PREFIX}{key} {value!r} is empty or has a NUL byte")
-        if self.stage_url is not None and not _CLOUD_URL.match(self.stage_url):
+        if self.stage_url is not None and not _CLOUD_URL.fullmatch(self.stage_url):
             raise BadInputError(
                 f"{PREFIX}stage_url {self.stage_url!r} is not an s3://, gcs:// or azure:// URL"
             )
@@ -338,7 +338,7 @@ class SnowflakeTarget:
     def stage_url(self, table: HudiTable) -> str:
         """Where Snowflake reads the table: ``stage_url``, else the table's own URI."""
         url = self.config.stage_url or snowflake_url(table.uri)
-        if not _CLOUD_URL.match(url):
+        if not _CLOUD_URL.fullmatch(url):
             raise BadInputError(
                 f"{table.uri}: Snowflake reads s3://, gcs:// or azure:// locations; set "
                 f"{PREFIX}stage_url to the table's location as Snowflake sees it"
@@ -435,11 +435,11 @@ class SnowflakeTarget:
             Statement(manifest_sql, manifest_sql, f"create {self._qualified(names.manifest)}")
         )
         view = self._qualified(names.view)
-        comment = quote_literal(f"{marker.render()} history={history_digest} view={view_digest}")
+        comment = f"{marker.render()} history={history_digest} view={view_digest}"
         if same_objects and state.view_digest == view_digest and not force:
-            sql = f"ALTER VIEW {view} SET COMMENT = {comment}"
+            sql = f"ALTER VIEW {view} SET COMMENT = {quote_literal(comment)}"
         else:
-            sql = view_sql.replace(" COPY GRANTS AS ", f" COPY GRANTS COMMENT = {comment} AS ", 1)
+            sql = self._view_sql(names, columns, published, comment)
         statements.append(Statement(sql, sql, f"create {view}"))
         if snapshot is not None:
             digests = f"history={history_digest} view={view_digest}"
@@ -536,21 +536,25 @@ class SnowflakeTarget:
         )
 
     def _view_sql(
-        self, names: ObjectNames, columns: list[Column], published: PublishedManifest
+        self,
+        names: ObjectNames,
+        columns: list[Column],
+        published: PublishedManifest,
+        comment: str | None = None,
     ) -> str:
         """Every column but the external table's ``VALUE`` variant, of the history rows
-        whose file is in the manifest table's snapshot."""
+        whose file is in the manifest table's snapshot (``comment``: the marker)."""
         listed = ", ".join(sql_name(c.name) for c in columns)
         manifest = self._qualified(names.manifest)
         if published.delta is None:
             files = f"SELECT {sql_name('filename')} FROM {manifest}"
         else:
             files = delta_files_select(manifest, published.delta.base_prefix)
-        return (
-            f"CREATE OR REPLACE VIEW {self._qualified(names.view)} COPY GRANTS AS "
+        query = (
             f"SELECT {listed} FROM {self._qualified(names.history)} "
             f"WHERE {sql_name('_hoodie_file_name')} IN ({files})"
         )
+        return create_view(self._qualified(names.view), query, comment)
 
     def _snapshot_sql(
         self,
@@ -571,8 +575,7 @@ class SnowflakeTarget:
         log_history = self._qualified(names.log_history)
         log_manifest = self._qualified(names.log_manifest)
         if not logs.names:
-            view = f"CREATE OR REPLACE VIEW {rt} COPY GRANTS AS SELECT * FROM {ro}"
-            return _SnapshotObjects(rt, view, (log_history, log_manifest))
+            return _SnapshotObjects(rt, f"SELECT * FROM {ro}", (log_history, log_manifest))
         log_columns = history_columns(table.avro_schema, [], False, True)
         log_columns += [
             value_column(FILE_ID_COLUMN, "VARCHAR"),
@@ -609,8 +612,7 @@ class SnowflakeTarget:
             logs.ordering_field,
             ordering_kind(logs),
         )
-        view = f"CREATE OR REPLACE VIEW {rt} COPY GRANTS AS {query}"
-        return _SnapshotObjects(rt, view, (), log_history, history_sql, manifest_sql)
+        return _SnapshotObjects(rt, query, (), log_history, history_sql, manifest_sql)
 
     # -- applying ------------------------------------------------------------------------
     def sync(
@@ -654,10 +656,17 @@ class SnowflakeTarget:
 
     def _failure(self, action: str, exc: Exception) -> HudiSyncError:
         """One line, with every secret value masked (connector messages may quote SQL)."""
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        for secret in self.config.secrets():
-            message = message.replace(secret, "***")
+        text = scrub(str(exc), self.config.secrets()).strip()  # whole: a secret may span lines
+        message = text.splitlines()[0] if text else type(exc).__name__
         return HudiSyncError(f"Snowflake {action} failed: {message}")
+
+
+def create_view(name: str, query: str, comment: str | None = None) -> str:
+    """``CREATE OR REPLACE VIEW`` of ``query`` keeping its grants, with ``comment`` (the
+    marker) as a clause of its own: a statement is built whole, never edited as text
+    (a name or URI holding `` COPY GRANTS AS `` or a quote stays inside its quotes)."""
+    clause = "" if comment is None else f" COMMENT = {quote_literal(comment)}"
+    return f"CREATE OR REPLACE VIEW {name} COPY GRANTS{clause} AS {query}"
 
 
 def _stage_path(table: HudiTable, uri: str) -> str:
@@ -705,11 +714,16 @@ class _SnapshotObjects:
     """The statements of a MOR table's snapshot objects (``SnowflakeTarget._snapshot_sql``)."""
 
     name: str  # the snapshot view, qualified
-    view: str
+    query: str  # its query
     dropped: tuple[str, ...] = ()  # log tables no longer read
     log_history_name: str = ""
     log_history: str = ""
     log_manifest: str = ""
+
+    @property
+    def view(self) -> str:
+        """The view's statement without its comment (what its digest is of)."""
+        return create_view(self.name, self.query)
 
     def statements(self, comment: str, refresh: bool, view_unchanged: bool) -> list[Statement]:
         """In order: the log history (refreshed when its definition is unchanged), the
@@ -724,11 +738,10 @@ class _SnapshotObjects:
             else:
                 out.append(Statement(self.log_history, self.log_history, f"create {name}"))
             out.append(Statement(self.log_manifest, self.log_manifest, "create log manifest"))
-        literal = quote_literal(comment)
         if view_unchanged:
-            sql = f"ALTER VIEW {self.name} SET COMMENT = {literal}"
+            sql = f"ALTER VIEW {self.name} SET COMMENT = {quote_literal(comment)}"
         else:
-            sql = self.view.replace(" COPY GRANTS AS ", f" COPY GRANTS COMMENT = {literal} AS ", 1)
+            sql = create_view(self.name, self.query, comment)
         out.append(Statement(sql, sql, f"create {self.name}"))
         for table in self.dropped:
             sql = f"DROP EXTERNAL TABLE IF EXISTS {table}"
