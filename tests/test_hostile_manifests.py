@@ -323,3 +323,95 @@ def test_snowflake_marker_keeps_a_base_with_a_space(unpack_table, s3_server) -> 
             {PREFIX + k: v for k, v in options.items()}, "trips", environ={}
         )
         _assert_update_then_noop(table, target)
+
+
+# -- BigQuery's CSV manifest tables (the emulator, as tests/test_bigquery_target.py) ------
+
+
+@pytest.fixture
+def bigquery(gcs_server, bigquery_emulator):  # type: ignore[no-untyped-def]
+    """A client and a fresh dataset of the emulator."""
+    import uuid
+
+    client = bigquery_emulator.client()
+    dataset = f"ds_{uuid.uuid4().hex[:10]}"
+    yield client, dataset
+    client.delete_dataset(dataset, delete_contents=True, not_found_ok=True)
+
+
+def _bigquery_target(client: Any, dataset: str, **options: str) -> Any:
+    from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
+
+    config = BigQuerySyncConfig.from_options(
+        {"project_id": client.project, "dataset_name": dataset, "table_name": "t", **options}
+    )
+    return BigQueryTarget(config, client)
+
+
+def _uploaded_with_partition(
+    unpack_table: Any, gcs: Any, tmp_path: Path, fixture: str, folder: str, hostile: str
+) -> HudiTable:
+    """A fixture table with partition folder ``folder`` renamed ``hostile``, in fake GCS."""
+    from tests.fixture_tables import fixture_tables
+
+    (table,) = [t for t in fixture_tables() if t.name.endswith(fixture)]
+    local = tmp_path / "t"
+    shutil.copytree(unpack_table(table), local)
+    os.rename(local / folder, local / hostile)
+    uri = gcs.upload_dir(local, gcs.make_bucket(), "lake/t")
+    return HudiTable.open(uri, gcs.storage_options)
+
+
+def test_bigquery_uri_manifest_reads_a_comma_in_a_partition_whole(  # type: ignore[no-untyped-def]
+    unpack_table, gcs_server, bigquery, tmp_path
+) -> None:
+    """A table without meta fields filters on ``_FILE_NAME`` by ``uris.csv``, read as a
+    one-column CSV: a comma in a partition folder split its line. The manifest table,
+    loaded by the emulator with its stored options, holds each URI whole and exactly the
+    snapshot's files. (The emulator has no ``_FILE_NAME``: the view step fails there, so
+    the sync runs with ``continue_on_error`` and the manifest table is checked.)"""
+    from tests.bigquery_emulator import materialise
+
+    client, dataset = bigquery
+    hostile = 'byteField=2,"0'
+    table = _uploaded_with_partition(
+        unpack_table,
+        gcs_server,
+        tmp_path,
+        "cow/v8_simplekeygen_hivestyle_no_metafields",
+        "byteField=20",
+        hostile,
+    )
+    sync_table(table, [_bigquery_target(client, dataset)], continue_on_error=True)
+    manifest_id = f"{client.project}.{dataset}.t_manifest"
+    materialise(client, manifest_id)
+    listed = sorted(r[0] for r in client.query_and_wait(f"SELECT * FROM `{manifest_id}`"))
+    expected = [f"{table.uri}/{p}" for p in build_manifest(table).relative_paths()]
+    assert listed == expected
+    assert any(f"/{hostile}/" in uri for uri in listed)
+
+
+@pytest.mark.parametrize(
+    ("hostile", "options", "delta_commits"),
+    [("10\t1", {}, 2), ("10\n1", {"use_bq_manifest_file": "true"}, 0)],
+    ids=["tab-delta", "newline-manifest-file"],
+)
+def test_bigquery_control_character_in_a_partition_is_refused(  # type: ignore[no-untyped-def]
+    unpack_table, gcs_server, bigquery, tmp_path, hostile, options, delta_commits
+) -> None:
+    """A tab cut BigQuery's delta rows; a newline forged the manifest-file table's URI
+    list. Refused in one line naming the partition: no manifest file, no BigQuery table."""
+    client, dataset = bigquery
+    table = _uploaded_with_partition(
+        unpack_table, gcs_server, tmp_path, "cow/v6_simplekeygen_nonhivestyle", "10", hostile
+    )
+    target = _bigquery_target(client, dataset, **options)
+    with pytest.raises(UnsupportedTableError) as caught:
+        sync_table(table, [target], delta_commits=delta_commits)
+    message = str(caught.value)
+    assert "\n" not in message and repr(hostile) in message
+    assert not gcs_server.fs().exists(f"{table.uri}/.hoodie/manifest")
+    from google.api_core.exceptions import NotFound
+
+    with pytest.raises(NotFound):  # not even the dataset was created
+        client.get_dataset(dataset)
