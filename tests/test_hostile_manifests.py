@@ -415,3 +415,38 @@ def test_bigquery_control_character_in_a_partition_is_refused(  # type: ignore[n
 
     with pytest.raises(NotFound):  # not even the dataset was created
         client.get_dataset(dataset)
+
+
+@MODES
+def test_control_character_in_a_later_commits_partition_is_refused(  # type: ignore[no-untyped-def]
+    spark, tmp_path, delta_commits
+) -> None:
+    """A manifest derived from the last one and a new commit's metadata (no listing)
+    takes the partition from the commit: a hostile one there is refused too, and the
+    published manifest and the view stay at the previous snapshot."""
+    path, database = tmp_path / "t", tmp_path / "w.duckdb"
+    old = _table_with_a_superseded_file(spark, path)
+    target = DuckDBTarget(str(database), "t")
+    first = sync_table(str(path), [target], delta_commits=delta_commits)
+    published = sorted(p.relative_to(path) for p in (path / ".hoodie" / "manifest").rglob("*"))
+    placeholder = "PLACEHOLDERX"
+    _write(spark, path, [(3, placeholder, "x", 3)])
+    hostile = f"10/{old}\n10"
+    _rename_partition(path, placeholder, hostile)
+    (commit,) = [
+        p for p in (path / ".hoodie").glob("*.commit") if p.name.split(".")[0] > first.instant
+    ]
+    text = commit.read_text()
+    assert placeholder in text
+    commit.write_text(text.replace(placeholder, hostile.replace("\n", "\\n")))
+    from hudi_sync.manifest.snapshot import ManifestStore
+
+    assert ManifestStore(HudiTable.open(str(path))).build().derived_incrementally
+    with pytest.raises(UnsupportedTableError) as caught:
+        sync_table(str(path), [target], delta_commits=delta_commits)
+    assert repr(hostile) in str(caught.value) and "\n" not in str(caught.value)
+    now = sorted(p.relative_to(path) for p in (path / ".hoodie" / "manifest").rglob("*"))
+    assert now == published
+    listed, rows = _duckdb_state(database)
+    assert listed == build_manifest(HudiTable.open(str(path)), first.instant).names()
+    assert sorted(rows.column("_hoodie_record_key").to_pylist()) == ["1", "2"]
