@@ -27,6 +27,7 @@ import re
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hudi_sync.config import URL_ENCODE_PARTITIONS
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
 
 # RE2 (Arrow) and Python spellings of one character class.
@@ -63,8 +64,7 @@ def check_paths(paths: pa.Array, table: str) -> None:
 def _partition_refusal(partition: str, table: str) -> UnsupportedTableError:
     return UnsupportedTableError(
         f"{table}: partition folder {partition!r} holds a control character, which no "
-        "manifest line can carry; write such values with "
-        "hoodie.datasource.write.partitionpath.urlencode=true"
+        f"manifest line can carry; write such values with {URL_ENCODE_PARTITIONS.key}=true"
     )
 
 
