@@ -450,3 +450,25 @@ def test_control_character_in_a_later_commits_partition_is_refused(  # type: ign
     listed, rows = _duckdb_state(database)
     assert listed == build_manifest(HudiTable.open(str(path)), first.instant).names()
     assert sorted(rows.column("_hoodie_record_key").to_pylist()) == ["1", "2"]
+
+
+def test_bucket_index_writes_encode_or_refuse_partition_values_alike(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The bucket index keys rows in the driver with Arrow, not Spark: the same escapes,
+    and the same refusal without url-encoding."""
+    bucket = {
+        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+        "hoodie.index.type": "BUCKET",
+        "hoodie.bucket.index.num.buckets": 2,
+    }
+    refused = tmp_path / "refused"
+    with pytest.raises(BadInputError) as caught:
+        _write(spark, refused, [(1, "x\ny", "n", 1)], **bucket)
+    assert "\n" not in str(caught.value) and repr("x\ny") in str(caught.value)
+    assert not HudiTable.open(str(refused)).timeline.instants
+    path = tmp_path / "t"
+    rows = [(i, v, f"n{i}", 1) for i, v in enumerate(HOSTILE_VALUES)]
+    _write(spark, path, rows, **bucket, **{URL_ENCODE: "true"})
+    folders = {p.name for p in path.iterdir() if not p.name.startswith(".")}
+    assert folders == {escape_value(v) for v in HOSTILE_VALUES}
+    theirs = sorted((r["id"], r["p"], r["name"]) for r in hudi_rs_rows(str(path)).to_pylist())
+    assert theirs == sorted((i, v, n) for i, v, n, _ in rows)
