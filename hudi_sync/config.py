@@ -586,7 +586,8 @@ KEY_GENERATOR_TYPE = _string(
 )
 URL_ENCODE_PARTITIONS = _boolean(
     "hoodie.datasource.write.partitionpath.urlencode",
-    "Partition paths are URL-encoded.",
+    "Partition values are escaped as %XX, as Hudi's PartitionPathEncodeUtils does (a write "
+    "option at creation; later writes keep the table's).",
     _PROPS,
     default=False,
 )

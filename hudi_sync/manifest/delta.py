@@ -40,6 +40,7 @@ from typing import Any
 from hudi_sync import config
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.manifest.file_set import relative_path
+from hudi_sync.manifest.safe_paths import check_path
 from hudi_sync.manifest.snapshot import (
     EMPTY_SNAPSHOT,
     MANIFEST_FOLDER,
@@ -256,6 +257,9 @@ class DeltaStore:
     def _write(self, delta: DeltaManifest) -> None:
         """The changes file (immutable), then the pointer, unless a concurrent
         publication already moved it past this instant."""
+        for (partition, file_id), name in delta.changes.items():
+            for checked in (file_id, name):  # before anything is written
+                check_path(partition, checked, self.table.uri)
         changes = _changes_csv(delta.changes).encode()
         self.store.write_once(self._changes_path(delta.base, delta.instant), changes)
         current = self._pointer_instant()

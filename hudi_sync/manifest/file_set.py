@@ -208,12 +208,14 @@ def splice(values: pa.Array, remove: list[int], insert: list[str]) -> pa.Array:
 
 
 def read_column(data: bytes) -> pa.Array:
-    """Lines of ``data`` as one string array (no quoting, no header)."""
+    """Lines of ``data`` as one string array: no quoting, no header, and a tab for the
+    field delimiter, which no manifest line holds (``safe_paths``), so a comma or quote
+    in a partition folder is read as it is."""
     return (
         pacsv.read_csv(
             io.BytesIO(data),
             pacsv.ReadOptions(column_names=["v"]),
-            pacsv.ParseOptions(quote_char=False, escape_char=False),
+            pacsv.ParseOptions(delimiter="\t", quote_char=False, escape_char=False),
             pacsv.ConvertOptions(column_types={"v": pa.string()}),
         )
         .column("v")
@@ -222,18 +224,15 @@ def read_column(data: bytes) -> pa.Array:
 
 
 def lines_bytes(values: pa.Array, prefix: str = "") -> bytes:
-    """``values`` (each after ``prefix``) one a line, written by Arrow's CSV writer."""
-    out = io.BytesIO()
-    try:
-        pacsv.write_csv(
-            pa.Table.from_arrays([values], names=["v"]),
-            out,
-            pacsv.WriteOptions(include_header=False, quoting_style="none"),
-        )
-    except pa.ArrowInvalid:  # a value with a quote, comma or line break: plain lines
-        out = io.BytesIO("".join(f"{v}\n" for v in values.to_pylist()).encode())
-    data = out.getvalue()
-    if not prefix or not data:
-        return data
-    head = prefix.encode()
-    return head + data[:-1].replace(b"\n", b"\n" + head) + b"\n"
+    """``values`` (each after ``prefix``) one a line, as they are. The values were
+    checked (``safe_paths.check_paths``) to hold no line break: a value holding one is
+    refused here too, rather than written as two lines."""
+    if not len(values):
+        return b""
+    if pc.any(pc.match_substring_regex(values, r"[\n\r]")).as_py():
+        raise ValueError("a manifest value holds a line break")
+    lines = pc.binary_join_element_wise(prefix, values, "\n", "")
+    offsets = memoryview(lines.buffers()[1]).cast("i")
+    start, end = offsets[lines.offset], offsets[lines.offset + len(lines)]
+    data: bytes = lines.buffers()[2].to_pybytes()
+    return data[start:end]

@@ -54,6 +54,7 @@ from hudi_sync import config
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.gc_pause import cycle_collection_paused
 from hudi_sync.manifest.file_set import FileSet, lines_bytes
+from hudi_sync.manifest.safe_paths import check_paths
 from hudi_sync.storage import temporary_path_beside
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action, comparable_instant
@@ -362,10 +363,12 @@ class ManifestStore:
         The pointers never move backwards: a publisher that lost a race to a newer
         snapshot (a sync that started before the latest commit) points them at the
         newest complete snapshot instead of its own, and checks again after writing.
-        The empty manifest (no instant) is published as ``snapshots/empty/``.
+        The empty manifest (no instant) is published as ``snapshots/empty/``. A path
+        no manifest line can carry (``safe_paths``) is refused before anything is written.
         """
         folder = snapshot_folder(manifest.instant)
         files = FileSet.of(manifest.files)
+        check_paths(files.paths, self.table.uri)  # before anything is written
         meta = {
             "instant": manifest.instant,
             "pending": list(manifest.pending),

@@ -42,11 +42,17 @@ from hudi_sync.spark.keys import (
 )
 from hudi_sync.spark.log_append import AppendSpec, LogAppend, append_log
 from hudi_sync.spark.merge import DELETE_FLAG, PARTITION_PATH, RECORD_KEY
-from hudi_sync.spark.options import WriteOptions
+from hudi_sync.spark.options import URL_ENCODE, WriteOptions
 from hudi_sync.storage import Location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.partition_encoding import (
+    CONTROL_PATTERN,
+    ESCAPED,
+    control_character_refusal,
+    escape,
+)
 from hudi_sync.table.schema import META_FIELDS
 
 IS_DELETED = "_hoodie_is_deleted"
@@ -239,7 +245,13 @@ def keyed_rows(rows: pa.Table, options: WriteOptions, where: str) -> pa.Table:
             )
     data = rows.select([c for c in rows.column_names if c not in META_FIELDS])
     keyed = data.append_column(RECORD_KEY, record_keys(data, fields, where))
-    keyed = keyed.append_column(PARTITION_PATH, _partition_paths(data, options))
+    partitions = _partition_paths(data, options)
+    if not options.url_encode_partitions:
+        unsafe = pc.match_substring_regex(partitions, CONTROL_PATTERN)
+        if pc.any(unsafe).as_py():
+            partition = str(partitions.filter(unsafe)[0].as_py())
+            raise BadInputError(control_character_refusal(partition, where, URL_ENCODE))
+    keyed = keyed.append_column(PARTITION_PATH, partitions)
     keyed = keyed.append_column(DELETE_FLAG, _delete_flags(data, options))
     return _one_per_key(keyed, options.ordering_field)
 
@@ -282,6 +294,9 @@ def _partition_paths(data: pa.Table, options: WriteOptions) -> pa.Array:
     parts = []
     for name in options.partition_fields:
         value = data.column(name).cast(pa.string())
+        if options.url_encode_partitions:
+            for character in ESCAPED:
+                value = pc.replace_substring(value, character, escape(character))
         value = pc.if_else(pc.equal(pc.fill_null(value, ""), ""), DEFAULT_PARTITION, value)
         if options.hive_style_partitioning:
             value = pc.binary_join_element_wise(f"{name}=", value, "")

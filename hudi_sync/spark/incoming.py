@@ -21,6 +21,7 @@ from hudi_sync.spark import spark_merge
 from hudi_sync.spark.keys import partition_path_column, record_key_column
 from hudi_sync.spark.merge import DELETE_FLAG, IS_DELETED, PARTITION_PATH, RECORD_KEY
 from hudi_sync.spark.options import WriteOptions
+from hudi_sync.table.partition_encoding import CONTROL, control_character_refusal
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ def incoming_rows(
     base: str,
 ) -> IncomingRows:
     """The partitions the rows go to, and (in the same Spark job) the check that every
-    row has a record key: both are needed before the timeline is touched. The job also
+    row has a record key and (without url-encoding) no partition path holds a control
+    character: both are needed before the timeline is touched. The job also
     counts each partition's non-delete rows; for the Python merge (``spark_merges``
     false) it caches the keyed, deduplicated rows the write goes on with, for Spark's it
     counts each partition's keys. ``ordering``: the field that decides between rows of
@@ -94,6 +96,11 @@ def incoming_rows(
                 f"{base}: a row's record key is null or empty: "
                 f"{_blank_key_words(options.record_key_fields)}"
             )
+        if not options.url_encode_partitions:
+            for partition in sorted(r[PARTITION_PATH] for r in found):
+                if CONTROL.search(partition):
+                    refusal = control_character_refusal(partition, base, opt.URL_ENCODE)
+                    raise BadInputError(refusal)
     except BaseException:
         rows.unpersist()  # a refused write keeps nothing cached
         raise
@@ -145,7 +152,9 @@ def _keyed(df: DataFrame, data_columns: Sequence[str], options: WriteOptions) ->
     return df.select(
         *columns,
         record_key_column(o.record_key_fields).alias(RECORD_KEY),
-        partition_path_column(o.partition_fields, o.hive_style_partitioning).alias(PARTITION_PATH),
+        partition_path_column(
+            o.partition_fields, o.hive_style_partitioning, o.url_encode_partitions
+        ).alias(PARTITION_PATH),
         delete_flag.alias(DELETE_FLAG),
     )
 
@@ -210,7 +219,9 @@ def _partitions_to_delete(
     o = options
     requested: Sequence[str] = o.partitions_to_delete
     if not requested:
-        column = partition_path_column(o.partition_fields, o.hive_style_partitioning)
+        column = partition_path_column(
+            o.partition_fields, o.hive_style_partitioning, o.url_encode_partitions
+        )
         requested = sorted(r[0] for r in df.select(column).distinct().collect())
     if not requested:
         raise BadInputError(

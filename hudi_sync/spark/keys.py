@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from hudi_sync.table.partition_encoding import ESCAPED, escape
+
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 # Hudi's complex key format ``f1:v1,f2:v2`` and its stand-ins for a null or empty value
 # (KeyGenerator's NULL_RECORDKEY_PLACEHOLDER and EMPTY_RECORDKEY_PLACEHOLDER).
@@ -38,13 +40,24 @@ def record_key_column(fields: Sequence[str]) -> Column:
     return F.when(F.least(*blank) == 0, F.concat_ws(KEY_PARTS_SEPARATOR, *parts))
 
 
-def partition_path_column(fields: Sequence[str], hive_style: bool) -> Column:
-    """``v1/v2`` or ``f1=v1/f2=v2``; null or empty values become Hudi's default partition."""
+def partition_path_column(fields: Sequence[str], hive_style: bool, url_encode: bool) -> Column:
+    """``v1/v2`` or ``f1=v1/f2=v2``; null or empty values become Hudi's default partition;
+    with ``url_encode`` each value escaped as Hudi escapes it (``partition_encoding``)."""
     if not fields:
         return F.lit("")
     parts = []
     for field in fields:
         value = F.col(field).cast("string")
+        if url_encode:
+            value = escaped(value)
         value = F.when(value.isNull() | (value == ""), F.lit(DEFAULT_PARTITION)).otherwise(value)
         parts.append(F.concat(F.lit(f"{field}="), value) if hive_style else value)
     return F.concat_ws("/", *parts)
+
+
+def escaped(value: Column) -> Column:
+    """``partition_encoding.escape_value`` of a string column: one replacement per escaped
+    character, ``%`` first."""
+    for character in ESCAPED:
+        value = F.replace(value, F.lit(character), F.lit(escape(character)))
+    return value

@@ -20,6 +20,7 @@ RECORD_KEY = cfg.RECORD_KEY.key
 ORDERING = cfg.ORDERING.key
 PARTITION_PATH = cfg.PARTITION_PATH.key
 HIVE_STYLE = cfg.HIVE_STYLE.key
+URL_ENCODE = cfg.URL_ENCODE_PARTITIONS.key
 OPERATION = cfg.OPERATION.key
 TABLE_VERSION = cfg.TABLE_VERSION.key
 MAX_FILE_SIZE = cfg.MAX_FILE_SIZE.key
@@ -61,6 +62,9 @@ class WriteOptions:
     ordering_field: str | None
     partition_fields: tuple[str, ...]
     hive_style_partitioning: bool
+    # Partition values escaped as Hudi's urlencode does (``table.partition_encoding``);
+    # stored in hoodie.properties, an existing table's unless the options say otherwise.
+    url_encode_partitions: bool
     operation: str
     table_version: int
     max_file_size: int
@@ -128,6 +132,7 @@ class WriteOptions:
             ordering_field=cfg.ORDERING.read(raw),
             partition_fields=cfg.PARTITION_PATH.read(raw),
             hive_style_partitioning=cfg.HIVE_STYLE.read(raw),
+            url_encode_partitions=cfg.URL_ENCODE_PARTITIONS.read(raw),
             operation=operation,
             table_version=cfg.TABLE_VERSION.read(raw),
             max_file_size=cfg.MAX_FILE_SIZE.read(raw),
@@ -186,8 +191,15 @@ class WriteOptions:
         return mismatches
 
     def for_table(self, config: TableConfig) -> WriteOptions:
-        """These options with the table's own index settings (a table written with the
-        bucket index is written with it, whatever the options leave unsaid)."""
+        """These options with the table's own partition encoding and index settings (a
+        table written with the bucket index is written with it, whatever the options
+        leave unsaid)."""
+        if not cfg.URL_ENCODE_PARTITIONS.given(self.raw):
+            encoded = config.url_encode_partitions
+            return dataclasses.replace(self, url_encode_partitions=encoded)._for_index(config)
+        return self._for_index(config)
+
+    def _for_index(self, config: TableConfig) -> WriteOptions:
         if not cfg.INDEX_TYPE.given(config.raw) or cfg.INDEX_TYPE.read(config.raw) != "BUCKET":
             return self
         # What the options say must match the table (``check_table``); the rest is the table's.
@@ -224,6 +236,11 @@ class WriteOptions:
             mismatches.append(
                 f"{HIVE_STYLE}={str(self.hive_style_partitioning).lower()} "
                 f"(table: {str(config.hive_style_partitioning).lower()})"
+            )
+        if config.url_encode_partitions != self.url_encode_partitions:
+            mismatches.append(
+                f"{URL_ENCODE}={str(self.url_encode_partitions).lower()} "
+                f"(table: {str(config.url_encode_partitions).lower()})"
             )
         if self.merge_mode is not None:
             table_mode = merge_rules(config, where).mode

@@ -62,6 +62,7 @@ def open_or_create(
             ordering_field=options.ordering_field,
             partition_fields=options.partition_fields,
             hive_style_partitioning=options.hive_style_partitioning,
+            url_encode_partitions=options.url_encode_partitions,
             create_schema=json_schema(incoming_schema(), options.table_name),
             cdc_mode=options.cdc_mode,
             table_type=options.table_type,

@@ -395,11 +395,11 @@ class BigQueryTarget:
             # Tables without meta fields filter on the _FILE_NAME pseudo column, which
             # holds absolute URIs: their manifest is the URI list.
             sources = [seen_by_bigquery(published.files_uri if with_meta else published.uris_uri)]
-            column, delimiter = "filename", ","
+            column = "filename"
             files_sql = f"SELECT filename FROM {manifest_id}"
         else:
             sources = [seen_by_bigquery(published.uris_uri), seen_by_bigquery(delta.changes_uri)]
-            column, delimiter = DELTA_ENTRY_COLUMN, DELTA_ENTRY_DELIMITER
+            column = DELTA_ENTRY_COLUMN
             files_sql = delta_files_select(
                 manifest_id, delta.base_prefix, None if with_meta else marker.base
             )
@@ -409,7 +409,11 @@ class BigQueryTarget:
             "externalDataConfiguration": {
                 "sourceFormat": "CSV",
                 "sourceUris": sources,
-                "csvOptions": {"skipLeadingRows": "0", "fieldDelimiter": delimiter, "quote": ""},
+                "csvOptions": {
+                    "skipLeadingRows": "0",
+                    "fieldDelimiter": LINE_DELIMITER,
+                    "quote": "",
+                },
                 "autodetect": False,
             },
             **stamp,
@@ -655,9 +659,10 @@ def wildcard_refusal(path: str) -> str:
     )
 
 
-# A delta manifest table reads each line whole: a tab never occurs in a table's paths.
+# A manifest table reads each line whole: a tab never occurs in a manifest's lines
+# (``hudi_sync.manifest.safe_paths``), where a comma can (a partition folder's).
 DELTA_ENTRY_COLUMN = "entry"
-DELTA_ENTRY_DELIMITER = "\t"
+LINE_DELIMITER = "\t"
 
 
 def delta_files_select(manifest_id: str, base_prefix: str, uri_base: str | None) -> str:

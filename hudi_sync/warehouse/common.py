@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -28,6 +29,9 @@ MARKER_PREFIX = "hudi_sync"
 # commit updates the objects in place (never "skip-older"), and a rerun is a no-op.
 EMPTY_INSTANT = "0"
 _MARKER = re.compile(r"hudi_sync instant=(?P<instant>\d+) base=(?P<base>\S+) mode=(?P<mode>\S+)")
+# What a marker's base keeps as it is: printable ASCII but the space, ``%`` (the escape),
+# and the quotes, backslash and ``*`` that would end a literal or comment around it.
+_BASE_KEPT = frozenset(chr(c) for c in range(0x21, 0x7F)) - set("%\"'\\`*")
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,10 @@ class SyncMarker:
         return self.instant == EMPTY_INSTANT
 
     def render(self) -> str:
-        return f"{MARKER_PREFIX} instant={self.instant} base={self.base} mode={self.mode}"
+        """The marker's text; the base percent-encoded (UTF-8) where it holds a space or
+        another character that would end or break the marker, so it reads back whole."""
+        base = urllib.parse.quote(self.base, safe="".join(sorted(_BASE_KEPT)))
+        return f"{MARKER_PREFIX} instant={self.instant} base={base} mode={self.mode}"
 
     def same_objects(self, other: SyncMarker | None) -> bool:
         """Same table base and mode: the objects can be updated in place."""
@@ -120,7 +127,7 @@ class SyncMarker:
         match = _MARKER.search(text or "")
         if match is None:
             return None
-        return cls(match["instant"], match["base"], match["mode"])
+        return cls(match["instant"], urllib.parse.unquote(match["base"]), match["mode"])
 
 
 @dataclass(frozen=True)

@@ -216,7 +216,8 @@ class DuckDBTarget:
         elif published.manifest.files:
             manifest_sql = (
                 f"SELECT filename FROM read_csv({_source(published.files_uri)}, "
-                "header = false, columns = {'filename': 'VARCHAR'}, auto_detect = false)"
+                "header = false, columns = {'filename': 'VARCHAR'}, auto_detect = false, "
+                f"{WHOLE_LINES})"
             )
         else:
             manifest_sql = "SELECT CAST(NULL AS VARCHAR) AS filename WHERE false"
@@ -304,6 +305,12 @@ class DuckDBTarget:
         )
 
 
+# A manifest list read one whole line a row: its lines hold no tab or line break
+# (``hudi_sync.manifest.safe_paths``), and a comma or quote in a partition folder is
+# part of the path, not a delimiter or quotation.
+WHOLE_LINES = "delim = '\\t', quote = '', escape = ''"
+
+
 def snapshot_select(names: ObjectNames, logs: PublishedLogs) -> str:
     """The snapshot view's query (``snapshot_query``) in DuckDB: the columns by name
     (``UNION ALL BY NAME``), whatever the base files' schemas."""
@@ -341,7 +348,7 @@ def delta_manifest_select(published: PublishedManifest) -> str:
     )
     base = (
         f"read_csv({_source(published.uris_uri)}, header = false, auto_detect = false, "
-        "columns = {'uri': 'VARCHAR'})"
+        f"columns = {{'uri': 'VARCHAR'}}, {WHOLE_LINES})"
     )
     return (
         f"SELECT regexp_extract(uri, '[^/]+$') AS filename FROM {base} "

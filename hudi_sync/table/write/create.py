@@ -48,6 +48,8 @@ class TableSettings:
     num_buckets: int | None = None
     # Stored as the payload class (and merge mode, strategy id) Hudi applies it by.
     merge_mode: MergeMode = MergeMode.EVENT_TIME_ORDERING
+    # hoodie.datasource.write.partitionpath.urlencode: partition values are escaped.
+    url_encode_partitions: bool = False
     # The bucket index's hash fields when a subset of the record key (kept likewise).
     bucket_hash_fields: tuple[str, ...] = ()
 
@@ -74,7 +76,7 @@ class TableSettings:
             cfg.TIMELINE_LAYOUT.key: str(LAYOUT_FOR_VERSION[self.version]),
             cfg.RECORD_KEY_FIELDS.key: ",".join(self.record_key_fields),
             cfg.HIVE_STYLE.key: str(self.hive_style_partitioning).lower(),
-            cfg.URL_ENCODE_PARTITIONS.key: "false",
+            cfg.URL_ENCODE_PARTITIONS.key: str(self.url_encode_partitions).lower(),
             cfg.DROP_PARTITION_COLUMNS.key: "false",
             cfg.BASE_FILE_FORMAT.key: "PARQUET",
             cfg.POPULATE_META_FIELDS.key: "true",
