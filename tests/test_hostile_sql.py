@@ -31,7 +31,7 @@ from hudi_sync.manifest.snapshot import PublishedLogs
 from hudi_sync.secrets import scrub, secret_forms
 from hudi_sync.sync.job import publish_manifest, sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.table.record_merge import DELETED_COLUMN, LOG_WINS_COLUMN
+from hudi_sync.table.record_merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
 from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig
 from hudi_sync.warehouse.bigquery_target import snapshot_select as bigquery_select
 from hudi_sync.warehouse.common import ObjectNames
@@ -211,13 +211,25 @@ EXPECTED = [("k1", 9, "log1"), ("k2", 5, "base2")]
 
 def _rows(rows: list[tuple[str, int, str]], log: bool) -> list[dict[str, Any]]:
     extra = {FILE_ID_COLUMN: "f1", DELETED_COLUMN: False, LOG_WINS_COLUMN: False}
-    extra |= {SOURCE_COLUMN: "l.parquet"}
+    extra |= {SOURCE_COLUMN: "l.parquet", BASE_ROW_COLUMN: None}  # no key twice in a base
     return [
         {"_hoodie_record_key": k, "_hoodie_partition_path": "", "_hoodie_file_name": FILE_NAME}
-        | {ORDERING: o, VALUE: v}
+        | {"_hoodie_commit_seqno": f"001_{k}", ORDERING: o, VALUE: v}
         | (extra if log else {})
         for k, o, v in rows
     ]
+
+
+def _bigquery_value(value: object) -> str:
+    if value is None:
+        return "CAST(NULL AS STRING)"
+    return bigquery_literal(value) if isinstance(value, str) else str(value).upper()
+
+
+def _snowflake_value(value: object) -> str:
+    if value is None:
+        return "CAST(NULL AS VARCHAR)"
+    return snowflake_literal(value) if isinstance(value, str) else str(value).upper()
 
 
 def test_duckdb_snapshot_query_over_hostile_names() -> None:
@@ -232,8 +244,8 @@ def test_duckdb_snapshot_query_over_hostile_names() -> None:
         for name, source in ((names.view, "ro"), (names.log_history, "history")):
             con.execute(f"CREATE TABLE {duckdb_identifier(name)} AS SELECT * FROM {source}")
         con.execute(f"CREATE TABLE {duckdb_identifier(str(names.log_manifest))} AS FROM files")
-        shown = con.sql(duckdb_select(names, logs)).fetchall()
-        picked = sorted((r[0], r[3], r[4]) for r in shown)
+        shown = con.sql(duckdb_select(names, logs)).fetch_arrow_table().to_pylist()
+        picked = sorted((r["_hoodie_record_key"], r[ORDERING], r[VALUE]) for r in shown)
         assert picked == EXPECTED
         assert con.execute("SELECT * FROM victim").fetchall() == [(100,)]
 
@@ -251,7 +263,7 @@ def test_bigquery_snapshot_query_over_hostile_names(bigquery_emulator: BigQueryE
             selects = " UNION ALL ".join(
                 "SELECT "
                 + ", ".join(
-                    f"{bigquery_literal(v) if isinstance(v, str) else str(v).upper()} AS {q(c)}"
+                    f"{_bigquery_value(v)} AS {q(c)}"
                     for c, v in row.items()
                 )
                 for row in rows
@@ -283,7 +295,7 @@ def test_snowflake_snapshot_query_over_hostile_names(emulation: EmulatedSnowflak
         selects = " UNION ALL ".join(
             "SELECT "
             + ", ".join(
-                f"{snowflake_literal(v) if isinstance(v, str) else str(v).upper()} AS {sql_name(c)}"
+                f"{_snowflake_value(v)} AS {sql_name(c)}"
                 for c, v in row.items()
             )
             for row in rows
