@@ -7,7 +7,6 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from hudi_sync.errors import UnsupportedTableError
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
@@ -35,17 +34,10 @@ def test_view_equals_hudi_rs_snapshot(
     database = tmp_path / "warehouse.duckdb"
     table = HudiTable.open(str(path))
     target = DuckDBTarget(str(database), "t")
-    if table.config.is_mor and not table.config.populate_meta_fields:
-        # No record keys in the log records: no snapshot view, the read-optimized one syncs.
-        with pytest.raises(UnsupportedTableError, match="no _rt view"):
-            sync_table(str(path), [target], delta_commits=delta_commits)
-    else:
-        report = sync_table(str(path), [target], delta_commits=delta_commits)
-        assert [r.action for r in report.results] == ["create"]
+    report = sync_table(str(path), [target], delta_commits=delta_commits)
+    assert [r.action for r in report.results] == ["create"]
     # A MOR table has Hive sync's two views: read-optimized and snapshot.
     views = {"t_ro": True, "t_rt": False} if table.config.is_mor else {"t": False}
-    if not table.config.populate_meta_fields:
-        views.pop("t_rt", None)
     for view, read_optimized in views.items():
         ours, theirs = same_columns(
             _view_rows(database, view),

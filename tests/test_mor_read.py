@@ -335,18 +335,123 @@ def test_a_custom_merge_mode_is_refused_before_reading(fixture_copy: Any) -> Non
     assert read_snapshot(table, read_optimized=True).num_rows  # base files need no merge
 
 
-def test_logs_without_meta_fields_are_refused(fixture_copy: Any) -> None:
-    """hudi-rs appends such log records unmerged; Hudi keys them with the key generator.
-    Neither is a snapshot hudi_sync can vouch for, so the read is refused."""
-    path: Path = fixture_copy("mor/parquet/v6_simplekeygen_hivestyle_no_metafields")
-    table = HudiTable.open(str(path))
-    before = read_snapshot(table)
-    assert before.num_rows and not any(c.startswith("_hoodie") for c in before.column_names)
-    file_slice = table.file_slices()[0]
-    name = f".{file_slice.file_id}_{file_slice.base_instant}.log.1_0-99-99"
-    (path / file_slice.partition_path / name).write_bytes(b"")
-    with pytest.raises(UnsupportedTableError, match=r"hoodie\.populate\.meta\.fields=false"):
-        read_snapshot(HudiTable.open(str(path)))
+# The no-meta-fields fixture: records keyed by ``id`` (SimpleKeyGenerator), ordering
+# field longField; its byteField=10 file group holds ids 3 and 1.
+NO_META = "mor/parquet/v6_simplekeygen_hivestyle_no_metafields"
+NO_META_PARTITION = "byteField=10"
+NO_META_INSTANT = "20250123001302994"
+# A data block of such a table: the bare records, no _hoodie_* field (Hudi's block
+# header names the key field; readers rebuild the key with the key generator).
+_NO_META_SCHEMA = {
+    "type": "record",
+    "name": "no_meta_record",
+    "fields": [
+        {"name": n, "type": ["null", t], "default": None}
+        for n, t in (("id", "int"), ("name", "string"), ("longField", "long"), ("byteField", "int"))
+    ],
+}
+
+
+def no_meta_block(rows: list[tuple[int, str, int]]) -> bytes:
+    """A data block of ``(id, name, longField)`` records in partition byteField=10."""
+    records = [{"id": i, "name": n, "longField": o, "byteField": 10} for i, n, o in rows]
+    header = {HeaderKey.INSTANT_TIME: NO_META_INSTANT}
+    return encode_avro_block(records, _NO_META_SCHEMA, header)
+
+
+def no_meta_delete_block(keys: list[str]) -> bytes:
+    """A delete block of built keys, with Hudi's default ordering value (Int 0)."""
+    out = io.BytesIO()
+    entries = [
+        {
+            "recordKey": key,
+            "partitionPath": NO_META_PARTITION,
+            "orderingVal": (f"{_AVRO_MODEL}.IntWrapper", {"value": 0}),
+        }
+        for key in keys
+    ]
+    fastavro.schemaless_writer(out, _DELETE_LIST, {"deleteRecordList": entries})
+    datum = out.getvalue()
+    content = struct.pack(">ii", 3, len(datum)) + datum
+    return encode_block(BlockType.DELETE, {HeaderKey.INSTANT_TIME: NO_META_INSTANT}, content)
+
+
+def add_no_meta_log(path: Path, blocks: bytes) -> None:
+    (base,) = (path / NO_META_PARTITION).glob("*.parquet")
+    file_id = base.name.split("_", 1)[0]
+    (path / NO_META_PARTITION / f".{file_id}_{NO_META_INSTANT}.log.1_0-99-99").write_bytes(blocks)
+
+
+# Upserts of a base key and a new one, a late event of the base key, the new key and
+# another base key deleted, a third new key inserted, deleted and inserted again.
+NO_META_LOG = [
+    ("upsert", (1, "Alice-2", 1234567891)),
+    ("upsert", (7, "Grace", 5)),
+    ("upsert", (1, "Alice-late", 1)),
+    ("delete", "7"),
+    ("delete", "3"),
+    ("upsert", (8, "Heidi", 8)),
+    ("delete", "8"),
+    ("upsert", (8, "Heidi-2", 2)),
+]
+
+
+def no_meta_blocks() -> bytes:
+    return b"".join(
+        no_meta_block([item]) if op == "upsert" else no_meta_delete_block([item])  # type: ignore[list-item]
+        for op, item in NO_META_LOG
+    )
+
+
+def no_meta_model(base: dict[int, tuple[str, int]], event_time: bool) -> dict[int, tuple[str, int]]:
+    """What Hudi's merge gives, written out for these records: the log's records of a
+    key fold first, then meet the base row. Commit time: the later one wins. Event time:
+    an upsert wins when its longField is at least the other's. These deletes carry
+    Hudi's default ordering value (by commit time): they win, and a later upsert wins
+    over them."""
+    folded: dict[int, tuple[str, int] | None] = {}
+    for op, item in NO_META_LOG:
+        if op == "delete":
+            folded[int(str(item))] = None
+            continue
+        key, name, ordering = item  # type: ignore[misc]
+        old = folded.get(key)
+        if not event_time or old is None or ordering >= old[1]:
+            folded[key] = (name, ordering)
+    rows = dict(base)
+    for key, version in folded.items():
+        if version is None:
+            rows.pop(key, None)
+        elif not event_time or key not in rows or version[1] >= rows[key][1]:
+            rows[key] = version
+    return rows
+
+
+def _no_meta_rows(rows: pa.Table) -> dict[int, tuple[str, int]]:
+    listed = rows.select(["id", "name", "longField"]).to_pylist()
+    found = {r["id"]: (r["name"], r["longField"]) for r in listed}
+    assert len(found) == len(listed)
+    return found
+
+
+@pytest.mark.parametrize(
+    "payload", ["OverwriteWithLatestAvroPayload", "DefaultHoodieRecordPayload"]
+)
+def test_logs_without_meta_fields_merge_by_the_key_generators_keys(
+    fixture_copy: Any, payload: str
+) -> None:
+    """A table without meta fields: its log records are keyed as its key generator keys
+    them (``id``'s value as text) and merged with the base rows by the table's rules."""
+    path: Path = fixture_copy(NO_META)
+    _set_property(path, cfg.PAYLOAD_CLASS.key, MODEL + payload)
+    before = read_snapshot(HudiTable.open(str(path)))
+    assert not any(c.startswith("_hoodie") for c in before.column_names)
+    add_no_meta_log(path, no_meta_blocks())
+    after = read_snapshot(HudiTable.open(str(path)))
+    assert after.column_names == before.column_names
+    expected = no_meta_model(_no_meta_rows(before), payload == "DefaultHoodieRecordPayload")
+    assert _no_meta_rows(after) == expected
+    assert expected != _no_meta_rows(before)
 
 
 # -- the merge itself, on constructed inputs --------------------------------------------

@@ -661,3 +661,53 @@ def test_deletes_and_losing_log_versions_meet_the_first_base_row_only() -> None:
     twins = base.set_column(0, "_hoodie_commit_seqno", pa.array(["001_0_0"] * 4))
     with pytest.raises(AmbiguousBaseRowError, match=r"^f-0: record key k has 2 base rows"):
         mark_first_base_rows(fold_log_records(log, entries, EVENT), twins, "f-0")
+
+
+# -- a table without meta fields: keys built from the key fields -------------------------
+
+
+@pytest.mark.parametrize(
+    "payload", ["OverwriteWithLatestAvroPayload", "DefaultHoodieRecordPayload"]
+)
+def test_the_view_of_a_table_without_meta_fields_builds_its_keys(
+    fixture_copy: Any, tmp_path: Path, payload: str
+) -> None:
+    """No _hoodie_record_key anywhere: the folded logs carry the keys the sync built, the
+    view builds each base row's key from ``id`` and its partition and file group from
+    the file's path. ``NAME_rt`` must equal the table core's snapshot and the model of
+    Hudi's merge (upserts, a late event, deletes, a re-insert)."""
+    path: Path = fixture_copy(mor_read.NO_META)
+    mor_read._set_property(path, cfg.PAYLOAD_CLASS.key, mor_read.MODEL + payload)
+    base = mor_read._no_meta_rows(read_snapshot(HudiTable.open(str(path))))
+    mor_read.add_no_meta_log(path, mor_read.no_meta_blocks())
+    database = tmp_path / "w.duckdb"
+    report = sync_table(str(path), [DuckDBTarget(str(database), "t")])
+    assert report.ok, report.errors
+    shown = view_rows(database, "t_rt")
+    core = read_snapshot(HudiTable.open(str(path)))
+    assert canonical(shown.select(core.column_names)) == canonical(core)
+    expected = mor_read.no_meta_model(base, payload == "DefaultHoodieRecordPayload")
+    assert mor_read._no_meta_rows(shown) == expected != base
+    keys = {
+        (r["_hoodie_partition_path"], r["_hoodie_record_key"], r["id"]) for r in shown.to_pylist()
+    }
+    assert keys == {
+        (f"byteField={r['byteField']}", str(r["id"]), r["id"]) for r in core.to_pylist()
+    }
+
+
+def test_two_base_rows_of_a_built_key_refuse_the_view(fixture_copy: Any, tmp_path: Path) -> None:
+    """Without meta fields the base rows have no commit seqno, so no view can tell which
+    of a key's two base rows Hudi merges its log version into: no ``NAME_rt``, in one
+    line naming the base file and the key; ``NAME_ro`` syncs."""
+    path: Path = fixture_copy(mor_read.NO_META)
+    (base,) = (path / mor_read.NO_META_PARTITION).glob("*.parquet")
+    rows = pq.read_table(base)
+    pq.write_table(pa.concat_tables([rows, rows.slice(1, 1)]), base)  # id 1 twice
+    mor_read.add_no_meta_log(path, mor_read.no_meta_blocks())
+    database = tmp_path / "w.duckdb"
+    report = sync_table(str(path), [DuckDBTarget(str(database), "t")], continue_on_error=True)
+    assert list(report.errors) == [SNAPSHOT_VIEW_REFUSAL] and report.results
+    message = report.errors[SNAPSHOT_VIEW_REFUSAL]
+    assert "\n" not in message and base.name in message and "record key 1 has 2" in message
+    assert view_rows(database, "t_ro").num_rows == 5

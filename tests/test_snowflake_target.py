@@ -596,3 +596,21 @@ def test_switching_between_full_and_delta_manifests_replaces_the_view(  # type: 
         assert view and view[-1].startswith("CREATE OR REPLACE VIEW"), view
         assert ("WITH lines AS" in view[-1]) == bool(delta_commits)
         assert _view_rows(table) == _hudi_rs(table, local)
+
+
+def test_a_table_without_meta_fields_gets_no_rt_view_in_one_line(  # type: ignore[no-untyped-def]
+    fixture_copy, s3_server, emulation
+) -> None:
+    """Snowflake's view cannot build record keys from the key fields (DuckDB's does):
+    with log records to merge, ``TRIPS_RT`` is refused in one line, ``TRIPS_RO`` syncs."""
+    local: Path = fixture_copy(mor_read.NO_META)
+    mor_read.add_no_meta_log(local, mor_read.no_meta_blocks())
+    table = _upload(s3_server, local)
+    report = sync_table(table, [_target()], continue_on_error=True)
+    assert [r.action for r in report.results] == ["create"]
+    assert list(report.errors) == ["_rt"]
+    message = report.errors["_rt"]
+    assert "\n" not in message and "hoodie.populate.meta.fields=false" in message
+    assert "snowflake" in message and "no _rt view" in message
+    assert "trips_rt" not in {o.lower() for o in report.results[0].objects}
+    assert len(_view_rows(table, "trips_ro")) == 4

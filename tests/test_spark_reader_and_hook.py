@@ -12,6 +12,8 @@ from hudi_sync.errors import MetaSyncError
 from hudi_sync.spark import read, write
 from hudi_sync.sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS
 from hudi_sync.table import HudiTable
+from hudi_sync.table.snapshot_read import read_snapshot
+from tests import test_mor_read as mor_read
 from tests.bigquery_emulator import materialise
 from tests.fixture_tables import fixture_tables
 from tests.test_spark_writer import frame, options
@@ -150,3 +152,15 @@ def test_a_failed_sync_does_not_undo_the_commit(spark, tmp_path: Path) -> None: 
     result = write(frame(spark, rows, False), path, options("t", 6, "upsert", **ignoring))
     assert result.sync is not None and "duckdb" in result.sync.error_summary()
     assert sorted(r["name"] for r in read(spark, path).toArrow().to_pylist()) == ["also", "kept"]
+
+
+def test_reader_merges_logs_of_a_table_without_meta_fields(spark, fixture_copy) -> None:  # type: ignore[no-untyped-def]
+    """The Spark reader merges such a table's logs by the keys the key generator builds,
+    as the table core does (``tests/test_mor_read.py`` checks it against a model)."""
+    path: Path = fixture_copy(mor_read.NO_META)
+    mor_read.add_no_meta_log(path, mor_read.no_meta_blocks())
+    ours = read(spark, str(path)).toArrow()
+    core = read_snapshot(HudiTable.open(str(path)))
+    assert mor_read._no_meta_rows(ours) == mor_read._no_meta_rows(core)
+    ours, core = same_columns(ours, core)
+    assert canonical(ours) == canonical(core)

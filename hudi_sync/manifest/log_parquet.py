@@ -63,6 +63,7 @@ from hudi_sync.manifest.snapshot import (
 from hudi_sync.table import HudiTable
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.instant import comparable_instant
+from hudi_sync.table.log_records import RECORD_KEY_FIELD
 from hudi_sync.table.record_merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
 from hudi_sync.table.slice_reader import read_folded_log
 from hudi_sync.table.snapshot_read import slice_merge_rules, snapshot_schema, table_merge_rules
@@ -324,12 +325,16 @@ def folded_file_rows(folded: pa.Table, partition: str, file_id: str, name: str) 
         folded = folded.set_column(
             folded.column_names.index(PARTITION_FIELD), PARTITION_FIELD, filled
         )
+    else:  # a table without meta fields: the view meets base rows by the slice's partition
+        folded = folded.append_column(PARTITION_FIELD, pa.array([partition] * rows, pa.string()))
     folded = folded.append_column(FILE_ID_COLUMN, pa.array([file_id] * rows, pa.string()))
     return folded.append_column(SOURCE_COLUMN, pa.array([name] * rows, pa.string()))
 
 
 def folded_schema(schema: pa.Schema) -> pa.Schema:
-    """The columns of a folded log file: the snapshot's, then ``EXTRA_COLUMNS``."""
+    """The columns of a folded log file: the snapshot's (with the record key and
+    partition path the fold adds to a table without meta fields), then
+    ``EXTRA_COLUMNS``."""
     extra = {
         FILE_ID_COLUMN: pa.string(),
         DELETED_COLUMN: pa.bool_(),
@@ -337,7 +342,9 @@ def folded_schema(schema: pa.Schema) -> pa.Schema:
         BASE_ROW_COLUMN: pa.string(),
         SOURCE_COLUMN: pa.string(),
     }
-    return pa.schema([*schema, *(pa.field(n, extra[n]) for n in EXTRA_COLUMNS)])
+    keys = [pa.field(n, pa.string()) for n in (RECORD_KEY_FIELD, PARTITION_FIELD)]
+    added = [f for f in keys if f.name not in schema.names]
+    return pa.schema([*schema, *added, *(pa.field(n, extra[n]) for n in EXTRA_COLUMNS)])
 
 
 def _modified(info: dict[str, Any]) -> float:

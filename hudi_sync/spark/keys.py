@@ -8,14 +8,23 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from hudi_sync.table.partition_encoding import ESCAPED, escape
+from hudi_sync.table.record_keys import (
+    DEFAULT_PARTITION,
+    EMPTY_KEY_VALUE,
+    KEY_PARTS_SEPARATOR,
+    KEY_VALUE_SEPARATOR,
+    NULL_KEY_VALUE,
+)
 
-DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-# Hudi's complex key format ``f1:v1,f2:v2`` and its stand-ins for a null or empty value
-# (KeyGenerator's NULL_RECORDKEY_PLACEHOLDER and EMPTY_RECORDKEY_PLACEHOLDER).
-KEY_PARTS_SEPARATOR = ","
-KEY_VALUE_SEPARATOR = ":"
-NULL_KEY_VALUE = "__null__"
-EMPTY_KEY_VALUE = "__empty__"
+__all__ = [
+    "DEFAULT_PARTITION",
+    "EMPTY_KEY_VALUE",
+    "KEY_PARTS_SEPARATOR",
+    "KEY_VALUE_SEPARATOR",
+    "NULL_KEY_VALUE",
+    "partition_path_column",
+    "record_key_column",
+]
 
 
 def record_key_column(fields: Sequence[str]) -> Column:

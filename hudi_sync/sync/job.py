@@ -163,6 +163,19 @@ def publish_logs(
     return replace(published, logs=logs), None
 
 
+def built_keys_refusal(table: HudiTable, target: Target) -> str | None:
+    """Why ``target`` gets no snapshot view of a table without meta fields (one line),
+    or None: its view must build each base row's record key from the key fields and
+    its file group from the file's name (``supports_built_keys``)."""
+    if table.config.populate_meta_fields or getattr(target, "supports_built_keys", False):
+        return None
+    return (
+        f"{table.uri}: {cfg.POPULATE_META_FIELDS.key}=false: {target.name} cannot build "
+        "the record keys its snapshot view merges by: no _rt view; the read-optimized "
+        "objects are synced"
+    )
+
+
 def supports_delta_manifests(target: Target) -> bool:
     """The target's objects can read a base snapshot plus delta (``delta_manifest``)."""
     return bool(getattr(target, "supports_delta_manifests", False))
@@ -255,9 +268,15 @@ def sync_table(
     plans: list[SyncPlan] = []
     results: list[SyncResult] = []
     for target in readers:
+        shown = published
+        keys_refusal = built_keys_refusal(table, target) if published.logs else None
+        if keys_refusal is not None:
+            shown = replace(published, logs=None)  # the read-optimized objects only
+            snapshot_refusal = snapshot_refusal or keys_refusal
+            errors.setdefault(SNAPSHOT_VIEW_REFUSAL, keys_refusal)
         try:
             plan, result = target.sync(
-                table, published, as_of=as_of is not None, force=force, dry_run=dry_run
+                table, shown, as_of=as_of is not None, force=force, dry_run=dry_run
             )
         except Exception as exc:  # the hook reports any failure instead of raising
             if not continue_on_error:

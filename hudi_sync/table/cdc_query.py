@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudi_sync import config
-from hudi_sync.errors import BadInputError, CorruptTableError
+from hudi_sync.errors import BadInputError, CorruptTableError, UnsupportedTableError
 from hudi_sync.storage import Location
 from hudi_sync.table.cdc_log import (
     CdcMode,
@@ -262,6 +262,11 @@ class _Planner:
         """The table's merge rules as split fields (read once, when a slice has logs;
         UnsupportedTableError for rules hudi_sync cannot apply)."""
         rules = table_merge_rules(self.table)
+        if rules.key_fields:
+            raise UnsupportedTableError(
+                f"{self.table.uri}: hoodie.populate.meta.fields=false: change data capture "
+                "of log files is not supported for tables without meta fields"
+            )
         return {
             "merge_mode": rules.mode.value,
             "ordering_field": rules.ordering_field,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
 from hudi_sync.table.logfile import BlockType, HeaderKey, LogBlock, read_blocks
+from hudi_sync.table.record_keys import record_key
 
 RECORD_KEY_FIELD = "_hoodie_record_key"
 PARTITION_PATH_FIELD = "_hoodie_partition_path"
@@ -170,14 +171,18 @@ def read_slice_log_records(
 
 
 def scan_slice_logs(
-    files: Iterable[tuple[bytes, str]], committed: Callable[[str], bool] | None = None
+    files: Iterable[tuple[bytes, str]],
+    committed: Callable[[str], bool] | None = None,
+    key_fields: Sequence[str] = (),
 ) -> LogScan:
     """A file slice's log files (``(data, where)`` in slice order) scanned as Hudi does.
 
     Hudi scans a file group's logs as one sequence: a rollback block in a later file
     cancels blocks of earlier files (a rolled-back write's blocks stay on disk), and
     a log-compaction block replaces the blocks of the instants it compacted, taking
-    the place of the newest of them.
+    the place of the newest of them. ``key_fields``: a table without meta fields,
+    whose data records are keyed by these fields (``record_keys``), as Hudi's key
+    generator keys them.
     """
     order: list[str] = []  # instants in order of their first block
     blocks_of: dict[str, list[tuple[LogBlock, str]]] = {}
@@ -207,7 +212,7 @@ def scan_slice_logs(
     records: list[LogRecord] = []
     for instant in _merge_order(order, blocks_of):
         for block, where in blocks_of[instant]:
-            records.extend(_block_records(block, where))
+            records.extend(_block_records(block, where, key_fields))
     return LogScan(records, blocks_read, rollback_blocks)
 
 
@@ -246,7 +251,7 @@ def _merge_order(order: list[str], blocks_of: dict[str, list[tuple[LogBlock, str
     return chosen
 
 
-def _block_records(block: LogBlock, where: str) -> list[LogRecord]:
+def _block_records(block: LogBlock, where: str, key_fields: Sequence[str]) -> list[LogRecord]:
     instant = block.instant_time or ""
     if block.block_type == BlockType.AVRO_DATA:
         try:
@@ -257,9 +262,9 @@ def _block_records(block: LogBlock, where: str) -> list[LogRecord]:
             raise CorruptTableError(f"{where}: {exc}") from None
         except (ValueError, EOFError, KeyError, TypeError, IndexError) as exc:
             raise CorruptTableError(f"{where}: cannot decode Avro log block: {exc}") from None
-        return _data_records(rows, instant, where)
+        return _data_records(rows, instant, where, key_fields)
     if block.block_type == BlockType.PARQUET_DATA:
-        return _data_records(_parquet_rows(block.content, where), instant, where)
+        return _data_records(_parquet_rows(block.content, where), instant, where, key_fields)
     if block.block_type == BlockType.DELETE:
         return [
             LogRecord(instant, key, partition, True, None, ordering)
@@ -270,9 +275,17 @@ def _block_records(block: LogBlock, where: str) -> list[LogRecord]:
     )
 
 
-def _data_records(rows: Iterable[dict[str, Any]], instant: str, where: str) -> list[LogRecord]:
+def _data_records(
+    rows: Iterable[dict[str, Any]], instant: str, where: str, key_fields: Sequence[str]
+) -> list[LogRecord]:
     records: list[LogRecord] = []
     for row in rows:
+        if key_fields:
+            values = [row.get(field) for field in key_fields]
+            records.append(
+                LogRecord(instant, record_key(values, key_fields, where), None, False, row)
+            )
+            continue
         key = row.get(RECORD_KEY_FIELD)
         if not isinstance(key, str):
             raise CorruptTableError(f"{where}: log data record has no {RECORD_KEY_FIELD}")

@@ -106,12 +106,15 @@ def requested_merge_mode(options: Any) -> MergeMode | None:
 @dataclass(frozen=True)
 class MergeRules:
     """A table's merge rules: the mode, its ordering field (event time only) and the
-    optional delete field and the value of it that marks a delete."""
+    optional delete field and the value of it that marks a delete. ``key_fields``: a
+    table without meta fields keys its records by these (``record_keys``), not by
+    ``_hoodie_record_key``."""
 
     mode: MergeMode
     ordering_field: str | None = None
     delete_field: str | None = None
     delete_marker: str | None = None
+    key_fields: tuple[str, ...] = ()
 
 
 def merge_rules(config: TableConfig, where: str | None = None) -> MergeRules:

@@ -28,6 +28,7 @@ from hudi_sync.storage import Location
 from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.log_records import LogRecord, LogScan, scan_slice_logs
+from hudi_sync.table.record_keys import check_key_types, record_keys
 from hudi_sync.table.record_merge import (
     SEQNO_FIELD,
     DeleteKey,
@@ -127,9 +128,18 @@ def _merged_slice(
         base = align(base, target, _base_uri(location, file_slice))
     if not file_slice.log_files:
         return (base if base is not None else target.empty_table()), base, None
-    scan = _log_scan(location, file_slice, committed, as_of)
+    scan = _log_scan(location, file_slice, committed, as_of, rules.key_fields)
     log_rows, entries = _entries(scan.records, target, location, file_slice)
-    return merge_records(base, log_rows, entries, rules), base, scan
+    if not rules.key_fields:
+        return merge_records(base, log_rows, entries, rules), base, scan
+    # Keys built from the key fields, in a key column added for the merge only.
+    where = _base_uri(location, file_slice)
+    check_key_types(target, rules.key_fields, where)
+    keyed_base = None
+    if base is not None:
+        keyed_base = _keyed(base, record_keys(base, rules.key_fields, where))
+    keyed_log = _keyed(log_rows, _data_keys(scan.records))
+    return _unkeyed(merge_records(keyed_base, keyed_log, entries, rules)), base, scan
 
 
 def read_folded_log(
@@ -144,30 +154,60 @@ def read_folded_log(
     with ``schema``'s columns: what a warehouse merges over the base file's rows to get
     the slice's snapshot. Of the base file only the keys and commit seqnos are read, to
     mark which base row a key with several meets (``mark_first_base_rows``)."""
-    log_rows, entries = _log_entries(location, file_slice, committed, as_of, schema)
+    records = _log_scan(location, file_slice, committed, as_of, rules.key_fields).records
+    log_rows, entries = _entries(records, schema, location, file_slice)
+    where = _base_uri(location, file_slice)
+    if rules.key_fields:  # the folded rows carry the built key as _hoodie_record_key
+        check_key_types(schema, rules.key_fields, where)
+        log_rows = _keyed(log_rows, _data_keys(records)).drop_columns([_SHADOWED_KEY])
     folded = fold_log_records(log_rows, entries, rules)
     base_rows = None
     if file_slice.base_file is not None and folded.num_rows:
-        base_rows = _read_base(location, file_slice, [_RECORD_KEY, SEQNO_FIELD])
-    return mark_first_base_rows(folded, base_rows, _base_uri(location, file_slice))
+        if rules.key_fields:
+            base_rows = _read_base(location, file_slice, [*rules.key_fields, SEQNO_FIELD])
+            keys = record_keys(base_rows, rules.key_fields, where)
+            base_rows = base_rows.append_column(_RECORD_KEY, keys)
+        else:
+            base_rows = _read_base(location, file_slice, [_RECORD_KEY, SEQNO_FIELD])
+    return mark_first_base_rows(folded, base_rows, where)
 
 
-def _log_entries(
-    location: Location,
-    file_slice: FileSlice,
-    committed: Callable[[str], bool],
-    as_of: str | None,
-    schema: pa.Schema,
-) -> tuple[pa.Table, list[LogEntry]]:
-    """The slice's log data records as rows of ``schema``, and every log record in
-    merge order: a row index, or a delete."""
-    records = _log_scan(location, file_slice, committed, as_of).records
-    return _entries(records, schema, location, file_slice)
+# Where a table without meta fields keeps its (null) _hoodie_record_key column while the
+# built keys stand in its place for a merge.
+_SHADOWED_KEY = "_hudi_sync_stored_record_key"
+
+
+def _keyed(rows: pa.Table, keys: pa.Array) -> pa.Table:
+    """``rows`` with ``keys`` as their last column ``_hoodie_record_key``; a column of
+    that name they hold is kept aside (``_unkeyed`` puts it back)."""
+    if _RECORD_KEY in rows.column_names:
+        position = rows.column_names.index(_RECORD_KEY)
+        rows = rows.set_column(position, _SHADOWED_KEY, rows.column(_RECORD_KEY))
+    else:
+        rows = rows.append_column(_SHADOWED_KEY, pa.nulls(rows.num_rows, pa.string()))
+    return rows.append_column(_RECORD_KEY, keys)
+
+
+def _unkeyed(rows: pa.Table) -> pa.Table:
+    """``_keyed``'s rows as they were: the built key dropped, the stored one back."""
+    rows = rows.drop_columns([_RECORD_KEY])
+    position = rows.column_names.index(_SHADOWED_KEY)
+    if position == rows.num_columns - 1:
+        return rows.drop_columns([_SHADOWED_KEY])
+    return rows.set_column(position, _RECORD_KEY, rows.column(_SHADOWED_KEY))
+
+
+def _data_keys(records: list[LogRecord]) -> pa.Array:
+    """The keys of the log's data records, in the order ``_entries`` makes their rows."""
+    keys = [r.key for r in records if not (r.is_delete or r.values is None)]
+    return pa.array(keys, pa.string())
 
 
 def _entries(
     records: list[LogRecord], schema: pa.Schema, location: Location, file_slice: FileSlice
 ) -> tuple[pa.Table, list[LogEntry]]:
+    """The slice's log data records as rows of ``schema``, and every log record in
+    merge order: a row index, or a delete."""
     rows: list[dict[str, Any]] = []
     entries: list[LogEntry] = []
     for record in records:
@@ -233,9 +273,10 @@ def _log_scan(
     file_slice: FileSlice,
     committed: Callable[[str], bool],
     as_of: str | None,
+    key_fields: tuple[str, ...] = (),
 ) -> LogScan:
     """The slice's log records in merge order, from committed blocks at or before
-    ``as_of``; errors name the log file (its URI)."""
+    ``as_of`` (keyed by ``key_fields`` when given); errors name the log file (its URI)."""
     limit = comparable_instant(as_of) if as_of is not None else None
 
     def applies(instant: str) -> bool:
@@ -250,7 +291,7 @@ def _log_scan(
         except FileNotFoundError:
             raise CorruptTableError(f"{uri}: log file of the snapshot is missing") from None
         files.append((data, uri))
-    return scan_slice_logs(files, applies)
+    return scan_slice_logs(files, applies, key_fields)
 
 
 def _log_table(

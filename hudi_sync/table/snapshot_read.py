@@ -12,16 +12,16 @@ the same on tables whose schema did not change.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hudi_sync import config as cfg
 from hudi_sync.errors import UnsupportedTableError
 from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import comparable_instant
-from hudi_sync.table.log_records import RECORD_KEY_FIELD
+from hudi_sync.table.record_keys import key_fields
 from hudi_sync.table.record_merge import MergeMode, MergeRules, merge_rules
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.slice_reader import read_file_slice
@@ -48,9 +48,9 @@ def snapshot_tables(
     """The snapshot's schema and its rows, one table per file slice, read lazily.
 
     Raises UnsupportedTableError before reading anything when a MOR table's merge
-    rules are not supported, or when its log records have no record key to merge by
-    (``hoodie.populate.meta.fields=false``: Hudi then keys records by their key
-    columns through the key generator; hudi-rs appends them unmerged)."""
+    rules are not supported, or when its records have no ``_hoodie_record_key``
+    (``hoodie.populate.meta.fields=false``) and its key generator's keys cannot be
+    rebuilt (``record_keys``); hudi-rs appends such log records unmerged."""
     instant = table.resolve_as_of(as_of) if as_of is not None else None
     slices = table.view.slices_as_of(instant, read_optimized)
     rules = slice_merge_rules(table, slices)
@@ -66,8 +66,8 @@ def snapshot_tables(
 
 def slice_merge_rules(table: HudiTable, slices: list[FileSlice]) -> MergeRules:
     """The rules that merge the log records of ``slices``; UnsupportedTableError when
-    the table's rules are not supported, or its log records have no record key to
-    merge by (``hoodie.populate.meta.fields=false``)."""
+    the table's rules are not supported, or its keys cannot be rebuilt (a table
+    without meta fields, see ``record_keys``)."""
     if not any(s.log_files for s in slices):
         return _NO_MERGE
     return table_merge_rules(table)
@@ -78,10 +78,8 @@ def table_merge_rules(table: HudiTable) -> MergeRules:
     whether or not a slice has logs now)."""
     rules = merge_rules(table.config, table.uri)
     if not table.config.populate_meta_fields:
-        raise UnsupportedTableError(
-            f"{table.uri}: {cfg.POPULATE_META_FIELDS.key}=false: log records have no "
-            f"{RECORD_KEY_FIELD} to merge by; only read-optimized reads are supported"
-        )
+        # No _hoodie_record_key: records are keyed as the key generator keys them.
+        rules = replace(rules, key_fields=key_fields(table.config, table.uri))
     return rules
 
 

@@ -219,6 +219,7 @@ def snapshot_query(
     log_manifest: str,
     ordering: str | None,
     kind: str | None = None,
+    base_rows: str | None = None,
 ) -> str:
     """The snapshot view's query: each base row of the read-optimized view ``ro`` that
     no folded log version (``log_history`` rows listed in ``log_manifest``) replaces,
@@ -228,7 +229,10 @@ def snapshot_query(
     first (as Hudi's reader merges), which its log row names by commit seqno
     (``record_merge.mark_first_base_rows``). A log version replaces the base row when
     it always wins, else when its ``ordering`` value (of class ``kind``) is at least
-    the base row's as Hudi compares them (``ordering_at_least``)."""
+    the base row's as Hudi compares them (``ordering_at_least``). ``base_rows``: the
+    query of the base rows with their record key, partition path and file group
+    (``FILE_ID_COLUMN``) when ``ro``'s meta fields do not hold them (a table without
+    meta fields: the target builds them from the key fields and the file name)."""
     q = spelling.quote
     key, file_id = q("_hoodie_record_key"), q(FILE_ID_COLUMN)
     partition = q("_hoodie_partition_path")
@@ -239,7 +243,9 @@ def snapshot_query(
     if ordering is not None:
         at_least = ordering_at_least(spelling, ordering, kind, f"l.{key}")
         wins = f"(CASE WHEN {wins} THEN TRUE ELSE {at_least} END)"
-    base = f"SELECT *, {spelling.file_id_of(q('_hoodie_file_name'))} AS {file_id} FROM {ro}"
+    base = base_rows or (
+        f"SELECT *, {spelling.file_id_of(q('_hoodie_file_name'))} AS {file_id} FROM {ro}"
+    )
     logs = (
         f"SELECT * FROM {log_history} WHERE {q(SOURCE_COLUMN)} IN "
         f"(SELECT {q('filename')} FROM {log_manifest})"

@@ -24,9 +24,17 @@ import pyarrow.compute as pc
 
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
 from hudi_sync.manifest.file_set import FileSet
-from hudi_sync.manifest.log_parquet import EXTRA_COLUMNS, FILE_ID_COLUMN
+from hudi_sync.manifest.log_parquet import EXTRA_COLUMNS, FILE_ID_COLUMN, PARTITION_FIELD
 from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest
 from hudi_sync.table import HudiTable
+from hudi_sync.table.log_records import RECORD_KEY_FIELD
+from hudi_sync.table.record_keys import (
+    EMPTY_KEY_VALUE,
+    KEY_PARTS_SEPARATOR,
+    KEY_VALUE_SEPARATOR,
+    NULL_KEY_VALUE,
+    key_fields,
+)
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.warehouse.common import (
     ObjectNames,
@@ -67,6 +75,8 @@ class DuckDBTarget:
     mode = "view"
     # The manifest view can union a base snapshot and its changes (delta_manifest.py).
     supports_delta_manifests = True
+    # The snapshot view of a table without meta fields builds its base rows' keys.
+    supports_built_keys = True
     # The history view is built on read_parquet; ORC, HFile and Lance tables are refused.
     base_file_formats: frozenset[str] = frozenset({"PARQUET"})
 
@@ -242,7 +252,7 @@ class DuckDBTarget:
         views.append((names.view, view_sql))
         switched = {names.manifest}  # re-created every sync: the next snapshot's list
         if names.snapshot_view is not None and published.logs is not None:
-            views += self._snapshot_views(names, published.logs)
+            views += self._snapshot_views(table, names, published.logs)
             if names.log_manifest is not None:
                 switched.add(names.log_manifest)
         statements = []
@@ -259,7 +269,7 @@ class DuckDBTarget:
         return statements
 
     def _snapshot_views(
-        self, names: ObjectNames, logs: PublishedLogs
+        self, table: HudiTable, names: ObjectNames, logs: PublishedLogs
     ) -> list[tuple[str, str | None]]:
         """``<t>_log_manifest``, ``<t>_log_history`` and ``<t>_rt`` (the snapshot view,
         last: its comment carries the marker). A snapshot without log records is its
@@ -281,7 +291,7 @@ class DuckDBTarget:
         return [
             (names.log_manifest, manifest_sql),
             (names.log_history, history_sql),
-            (names.snapshot_view, snapshot_select(names, logs)),
+            (names.snapshot_view, snapshot_select(names, logs, built_key_rows(table, names))),
         ]
 
     def _history_select(self, table: HudiTable, published: PublishedManifest) -> str:
@@ -311,9 +321,10 @@ class DuckDBTarget:
 WHOLE_LINES = "delim = '\\t', quote = '', escape = ''"
 
 
-def snapshot_select(names: ObjectNames, logs: PublishedLogs) -> str:
+def snapshot_select(names: ObjectNames, logs: PublishedLogs, base_rows: str | None = None) -> str:
     """The snapshot view's query (``snapshot_query``) in DuckDB: the columns by name
-    (``UNION ALL BY NAME``), whatever the base files' schemas."""
+    (``UNION ALL BY NAME``), whatever the base files' schemas; ``base_rows``: see
+    ``built_key_rows``."""
     assert names.log_manifest and names.log_history
     spelling = SnapshotQuery(
         quote_identifier,
@@ -332,6 +343,45 @@ def snapshot_select(names: ObjectNames, logs: PublishedLogs) -> str:
         quote_identifier(names.log_manifest),
         logs.ordering_field,
         ordering_kind(logs),
+        base_rows,
+    )
+
+
+def built_key_rows(table: HudiTable, names: ObjectNames) -> str | None:
+    """For a table without meta fields (None otherwise), the snapshot view's base rows:
+    the read-optimized view's rows with the record key built from the key fields as the
+    key generator builds it (``record_keys``; the sync checked their types when it
+    folded the logs), the partition path and file group from the base file's path (the
+    history's source file column). A file outside the table's folder fails the query."""
+    if table.config.populate_meta_fields:
+        return None
+    q, lit = quote_identifier, quote_literal
+    fields = key_fields(table.config, table.uri)
+    texts = [f"CAST({q(f)} AS VARCHAR)" for f in fields]
+    if len(fields) == 1:
+        key = texts[0]
+    else:
+        parts = [
+            f"{lit(f + KEY_VALUE_SEPARATOR)} || CASE WHEN {t} IS NULL THEN {lit(NULL_KEY_VALUE)} "
+            f"WHEN {t} = '' THEN {lit(EMPTY_KEY_VALUE)} ELSE {t} END"
+            for f, t in zip(fields, texts, strict=True)
+        ]
+        key = f"concat_ws({lit(KEY_PARTS_SEPARATOR)}, {', '.join(parts)})"
+    source = q(SOURCE_FILE_COLUMN)
+    name = f"regexp_extract({source}, '[^/]+$')"
+    prefix = table.location.uri.rstrip("/") + "/"
+    outside = lit(f"{table.uri}: a base file is outside the table's folder: ")
+    partition = (
+        f"CASE WHEN starts_with({source}, {lit(prefix)}) "
+        f"THEN regexp_extract(substr({source}, {len(prefix) + 1}), '^(.*)/[^/]*$', 1) "
+        f"ELSE error({outside} || {source}) END"
+    )
+    replaced = ", ".join(lit(c) for c in (SOURCE_FILE_COLUMN, RECORD_KEY_FIELD, PARTITION_FIELD))
+    return (
+        f"SELECT COLUMNS(lambda c: c NOT IN ({replaced})), {key} AS {q(RECORD_KEY_FIELD)}, "
+        f"{partition} AS {q(PARTITION_FIELD)}, "
+        f"regexp_extract({name}, '^[^_]+') AS {q(FILE_ID_COLUMN)} "
+        f"FROM {q(names.history)} WHERE {name} IN (SELECT filename FROM {q(names.manifest)})"
     )
 
 

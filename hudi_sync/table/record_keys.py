@@ -1,0 +1,133 @@
+"""Record keys as Hudi's key generators build them from a record's key fields.
+
+A table written without meta fields (``hoodie.populate.meta.fields=false``) stores
+no ``_hoodie_record_key``: its log data blocks hold the bare records, and Hudi's
+readers rebuild each key with the table's key generator (delete blocks carry the
+built key). Merging such a table's logs needs the same keys, built here:
+
+- one key field (``SimpleKeyGenerator``, ``NonpartitionedKeyGenerator``): the field's
+  value as Java's ``toString`` gives it; null or empty is no key (Hudi refuses it);
+- several (``ComplexKeyGenerator``, ``NonpartitionedKeyGenerator``): ``f1:v1,f2:v2``,
+  ``__null__``/``__empty__`` standing for a null or empty value; every value null or
+  empty is no key.
+
+Only values whose text is certain are keyed: strings and integers (Java prints them
+as Python does). Other key generators (timestamp-based, custom), a complex key
+generator over one field (its encoding changed between Hudi releases:
+``hoodie.write.complex.keygen.new.encoding``) and key fields of other types are
+refused in one line. The writer's key columns (``hudi_sync.spark.keys``) share the
+constants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from hudi_sync import config as cfg
+from hudi_sync.errors import CorruptTableError, UnsupportedTableError
+from hudi_sync.table.properties import TableConfig
+
+DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+# Hudi's complex key format ``f1:v1,f2:v2`` and its stand-ins for a null or empty value
+# (KeyGenerator's NULL_RECORDKEY_PLACEHOLDER and EMPTY_RECORDKEY_PLACEHOLDER).
+KEY_PARTS_SEPARATOR = ","
+KEY_VALUE_SEPARATOR = ":"
+NULL_KEY_VALUE = "__null__"
+EMPTY_KEY_VALUE = "__empty__"
+
+# Key generators (class names without package and ``Avro``, or types) whose keys are
+# built from the key fields' values alone.
+_SIMPLE = {"SimpleKeyGenerator", "SIMPLE"}
+_COMPLEX = {"ComplexKeyGenerator", "COMPLEX"}
+_NON_PARTITIONED = {"NonpartitionedKeyGenerator", "NON_PARTITION"}
+
+
+def key_fields(config: TableConfig, where: str) -> tuple[str, ...]:
+    """The fields the table's keys are built from (see the module docstring); raises
+    UnsupportedTableError (one line naming ``where``) for a key generator whose keys
+    hudi_sync cannot rebuild."""
+    fields = config.record_key_fields
+    if not fields:
+        raise UnsupportedTableError(
+            f"{where}: {cfg.RECORD_KEY_FIELDS.key} is not set: no record key to merge by"
+        )
+    raw = config.key_generator
+    name = None if raw is None else raw.strip().rsplit(".", 1)[-1]
+    name = None if name is None else name.removesuffix("_AVRO").replace("Avro", "")
+    if name is None or name in _NON_PARTITIONED or (name in _SIMPLE and len(fields) == 1):
+        return fields  # none named: Hudi infers simple (one field) or complex (several)
+    if name in _SIMPLE:
+        raise UnsupportedTableError(
+            f"{where}: key generator {raw} with several record key fields "
+            f"({','.join(fields)}) is not supported"
+        )
+    if name in _COMPLEX:
+        if len(fields) == 1:
+            raise UnsupportedTableError(
+                f"{where}: key generator {raw} over one record key field ({fields[0]}): "
+                "its key encoding depends on the Hudi release that wrote it "
+                "(hoodie.write.complex.keygen.new.encoding), so log records cannot be keyed"
+            )
+        return fields
+    raise UnsupportedTableError(
+        f"{where}: key generator {raw}: its record keys cannot be rebuilt from the key "
+        "fields (only simple, complex and non-partitioned key generators)"
+    )
+
+
+def record_key(values: Sequence[Any], fields: Sequence[str], where: str) -> str:
+    """The key of one record whose key fields ``fields`` hold ``values``."""
+    texts = [_text(value, field, where) for value, field in zip(values, fields, strict=True)]
+    if len(fields) == 1:
+        if not texts[0]:
+            raise CorruptTableError(f"{where}: a record's key field {fields[0]} is null or empty")
+        return texts[0]
+    if not any(texts):
+        raise CorruptTableError(
+            f"{where}: a record's key fields ({', '.join(fields)}) are all null or empty"
+        )
+    return KEY_PARTS_SEPARATOR.join(
+        f"{field}{KEY_VALUE_SEPARATOR}"
+        f"{NULL_KEY_VALUE if text is None else EMPTY_KEY_VALUE if text == '' else text}"
+        for field, text in zip(fields, texts, strict=True)
+    )
+
+
+def record_keys(rows: pa.Table, fields: Sequence[str], where: str) -> pa.Array:
+    """Each row's key (``record_key``), as a string array; the key fields must be
+    string or integer columns of ``rows``."""
+    check_key_types(rows.schema, fields, where)
+    columns = [rows.column(field).to_pylist() for field in fields]
+    return pa.array(
+        [record_key(values, fields, where) for values in zip(*columns, strict=True)], pa.string()
+    )
+
+
+def check_key_types(schema: pa.Schema, fields: Sequence[str], where: str) -> None:
+    """Refuses (one line) key fields ``schema`` lacks or whose text form in a key is
+    not certain (anything but strings and integers)."""
+    for field in fields:
+        if field not in schema.names:
+            raise UnsupportedTableError(f"{where}: record key field {field} is not a column")
+        kind = schema.field(field).type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)) and not (
+            pa.types.is_integer(kind)
+        ):
+            raise UnsupportedTableError(
+                f"{where}: record key field {field} is of type {kind}: only string and "
+                "integer key fields can be keyed as Hudi's key generator writes them"
+            )
+
+
+def _text(value: Any, field: str, where: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise UnsupportedTableError(
+        f"{where}: record key field {field} holds a {type(value).__name__}: only string "
+        "and integer key fields can be keyed as Hudi's key generator writes them"
+    )
