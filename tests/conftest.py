@@ -71,3 +71,35 @@ def broker():  # type: ignore[no-untyped-def]
 
     with KafkaBroker() as running:
         yield running
+
+
+@pytest.fixture
+def client(bigquery_emulator):  # type: ignore[no-untyped-def]  # noqa: F811 (the fixture)
+    """A BigQuery client of the session's emulator."""
+    return bigquery_emulator.client()
+
+
+@pytest.fixture
+def dataset(client):  # type: ignore[no-untyped-def]
+    """A fresh BigQuery dataset, deleted with its contents afterwards."""
+    import uuid
+
+    name = f"ds_{uuid.uuid4().hex[:10]}"
+    yield name
+    client.delete_dataset(name, delete_contents=True, not_found_ok=True)
+
+
+@pytest.fixture
+def emulation(s3_server, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]  # noqa: F811
+    """The Snowflake emulation (fakesnow, external tables over moto S3) with database
+    HUDI and schema LAKE, and no SNOWFLAKE_* variables of the environment."""
+    import snowflake.connector
+
+    from tests.snowflake_emulation import EmulatedSnowflake
+
+    for name in ("ACCOUNT", "USER", "PASSWORD", "DATABASE", "SCHEMA", "TABLE_NAME", "ROLE"):
+        monkeypatch.delenv(f"SNOWFLAKE_{name}", raising=False)
+    emulation = EmulatedSnowflake(s3_server.storage_options)
+    with emulation.patched():
+        snowflake.connector.connect(database="hudi", schema="lake").close()
+        yield emulation

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ from hudi_sync.warehouse.bigquery_target import (
     BigQuerySyncConfig,
     BigQueryTarget,
 )
-from tests.bigquery_emulator import BigQueryEmulator, materialise
+from tests.bigquery_emulator import materialise
 from tests.fixture_tables import fixture_tables
 from tests.objectstores import GcsStore, commits_after_hidden
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
@@ -69,18 +68,6 @@ def upload(gcs_server: GcsStore, unpack_table: Any):  # type: ignore[no-untyped-
         return Uploaded(local, uri, gcs_server)
 
     return _upload
-
-
-@pytest.fixture
-def client(bigquery_emulator: BigQueryEmulator):  # type: ignore[no-untyped-def]
-    return bigquery_emulator.client()
-
-
-@pytest.fixture
-def dataset(client: Any) -> Any:
-    name = f"ds_{uuid.uuid4().hex[:10]}"
-    yield name
-    client.delete_dataset(name, delete_contents=True, not_found_ok=True)
 
 
 def _target(client: Any, dataset: str, **options: Any) -> BigQueryTarget:

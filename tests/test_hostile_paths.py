@@ -13,7 +13,6 @@ from __future__ import annotations
 import io
 import re
 import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -173,18 +172,6 @@ def test_duckdb_refuses_a_local_partition_folder_with_a_backslash(
 
 # -- BigQuery ----------------------------------------------------------------------------
 NON_HIVE = "sample_table/cow/v8_simplekeygen_nonhivestyle"
-
-
-@pytest.fixture
-def client(bigquery_emulator: Any) -> Any:
-    return bigquery_emulator.client()
-
-
-@pytest.fixture
-def dataset(client: Any) -> Any:
-    name = f"ds_{uuid.uuid4().hex[:10]}"
-    yield name
-    client.delete_dataset(name, delete_contents=True, not_found_ok=True)
 
 
 def _bigquery(client: Any, dataset: str) -> BigQueryTarget:

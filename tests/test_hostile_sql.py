@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import shutil
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +53,6 @@ from hudi_sync.warehouse.snowflake_target import (
 from hudi_sync.warehouse.snowflake_target import snapshot_select as snowflake_select
 from tests.bigquery_emulator import BigQueryEmulator
 from tests.fixture_tables import fixture_tables
-from tests.objectstores import S3Store
 from tests.snowflake_emulation import EmulatedSnowflake
 from tests.warehouse_rows import hudi_rs_rows
 
@@ -89,17 +87,6 @@ def test_duckdb_quoting_round_trips(text: str) -> None:
         row = con.execute(f"SELECT {duckdb_literal(text)} AS {duckdb_identifier(text)}")
         assert row.description[0][0] == text
         assert row.fetchall() == [(text,)]
-
-
-@pytest.fixture
-def emulation(s3_server: S3Store, monkeypatch: pytest.MonkeyPatch) -> Iterator[EmulatedSnowflake]:
-    """fakesnow with database HUDI and schema LAKE, external tables emulated."""
-    for name in ("ACCOUNT", "USER", "PASSWORD", "DATABASE", "SCHEMA", "TABLE_NAME", "ROLE"):
-        monkeypatch.delenv(f"SNOWFLAKE_{name}", raising=False)
-    emulation = EmulatedSnowflake(s3_server.storage_options)
-    with emulation.patched():
-        snowflake.connector.connect(database=DATABASE, schema=SCHEMA).close()
-        yield emulation
 
 
 def _snowflake_cursor() -> Any:

@@ -5,11 +5,9 @@ fixture table in moto S3 and fakesnow with emulated external tables (see
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import snowflake.connector
 from typer.testing import CliRunner
 
 from hudi_sync.cli.app import app
@@ -23,16 +21,6 @@ from tests.test_snowflake_target import _hudi_rs, _view_comment, _view_rows
 
 FIXTURE = next(t for t in fixture_tables() if t.name.endswith("cow/v8_complexkeygen_hivestyle"))
 SECRET = "s3cr3t-Pa55word"
-
-
-@pytest.fixture
-def emulation(s3_server: S3Store, monkeypatch: pytest.MonkeyPatch) -> Iterator[EmulatedSnowflake]:
-    for name in ("ACCOUNT", "USER", "PASSWORD", "DATABASE", "SCHEMA", "TABLE_NAME", "ROLE"):
-        monkeypatch.delenv(f"SNOWFLAKE_{name}", raising=False)
-    emulation = EmulatedSnowflake(s3_server.storage_options)
-    with emulation.patched():
-        snowflake.connector.connect(database="hudi", schema="lake").close()
-        yield emulation
 
 
 @pytest.fixture
