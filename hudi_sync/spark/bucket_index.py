@@ -53,6 +53,7 @@ from hudi_sync.table.partition_encoding import (
     control_character_refusal,
     escape,
 )
+from hudi_sync.table.record_keys import built_keys
 from hudi_sync.table.schema import META_FIELDS
 
 IS_DELETED = "_hoodie_is_deleted"
@@ -244,7 +245,7 @@ def keyed_rows(rows: pa.Table, options: WriteOptions, where: str) -> pa.Table:
                 "string and integer keys"
             )
     data = rows.select([c for c in rows.column_names if c not in META_FIELDS])
-    keyed = data.append_column(RECORD_KEY, record_keys(data, fields, where))
+    keyed = data.append_column(RECORD_KEY, built_keys(data, fields, where, BadInputError))
     partitions = _partition_paths(data, options)
     if not options.url_encode_partitions:
         unsafe = pc.match_substring_regex(partitions, CONTROL_PATTERN)
@@ -254,37 +255,6 @@ def keyed_rows(rows: pa.Table, options: WriteOptions, where: str) -> pa.Table:
     keyed = keyed.append_column(PARTITION_PATH, partitions)
     keyed = keyed.append_column(DELETE_FLAG, _delete_flags(data, options))
     return _one_per_key(keyed, options.ordering_field)
-
-
-def record_keys(data: pa.Table, fields: Sequence[str], where: str) -> pa.Array:
-    """Each row's record key as Hudi's key generators write it: one field's value
-    (SimpleKeyGenerator: null or empty refused), or ``f1:v1,f2:v2`` with ``__null__``
-    and ``__empty__`` standing for a null or empty value (ComplexKeyGenerator: a key
-    whose every value is null or empty refused)."""
-    texts = [data.column(f).cast(pa.string()).combine_chunks() for f in fields]
-    blank = [pc.fill_null(pc.equal(t, ""), True) for t in texts]
-    if len(fields) == 1:
-        refused = pc.sum(blank[0]).as_py() or 0
-        if refused:
-            raise BadInputError(
-                f"{where}: {refused} rows have a null or empty record key field {fields[0]}"
-            )
-        return texts[0]
-    every = blank[0]
-    for more in blank[1:]:
-        every = pc.and_(every, more)
-    refused = pc.sum(every).as_py() or 0
-    if refused:
-        raise BadInputError(
-            f"{where}: {refused} rows have every record key field "
-            f"({', '.join(fields)}) null or empty"
-        )
-    parts = []
-    for name, text in zip(fields, texts, strict=True):
-        shown = pc.if_else(pc.equal(text, ""), EMPTY_KEY_VALUE, text)
-        shown = pc.fill_null(shown, NULL_KEY_VALUE)
-        parts.append(pc.binary_join_element_wise(f"{name}{KEY_VALUE_SEPARATOR}", shown, ""))
-    return pc.binary_join_element_wise(*parts, KEY_PARTS_SEPARATOR)
 
 
 def _partition_paths(data: pa.Table, options: WriteOptions) -> pa.Array:

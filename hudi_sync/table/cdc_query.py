@@ -56,9 +56,9 @@ from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import Action, Instant, comparable_instant
 from hudi_sync.table.log_records import LogRecord, read_slice_log_records
 from hudi_sync.table.metadata import WriteStat
-from hudi_sync.table.record_merge import DeleteKey, LogEntry, MergeMode, MergeRules, merge_records
+from hudi_sync.table.record_merge import MergeMode, MergeRules, merge_records
 from hudi_sync.table.schema import META_FIELDS
-from hudi_sync.table.slice_reader import align
+from hudi_sync.table.slice_reader import align, merge_entries
 from hudi_sync.table.snapshot_read import table_merge_rules
 from hudi_sync.table.table import HudiTable
 
@@ -634,16 +634,9 @@ def _merged(
     """The rows a snapshot reader sees for ``keys`` (all: None): the base rows merged
     with the log records by the table's rules (``merge_records``), without the records
     of the instant ``leave_out``."""
-    rows: list[dict[str, Any]] = []
-    entries: list[LogEntry] = []
-    for record in records:
-        if record.instant == leave_out or (keys is not None and record.key not in keys):
-            continue
-        if record.is_delete or record.values is None:
-            entries.append(DeleteKey(record.key, record.ordering))
-        else:
-            entries.append(len(rows))
-            rows.append(record.values)
+    rows, entries = merge_entries(
+        [r for r in records if r.instant != leave_out and (keys is None or r.key in keys)]
+    )
     if base is not None and keys is not None:
         stored = base.column(RECORD_KEY).cast(pa.string())
         base = base.filter(pc.is_in(stored, value_set=pa.array(sorted(keys), pa.string())))

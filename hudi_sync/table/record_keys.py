@@ -25,9 +25,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hudi_sync import config as cfg
-from hudi_sync.errors import CorruptTableError, UnsupportedTableError
+from hudi_sync.errors import CorruptTableError, HudiSyncError, UnsupportedTableError
 from hudi_sync.table.properties import TableConfig
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -97,13 +98,41 @@ def record_key(values: Sequence[Any], fields: Sequence[str], where: str) -> str:
 
 
 def record_keys(rows: pa.Table, fields: Sequence[str], where: str) -> pa.Array:
-    """Each row's key (``record_key``), as a string array; the key fields must be
-    string or integer columns of ``rows``."""
+    """Each stored row's key (``built_keys``); the key fields must be string or integer
+    columns of ``rows``, and a row without a key is a corrupt table."""
     check_key_types(rows.schema, fields, where)
-    columns = [rows.column(field).to_pylist() for field in fields]
-    return pa.array(
-        [record_key(values, fields, where) for values in zip(*columns, strict=True)], pa.string()
-    )
+    return built_keys(rows, fields, where, CorruptTableError)
+
+
+def built_keys(
+    rows: pa.Table, fields: Sequence[str], where: str, refuse: type[HudiSyncError]
+) -> pa.Array:
+    """Each row's key as a string array, built column-wise by ``record_key``'s rules
+    (values as Arrow casts them to text); rows without a key raise ``refuse`` naming
+    ``where``: a writer's bad input, or a corrupt table."""
+    texts = [rows.column(f).cast(pa.string()).combine_chunks() for f in fields]
+    blank = [pc.fill_null(pc.equal(t, ""), True) for t in texts]
+    if len(fields) == 1:
+        refused = pc.sum(blank[0]).as_py() or 0
+        if refused:
+            raise refuse(
+                f"{where}: {refused} rows have a null or empty record key field {fields[0]}"
+            )
+        return texts[0]
+    every = blank[0]
+    for more in blank[1:]:
+        every = pc.and_(every, more)
+    refused = pc.sum(every).as_py() or 0
+    if refused:
+        raise refuse(
+            f"{where}: {refused} rows have every record key field "
+            f"({', '.join(fields)}) null or empty"
+        )
+    parts = []
+    for name, text in zip(fields, texts, strict=True):
+        shown = pc.fill_null(pc.if_else(pc.equal(text, ""), EMPTY_KEY_VALUE, text), NULL_KEY_VALUE)
+        parts.append(pc.binary_join_element_wise(f"{name}{KEY_VALUE_SEPARATOR}", shown, ""))
+    return pc.binary_join_element_wise(*parts, KEY_PARTS_SEPARATOR)
 
 
 def check_key_types(schema: pa.Schema, fields: Sequence[str], where: str) -> None:

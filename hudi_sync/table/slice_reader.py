@@ -208,6 +208,13 @@ def _entries(
 ) -> tuple[pa.Table, list[LogEntry]]:
     """The slice's log data records as rows of ``schema``, and every log record in
     merge order: a row index, or a delete."""
+    rows, entries = merge_entries(records)
+    return _log_table(rows, schema, location, file_slice), entries
+
+
+def merge_entries(records: list[LogRecord]) -> tuple[list[dict[str, Any]], list[LogEntry]]:
+    """Log records as ``merge_records`` takes them: the data records' values, and every
+    record in merge order as an index into them or a ``DeleteKey``."""
     rows: list[dict[str, Any]] = []
     entries: list[LogEntry] = []
     for record in records:
@@ -216,7 +223,7 @@ def _entries(
         else:
             entries.append(len(rows))
             rows.append(record.values)
-    return _log_table(rows, schema, location, file_slice), entries
+    return rows, entries
 
 
 def align(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
