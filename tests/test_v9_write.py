@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from hudi_sync.errors import BadInputError
 from hudi_sync.spark import write
 from hudi_sync.table import HudiTable
 from hudi_sync.table.properties import decode_properties, parse_java_properties
@@ -194,3 +195,45 @@ def test_writes_into_a_hudi_1_1_written_table_read_back_in_hudi_rs(  # type: ign
     after = properties_of(path)
     assert after["hoodie.table.version"] == "9"
     assert {k: after.get(k) for k in props} == props
+
+
+def test_a_write_into_a_time_based_key_generator_table_is_refused(  # type: ignore[no-untyped-def]
+    spark: SparkSession, tmp_path, fixture_copy
+) -> None:
+    """Hudi's TIMESTAMP key generator formats the partition field (a date string into
+    ``yyyy/MM/dd/HH``, as the Hudi 1.1 time-based fixtures of hudi-rs store); the writer
+    would file rows under the raw value instead, so it refuses such a table in one line
+    and leaves it as it was: a version 9 table declaring the type (set up by rewriting
+    the properties of a table we created) and Hudi's own v6 fixture naming the class."""
+    path = tmp_path / "timebased"
+    rows = [{"id": 1, "p": "2024-01-15T10:30:00.000Z", "name": "a", "ts": 1}]
+    settings = options(
+        "t", 9, "upsert", **{"hoodie.datasource.write.hive_style_partitioning": "false"}
+    )
+    write(frame(spark, rows, False), str(path), settings)
+    props = properties_of(path)
+    props.update(
+        {
+            "hoodie.table.keygenerator.type": "TIMESTAMP",
+            "hoodie.keygen.timebased.timestamp.type": "DATE_STRING",
+            "hoodie.keygen.timebased.input.dateformat": "yyyy-MM-dd'T'HH:mm:ss.SSSZ",
+            "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd/HH",
+        }
+    )
+    (path / ".hoodie" / "hoodie.properties").write_text(java_properties_text(props))
+    before = sorted(p.relative_to(path).as_posix() for p in path.rglob("*"))
+    with pytest.raises(BadInputError, match=r"keygenerator\.type=TIMESTAMP: the writer builds"):
+        write(frame(spark, [dict(rows[0], ts=2)], False), str(path), settings)
+    assert sorted(p.relative_to(path).as_posix() for p in path.rglob("*")) == before
+
+    hudi_written = fixture_copy("cow/v6_timebasedkeygen_nonhivestyle")
+    existing = spark.read.format("hudi").load(str(hudi_written))
+    df = existing.select(*[c for c in existing.columns if not c.startswith("_hoodie_")])
+    fixture_settings = {
+        "hoodie.table.name": "v6_timebasedkeygen_nonhivestyle",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "ts_str",
+        "hoodie.datasource.write.precombine.field": "longField",
+    }
+    with pytest.raises(BadInputError, match=r"keygenerator\.class=.*TimestampBasedKeyGenerator"):
+        write(df.limit(1), str(hudi_written), fixture_settings)

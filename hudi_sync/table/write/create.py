@@ -29,6 +29,17 @@ _KEY_GENERATOR_CLASSES = {
     "COMPLEX": "org.apache.hudi.keygen.ComplexKeyGenerator",
     "NON_PARTITION": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
 }
+# The key generators whose record keys and partition paths the writer builds
+# (``hudi_sync.spark.keys``), by the type (v8+) or a class (v6; Spark's or Avro's) a
+# table names. Others (TIMESTAMP, CUSTOM, user classes) format values by rules the
+# writer does not apply.
+WRITABLE_KEY_GENERATORS = frozenset(
+    [
+        *_KEY_GENERATOR_CLASSES,
+        *_KEY_GENERATOR_CLASSES.values(),
+        *(c.replace("KeyGenerator", "AvroKeyGenerator") for c in _KEY_GENERATOR_CLASSES.values()),
+    ]
+)
 
 
 @dataclass(frozen=True)
