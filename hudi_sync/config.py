@@ -48,7 +48,7 @@ TABLE_NAME = _string(
 )
 TABLE_VERSION = _integer(
     "hoodie.write.table.version",
-    "Table version a new table is created at: 6 (Hudi 0.x) or 8 (Hudi 1.x).",
+    "Table version a new table is created at: 6 (Hudi 0.x), 8 (Hudi 1.0) or 9 (Hudi 1.1).",
     "table",
     default=6,
     minimum=0,

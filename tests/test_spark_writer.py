@@ -28,7 +28,7 @@ def options(name: str, version: int, operation: str, **extra: object) -> dict[st
         "hoodie.datasource.write.recordkey.field": "id",
         "hoodie.datasource.write.precombine.field": "ts",
         "hoodie.datasource.write.partitionpath.field": "p",
-        "hoodie.datasource.write.hive_style_partitioning": str(version == 8).lower(),
+        "hoodie.datasource.write.hive_style_partitioning": str(version >= 8).lower(),
         "hoodie.write.table.version": version,
         "hoodie.datasource.write.operation": operation,
         # Small files so that inserts spread over several file groups.
@@ -130,7 +130,7 @@ class RandomWorkload:
             model.overwrite_partitions(rows, instant)
         elif operation == "delete_partition":
             partition = self.random.choice(PARTITIONS)
-            partition_path = f"p={partition}" if self.version == 8 else partition
+            partition_path = f"p={partition}" if self.version >= 8 else partition
             instant = self._write(
                 [],
                 "delete_partition",
@@ -166,7 +166,7 @@ class RandomWorkload:
 OPERATIONS = ["upsert", "upsert", "insert", "delete", "insert_overwrite", "upsert"]
 
 
-@pytest.mark.parametrize("version,seed", [(6, 1), (8, 2)])
+@pytest.mark.parametrize("version,seed", [(6, 1), (8, 2), (9, 3)])
 def test_random_operations_match_the_model_in_every_reader(  # type: ignore[no-untyped-def]
     spark, tmp_path, version, seed
 ) -> None:

@@ -12,6 +12,7 @@ from hudi_sync.table.cdc_log import CdcMode, parse_cdc_mode
 from hudi_sync.table.properties import TableConfig
 from hudi_sync.table.record_merge import MergeMode, merge_rules, requested_merge_mode
 from hudi_sync.table.write.archiver import ArchivalPolicy
+from hudi_sync.table.write.create import WRITABLE_KEY_GENERATORS
 
 # The keys by the names the writer uses; each is declared (default, type, doc) in
 # hudi_sync.config.
@@ -250,6 +251,14 @@ class WriteOptions:
         mismatches += self._index_mismatches(config)
         if cfg.WRITE_TABLE_TYPE.given(self.raw) and self.table_type != config.table_type.value:
             mismatches.append(f"{TABLE_TYPE}={self.table_type} (table: {config.table_type.value})")
+        generator = config.key_generator
+        if generator and generator not in WRITABLE_KEY_GENERATORS:
+            spec = cfg.KEY_GENERATOR_TYPE if cfg.KEY_GENERATOR_TYPE.given(config.raw) else None
+            raise BadInputError(
+                f"{where}: {(spec or cfg.KEY_GENERATOR_CLASS).key}={generator}: the writer "
+                "builds the keys and partition paths of the SIMPLE, COMPLEX and NON_PARTITION "
+                "key generators only"
+            )
         if config.metadata_partitions:
             raise BadInputError(
                 f"{where}: the table keeps Hudi's metadata table "

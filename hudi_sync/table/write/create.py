@@ -18,7 +18,9 @@ from hudi_sync.table.record_merge import (
     MergeMode,
 )
 
-WRITABLE_VERSIONS = (6, 8)
+WRITABLE_VERSIONS = (6, 8, 9)
+# Hudi 1.1 (version 9) names a table's format; "native" is Hudi's own timeline and files.
+NATIVE_TABLE_FORMAT = "native"
 # Hudi 0.14-0.15's spelling of the merger strategy key (MERGE_STRATEGY_ID's alternate).
 _V6_MERGER_STRATEGY = cfg.MERGE_STRATEGY_ID.names[1]
 # Key generators by table version: v6 names a class, v8 a type.
@@ -27,6 +29,17 @@ _KEY_GENERATOR_CLASSES = {
     "COMPLEX": "org.apache.hudi.keygen.ComplexKeyGenerator",
     "NON_PARTITION": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
 }
+# The key generators whose record keys and partition paths the writer builds
+# (``hudi_sync.spark.keys``), by the type (v8+) or a class (v6; Spark's or Avro's) a
+# table names. Others (TIMESTAMP, CUSTOM, user classes) format values by rules the
+# writer does not apply.
+WRITABLE_KEY_GENERATORS = frozenset(
+    [
+        *_KEY_GENERATOR_CLASSES,
+        *_KEY_GENERATOR_CLASSES.values(),
+        *(c.replace("KeyGenerator", "AvroKeyGenerator") for c in _KEY_GENERATOR_CLASSES.values()),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -93,11 +106,8 @@ class TableSettings:
         if self.cdc_mode is not None:
             props[cfg.CDC_ENABLED.key] = "true"
             props[cfg.CDC_MODE.key] = self.cdc_mode.stored_value(self.version)
-        if self.ordering_field:
-            props[cfg.PRECOMBINE_FIELD.key] = self.ordering_field
         if self.partition_fields:
             props[cfg.PARTITION_FIELDS.key] = ",".join(self.partition_fields)
-        props[cfg.PAYLOAD_CLASS.key] = PAYLOAD_OF_MODE[self.merge_mode]
         if self.version == 6:
             props[cfg.KEY_GENERATOR_CLASS.key] = _KEY_GENERATOR_CLASSES[self.key_generator_type]
             props[_V6_MERGER_STRATEGY] = PAYLOAD_MERGER_STRATEGY
@@ -109,9 +119,29 @@ class TableSettings:
                     cfg.TIMELINE_PATH.key: "timeline",
                     cfg.TIMELINE_HISTORY_PATH.key: "history",
                     cfg.RECORD_MERGE_MODE.key: self.merge_mode.value,
-                    cfg.MERGE_STRATEGY_ID.key: STRATEGY_OF_MODE[self.merge_mode],
                 }
             )
+        props.update(self._merge_properties())
+        return props
+
+    def _merge_properties(self) -> dict[str, str]:
+        """The ordering field and the keys naming how records merge. Up to version 8 the
+        ordering field is the precombine field and a payload class (every version) and a
+        merger strategy id (1.0) restate the merge mode. Version 9 (Hudi 1.1) renames the
+        field ``hoodie.table.ordering.fields`` and, for the two built-in modes, keeps the
+        merge mode alone (no payload class, no strategy id: what Hudi 1.1 writes, see the
+        v9 fixtures), plus the table format."""
+        props: dict[str, str] = {}
+        if self.version >= 9:
+            if self.ordering_field:
+                props[cfg.ORDERING_FIELDS.key] = self.ordering_field
+            props[cfg.TABLE_FORMAT.key] = NATIVE_TABLE_FORMAT
+            return props
+        if self.ordering_field:
+            props[cfg.PRECOMBINE_FIELD.key] = self.ordering_field
+        props[cfg.PAYLOAD_CLASS.key] = PAYLOAD_OF_MODE[self.merge_mode]
+        if self.version >= 8:
+            props[cfg.MERGE_STRATEGY_ID.key] = STRATEGY_OF_MODE[self.merge_mode]
         return props
 
 
