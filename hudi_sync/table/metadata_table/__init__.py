@@ -1,0 +1,1 @@
+"""Hudi's metadata table (``.hoodie/metadata``): its HFile format, records, reader and writer."""
