@@ -1,4 +1,5 @@
-"""Hudi's metadata table read side: records (schema, decode/encode, merge rules)."""
+"""Hudi's metadata table read side: records (schema, decode/encode, merge rules), the
+reader (valid instants) and listing a table through the ``files`` partition."""
 
 from __future__ import annotations
 
@@ -9,8 +10,13 @@ from typing import Any
 
 import pytest
 
+from hudi_sync.errors import CorruptTableError
+from hudi_sync.table.fs_view import FileSystemView
 from hudi_sync.table.logfile import BlockType, HeaderKey, read_blocks
+from hudi_sync.table.metadata_table.listing import MetadataTableListing
+from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.metadata_table.records import (
+    ALL_PARTITIONS_KEY,
     ColumnStats,
     FileInfo,
     MetadataRecord,
@@ -24,6 +30,9 @@ from hudi_sync.table.metadata_table.records import (
     metadata_schema,
     parse_writer_schema,
 )
+from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.table import HudiTable
+from tests import hudi_oracle
 from tests.fixture_tables import FixtureTable, fixture_tables
 
 
@@ -136,3 +145,115 @@ def test_encode_decode_round_trip(version: int) -> None:
     writer = parse_writer_schema(json.dumps(metadata_schema(version)), "test")
     for record in records:
         assert decode_value(encode_value(record, version), writer, "test") == record
+
+
+# -- reading the metadata table and listing through it ------------------------------------
+
+
+def _slices(view: FileSystemView, as_of: str | None, read_optimized: bool = False) -> list[Any]:
+    return [s.to_json() for s in view.slices_as_of(as_of, read_optimized)]
+
+
+@pytest.mark.parametrize("fixture", MDT_FIXTURES, ids=lambda t: t.id)
+def test_listing_through_the_mdt_equals_a_storage_listing_at_every_instant(
+    fixture: FixtureTable, unpack_table: Any
+) -> None:
+    base = unpack_table(fixture)
+    table = HudiTable.open(str(base))
+    assert isinstance(table.view.listing, MetadataTableListing)
+    direct = FileSystemView(table.location, table.config, table.timeline)
+    instants = [i.requested_time for i in table.completed_commits()]
+    assert len(instants) >= 5
+    for as_of in [None, *instants]:
+        ours = _slices(table.view, as_of)
+        assert ours == _slices(direct, as_of), as_of
+        assert ours == hudi_oracle.slices(str(base), as_of), as_of
+        assert _slices(table.view, as_of, True) == _slices(direct, as_of, True), as_of
+    # sizes come from the MDT: they are the files' sizes on storage
+    for partition, files in table.view.listing.list_files(None).items():
+        assert files
+        for name, size in files:
+            assert (base / partition / name).stat().st_size == size
+
+
+@pytest.mark.parametrize("fixture", MDT_FIXTURES, ids=lambda t: t.id)
+def test_decoded_partitions_make_sense(fixture: FixtureTable, unpack_table: Any) -> None:
+    base = unpack_table(fixture)
+    table = HudiTable.open(str(base))
+    reader = MetadataTableReader.of(table)
+    direct = FileSystemView(table.location, table.config, table.timeline)
+    files = reader.read_partition("files")
+    assert sorted(files[ALL_PARTITIONS_KEY].live_files()) == sorted(direct.partitions)
+    assert files[ALL_PARTITIONS_KEY].type is MetadataType.PARTITION_LIST
+    # the record index maps every key of the latest snapshot to its partition
+    rows = read_snapshot(table).select(["_hoodie_record_key", "_hoodie_partition_path"]).to_pylist()
+    index = reader.read_partition("record_index")
+    assert {k: r.record_index.partition_name for k, r in index.items() if r.record_index} == {
+        row["_hoodie_record_key"]: row["_hoodie_partition_path"] for row in rows
+    }
+    # column stats name files of the table; partition stats name its partitions
+    stats = reader.read_partition("column_stats").values()
+    assert {s.column_stats.file_name for s in stats if s.column_stats} <= {
+        n for listed in table.view.listing.list_files(None).values() for n, _ in listed
+    } | {n for p in direct.partitions.values() for n in _all_names(p)}
+    partition_stats = reader.read_partition("partition_stats").values()
+    assert {s.column_stats.file_name for s in partition_stats if s.column_stats} == set(
+        direct.partitions
+    )
+    # secondary index keys end with a record key of the table
+    for name in table.config.metadata_partitions:
+        if name.startswith("secondary_index_"):
+            keys = reader.read_partition(name)
+            assert {k.rsplit("$", 1)[1] for k in keys} == set(index)
+
+
+def _all_names(files: Any) -> list[str]:
+    return [f.name for f in files.base_files + files.log_files]
+
+
+def test_mdt_block_of_an_instant_pending_on_the_data_table_is_ignored(fixture_copy: Any) -> None:
+    base = fixture_copy("mor/avro/v9_txns_simple_meta")
+    timeline = base / ".hoodie" / "timeline"
+    last = sorted(timeline.glob("2*_*.deltacommit"))[-1]
+    instant = last.name.split("_")[0]
+    before = HudiTable.open(str(base))
+    added = _files_written_at(before, instant)
+    assert added
+    last.unlink()  # the data instant is now inflight: its MDT deltacommit must not count
+    table = HudiTable.open(str(base))
+    reader = MetadataTableReader.of(table)
+    assert instant not in reader.valid_instants
+    assert list((base / ".hoodie" / "metadata" / ".hoodie" / "timeline").glob(f"{instant}_*"))
+    listed = {n for files in table.view.listing.list_files(None).values() for n, _ in files}
+    assert not listed & added
+    direct = FileSystemView(table.location, table.config, table.timeline)
+    assert _slices(table.view, None) == _slices(direct, None)
+    assert _slices(table.view, None) == hudi_oracle.slices(str(base))
+
+
+def _files_written_at(table: HudiTable, instant: str) -> set[str]:
+    listing = table.view.listing
+    assert listing is not None
+    return {n for files in listing.list_files(None).values() for n, _ in files if instant in n}
+
+
+def test_a_table_without_the_mdt_folder_is_listed_directly(fixture_copy: Any) -> None:
+    import shutil
+
+    base = fixture_copy("cow/v9_txns_simple_meta")
+    shutil.rmtree(base / ".hoodie" / "metadata")
+    table = HudiTable.open(str(base))
+    assert table.view.listing is None
+    assert _slices(table.view, None) == hudi_oracle.slices(str(base))
+
+
+def test_a_corrupt_mdt_file_is_named_in_one_line(fixture_copy: Any) -> None:
+    base = fixture_copy("cow/v9_txns_simple_meta")
+    hfile = sorted((base / ".hoodie" / "metadata" / "files").glob("*.hfile"))[-1]
+    data = hfile.read_bytes()
+    hfile.write_bytes(data[: len(data) // 2])
+    table = HudiTable.open(str(base))
+    with pytest.raises(CorruptTableError) as caught:
+        table.file_slices()
+    message = str(caught.value)
+    assert hfile.name in message and "\n" not in message

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.gc_pause import cycle_collection_paused
@@ -34,6 +34,15 @@ from hudi_sync.table.properties import TableConfig
 from hudi_sync.table.timeline import Timeline
 
 PARTITION_METAFILE_PREFIX = ".hoodie_partition_metadata"
+
+
+class FileListing(Protocol):
+    """Where a table's partitions and files come from other than a storage listing."""
+
+    def list_files(self, partitions: Collection[str] | None) -> dict[str, list[tuple[str, int]]]:
+        """``partition path -> [(file name, size)]`` of every partition (or those given;
+        a partition that is gone has no entry)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -119,9 +128,12 @@ class FileSystemView:
         config: TableConfig,
         timeline: Timeline,
         partitions: Collection[str] | None = None,
+        listing: FileListing | None = None,
     ) -> None:
         """``partitions``: list only these partition folders (the snapshot questions are
-        then about them alone), e.g. those a few new commits wrote to."""
+        then about them alone), e.g. those a few new commits wrote to. ``listing``: where
+        partitions and files come from instead of storage (the metadata table)."""
+        self.listing = listing
         self.location = location
         self.config = config
         self.timeline = timeline
@@ -146,6 +158,8 @@ class FileSystemView:
         a non-partitioned table has the single partition ``""``.
         """
         result: dict[str, list[str]] = {}
+        if self.listing is not None:  # its partitions are the table's partitions
+            return self._tree[0]
         for relative_dir, names in self._tree[0].items():
             if not self.config.is_partitioned:
                 if relative_dir != "":
@@ -189,6 +203,8 @@ class FileSystemView:
         """``relative dir -> file names`` for the table tree, skipping dot dirs
         (``.hoodie``, ``.temp``...), and ``relative dir -> name -> size`` where the
         listing gives sizes."""
+        if self.listing is not None:
+            return _sized(self.listing.list_files(self.only_partitions))
         if self.only_partitions is not None:
             return _sized(self._list_partitions(self.only_partitions))
         if self.location.is_local:

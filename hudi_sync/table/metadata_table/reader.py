@@ -33,12 +33,12 @@ from hudi_sync.table.log_records import applied_blocks, delete_keys
 from hudi_sync.table.logfile import BlockType, HeaderKey, LogBlock
 from hudi_sync.table.metadata import decode_instant_record
 from hudi_sync.table.metadata_table.records import (
+    SCHEMA_FILE_INFO_KEY,
     MetadataRecord,
     decode_records,
     live_records,
     merge_into,
     parse_writer_schema,
-    SCHEMA_FILE_INFO_KEY,
 )
 from hudi_sync.table.properties import TableConfig, decode_properties
 from hudi_sync.table.timeline import Timeline
@@ -63,7 +63,9 @@ def metadata_table_location(location: Location) -> Location:
 def has_metadata_table(location: Location) -> bool:
     """Whether the data table keeps an MDT folder (with its ``hoodie.properties``)."""
     with reporting_storage_failures(location):
-        return bool(location.fs.exists(location.join(METADATA_FOLDER, ".hoodie", "hoodie.properties")))
+        return bool(
+            location.fs.exists(location.join(METADATA_FOLDER, ".hoodie", "hoodie.properties"))
+        )
 
 
 def valid_instants(data_timeline: Timeline, mdt_timeline: Timeline) -> frozenset[str]:
@@ -77,7 +79,9 @@ def valid_instants(data_timeline: Timeline, mdt_timeline: Timeline) -> frozenset
         for i in mdt_completed
         if i.action == Action.DELTA_COMMIT and i.requested_time not in pending
     )
-    earliest = comparable_instant(min(valid, key=comparable_instant) if valid else SOLO_COMMIT_TIMESTAMP)
+    earliest = comparable_instant(
+        min(valid, key=comparable_instant) if valid else SOLO_COMMIT_TIMESTAMP
+    )
     for instant in data:
         if not instant.is_completed or comparable_instant(instant.requested_time) <= earliest:
             continue
@@ -115,7 +119,9 @@ def _mdt_config(location: Location) -> TableConfig:
         with reporting_storage_failures(location):
             data = location.fs.cat_file(location.join(".hoodie", "hoodie.properties"))
     except FileNotFoundError:
-        raise CorruptTableError(f"{location.uri}: metadata table has no hoodie.properties") from None
+        raise CorruptTableError(
+            f"{location.uri}: metadata table has no hoodie.properties"
+        ) from None
     config = TableConfig.parse(decode_properties(bytes(data), where), where)
     if config.base_file_format.upper() != "HFILE":
         raise UnsupportedTableError(
@@ -128,15 +134,21 @@ class MetadataTableReader:
     """Reads the MDT of a data table: each partition's records merged as Hudi merges
     them (HoodieMetadataPayload), counting only the log blocks of valid instants."""
 
-    def __init__(self, table: HudiTable) -> None:
-        self.data_table = table
-        self.location = metadata_table_location(table.location)
+    def __init__(self, data_location: Location, data_timeline: Timeline) -> None:
+        """``data_location``, ``data_timeline``: the data table's (whose completed
+        instants decide which MDT log blocks count)."""
+        self.data_timeline = data_timeline
+        self.location = metadata_table_location(data_location)
         self.config = _mdt_config(self.location)
         self.timeline = Timeline(self.location, self.config)
 
+    @classmethod
+    def of(cls, table: HudiTable) -> MetadataTableReader:
+        return cls(table.location, table.timeline)
+
     @cached_property
     def valid_instants(self) -> frozenset[str]:
-        return valid_instants(self.data_table.timeline, self.timeline)
+        return valid_instants(self.data_timeline, self.timeline)
 
     def partition_slices(self, partition: str) -> list[FileSlice]:
         """The latest file slices of one MDT partition (its file groups)."""
