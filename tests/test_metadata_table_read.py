@@ -13,10 +13,12 @@ import pytest
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.table.fs_view import FileSystemView
 from hudi_sync.table.logfile import BlockType, HeaderKey, read_blocks
+from hudi_sync.table.metadata_table.hfile import read_hfile
 from hudi_sync.table.metadata_table.listing import MetadataTableListing
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.metadata_table.records import (
     ALL_PARTITIONS_KEY,
+    SCHEMA_FILE_INFO_KEY,
     ColumnStats,
     FileInfo,
     MetadataRecord,
@@ -54,7 +56,12 @@ def _strip_docs(value: Any) -> Any:
 
 
 def _block_schemas(base: Path) -> list[str]:
-    schemas = []
+    """The writer schemas of the MDT's HFile base files (file info) and log blocks."""
+    schemas = [
+        read_hfile(path.read_bytes(), str(path)).file_info[SCHEMA_FILE_INFO_KEY].decode()
+        for path in sorted((base / ".hoodie" / "metadata").glob("*/*.hfile"))
+    ]
+    assert schemas
     for log in sorted((base / ".hoodie" / "metadata").glob("*/.*.log.*")):
         for block in read_blocks(log.read_bytes(), str(log)):
             if block.block_type == BlockType.HFILE_DATA:
