@@ -354,8 +354,9 @@ def _column_stats(stats: Mapping[str, Any]) -> ColumnStats:
 
 
 def record_to_datum(record: MetadataRecord, table_version: int = 9) -> dict[str, Any]:
-    """The Avro datum of a record (meta fields null), for ``metadata_schema(version)``."""
-    datum: dict[str, Any] = {name: None for name in META_FIELDS}
+    """The Avro datum of a record for ``metadata_schema(version)``; meta fields from
+    ``extra`` (Hudi's MDT compaction sets ``_hoodie_file_name``), else null."""
+    datum: dict[str, Any] = {name: record.extra.get(name) for name in META_FIELDS}
     datum.update(
         key=record.key,
         type=int(record.type),
