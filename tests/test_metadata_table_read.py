@@ -13,6 +13,7 @@ import pytest
 
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.table.fs_view import FileSystemView
+from hudi_sync.table.listing import StorageListing
 from hudi_sync.table.logfile import BlockType, HeaderKey, read_blocks
 from hudi_sync.table.metadata_table.hfile import read_hfile
 from hudi_sync.table.metadata_table.listing import MetadataTableListing
@@ -179,10 +180,12 @@ def test_listing_through_the_mdt_equals_a_storage_listing_at_every_instant(
         assert ours == hudi_oracle.slices(str(base), as_of), as_of
         assert _slices(table.view, as_of, True) == _slices(direct, as_of, True), as_of
     # sizes come from the MDT: they are the files' sizes on storage
-    for partition, files in table.view.listing.list_files(None).items():
-        assert files
-        for name, size in files:
-            assert (base / partition / name).stat().st_size == size
+    listed = table.view.listing.list_files()
+    assert sorted(listed.names) == sorted(listed.sizes) and listed.names
+    for partition, names in listed.names.items():
+        assert names
+        for name in names:
+            assert (base / partition / name).stat().st_size == listed.sizes[partition][name]
 
 
 @pytest.mark.parametrize("fixture", MDT_FIXTURES, ids=lambda t: t.id)
@@ -203,7 +206,7 @@ def test_decoded_partitions_make_sense(fixture: FixtureTable, unpack_table: Any)
     # column stats name files of the table; partition stats name its partitions
     stats = reader.read_partition("column_stats").values()
     assert {s.column_stats.file_name for s in stats if s.column_stats} <= {
-        n for listed in table.view.listing.list_files(None).values() for n, _ in listed
+        n for names in table.view.listing.list_files().names.values() for n in names
     } | {n for p in direct.partitions.values() for n in _all_names(p)}
     partition_stats = reader.read_partition("partition_stats").values()
     assert {s.column_stats.file_name for s in partition_stats if s.column_stats} == set(
@@ -233,7 +236,7 @@ def test_mdt_block_of_an_instant_pending_on_the_data_table_is_ignored(fixture_co
     reader = MetadataTableReader.of(table)
     assert instant not in reader.valid_instants
     assert list((base / ".hoodie" / "metadata" / ".hoodie" / "timeline").glob(f"{instant}_*"))
-    listed = {n for files in table.view.listing.list_files(None).values() for n, _ in files}
+    listed = {n for names in table.view.listing.list_files().names.values() for n in names}
     assert not listed & added
     direct = FileSystemView(table.location, table.config, table.timeline)
     assert _slices(table.view, None) == _slices(direct, None)
@@ -241,9 +244,8 @@ def test_mdt_block_of_an_instant_pending_on_the_data_table_is_ignored(fixture_co
 
 
 def _files_written_at(table: HudiTable, instant: str) -> set[str]:
-    listing = table.view.listing
-    assert listing is not None
-    return {n for files in listing.list_files(None).values() for n, _ in files if instant in n}
+    listed = table.view.listing.list_files().names
+    return {n for names in listed.values() for n in names if instant in n}
 
 
 def test_a_table_without_the_mdt_folder_is_listed_directly(fixture_copy: Any) -> None:
@@ -252,7 +254,7 @@ def test_a_table_without_the_mdt_folder_is_listed_directly(fixture_copy: Any) ->
     base = fixture_copy("cow/v9_txns_simple_meta")
     shutil.rmtree(base / ".hoodie" / "metadata")
     table = HudiTable.open(str(base))
-    assert table.view.listing is None
+    assert isinstance(table.view.listing, StorageListing)
     assert _slices(table.view, None) == hudi_oracle.slices(str(base))
 
 

@@ -8,10 +8,10 @@ a table without a ``.hoodie/metadata`` folder is listed directly.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from functools import cached_property
+from collections.abc import Sequence
 
 from hudi_sync.storage import Location
+from hudi_sync.table.listing import ListedFiles
 from hudi_sync.table.metadata_table.reader import MetadataTableReader, has_metadata_table
 from hudi_sync.table.metadata_table.records import (
     ALL_PARTITIONS_KEY,
@@ -44,31 +44,30 @@ def partition_path(key: str) -> str:
 
 
 class MetadataTableListing:
-    """A ``FileListing`` (fs_view) over the ``files`` partition of the metadata table."""
+    """A ``FileListing`` over the ``files`` partition of the metadata table. Each call
+    reads the metadata table afresh (a listing may serve several views over time)."""
 
     def __init__(self, data_location: Location, data_timeline: Timeline) -> None:
-        self.reader = MetadataTableReader(data_location, data_timeline)
+        self.data_location = data_location
+        self.data_timeline = data_timeline
 
-    @cached_property
     def records(self) -> dict[str, MetadataRecord]:
-        """The merged ``files`` records, read once."""
-        return self.reader.read_partition(FILES_PARTITION)
+        """The merged ``files`` records."""
+        reader = MetadataTableReader(self.data_location, self.data_timeline)
+        return reader.read_partition(FILES_PARTITION)
 
-    def partitions(self) -> list[str]:
-        """The data table's partition paths, sorted."""
-        listed = self.records.get(ALL_PARTITIONS_KEY)
-        if listed is None:
-            return []
-        return sorted(partition_path(key) for key in listed.live_files())
-
-    def list_files(self, partitions: Collection[str] | None) -> dict[str, list[tuple[str, int]]]:
-        wanted = self.partitions()
+    def list_files(self, partitions: Sequence[str] | None = None) -> ListedFiles:
+        records = self.records()
+        listed = records.get(ALL_PARTITIONS_KEY)
+        wanted = [] if listed is None else sorted(map(partition_path, listed.live_files()))
         if partitions is not None:
             chosen = set(partitions)
             wanted = [p for p in wanted if p in chosen]
-        result: dict[str, list[tuple[str, int]]] = {}
+        names: dict[str, list[str]] = {}
+        sizes: dict[str, dict[str, int]] = {}
         for partition in wanted:
-            record = self.records.get(partition_key(partition))
+            record = records.get(partition_key(partition))
             files = record.live_files() if record is not None else {}
-            result[partition] = sorted(files.items())
-        return result
+            names[partition] = sorted(files)
+            sizes[partition] = files
+        return ListedFiles(names, sizes)
