@@ -10,6 +10,7 @@ files. The merge rules themselves are checked on ``hoodie.properties`` mappings.
 from __future__ import annotations
 
 import io
+import shutil
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,7 +196,10 @@ def _trip_block(rows: list[dict[str, Any]], instant: str = V8.block_instant) -> 
 
 
 def _add_log(table_path: Path, blocks: bytes, group: Group = V8) -> Path:
-    """A new log file in the latest slice of the San Francisco file group."""
+    """A new log file in the latest slice of the San Francisco file group. The metadata
+    table, which does not record a hand-written file (Hudi and the table core would not
+    see it), is removed: the table is then listed from storage."""
+    shutil.rmtree(table_path / ".hoodie" / "metadata", ignore_errors=True)
     name = f".{group.file_id}_{group.name_instant}.log.9_0-99-99"
     path = table_path / SF_PARTITION / name
     path.write_bytes(blocks)

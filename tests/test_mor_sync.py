@@ -34,7 +34,7 @@ from hudi_sync.manifest.snapshot import PublishedLogs
 from hudi_sync.spark.writer import write
 from hudi_sync.sync.job import SNAPSHOT_VIEW_REFUSAL, sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.table.fs_view import FileSystemView
+from hudi_sync.table.listing import StorageListing
 from hudi_sync.table.log_records import OrderingValue
 from hudi_sync.table.record_merge import (
     BASE_ROW_COLUMN,
@@ -190,14 +190,14 @@ def test_a_sync_converts_only_the_slices_whose_logs_changed(spark, tmp_path: Pat
     assert (first.converted, len(first.names)) == (1, 1)
     _write(spark, path, [{"id": 1, "p": "b", "name": "y", "ts": 2}], "upsert")
     listed: list[list[str]] = []
-    original = FileSystemView._list_partitions
+    original = StorageListing._list_partitions
 
-    def recording(self: FileSystemView, partitions: list[str]) -> Any:
+    def recording(self: StorageListing, partitions: list[str]) -> Any:
         listed.append(partitions)
         return original(self, partitions)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(FileSystemView, "_list_partitions", recording)
+        patch.setattr(StorageListing, "_list_partitions", recording)
         second = _logs_published(path, target)
     assert listed[0] == ["p=b"]  # only the partition the new commit wrote to is listed
     assert (second.converted, len(second.names)) == (1, 2)  # partition a's file is reused

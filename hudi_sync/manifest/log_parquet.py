@@ -185,7 +185,9 @@ class LogParquetStore:
                 touched.update(stat.partition_path for stat in metadata.write_stats)
                 touched.update(metadata.partition_to_replace_file_ids)
         table = self.table
-        view = FileSystemView(table.location, table.config, table.timeline, touched)
+        view = FileSystemView(
+            table.location, table.config, table.timeline, touched, table.view.listing
+        )
         kept = [g for g in groups if g[0] not in touched]
         return view.slices_as_of(instant), kept
 

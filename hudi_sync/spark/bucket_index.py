@@ -316,7 +316,9 @@ class BucketLayout:
 
     def __init__(self, table: HudiTable, partitions: Sequence[str], num_buckets: int) -> None:
         self.num_buckets = num_buckets
-        view = FileSystemView(table.location, table.config, table.timeline, partitions)
+        view = FileSystemView(
+            table.location, table.config, table.timeline, partitions, table.view.listing
+        )
         self.slices: dict[tuple[str, int], FileSlice] = {}
         for file_slice in view.slices_as_of():
             bucket = bucket_of_file_id(file_slice.file_id)

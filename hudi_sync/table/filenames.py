@@ -8,6 +8,10 @@ from typing import NamedTuple
 
 from hudi_sync.errors import CorruptTableError
 
+# Hudi writes this file (with a format's extension in newer versions) into every
+# partition folder: it is what makes a folder a partition.
+PARTITION_METAFILE_PREFIX = ".hoodie_partition_metadata"
+
 # <fileId>_<writeToken>_<instantTime>.<ext>; file ids never contain "_".
 _BASE_FILE = re.compile(
     r"^(?P<file_id>[^_]+)_(?P<token>[^_]+)_(?P<instant>\d+)\.(?P<ext>[A-Za-z]+)$"

@@ -6,13 +6,15 @@ named by a completed replacecommit are gone; each file group contributes its lat
 slice at or before the query instant; MOR log files join the slice they belong to
 (by base instant in layout 1, by completion time in layout 2); a pending
 compaction's slice is merged into the slice before it.
+
+Where the files come from is the view's ``FileListing`` (``hudi_sync.table.listing``:
+the storage by default); which instants count is ``visibility``; a partition's file
+groups under the full rules are ``file_groups``.
 """
 
 from __future__ import annotations
 
-import os
-from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -20,7 +22,15 @@ from typing import Any
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.gc_pause import cycle_collection_paused
 from hudi_sync.storage import Location
+from hudi_sync.table.file_groups import (
+    SliceBuilder,
+    completion_times,
+    latest_slice,
+    log_order,
+    slice_groups,
+)
 from hudi_sync.table.filenames import (
+    PARTITION_METAFILE_PREFIX,
     BaseFile,
     LogFile,
     base_file_key,
@@ -30,10 +40,18 @@ from hudi_sync.table.filenames import (
     parse_log_file,
 )
 from hudi_sync.table.instant import Action, Instant, comparable_instant
+from hudi_sync.table.listing import FileListing, ListedFiles, StorageListing
 from hudi_sync.table.properties import TableConfig
 from hudi_sync.table.timeline import Timeline
+from hudi_sync.table.visibility import CommittedInstants, visibility
 
-PARTITION_METAFILE_PREFIX = ".hoodie_partition_metadata"
+__all__ = [
+    "PARTITION_METAFILE_PREFIX",
+    "CommittedInstants",
+    "FileSlice",
+    "FileSystemView",
+    "PartitionFiles",
+]
 
 
 @dataclass(frozen=True)
@@ -78,21 +96,6 @@ _object_setattr = object.__setattr__
 _tuple_new = tuple.__new__
 
 
-@dataclass(frozen=True)
-class CommittedInstants:
-    """Whether files written at an instant are committed: a completed write, or one
-    older than the active timeline (archived). Picklable: Spark's workers ask it."""
-
-    completed: frozenset[str]
-    timeline_start: str | None  # comparable form; None on an empty timeline
-
-    def __call__(self, instant: str) -> bool:
-        if instant in self.completed:
-            return True
-        start = self.timeline_start
-        return start is not None and comparable_instant(instant) < start
-
-
 @dataclass
 class PartitionFiles:
     """The data files found in one partition directory."""
@@ -103,15 +106,9 @@ class PartitionFiles:
     cdc_files: list[LogFile] = field(default_factory=list)
 
 
-@dataclass
-class _SliceBuilder:
-    base_instant: str
-    base_file: BaseFile | None = None
-    log_files: list[LogFile] = field(default_factory=list)
-
-
 class FileSystemView:
-    """Lists a table's data files once and answers snapshot questions over them."""
+    """Asks its listing for a table's data files once and answers snapshot questions
+    over them."""
 
     def __init__(
         self,
@@ -119,12 +116,15 @@ class FileSystemView:
         config: TableConfig,
         timeline: Timeline,
         partitions: Collection[str] | None = None,
+        listing: FileListing | None = None,
     ) -> None:
-        """``partitions``: list only these partition folders (the snapshot questions are
-        then about them alone), e.g. those a few new commits wrote to."""
+        """``partitions``: list only these partitions (the snapshot questions are then
+        about them alone), e.g. those a few new commits wrote to. ``listing``: where
+        the files come from (default: the storage itself)."""
         self.location = location
         self.config = config
         self.timeline = timeline
+        self.listing: FileListing = StorageListing(location, config) if listing is None else listing
         self.base_extension = "." + config.base_file_format.lower()
         self.only_partitions = None if partitions is None else sorted(set(partitions))
 
@@ -138,30 +138,20 @@ class FileSystemView:
         }
 
     @cached_property
-    def _partition_listings(self) -> dict[str, list[str]]:
-        """``partition path -> file names`` of the partition directories (their sizes,
-        where the listing gives them, in ``_file_sizes``).
-
-        Like Hudi, a directory is a partition when it holds a partition metadata file;
-        a non-partitioned table has the single partition ``""``.
-        """
-        result: dict[str, list[str]] = {}
-        for relative_dir, names in self._tree[0].items():
-            if not self.config.is_partitioned:
-                if relative_dir != "":
-                    continue
-            elif PARTITION_METAFILE_PREFIX not in names and not any(
-                n.startswith(PARTITION_METAFILE_PREFIX) for n in names
-            ):
-                continue
-            result[relative_dir] = names
-        return result
+    def _listed(self) -> ListedFiles:
+        """The listing's answer, asked once."""
+        return self.listing.list_files(self.only_partitions)
 
     @property
-    def _file_sizes(self) -> dict[str, dict[str, int]]:
-        """``relative dir -> file name -> size`` where the listing gives sizes (object
-        stores); a local listing gives none (size 0)."""
-        return self._tree[1]
+    def _partition_listings(self) -> Mapping[str, Sequence[str]]:
+        """``partition path -> file names`` (their sizes, where the listing gives
+        them, in ``_file_sizes``)."""
+        return self._listed.names
+
+    @property
+    def _file_sizes(self) -> Mapping[str, Mapping[str, int]]:
+        """``partition path -> file name -> size`` where the listing gives sizes."""
+        return self._listed.sizes
 
     def _classify(self, relative_dir: str, names: Iterable[str]) -> PartitionFiles:
         files = PartitionFiles()
@@ -183,35 +173,6 @@ class FileSystemView:
                 where = f"{relative_dir}/{name}" if relative_dir else name
                 raise CorruptTableError(f"{self.location.uri}: {where}: {exc}") from None
         return files
-
-    @cached_property
-    def _tree(self) -> tuple[dict[str, list[str]], dict[str, dict[str, int]]]:
-        """``relative dir -> file names`` for the table tree, skipping dot dirs
-        (``.hoodie``, ``.temp``...), and ``relative dir -> name -> size`` where the
-        listing gives sizes."""
-        if self.only_partitions is not None:
-            return _sized(self._list_partitions(self.only_partitions))
-        if self.location.is_local:
-            return _walk_local(self.location.path, recursive=self.config.is_partitioned), {}
-        return _sized(_walk_remote(self.location, recursive=self.config.is_partitioned))
-
-    def _list_partitions(self, partitions: list[str]) -> dict[str, list[tuple[str, int]]]:
-        """The files of each given partition folder (one listing each); a folder that
-        is gone (a dropped partition) has none."""
-        result: dict[str, list[tuple[str, int]]] = {}
-        fs = self.location.fs
-        for partition in partitions:
-            folder = self.location.join(partition)
-            try:
-                entries = fs.ls(folder, detail=True)
-            except FileNotFoundError:
-                continue
-            result[partition] = [
-                (str(e["name"]).rstrip("/").rsplit("/", 1)[-1], int(e.get("size") or 0))
-                for e in entries
-                if e.get("type") != "directory"
-            ]
-        return result
 
     # -- snapshots -----------------------------------------------------------------------
     def slices_as_of(
@@ -374,10 +335,10 @@ class FileSystemView:
                 )
                 chosen = only if usable else None
             else:
-                chosen = _latest_slice(slices, visible, pending_compactions, read_optimized)
+                chosen = latest_slice(slices, visible, pending_compactions, read_optimized)
             if chosen is None:
                 continue
-            logs = () if read_optimized else tuple(sorted(chosen.log_files, key=_log_order))
+            logs = () if read_optimized else tuple(sorted(chosen.log_files, key=log_order))
             base_file = chosen.base_file
             result.append(FileSlice(partition, file_id, chosen.base_instant, base_file, logs))
         return result
@@ -423,24 +384,8 @@ class FileSystemView:
         return result
 
     def _visibility(self, as_of: str | None) -> tuple[str, Callable[[str], bool]] | None:
-        """For a query at ``as_of`` (latest when ``None``): the instant, and whether a
-        file instant is visible at it (committed, not later). ``None`` when nothing has
-        been written.
-
-        The commit metadata of the write the snapshot is read at is parsed first
-        (``Timeline.snapshot_write``): a corrupt one fails the query."""
-        snapshot = self.timeline.snapshot_write(as_of)
-        if as_of is None:
-            if snapshot is None:
-                return None
-            as_of = snapshot.requested_time
-        limit = comparable_instant(as_of)
-        committed = self.is_committed
-
-        def visible(ts: str) -> bool:
-            return comparable_instant(ts) <= limit and committed(ts)
-
-        return as_of, visible
+        """The query instant and what is visible at it (``visibility.visibility``)."""
+        return visibility(self.timeline, self.is_committed, as_of)
 
     def is_committed(self, instant: str) -> bool:
         """Whether files written at ``instant`` are committed: a completed write, or
@@ -450,28 +395,7 @@ class FileSystemView:
     @cached_property
     def committed_instants(self) -> CommittedInstants:
         """``is_committed`` as plain data, for readers in other processes."""
-        return CommittedInstants(self._completed_write_times, self._timeline_start)
-
-    @cached_property
-    def _completed_write_times(self) -> frozenset[str]:
-        return frozenset(i.requested_time for i in self.timeline.completed_writes)
-
-    @cached_property
-    def _timeline_start(self) -> str | None:
-        """Instants older than the first write-type instant of the active timeline were
-        archived; Hudi treats files they wrote as committed."""
-        write_like = {
-            Action.COMMIT,
-            Action.DELTA_COMMIT,
-            Action.REPLACE_COMMIT,
-            Action.COMPACTION,
-            Action.LOG_COMPACTION,
-            Action.CLUSTERING,
-        }
-        for instant in self.timeline.instants:
-            if instant.action in write_like:
-                return comparable_instant(instant.requested_time)
-        return None
+        return CommittedInstants.of(self.timeline)
 
     def slice_of_logs(self, files: PartitionFiles) -> list[tuple[LogFile, str]]:
         """``(log file, base instant of its slice)`` for the data logs of one partition,
@@ -484,53 +408,15 @@ class FileSystemView:
             for log in builder.log_files
         ]
 
-    def _slice_groups(self, files: PartitionFiles) -> dict[str, dict[str, _SliceBuilder]]:
-        """``file id -> base instant -> slice`` of one partition: every committed base
-        file's slice, with the log files that belong to it (by base instant in layout 1,
-        by completion time in layout 2). The query instant picks among them later."""
-        committed = self.is_committed
-        groups: dict[str, dict[str, _SliceBuilder]] = defaultdict(dict)
-        for base in files.base_files:
-            if committed(base.instant):
-                groups[base.file_id][base.instant] = _SliceBuilder(base.instant, base)
+    def _slice_groups(self, files: PartitionFiles) -> dict[str, dict[str, SliceBuilder]]:
+        """``file_groups.slice_groups`` of one partition's files."""
         layout_one = self.config.timeline_layout_version == 1
-        # Oldest first: in layout 2 the first log of a group without a base file (the
-        # bucket index writes such groups) starts its slice, and later ones join it.
-        for log in sorted(files.log_files, key=_log_order):
-            if layout_one:
-                key: str | None = log.instant
-            else:
-                key = self._slice_key_for_log(log, groups)
-            if key is not None:
-                slices = groups[log.file_id]
-                slices.setdefault(key, _SliceBuilder(key)).log_files.append(log)
-        return groups
+        completion_of = None if layout_one else self._completion_of
+        return slice_groups(files.base_files, files.log_files, self.is_committed, completion_of)
 
     @cached_property
     def _completion_of(self) -> dict[str, str]:
-        """Each completed write's completion time (its requested time in layout 1)."""
-        return {
-            i.requested_time: i.completion_time or i.requested_time
-            for i in self.timeline.completed_writes
-        }
-
-    def _slice_key_for_log(
-        self, log: LogFile, groups: dict[str, dict[str, _SliceBuilder]]
-    ) -> str | None:
-        """Layout 2: a committed log file belongs to the slice with the largest base
-        instant at or before its deltacommit's completion time.
-
-        Like hudi-rs, a slice keeps every committed log file even when the query is
-        as of an earlier instant: readers skip log blocks newer than the query
-        instant, so the slice's files do not depend on it.
-        """
-        if not self.is_committed(log.instant):
-            return None
-        completion = comparable_instant(self._completion_of.get(log.instant, log.instant))
-        candidates = [
-            ts for ts in groups.get(log.file_id, {}) if comparable_instant(ts) <= completion
-        ]
-        return max(candidates, key=comparable_instant) if candidates else log.instant
+        return completion_times(self.timeline)
 
     # -- incremental ---------------------------------------------------------------------
     def slices_changed_between(self, begin: str | None, end: str | None) -> list[FileSlice]:
@@ -568,103 +454,3 @@ class FileSystemView:
             if (lo is None or self.range_position(i) > lo)
             and (hi is None or self.range_position(i) <= hi)
         ]
-
-
-def _log_order(log: LogFile) -> tuple[str, int, str]:
-    return (comparable_instant(log.instant), log.version, log.write_token)
-
-
-def _latest_slice(
-    slices: dict[str, _SliceBuilder],
-    visible: Any,
-    pending_compactions: set[str],
-    read_optimized: bool,
-) -> _SliceBuilder | None:
-    """The newest usable slice of a file group; a pending compaction's slice (logs but no
-    base yet) is merged into the slice before it."""
-    ordered = sorted(slices.values(), key=lambda s: comparable_instant(s.base_instant))
-    usable: list[_SliceBuilder] = []
-    for builder in ordered:
-        merges_into_previous = (
-            builder.base_file is None and builder.base_instant in pending_compactions and usable
-        )
-        if merges_into_previous:
-            usable[-1].log_files.extend(builder.log_files)
-            continue
-        if not visible(builder.base_instant):
-            continue
-        usable.append(builder)
-    if read_optimized:
-        usable = [s for s in usable if s.base_file is not None]
-    return usable[-1] if usable else None
-
-
-def _walk_local(root: str, recursive: bool) -> dict[str, list[str]]:
-    """Fast local listing with ``os.scandir``: names only (Hudi's rules need no sizes),
-    folder by folder depth first (threads do not help: ``os.scandir`` takes the GIL
-    back for every entry)."""
-    result: dict[str, list[str]] = {}
-    stack = [""]
-    while stack:
-        relative = stack.pop()
-        found = _scan_local(os.path.join(root, relative) if relative else root)
-        if found is None:
-            continue
-        names, folders = found
-        if recursive:
-            stack += [
-                f"{relative}/{name}" if relative else name
-                for name in folders
-                if not name.startswith(".")
-            ]
-        result[relative] = names
-    return result
-
-
-def _scan_local(directory: str) -> tuple[list[str], list[str]] | None:
-    """``(file names, folder names)`` of a directory; ``None`` when it is gone."""
-    names: list[str] = []
-    folders: list[str] = []
-    try:
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                (folders if entry.is_dir(follow_symlinks=False) else names).append(entry.name)
-    except FileNotFoundError:
-        return None
-    return names, folders
-
-
-def _sized(
-    listing: dict[str, list[tuple[str, int]]],
-) -> tuple[dict[str, list[str]], dict[str, dict[str, int]]]:
-    """A listing of ``(name, size)`` split into names and sizes."""
-    names = {directory: [name for name, _ in files] for directory, files in listing.items()}
-    sizes = {directory: dict(files) for directory, files in listing.items()}
-    return names, sizes
-
-
-def _walk_remote(location: Location, recursive: bool) -> dict[str, list[tuple[str, int]]]:
-    """Object-store listing: one recursive ``find`` (paginated by the store), then the
-    ``.hoodie`` tree and other dot directories are dropped."""
-    fs = location.fs
-    root = location.path.rstrip("/")
-    if recursive:
-        entries: Iterator[tuple[str, Any]] = iter(
-            fs.find(root, detail=True, withdirs=False).items()
-        )
-    else:
-        entries = (
-            (str(e["name"]), e) for e in fs.ls(root, detail=True) if e.get("type") != "directory"
-        )
-    result: dict[str, list[tuple[str, int]]] = defaultdict(list)
-    prefix = root + "/"
-    for path, info in entries:
-        path = path.rstrip("/")
-        if not path.startswith(prefix):
-            continue
-        relative = path[len(prefix) :]
-        directory, _, name = relative.rpartition("/")
-        if any(part.startswith(".") for part in directory.split("/") if part):
-            continue
-        result[directory].append((name, int(info.get("size") or 0)))
-    return dict(result)

@@ -20,6 +20,10 @@ from hudi_sync.table.archived_timeline import read_archived_instants
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.instant import Action, Instant, comparable_instant
 from hudi_sync.table.metadata import decode_instant_record
+from hudi_sync.table.metadata_table.listing import (
+    MetadataTableListing,
+    lists_through_metadata_table,
+)
 from hudi_sync.table.properties import TableConfig, decode_properties
 from hudi_sync.table.time_travel import to_begin_bound, to_instant_time
 from hudi_sync.table.timeline import Timeline, timeline_zone
@@ -45,7 +49,13 @@ class HudiTable:
         self.location = location
         self.config = config
         self.timeline = Timeline(location, config)
-        self.view = FileSystemView(location, config, self.timeline)
+        # Hudi 1.x lists a v8+ table through its metadata table's ``files`` partition.
+        listing = (
+            MetadataTableListing(location, self.timeline)
+            if lists_through_metadata_table(location, config)
+            else None
+        )
+        self.view = FileSystemView(location, config, self.timeline, listing=listing)
 
     @classmethod
     def open(cls, uri: str, storage_options: Mapping[str, Any] | None = None) -> HudiTable:
