@@ -449,12 +449,15 @@ def decode_value(value: bytes, writer_schema: Any, where: str) -> MetadataRecord
 
 def decode_records(content: Any, where: str) -> list[MetadataRecord]:
     """The records of an MDT HFile (``HFileContent``: ``entries``, ``file_info``), in key
-    order; each value's ``key`` must equal its HFile key."""
+    order. Hudi's HFile writer empties each value's ``key`` (the row key holds it); a
+    non-empty one must equal the row key."""
     schema = writer_schema_of(content.file_info, where)
     records: list[MetadataRecord] = []
     for key, value in content.entries:
         record = decode_value(value, schema, where)
-        if record.key.encode("utf-8") != key:
+        if record.key == "":  # Hudi's HFile writer leaves the key to the HFile's row key
+            record = replace(record, key=key.decode("utf-8"))
+        elif record.key.encode("utf-8") != key:
             raise CorruptTableError(
                 f"{where}: HFile key {key!r} holds the metadata record of {record.key!r}"
             )
