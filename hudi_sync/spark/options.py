@@ -250,13 +250,6 @@ class WriteOptions:
         mismatches += self._index_mismatches(config)
         if cfg.WRITE_TABLE_TYPE.given(self.raw) and self.table_type != config.table_type.value:
             mismatches.append(f"{TABLE_TYPE}={self.table_type} (table: {config.table_type.value})")
-        if config.metadata_partitions:
-            raise BadInputError(
-                f"{where}: the table keeps Hudi's metadata table "
-                f"({cfg.METADATA_PARTITIONS.key}={','.join(config.metadata_partitions)}), which "
-                "hudi_sync does not update: readers listing files through it would miss "
-                "this write (disable the metadata table in Hudi first)"
-            )
         if mismatches:
             raise BadInputError(f"{where}: options do not match the table: {'; '.join(mismatches)}")
 

@@ -33,12 +33,12 @@ from hudi_sync.table.log_records import applied_blocks, delete_keys
 from hudi_sync.table.logfile import BlockType, HeaderKey, LogBlock
 from hudi_sync.table.metadata import decode_instant_record
 from hudi_sync.table.metadata_table.records import (
+    SCHEMA_FILE_INFO_KEY,
     MetadataRecord,
     decode_records,
     live_records,
     merge_into,
     parse_writer_schema,
-    SCHEMA_FILE_INFO_KEY,
 )
 from hudi_sync.table.properties import TableConfig, decode_properties
 from hudi_sync.table.timeline import Timeline
