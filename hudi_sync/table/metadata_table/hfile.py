@@ -2,5 +2,6 @@
 the metadata table code uses (``read_hfile``, ``write_hfile``, ``HFileReader``)."""
 
 from hudi_sync.table.metadata_table.hfile_reader import HFileContent, HFileReader, read_hfile
+from hudi_sync.table.metadata_table.hfile_writer import write_hfile
 
-__all__ = ["HFileContent", "HFileReader", "read_hfile"]
+__all__ = ["HFileContent", "HFileReader", "read_hfile", "write_hfile"]

@@ -13,6 +13,7 @@ import bisect
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
 from hudi_sync.table.metadata_table.hfile_format import (
@@ -159,7 +160,7 @@ class HFileReader:
                     self.file_info[name] = value
         version = self.file_info.get(KEY_VALUE_VERSION, b"\x00\x00\x00\x00")
         self.has_mvcc = int.from_bytes(version, "big", signed=True) == 1
-        for previous, entry in zip(self.index, self.index[1:], strict=False):
+        for previous, entry in pairwise(self.index):
             if entry.first_key <= previous.first_key:
                 raise HFileFormatError(
                     f"block index keys are not sorted ({entry.first_key!r} after "
