@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from hudi_sync.table.metadata_table.files_records import FILE_LIST, FilesRecord
+from hudi_sync.table.metadata_table.hfile import write_hfile
 from hudi_sync.table.metadata_table.records import (
     SCHEMA_FILE_INFO_KEY,
     FileInfo,
@@ -41,10 +42,8 @@ class HudiRecordCodec:
         return self.encode([files_metadata_record(r) for r in records])
 
     def hfile(self, entries: Sequence[tuple[bytes, bytes]]) -> bytes:
-        from hudi_sync.table.metadata_table import hfile
-
         info = {SCHEMA_FILE_INFO_KEY: self.schema.encode("utf-8")}
-        return bytes(hfile.write_hfile(sorted(entries), info))  # type: ignore[attr-defined]
+        return write_hfile(sorted(entries), info)
 
 
 def files_metadata_record(record: FilesRecord) -> MetadataRecord:
