@@ -143,12 +143,12 @@ def _split(value: str | None) -> list[str]:
 
 
 def _read_properties(location: Location) -> dict[str, str]:
-    path = location.join(".hoodie", "hoodie.properties")
+    path = location.join(".hoodie", cfg.PROPERTIES_FILE)
     return parse_java_properties(decode_properties(location.read_file(path), path))
 
 
 def _write_properties(location: Location, props: Mapping[str, str]) -> None:
-    path = location.join(".hoodie", "hoodie.properties")
+    path = location.join(".hoodie", cfg.PROPERTIES_FILE)
     location.write_file(path, java_properties_text(props).encode())
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.storage import Location
 from hudi_sync.table.metadata_table.codec import HudiRecordCodec
@@ -117,7 +118,7 @@ def timeline_writer(
         raise BadInputError(
             f"{location.uri}: hudi_sync cannot keep the metadata table current "
             f"(partitions: {what}); disable them with Hudi's options, e.g. "
-            "hoodie.metadata.enable=false"
+            f"{cfg.METADATA_ENABLE.key}=false"
         )
     listener = MetadataSync(location, version, HudiRecordCodec(version), indexes)
     return TimelineWriter(location, folder, version, listener)
