@@ -207,12 +207,36 @@ def test_upserts_deletes_and_overwrites_keep_the_files_partition_current(  # typ
     }
     _check_step(path, key, model, result.instant)
 
+    # Drop another partition; two commits retained, so the clean deletes files too.
+    dropped = next(r[partition_field] for r in model.values() if r[key] != survivor[key])
+    options = {
+        **_options(table, "delete_partition"),
+        "hoodie.datasource.write.partitions.to.delete": _partition_path(table, dropped),
+        "hoodie.cleaner.commits.retained": "2",
+    }
+    result = write(frame([survivor]), str(path), options)
+    model = {k: r for k, r in model.items() if r[partition_field] != dropped}
+    _check_step(path, key, model, result.instant)
+    assert result.clean_instant is not None
+    mdt = MetadataTableReader(HudiTable.open(str(path))).timeline
+    assert any(i.requested_time == result.clean_instant and i.is_completed for i in mdt.instants)
+
+
+def _partition_path(table: HudiTable, value: str) -> str:
+    field = table.config.partition_fields[0]
+    return f"{field}={value}" if table.config.hive_style_partitioning else value
+
 
 def _check_step(path: Path, key: str, model: dict[str, dict[str, Any]], instant: str) -> None:
     _assert_readers_agree(path, key, model)
     partitions, files = mdt_files(path)
     assert files == listed_files(path)
-    assert partitions == sorted(listed_files(path))
+    created = [
+        "/".join(p.parent.relative_to(path).parts) or "."
+        for p in path.rglob(".hoodie_partition_metadata")
+        if ".hoodie" not in p.parent.relative_to(path).parts
+    ]
+    assert partitions == sorted(created)
     # The metadata table's deltacommit has the data instant's time and completed first.
     table = HudiTable.open(str(path))
     data = next(i for i in table.timeline.completed_writes if i.requested_time == instant)
