@@ -253,13 +253,15 @@ CHILD = textwrap.dedent(
     import tests.test_metadata_table_write as t
 
     original = timeline_module.TimelineWriter._complete_file
+    step = sys.argv[2]
 
-    def die_before_data_completes(self, instant, action, data):
-        if self.listener is not None:  # the data timeline's (the metadata table's has none)
+    def die(self, instant, action, data):
+        # The data timeline's writer has a listener, the metadata table's has none.
+        if (self.listener is not None) == (step == "before-data-completion"):
             os._exit(9)
         return original(self, instant, action, data)
 
-    timeline_module.TimelineWriter._complete_file = die_before_data_completes
+    timeline_module.TimelineWriter._complete_file = die
     t.upsert_one(local_session("child", cores=1), sys.argv[1], "killed")
     os._exit(0)
     """
@@ -278,15 +280,16 @@ def upsert_one(spark, path: str, text: str):  # type: ignore[no-untyped-def]
     return write(df, path, _options(table, "upsert")), row
 
 
-def test_a_write_killed_after_its_metadata_deltacommit_is_rolled_back_on_both(  # type: ignore[no-untyped-def]
-    spark, fixture_copy
+@pytest.mark.parametrize("step", ["before-metadata-completion", "before-data-completion"])
+def test_a_write_killed_around_its_metadata_deltacommit_is_rolled_back_on_both(  # type: ignore[no-untyped-def]
+    spark, fixture_copy, step
 ) -> None:
     path = fixture_copy("mor/avro/v9_txns_simple_meta")
     # A first write drops the index partitions, so the killed one only adds its commit.
     upsert_one(spark, str(path), "first")
     before = _rows(read_snapshot(HudiTable.open(str(path))), "txn_id")
     child = subprocess.run(
-        [sys.executable, "-c", CHILD, str(path)],
+        [sys.executable, "-c", CHILD, str(path), step],
         cwd=Path(__file__).resolve().parents[1],
         capture_output=True,
         text=True,
@@ -295,7 +298,9 @@ def test_a_write_killed_after_its_metadata_deltacommit_is_rolled_back_on_both(  
     assert child.returncode == 9, child.stderr[-2000:]
     (failed,) = [i.requested_time for i in HudiTable.open(str(path)).timeline.pending]
     mdt_timeline = path / ".hoodie/metadata/.hoodie/timeline"
-    assert len(list(mdt_timeline.glob(f"{failed}_*.deltacommit"))) == 1  # completed there
+    completed = list(mdt_timeline.glob(f"{failed}_*.deltacommit"))
+    assert len(completed) == (step == "before-data-completion")
+    assert len(list(mdt_timeline.glob(f"{failed}.deltacommit.*"))) == 2  # requested, inflight
     written = list((path / ".hoodie/metadata/files").glob(f".files-0000-0_{failed}.log.*"))
     assert len(written) == 1
     # Both readable, neither showing the failed write.
