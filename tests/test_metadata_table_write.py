@@ -321,16 +321,27 @@ def test_a_write_killed_around_its_metadata_deltacommit_is_rolled_back_on_both( 
     assert mdt_rollbacks == data_rollbacks and len(data_rollbacks) == 1
 
 
-def test_a_copy_is_left_alone_by_a_refused_write(spark, fixture_copy) -> None:  # type: ignore[no-untyped-def]
+def test_a_refused_write_leaves_the_table_alone_and_metadata_enable_false_deletes_it(  # type: ignore[no-untyped-def]
+    spark, fixture_copy
+) -> None:
     path = fixture_copy("cow/v9_txns_simple_meta")
     pristine = path.parent / "pristine"
     shutil.copytree(path, pristine)
     table = HudiTable.open(str(path))
     options = {k: v for k, v in _options(table, "upsert").items() if k not in DISABLE_INDEXES}
-    df = spark.read.format("hudi").load(str(path)).limit(1)
+    model = _rows(read_snapshot(table), "txn_id")
+    columns = list(next(iter(model.values())))
+    df = spark.read.format("hudi").load(str(path)).select(*columns).limit(1)
     with pytest.raises(BadInputError, match="cannot keep these metadata table partitions"):
-        write(df.drop(*[c for c in df.columns if c.startswith("_hoodie_")]), str(path), options)
+        write(df, str(path), options)
     assert listed_files(path) == listed_files(pristine)
-    assert sorted(p.name for p in (path / ".hoodie/timeline").iterdir()) == sorted(
-        p.name for p in (pristine / ".hoodie/timeline").iterdir()
+    assert sorted(p.name for p in (path / ".hoodie").rglob("*")) == sorted(
+        p.name for p in (pristine / ".hoodie").rglob("*")
     )
+    # Hudi's own switch: the metadata table goes, the write goes on, readers list directly.
+    row = dict(model[min(model)], merchant_name="direct", txn_ts=model[min(model)]["txn_ts"] + 1)
+    changed = spark.createDataFrame([[row[c] for c in columns]], df.schema)
+    write(changed, str(path), {**options, "hoodie.metadata.enable": "false"})
+    assert not (path / ".hoodie/metadata").exists()
+    assert HudiTable.open(str(path)).config.metadata_partitions == ()
+    _assert_readers_agree(path, "txn_id", model | {row["txn_id"]: row})
