@@ -677,6 +677,54 @@ CREATE_SCHEMA = _string(
     "hoodie.table.create.schema", "Avro schema (JSON) the table was created with.", _PROPS
 )
 
+METADATA_PARTITIONS_INFLIGHT = _list(
+    "hoodie.table.metadata.partitions.inflight",
+    "Partitions of the metadata table being built.",
+    _PROPS,
+)
+INDEX_DEFS_PATH = _string(
+    "hoodie.table.index.defs.path", "Where the index definitions are (index.json).", _PROPS
+)
+
+# --- metadata table: which of its partitions a write keeps ---------------------------
+_MDT = "metadata"
+METADATA_ENABLE = _boolean(
+    "hoodie.metadata.enable",
+    "false: a write deletes the table's metadata table (as Hudi does) and goes on.",
+    _MDT,
+    default=True,
+)
+METADATA_COLUMN_STATS = _boolean(
+    "hoodie.metadata.index.column.stats.enable",
+    "false: a write drops the metadata table's column_stats partition.",
+    _MDT,
+    default=True,
+)
+METADATA_PARTITION_STATS = _boolean(
+    "hoodie.metadata.index.partition.stats.enable",
+    "false: a write drops the metadata table's partition_stats partition.",
+    _MDT,
+    default=True,
+)
+METADATA_RECORD_INDEX = _boolean(
+    "hoodie.metadata.record.index.enable",
+    "false: a write drops the metadata table's record_index partition.",
+    _MDT,
+    default=True,
+)
+METADATA_SECONDARY_INDEX = _boolean(
+    "hoodie.metadata.index.secondary.enable",
+    "false: a write drops the metadata table's secondary_index_* partitions.",
+    _MDT,
+    default=True,
+)
+METADATA_BLOOM_FILTERS = _boolean(
+    "hoodie.metadata.index.bloom.filter.enable",
+    "false: a write drops the metadata table's bloom_filters partition.",
+    _MDT,
+    default=True,
+)
+
 OPTIONS: tuple[OptionSpec[Any], ...] = declared()
 _BY_NAME: dict[str, OptionSpec[Any]] = {name: spec for spec in OPTIONS for name in spec.names}
 

@@ -307,9 +307,18 @@ def test_table_type_mismatches_and_unsupported_tables_are_refused(  # type: igno
             str(mor),
             options("t", 8, "upsert", **{"hoodie.datasource.write.table.type": "COPY_ON_WRITE"}),
         )
+    # A metadata table partition hudi_sync does not keep current, not disabled.
     hudi_written = fixture_copy("mor/avro/v8_trips_8i3u1d")
-    with pytest.raises(BadInputError, match="metadata table") as refused:
-        write(frame(spark, rows, False), str(hudi_written), options("t", 8, "upsert"))
+    config = HudiTable.open(str(hudi_written)).config
+    own = {
+        "hoodie.datasource.write.recordkey.field": "uuid",
+        "hoodie.datasource.write.partitionpath.field": "city",
+        "hoodie.datasource.write.hive_style_partitioning": str(config.hive_style_partitioning),
+        **MOR,
+    }
+    with pytest.raises(BadInputError, match="metadata table partitions current: col") as refused:
+        trip = spark.createDataFrame([{"uuid": "u", "city": "c", "ts": 1}])
+        write(trip, str(hudi_written), options(config.name, 8, "upsert", **own))
     assert "\n" not in str(refused.value)
     result = CliRunner().invoke(app, ["compact", str(cow)])
     assert result.exit_code == 2 and "nothing to compact" in result.output

@@ -259,13 +259,6 @@ class WriteOptions:
                 "builds the keys and partition paths of the SIMPLE, COMPLEX and NON_PARTITION "
                 "key generators only"
             )
-        if config.metadata_partitions:
-            raise BadInputError(
-                f"{where}: the table keeps Hudi's metadata table "
-                f"({cfg.METADATA_PARTITIONS.key}={','.join(config.metadata_partitions)}), which "
-                "hudi_sync does not update: readers listing files through it would miss "
-                "this write (disable the metadata table in Hudi first)"
-            )
         if mismatches:
             raise BadInputError(f"{where}: options do not match the table: {'; '.join(mismatches)}")
 

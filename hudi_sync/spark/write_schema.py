@@ -21,6 +21,8 @@ from hudi_sync.errors import BadInputError, TableNotFoundError
 from hudi_sync.spark.options import WriteOptions
 from hudi_sync.storage import Location, reporting_storage_failures
 from hudi_sync.table import HudiTable
+from hudi_sync.table.metadata_table.partitions import prepare_metadata_table
+from hudi_sync.table.metadata_table.sync import maintained_partitions
 from hudi_sync.table.record_merge import MergeMode
 from hudi_sync.table.schema import META_FIELDS, arrow_to_avro_schema
 from hudi_sync.table.write.create import TableSettings, create_table
@@ -81,6 +83,17 @@ def open_or_create(
             create_table(location, settings)
         table = HudiTable.open(base, location.storage_options)
     options.check_table(table.config, base)
+    # The metadata table: partitions the options disable dropped (or all of it deleted),
+    # the rest kept current by the commit (refused when it cannot be).
+    plan = prepare_metadata_table(
+        location,
+        table.config.version,
+        table.config.metadata_partitions,
+        options.raw,
+        maintained_partitions(),
+    )
+    if plan.partitions != table.config.metadata_partitions:
+        table = HudiTable.open(base, location.storage_options)
     if cfg.TABLE_VERSION.given(options.raw) and (options.table_version != table.config.version):
         raise BadInputError(
             f"{base}: {cfg.TABLE_VERSION.key}={options.table_version} but the "

@@ -38,6 +38,7 @@ from hudi_sync.table.instant import (
     parse_instant_file_name,
 )
 from hudi_sync.table.logfile import BlockType, encode_avro_block
+from hudi_sync.table.metadata_table.writer import latest_compaction
 from hudi_sync.table.table import HudiTable
 from hudi_sync.table.timeline import Timeline
 
@@ -102,6 +103,11 @@ def instants_to_archive(table: HudiTable, policy: ArchivalPolicy) -> list[Instan
     if latest_clean is not None:
         retained = timeline.clean_metadata(latest_clean).earliest_commit_to_retain
         bounds += [retained] if retained else []
+    if table.config.metadata_partitions:
+        # Metadata records of instants after the metadata table's latest compaction
+        # live in its log files, which readers trust only for instants on the active
+        # data timeline: those instants stay (as Hudi's archiver keeps them).
+        bounds.append(latest_compaction(table.location) or "0" * 17)
     bound = min((comparable_instant(b) for b in bounds), default=None)
     archived: list[Instant] = []
     for instant in writes[: len(writes) - policy.min_commits]:

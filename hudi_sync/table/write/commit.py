@@ -28,12 +28,13 @@ from hudi_sync.storage import Location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.metadata_table.sync import timeline_writer
 from hudi_sync.table.write.archiver import ArchivalPolicy, archive
 from hudi_sync.table.write.cleaner import clean
 from hudi_sync.table.write.create import partition_metadata_text
 from hudi_sync.table.write.lock import Heartbeat, TableLock, writer_is_gone
 from hudi_sync.table.write.rollback import files_written_by, marker_folder, roll_back
-from hudi_sync.table.write.timeline import CommitRecord, TimelineWriter
+from hudi_sync.table.write.timeline import CommitRecord
 
 # What a pending instant of one of these actions may be: a failed write to roll back.
 _WRITE_ACTIONS = (Action.COMMIT, Action.REPLACE_COMMIT, Action.DELTA_COMMIT)
@@ -80,7 +81,10 @@ class WriteTransaction:
         self.hoodie = self.location.join(".hoodie")
         version = table.config.version
         folder = self.hoodie if version == 6 else f"{self.hoodie}/timeline"
-        self.timeline = TimelineWriter(self.location, folder, version)
+        # Keeps the metadata table current when the table has one.
+        self.timeline = timeline_writer(
+            self.location, folder, version, table.config.metadata_partitions
+        )
         self.lock = self._new_lock()
         self._instant: str | None = None
         self._instant_taken = False  # another writer completed this write's instant

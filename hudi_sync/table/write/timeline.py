@@ -16,7 +16,7 @@ import io
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import fastavro
 
@@ -233,14 +233,33 @@ def _one_ms_after(instant: str) -> str:
     return format_instant(moment + dt.timedelta(milliseconds=1))
 
 
+class InstantListener(Protocol):
+    """Told of each instant just before it completes (the metadata table's writer:
+    its deltacommit or rollback of the same time must be complete first)."""
+
+    def before_commit(self, instant: str, action: str, commit: CommitRecord) -> None: ...
+
+    def before_clean(self, instant: str, deleted: Mapping[str, Sequence[str]]) -> None: ...
+
+    def before_rollback(self, rolled_back: str, instant: str) -> None: ...
+
+
 class TimelineWriter:
     """Creates instant files in a table's timeline folder (``timeline_folder`` is a
-    path on ``location.fs``), on local disk or an object store."""
+    path on ``location.fs``), on local disk or an object store; ``listener`` hears of
+    each completion before it happens."""
 
-    def __init__(self, location: Location, timeline_folder: str, version: int) -> None:
+    def __init__(
+        self,
+        location: Location,
+        timeline_folder: str,
+        version: int,
+        listener: InstantListener | None = None,
+    ) -> None:
         self.location = location
         self.folder = timeline_folder
         self.version = version
+        self.listener = listener
 
     def _path(self, name: str) -> str:
         return f"{self.folder.rstrip('/')}/{name}"
@@ -284,6 +303,8 @@ class TimelineWriter:
         already completed (by another writer) is a ``FileExistsError``."""
         record = commit.to_record(action == Action.REPLACE_COMMIT)
         data = self._commit_bytes(record, action)
+        if self.listener is not None:
+            self.listener.before_commit(instant, action, commit)
         return self._complete_file(instant, action, data)
 
     def _complete_file(self, instant: str, action: str, data: bytes) -> str:
@@ -316,10 +337,16 @@ class TimelineWriter:
 
     # -- table services ------------------------------------------------------------------
     def rollback(
-        self, rolled_back: str, action: str, deleted: Mapping[str, Sequence[str]], started: float
+        self,
+        rolled_back: str,
+        action: str,
+        deleted: Mapping[str, Sequence[str]],
+        started: float,
+        instant: str | None = None,
     ) -> str:
-        """Record a completed rollback of ``rolled_back``; returns the rollback instant."""
-        instant = self.new_instant_time()
+        """Record a completed rollback of ``rolled_back`` (at ``instant``, a new instant
+        when not given); returns the rollback instant."""
+        instant = instant or self.new_instant_time()
         record = {
             "startRollbackTime": instant,
             "timeTakenInMillis": int((dt.datetime.now(dt.UTC).timestamp() - started) * 1000),
@@ -332,7 +359,10 @@ class TimelineWriter:
             "version": 1,
             "instantsRollback": [{"commitTime": rolled_back, "action": action}],
         }
-        self._service(instant, Action.ROLLBACK, avro_bytes(ROLLBACK_SCHEMA, record))
+        self._service(instant, Action.ROLLBACK)
+        if self.listener is not None:
+            self.listener.before_rollback(rolled_back, instant)
+        self._complete_file(instant, Action.ROLLBACK, avro_bytes(ROLLBACK_SCHEMA, record))
         return instant
 
     def clean(
@@ -358,10 +388,13 @@ class TimelineWriter:
             },
             "version": 2,
         }
-        self._service(instant, Action.CLEAN, avro_bytes(CLEAN_SCHEMA, record))
+        self._service(instant, Action.CLEAN)
+        if self.listener is not None:
+            self.listener.before_clean(instant, deleted)
+        self._complete_file(instant, Action.CLEAN, avro_bytes(CLEAN_SCHEMA, record))
         return instant
 
-    def _service(self, instant: str, action: str, data: bytes) -> None:
+    def _service(self, instant: str, action: str) -> None:
+        """A table service's requested and inflight files (the caller completes it)."""
         self.location.write_file(self._path(f"{instant}.{action}.requested"), b"", exclusive=True)
         self.location.write_file(self._path(f"{instant}.{action}.inflight"), b"")
-        self._complete_file(instant, action, data)
