@@ -1,0 +1,1 @@
+"""Hudi's metadata table (``.hoodie/metadata``): its HFiles, records, reads and writes."""

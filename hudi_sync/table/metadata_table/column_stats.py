@@ -1,0 +1,264 @@
+"""Per-file column ranges as Hudi 1.x keeps them in ``column_stats`` and ``partition_stats``.
+
+Facts (apache/hudi ``HoodieTableMetadataUtil``, ``ParquetUtils.readColumnStatsFromMetadata``,
+``ValueType``, ``HoodieMetadataPayload``): a base file's ranges come from its Parquet footer, row
+groups combined: min of the minimums, max of the maximums, null counts and value counts (nulls
+included) summed, ``totalSize``/``totalUncompressedSize`` the column chunks' compressed and
+uncompressed sizes summed. Index version 2 stores min/max in the primitive wrapper of the value's
+type (``IntWrapper`` for dates, ``LongWrapper`` for timestamps, ``BytesWrapper`` holding the
+unscaled two's-complement bytes for decimals, ...) with ``valueType`` = (ordinal of Hudi's
+``ValueType``, ``"precision,scale"`` for decimals). A partition's stats are its files' ranges
+combined the same way, marked tight-bound, with the partition path as ``fileName``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from hudi_sync.errors import BadInputError
+from hudi_sync.table.metadata_table import index_keys
+
+COLUMN_STATS_TYPE = 3
+PARTITION_STATS_TYPE = 6
+_NS = "org.apache.hudi.avro.model."
+
+# Hudi's ``ValueType`` enum, in declaration order (the ordinal is what the record stores).
+VALUE_TYPES = (
+    "V1", "NULL", "BOOLEAN", "INT", "LONG", "FLOAT", "DOUBLE", "STRING", "BYTES", "FIXED",
+    "DECIMAL", "UUID", "DATE", "TIME_MILLIS", "TIME_MICROS", "TIMESTAMP_MILLIS",
+    "TIMESTAMP_MICROS", "TIMESTAMP_NANOS", "LOCAL_TIMESTAMP_MILLIS", "LOCAL_TIMESTAMP_MICROS",
+    "LOCAL_TIMESTAMP_NANOS",
+)
+_WRAPPER = {
+    "BOOLEAN": "BooleanWrapper", "INT": "IntWrapper", "LONG": "LongWrapper",
+    "FLOAT": "FloatWrapper", "DOUBLE": "DoubleWrapper", "STRING": "StringWrapper",
+    "BYTES": "BytesWrapper", "FIXED": "BytesWrapper", "DECIMAL": "BytesWrapper",
+    "UUID": "StringWrapper", "DATE": "IntWrapper", "TIME_MILLIS": "IntWrapper",
+}  # fmt: skip
+# Plain Parquet physical types without a logical annotation.
+_PHYSICAL = {
+    "INT64": "LONG", "INT32": "INT", "BOOLEAN": "BOOLEAN", "BYTE_ARRAY": "BYTES",
+    "FLOAT": "FLOAT", "DOUBLE": "DOUBLE", "FIXED_LEN_BYTE_ARRAY": "FIXED",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ColumnRange:
+    """One column's statistics over one file (or, for partition stats, one partition).
+
+    ``min_value``/``max_value`` are the primitive values the wrapper holds (``None`` when the
+    column holds only nulls)."""
+
+    file_name: str
+    column: str
+    value_type: str
+    type_info: str | None
+    min_value: Any
+    max_value: Any
+    null_count: int
+    value_count: int
+    total_size: int
+    total_uncompressed_size: int
+
+
+def _value_type(column: Any) -> tuple[str, str | None]:
+    """Hudi's ``ValueType`` of a Parquet column (``ValueType.fromParquetPrimitiveType``)."""
+    logical = json.loads(column.logical_type.to_json()) if column.logical_type else {}
+    kind = str(logical.get("Type", "None"))
+    unit = {"milliseconds": "MILLIS", "microseconds": "MICROS", "nanoseconds": "NANOS"}
+    if kind in ("String", "Enum", "Json"):
+        return "STRING", None
+    if kind == "Decimal":
+        return "DECIMAL", f"{logical['precision']},{logical['scale']}"
+    if kind == "Date":
+        return "DATE", None
+    if kind == "UUID":
+        return "UUID", None
+    if kind == "Int":
+        return ("LONG" if logical.get("bitWidth") == 64 else "INT"), None
+    if kind in ("Timestamp", "Time"):
+        local = "" if logical.get("isAdjustedToUTC") else "LOCAL_"
+        prefix = "TIME" if kind == "Time" else f"{local}TIMESTAMP"
+        return f"{prefix}_{unit[logical['timeUnit']]}", None
+    if kind == "None" and column.physical_type in _PHYSICAL:
+        return _PHYSICAL[column.physical_type], None
+    raise BadInputError(
+        f"column {column.path!r}: Parquet type {column.physical_type}/{kind} has no column "
+        "statistics in Hudi's metadata table"
+    )
+
+
+def _primitive(raw: Any, value_type: str, physical: str) -> Any:
+    """A Parquet statistic (physical value) as the primitive Hudi writes into the wrapper."""
+    if value_type in ("STRING", "UUID"):
+        return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+    if value_type == "DECIMAL":
+        unscaled = int.from_bytes(raw, "big", signed=True) if isinstance(raw, bytes) else raw
+        return unscaled.to_bytes(unscaled.bit_length() // 8 + 1, "big", signed=True)
+    return raw
+
+
+def _java_key(value_type: str) -> Any:
+    """Sort key matching Java's ``compareTo`` of the type Hudi holds the value in."""
+    if value_type in ("STRING", "UUID"):
+        return lambda value: value.encode("utf-16-be")  # String: UTF-16 code units
+    if value_type == "DECIMAL":
+        return lambda value: int.from_bytes(value, "big", signed=True)
+    if value_type in ("BYTES", "FIXED"):
+        return lambda value: [b - 256 if b > 127 else b for b in value]  # ByteBuffer: signed
+    return lambda value: value
+
+
+def parquet_column_ranges(
+    file_name: str, parquet: bytes | pq.FileMetaData, columns: Sequence[str]
+) -> list[ColumnRange]:
+    """The ranges of ``columns`` (top-level names; absent ones skipped) of one Parquet file,
+    from its footer as Hudi reads them."""
+    if isinstance(parquet, pq.FileMetaData):
+        metadata = parquet
+    else:
+        metadata = pq.ParquetFile(io.BytesIO(parquet)).metadata
+    schema = metadata.schema
+    positions = {schema.column(i).path: i for i in range(len(schema))}
+    ranges = []
+    for name in columns:
+        if name not in positions:
+            continue
+        column = schema.column(positions[name])
+        value_type, type_info = _value_type(column)
+        mins, maxes = [], []
+        nulls = values = size = uncompressed = 0
+        for group in range(metadata.num_row_groups):
+            chunk = metadata.row_group(group).column(positions[name])
+            values += chunk.num_values
+            size += chunk.total_compressed_size
+            uncompressed += chunk.total_uncompressed_size
+            stats = chunk.statistics
+            if stats is not None:
+                nulls += stats.null_count if stats.has_null_count else 0
+                if stats.has_min_max:
+                    mins.append(_primitive(stats.min_raw, value_type, column.physical_type))
+                    maxes.append(_primitive(stats.max_raw, value_type, column.physical_type))
+        key = _java_key(value_type)
+        ranges.append(
+            ColumnRange(
+                file_name, name, value_type, type_info,
+                min(mins, key=key) if mins else None, max(maxes, key=key) if maxes else None,
+                nulls, values, size, uncompressed,
+            )
+        )
+    return ranges
+
+
+def partition_range(partition_path: str, ranges: Iterable[ColumnRange]) -> ColumnRange:
+    """One column's ranges over a partition's files combined, as partition_stats keeps them."""
+    items = list(ranges)
+    if not items:
+        raise BadInputError(f"partition {partition_path!r}: no column ranges to combine")
+    first = items[0]
+    if len({(r.column, r.value_type, r.type_info) for r in items}) != 1:
+        raise BadInputError(
+            f"partition {partition_path!r}: column ranges of different columns or types: "
+            f"{sorted({(r.column, r.value_type) for r in items})}"
+        )
+    java = _java_key(first.value_type)
+    mins = [r.min_value for r in items if r.min_value is not None]
+    maxes = [r.max_value for r in items if r.max_value is not None]
+    return replace(
+        first,
+        file_name=partition_path,
+        min_value=min(mins, key=java) if mins else None,
+        max_value=max(maxes, key=java) if maxes else None,
+        null_count=sum(r.null_count for r in items),
+        value_count=sum(r.value_count for r in items),
+        total_size=sum(r.total_size for r in items),
+        total_uncompressed_size=sum(r.total_uncompressed_size for r in items),
+    )
+
+
+def partition_ranges(partition_path: str, ranges: Iterable[ColumnRange]) -> list[ColumnRange]:
+    """Every column's partition range from the ranges of a partition's (latest) files."""
+    by_column: dict[str, list[ColumnRange]] = {}
+    for item in ranges:
+        by_column.setdefault(item.column, []).append(item)
+    return [partition_range(partition_path, items) for items in by_column.values()]
+
+
+def _wrapped(value_type: str, value: Any) -> tuple[str, dict[str, Any]] | None:
+    if value is None:
+        return None
+    return _NS + _WRAPPER.get(value_type, "LongWrapper"), {"value": value}
+
+
+def _stats(item: ColumnRange, is_deleted: bool, tight: bool) -> dict[str, Any]:
+    return {
+        "fileName": item.file_name,
+        "columnName": item.column,
+        "minValue": _wrapped(item.value_type, item.min_value),
+        "maxValue": _wrapped(item.value_type, item.max_value),
+        "valueCount": item.value_count,
+        "nullCount": item.null_count,
+        "totalSize": item.total_size,
+        "totalUncompressedSize": item.total_uncompressed_size,
+        "isDeleted": is_deleted,
+        "isTightBound": tight,
+        "valueType": {
+            "typeOrdinal": VALUE_TYPES.index(item.value_type),
+            "additionalInfo": item.type_info,
+        },
+    }
+
+
+def metadata_record(key: str, record_type: int, **payload: Any) -> dict[str, Any]:
+    """A ``HoodieMetadataRecord`` as a dict (unions of wrappers as ``(full name, record)``)."""
+    return {
+        "key": key,
+        "type": record_type,
+        "filesystemMetadata": None,
+        "BloomFilterMetadata": None,
+        "ColumnStatsMetadata": None,
+        "recordIndexMetadata": None,
+        "SecondaryIndexMetadata": None,
+        **payload,
+    }
+
+
+def column_stats_record(
+    partition_path: str, item: ColumnRange, is_deleted: bool = False
+) -> dict[str, Any]:
+    key = index_keys.column_stats_key(partition_path, item.file_name, item.column)
+    return metadata_record(
+        key, COLUMN_STATS_TYPE, ColumnStatsMetadata=_stats(item, is_deleted, tight=False)
+    )
+
+
+def partition_stats_record(item: ColumnRange, is_deleted: bool = False) -> dict[str, Any]:
+    key = index_keys.partition_stats_key(item.file_name, item.column)
+    return metadata_record(
+        key, PARTITION_STATS_TYPE, ColumnStatsMetadata=_stats(item, is_deleted, tight=True)
+    )
+
+
+def deleted_column_stats_records(
+    partition_path: str, file_name: str, columns: Iterable[str]
+) -> list[dict[str, Any]]:
+    """Tombstones for a removed file (Hudi writes a stub range per indexed column)."""
+    return [
+        metadata_record(
+            index_keys.column_stats_key(partition_path, file_name, column),
+            COLUMN_STATS_TYPE,
+            ColumnStatsMetadata={
+                "fileName": file_name, "columnName": column, "minValue": None,
+                "maxValue": None, "valueCount": None, "nullCount": None, "totalSize": None,
+                "totalUncompressedSize": None, "isDeleted": True, "isTightBound": False,
+                "valueType": None,
+            },
+        )
+        for column in columns
+    ]
