@@ -184,6 +184,29 @@ def scan_slice_logs(
     whose data records are keyed by these fields (``record_keys``), as Hudi's key
     generator keys them.
     """
+    blocks = applied_blocks(files, committed)
+    records: list[LogRecord] = []
+    for block, where in blocks.blocks:
+        records.extend(_block_records(block, where, key_fields))
+    return LogScan(records, blocks.blocks_read, blocks.rollback_blocks)
+
+
+@dataclass(frozen=True)
+class AppliedBlocks:
+    """The data and delete blocks a scan of a file slice's logs applies, in merge order."""
+
+    blocks: list[tuple[LogBlock, str]]  # (block, where)
+    blocks_read: int
+    rollback_blocks: int
+
+
+def applied_blocks(
+    files: Iterable[tuple[bytes, str]], committed: Callable[[str], bool] | None = None
+) -> AppliedBlocks:
+    """The blocks of a file slice's log files (``(data, where)`` in slice order) that a
+    scan applies, oldest first: blocks of uncommitted instants, rolled-back blocks and
+    CDC blocks are left out, log-compacted blocks take their place (``scan_slice_logs``).
+    The metadata table's reader takes its HFILE_DATA blocks from here too."""
     order: list[str] = []  # instants in order of their first block
     blocks_of: dict[str, list[tuple[LogBlock, str]]] = {}
     blocks_read = rollback_blocks = 0
@@ -209,11 +232,8 @@ def scan_slice_logs(
                 order.append(instant)
                 blocks_of[instant] = []
             blocks_of[instant].append((block, where))
-    records: list[LogRecord] = []
-    for instant in _merge_order(order, blocks_of):
-        for block, where in blocks_of[instant]:
-            records.extend(_block_records(block, where, key_fields))
-    return LogScan(records, blocks_read, rollback_blocks)
+    applied = [pair for instant in _merge_order(order, blocks_of) for pair in blocks_of[instant]]
+    return AppliedBlocks(applied, blocks_read, rollback_blocks)
 
 
 def _rollback_target(block: LogBlock, where: str) -> str:
@@ -268,7 +288,7 @@ def _block_records(block: LogBlock, where: str, key_fields: Sequence[str]) -> li
     if block.block_type == BlockType.DELETE:
         return [
             LogRecord(instant, key, partition, True, None, ordering)
-            for key, partition, ordering in _delete_keys(block.content, where)
+            for key, partition, ordering in delete_keys(block.content, where)
         ]
     raise UnsupportedTableError(
         f"{where}: {_block_name(block.block_type)} log blocks are not supported"
@@ -309,7 +329,7 @@ def _parquet_rows(content: bytes, where: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _delete_keys(content: bytes, where: str) -> list[tuple[str, str | None, OrderingValue | None]]:
+def delete_keys(content: bytes, where: str) -> list[tuple[str, str | None, OrderingValue | None]]:
     """``(record key, partition path, ordering value)`` of each record of a delete block."""
     if len(content) < 4:
         raise CorruptTableError(f"{where}: delete block truncated while reading version")

@@ -1,1 +1,1 @@
-"""Hudi's metadata table (``.hoodie/metadata``): its HFiles, records, reads and writes."""
+"""Hudi's metadata table (``.hoodie/metadata``): its HFile format, records, reader and writer."""
