@@ -23,16 +23,35 @@ import pyarrow.parquet as pq
 
 from hudi_sync.errors import BadInputError
 from hudi_sync.table.metadata_table import index_keys
-
-COLUMN_STATS_TYPE = 3
-PARTITION_STATS_TYPE = 6
-_NS = "org.apache.hudi.avro.model."
+from hudi_sync.table.metadata_table.records import (
+    ColumnStats,
+    MetadataRecord,
+    MetadataType,
+    WrappedValue,
+)
 
 # Hudi's ``ValueType`` enum, in declaration order (the ordinal is what the record stores).
 VALUE_TYPES = (
-    "V1", "NULL", "BOOLEAN", "INT", "LONG", "FLOAT", "DOUBLE", "STRING", "BYTES", "FIXED",
-    "DECIMAL", "UUID", "DATE", "TIME_MILLIS", "TIME_MICROS", "TIMESTAMP_MILLIS",
-    "TIMESTAMP_MICROS", "TIMESTAMP_NANOS", "LOCAL_TIMESTAMP_MILLIS", "LOCAL_TIMESTAMP_MICROS",
+    "V1",
+    "NULL",
+    "BOOLEAN",
+    "INT",
+    "LONG",
+    "FLOAT",
+    "DOUBLE",
+    "STRING",
+    "BYTES",
+    "FIXED",
+    "DECIMAL",
+    "UUID",
+    "DATE",
+    "TIME_MILLIS",
+    "TIME_MICROS",
+    "TIMESTAMP_MILLIS",
+    "TIMESTAMP_MICROS",
+    "TIMESTAMP_NANOS",
+    "LOCAL_TIMESTAMP_MILLIS",
+    "LOCAL_TIMESTAMP_MICROS",
     "LOCAL_TIMESTAMP_NANOS",
 )
 _WRAPPER = {
@@ -148,9 +167,16 @@ def parquet_column_ranges(
         key = _java_key(value_type)
         ranges.append(
             ColumnRange(
-                file_name, name, value_type, type_info,
-                min(mins, key=key) if mins else None, max(maxes, key=key) if maxes else None,
-                nulls, values, size, uncompressed,
+                file_name,
+                name,
+                value_type,
+                type_info,
+                min(mins, key=key) if mins else None,
+                max(maxes, key=key) if maxes else None,
+                nulls,
+                values,
+                size,
+                uncompressed,
             )
         )
     return ranges
@@ -190,75 +216,93 @@ def partition_ranges(partition_path: str, ranges: Iterable[ColumnRange]) -> list
     return [partition_range(partition_path, items) for items in by_column.values()]
 
 
-def _wrapped(value_type: str, value: Any) -> tuple[str, dict[str, Any]] | None:
+# Index version 1 wraps the Java value Hudi read from the footer (its class picks the wrapper).
+_V1_WRAPPER = {**_WRAPPER, "DATE": "DateWrapper", "DECIMAL": "DecimalWrapper"}
+_V1_DECIMAL_SCALE = 15  # the DecimalWrapper's scale
+
+
+def _wrapped(item: ColumnRange, value: Any, version: int) -> WrappedValue | None:
     if value is None:
         return None
-    return _NS + _WRAPPER.get(value_type, "LongWrapper"), {"value": value}
+    if version >= 2:
+        return WrappedValue(_WRAPPER.get(item.value_type, "LongWrapper"), value)
+    if item.value_type == "DECIMAL":
+        scale = int((item.type_info or "0,0").split(",")[1])
+        unscaled = int.from_bytes(value, "big", signed=True) * 10 ** (_V1_DECIMAL_SCALE - scale)
+        value = unscaled.to_bytes(unscaled.bit_length() // 8 + 1, "big", signed=True)
+    elif item.value_type not in _V1_WRAPPER:
+        raise BadInputError(
+            f"column {item.column!r}: {item.value_type} statistics of index version 1 are not "
+            "written here (index version 2 is)"
+        )
+    return WrappedValue(_V1_WRAPPER[item.value_type], value)
 
 
-def _stats(item: ColumnRange, is_deleted: bool, tight: bool) -> dict[str, Any]:
-    return {
-        "fileName": item.file_name,
-        "columnName": item.column,
-        "minValue": _wrapped(item.value_type, item.min_value),
-        "maxValue": _wrapped(item.value_type, item.max_value),
-        "valueCount": item.value_count,
-        "nullCount": item.null_count,
-        "totalSize": item.total_size,
-        "totalUncompressedSize": item.total_uncompressed_size,
-        "isDeleted": is_deleted,
-        "isTightBound": tight,
-        "valueType": {
-            "typeOrdinal": VALUE_TYPES.index(item.value_type),
-            "additionalInfo": item.type_info,
-        },
-    }
-
-
-def metadata_record(key: str, record_type: int, **payload: Any) -> dict[str, Any]:
-    """A ``HoodieMetadataRecord`` as a dict (unions of wrappers as ``(full name, record)``)."""
-    return {
-        "key": key,
-        "type": record_type,
-        "filesystemMetadata": None,
-        "BloomFilterMetadata": None,
-        "ColumnStatsMetadata": None,
-        "recordIndexMetadata": None,
-        "SecondaryIndexMetadata": None,
-        **payload,
-    }
-
-
-def column_stats_record(
-    partition_path: str, item: ColumnRange, is_deleted: bool = False
-) -> dict[str, Any]:
-    key = index_keys.column_stats_key(partition_path, item.file_name, item.column)
-    return metadata_record(
-        key, COLUMN_STATS_TYPE, ColumnStatsMetadata=_stats(item, is_deleted, tight=False)
+def column_stats_of(
+    item: ColumnRange, is_deleted: bool = False, tight: bool = False, version: int = 2
+) -> ColumnStats:
+    """The ``HoodieMetadataColumnStats`` of a range in the value wrapping of index ``version``
+    (1: the wrapper of the Java value, no ``valueType``; 2: the primitive wrapper of the value
+    type, with ``valueType``)."""
+    return ColumnStats(
+        file_name=item.file_name,
+        column_name=item.column,
+        min_value=_wrapped(item, item.min_value, version),
+        max_value=_wrapped(item, item.max_value, version),
+        value_count=item.value_count,
+        null_count=item.null_count,
+        total_size=item.total_size,
+        total_uncompressed_size=item.total_uncompressed_size,
+        is_deleted=is_deleted,
+        is_tight_bound=tight,
+        value_type=(VALUE_TYPES.index(item.value_type), item.type_info) if version >= 2 else None,
     )
 
 
-def partition_stats_record(item: ColumnRange, is_deleted: bool = False) -> dict[str, Any]:
+def column_stats_record(
+    partition_path: str, item: ColumnRange, is_deleted: bool = False, version: int = 2
+) -> MetadataRecord:
+    """A ``column_stats`` record of one file's column."""
+    key = index_keys.column_stats_key(partition_path, item.file_name, item.column)
+    stats = column_stats_of(item, is_deleted, version=version)
+    return MetadataRecord(key, MetadataType.COLUMN_STATS, column_stats=stats)
+
+
+def partition_stats_record(
+    item: ColumnRange, is_deleted: bool = False, version: int = 2
+) -> MetadataRecord:
+    """A ``partition_stats`` record of one partition's column (``item`` from
+    ``partition_range``), tight-bound as Hudi writes them."""
     key = index_keys.partition_stats_key(item.file_name, item.column)
-    return metadata_record(
-        key, PARTITION_STATS_TYPE, ColumnStatsMetadata=_stats(item, is_deleted, tight=True)
+    return MetadataRecord(
+        key,
+        MetadataType.PARTITION_STATS,
+        column_stats=column_stats_of(item, is_deleted, True, version),
     )
 
 
 def deleted_column_stats_records(
     partition_path: str, file_name: str, columns: Iterable[str]
-) -> list[dict[str, Any]]:
-    """Tombstones for a removed file (Hudi writes a stub range per indexed column)."""
+) -> list[MetadataRecord]:
+    """Tombstones for a removed file: Hudi's stub range per indexed column (no bounds, counts
+    -1, the empty value type of index version 2; not yet seen in a fixture)."""
     return [
-        metadata_record(
+        MetadataRecord(
             index_keys.column_stats_key(partition_path, file_name, column),
-            COLUMN_STATS_TYPE,
-            ColumnStatsMetadata={
-                "fileName": file_name, "columnName": column, "minValue": None,
-                "maxValue": None, "valueCount": None, "nullCount": None, "totalSize": None,
-                "totalUncompressedSize": None, "isDeleted": True, "isTightBound": False,
-                "valueType": None,
-            },
+            MetadataType.COLUMN_STATS,
+            column_stats=ColumnStats(
+                file_name,
+                column,
+                None,
+                None,
+                -1,
+                -1,
+                -1,
+                -1,
+                True,
+                False,
+                (VALUE_TYPES.index("NULL"), None),
+            ),
         )
         for column in columns
     ]

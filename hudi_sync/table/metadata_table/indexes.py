@@ -23,10 +23,8 @@ import pyarrow.parquet as pq
 
 from hudi_sync.errors import BadInputError
 from hudi_sync.table.metadata_table import column_stats, index_keys
-from hudi_sync.table.metadata_table.column_stats import metadata_record
+from hudi_sync.table.metadata_table.records import MetadataRecord, MetadataType, RecordIndexInfo
 
-RECORD_INDEX_TYPE = 5
-SECONDARY_INDEX_TYPE = 7
 RECORD_KEY_FIELD = "_hoodie_record_key"
 # Always indexed first when the table keeps meta fields (Hudi's META_COLS_TO_ALWAYS_INDEX, in
 # the sorted order of its TreeMap).
@@ -53,6 +51,7 @@ class IndexDefinitions:
     """What ``<table>/.hoodie/.index_defs/index.json`` defines (the parts computed here)."""
 
     column_stats_fields: tuple[str, ...] | None
+    column_stats_version: int
     secondary_indexes: tuple[SecondaryIndex, ...]
     others: tuple[str, ...]
 
@@ -70,23 +69,24 @@ def parse_index_definitions(text: str, where: str) -> IndexDefinitions:
     except (ValueError, KeyError, TypeError) as exc:
         raise BadInputError(f"{where}: not an index definitions file ({exc})") from None
     stats_fields: tuple[str, ...] | None = None
+    stats_version = 1
     secondary, others = [], []
     for name, definition in definitions.items():
         kind = definition.get("indexType")
         fields = tuple(definition.get("sourceFields") or ())
+        version = _version(str(definition.get("version", "V1")), where)
         if kind == "column_stats":
-            stats_fields = fields
+            stats_fields, stats_version = fields, version
         elif kind == "secondary_index":
             if len(fields) != 1 or definition.get("indexFunction", "identity") != "identity":
                 raise BadInputError(
                     f"{where}: secondary index {name!r} on {list(fields)} with function "
                     f"{definition.get('indexFunction')!r} is not one identity field"
                 )
-            version = _version(str(definition.get("version", "V1")), where)
             secondary.append(SecondaryIndex(name, fields[0], version))
         elif kind != "record_index":
             others.append(name)
-    return IndexDefinitions(stats_fields, tuple(secondary), tuple(others))
+    return IndexDefinitions(stats_fields, stats_version, tuple(secondary), tuple(others))
 
 
 def _supported(avro_type: Any) -> bool:
@@ -146,42 +146,44 @@ def _signed64(value: int) -> int:
 
 def record_location(
     partition_path: str, file_id: str, instant: str, zone: dt.tzinfo
-) -> dict[str, Any]:
+) -> RecordIndexInfo:
     """A ``HoodieRecordIndexInfo``: a UUID file id ``<uuid>-<n>`` is stored as its two 64-bit
-    halves and the index ``n`` (encoding 0); any other file id as text (encoding 1)."""
+    halves and the index ``n`` (encoding 0; a bare UUID gets index -1); any other file id as
+    text (encoding 1)."""
     millis = instant_millis(instant, zone)
     head, _, tail = file_id.rpartition("-")
+    parsed = _uuid(file_id) if len(file_id) == 36 else _uuid(head)
+    if parsed is None or (len(file_id) != 36 and not tail.isdigit()):
+        return RecordIndexInfo(partition_path, -1, -1, -1, file_id, millis, 1, None)
+    return RecordIndexInfo(
+        partition_name=partition_path,
+        file_id_high_bits=_signed64(parsed.int >> 64),
+        file_id_low_bits=_signed64(parsed.int & ((1 << 64) - 1)),
+        file_index=-1 if len(file_id) == 36 else int(tail),
+        file_id="",
+        instant_time=millis,
+        file_id_encoding=0,
+        position=None,
+    )
+
+
+def _uuid(text: str) -> uuid.UUID | None:
+    """A UUID in its canonical 36-character form (what Java's ``UUID.fromString`` of a Hudi
+    file id reads back to the same text)."""
     try:
-        parsed = uuid.UUID(file_id) if len(file_id) == 36 else uuid.UUID(head)
-        index = -1 if len(file_id) == 36 else int(tail)
+        parsed = uuid.UUID(text)
     except ValueError:
-        parsed, index = None, -1
-    if parsed is None or (len(file_id) != 36 and str(parsed) != head.lower()):
-        return {
-            "partitionName": partition_path, "fileIdHighBits": -1, "fileIdLowBits": -1,
-            "fileIndex": -1, "fileId": file_id, "instantTime": millis, "fileIdEncoding": 1,
-            "position": None,
-        }  # fmt: skip
-    return {
-        "partitionName": partition_path,
-        "fileIdHighBits": _signed64(parsed.int >> 64),
-        "fileIdLowBits": _signed64(parsed.int & ((1 << 64) - 1)),
-        "fileIndex": index,
-        "fileId": "",
-        "instantTime": millis,
-        "fileIdEncoding": 0,
-        "position": None,
-    }
+        return None
+    return parsed if len(text) == 36 and str(parsed) == text.lower() else None
 
 
 def record_index_records(
     record_keys: Iterable[str], partition_path: str, file_id: str, instant: str, zone: dt.tzinfo
-) -> list[dict[str, Any]]:
+) -> list[MetadataRecord]:
     """``record_index`` records placing ``record_keys`` in one file group."""
     location = record_location(partition_path, file_id, instant, zone)
     return [
-        metadata_record(key, RECORD_INDEX_TYPE, recordIndexMetadata=dict(location))
-        for key in record_keys
+        MetadataRecord(key, MetadataType.RECORD_INDEX, record_index=location) for key in record_keys
     ]
 
 
@@ -216,7 +218,7 @@ def _physical_column(table: pa.Table, field: str) -> list[Any]:
 
 def secondary_index_records(
     table: pa.Table, index: SecondaryIndex, record_key_field: str = RECORD_KEY_FIELD
-) -> list[dict[str, Any]]:
+) -> list[MetadataRecord]:
     """``secondary_index_<name>`` records for the rows of ``table`` (secondary key, record
     key)."""
     for needed in (record_key_field, index.source_field):
@@ -225,10 +227,10 @@ def secondary_index_records(
     keys = table.column(record_key_field).to_pylist()
     values = _physical_column(table, index.source_field)
     return [
-        metadata_record(
+        MetadataRecord(
             index_keys.secondary_index_key(secondary_value(value, index.source_field), key),
-            SECONDARY_INDEX_TYPE,
-            SecondaryIndexMetadata={"isDeleted": False},
+            MetadataType.SECONDARY_INDEX,
+            secondary_index_deleted=False,
         )
         for key, value in zip(keys, values, strict=True)
     ]
@@ -238,7 +240,7 @@ def secondary_index_records(
 class FileIndexRecords:
     """The index records of one written base file, by metadata partition name."""
 
-    by_partition: dict[str, list[dict[str, Any]]]
+    by_partition: dict[str, list[MetadataRecord]]
     column_ranges: list[column_stats.ColumnRange]
 
 
@@ -252,6 +254,7 @@ def base_file_index_records(
     secondary_indexes: Sequence[SecondaryIndex],
     zone: dt.tzinfo,
     new_record_keys: Iterable[str] | None = None,
+    stats_version: int = 2,
 ) -> FileIndexRecords:
     """The ``record_index``, ``column_stats`` and ``secondary_index_*`` records of one Parquet
     base file. ``new_record_keys`` limits ``record_index`` to keys whose location changed (Hudi
@@ -263,9 +266,12 @@ def base_file_index_records(
     chosen = keys if new_record_keys is None else list(new_record_keys)
     footer = pq.ParquetFile(io.BytesIO(parquet)).metadata
     ranges = column_stats.parquet_column_ranges(file_name, footer, stats_columns)
-    by_partition: dict[str, list[dict[str, Any]]] = {
+    by_partition: dict[str, list[MetadataRecord]] = {
         "record_index": record_index_records(chosen, partition_path, file_id, instant, zone),
-        "column_stats": [column_stats.column_stats_record(partition_path, r) for r in ranges],
+        "column_stats": [
+            column_stats.column_stats_record(partition_path, r, version=stats_version)
+            for r in ranges
+        ],
     }
     for index in secondary_indexes:
         by_partition[index.name] = secondary_index_records(table, index)
