@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import zipfile
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -15,16 +14,17 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_sync.errors import BadInputError
+from hudi_sync.table.logfile import BlockType, read_blocks
 from hudi_sync.table.metadata_table import column_stats, index_keys, indexes
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
-from hudi_sync.table.slice_reader import read_file_slice
-from hudi_sync.table.snapshot_read import slice_merge_rules, snapshot_schema
 from hudi_sync.table.metadata_table.records import (
     MetadataRecord,
     decode_value,
     encode_value,
     parsed_schema,
 )
+from hudi_sync.table.slice_reader import read_file_slice
+from hudi_sync.table.snapshot_read import slice_merge_rules, snapshot_schema
 from hudi_sync.table.table import HudiTable
 from tests.fixture_tables import FixtureTable, fixture_tables
 
@@ -88,6 +88,31 @@ def _file_path(base: Path, partition: str, name: str) -> Path:
     return base / partition / name if partition else base / name
 
 
+def _log_rows(path: Path) -> pa.Table:
+    """The data records of a log file, unmerged (as Hudi reads a log file for column stats)."""
+    tables = []
+    for block in read_blocks(path.read_bytes(), str(path)):
+        if block.block_type == BlockType.AVRO_DATA:
+            columns = block.avro_columns()
+            assert columns is not None
+            tables.append(pa.Table.from_struct_array(columns))
+    return pa.concat_tables(tables) if tables else pa.table({})
+
+
+def _file_ranges(
+    base: Path, partition: str, name: str, columns: list[str]
+) -> list[column_stats.ColumnRange]:
+    path = _file_path(base, partition, name)
+    if name.endswith(".parquet"):
+        return column_stats.parquet_column_ranges(name, pq.ParquetFile(path).metadata, columns)
+    rows = _log_rows(path)
+    if rows.num_columns == 0:  # no data block: Hudi's ranges say no values
+        return [
+            column_stats.ColumnRange(name, c, "NULL", None, None, None, 0, 0, 0, 0) for c in columns
+        ]
+    return column_stats.table_column_ranges(name, rows, columns)
+
+
 @pytest.mark.parametrize("fixture", MDT_FIXTURES, ids=lambda t: t.id)
 def test_column_stats_equal_hudis(fixture: FixtureTable, unpack_table: Any) -> None:
     """Every base file the table lists: each indexed column's record equals Hudi's, all fields
@@ -99,36 +124,32 @@ def test_column_stats_equal_hudis(fixture: FixtureTable, unpack_table: Any) -> N
     stored = mdt.read_partition("column_stats")
     columns, version = _stats_columns(base)
     computed: dict[str, MetadataRecord] = {}
-    log_files = []
     for partition, names in _listed_files(mdt).items():
         for name in names:
-            if not name.endswith(".parquet"):
-                log_files.append(name)
-                continue
-            footer = pq.ParquetFile(_file_path(base, partition, name)).metadata
-            for item in column_stats.parquet_column_ranges(name, footer, columns):
+            for item in _file_ranges(base, partition, name, columns):
                 record = column_stats.column_stats_record(partition, item, version=version)
                 computed[record.key] = record
-    stored_base = {
-        k: r
-        for k, r in stored.items()
-        if r.column_stats is not None and r.column_stats.file_name.endswith(".parquet")
-    }
-    assert computed.keys() == stored_base.keys()
+    assert computed.keys() == stored.keys()
     for key, record in computed.items():
-        assert record == stored_base[key], key
+        assert record == stored[key], key
     assert len(computed) > 0
 
 
-def _base_instant(name: str) -> str:
-    return name.rsplit("_", 1)[1].split(".")[0]
+def _instant_and_group(name: str) -> tuple[str, str]:
+    """(instant, file id) of a base file ``<id>_<token>_<instant>.parquet`` or a log file
+    ``.<id>_<instant>.log.<version>_<token>``."""
+    if name.startswith("."):
+        file_id, rest = name[1:].split("_", 1)
+        return rest.split(".log.")[0], file_id
+    return name.rsplit("_", 1)[1].split(".")[0], name.split("_")[0]
 
 
 @pytest.mark.parametrize("fixture", MDT_FIXTURES, ids=lambda t: t.id)
 def test_partition_stats_equal_hudis(fixture: FixtureTable, unpack_table: Any) -> None:
-    """Each partition's stats are recomputed by the last write to it, over the base files of
-    the snapshot before that write with the write's new files put in: so a clustering's stats
-    still count the file groups it replaced (the fixtures' clustered partitions show it)."""
+    """Each partition's stats are recomputed by the last write to it, over the file slices
+    (base and log files) of the snapshot before that write with the write's files put in: so
+    a clustering's stats still count the file groups it replaced (the fixtures' clustered
+    partitions show it)."""
     base = unpack_table(fixture)
     if "partition_stats" not in _partitions(base):
         pytest.fail(f"{fixture.name} has no partition_stats partition")
@@ -139,18 +160,27 @@ def test_partition_stats_equal_hudis(fixture: FixtureTable, unpack_table: Any) -
     writes = [i.requested_time for i in table.completed_commits()]
     computed = {}
     for partition, names in _listed_files(mdt).items():
-        last = max(_base_instant(n) for n in names if n.endswith(".parquet"))
+        last = max(_instant_and_group(n)[0] for n in names)
         before = writes[writes.index(last) - 1] if writes.index(last) else None
-        newest = {
-            s.file_id: s.base_file.name
-            for s in (table.view.slices_as_of(before) if before else [])
-            if s.partition_path == partition and s.base_file is not None
-        }
-        newest.update({n.split("_")[0]: n for n in names if _base_instant(n) == last})
-        ranges = []
-        for name in sorted(newest.values()):
-            footer = pq.ParquetFile(_file_path(base, partition, name)).metadata
-            ranges.extend(column_stats.parquet_column_ranges(name, footer, columns))
+        groups: dict[str, list[str]] = {}
+        for s in table.view.slices_as_of(before) if before else []:
+            if s.partition_path == partition:
+                base_names = [s.base_file.name] if s.base_file is not None else []
+                # the view lists later log files too (their blocks are filtered on reading)
+                logs = [log.name for log in s.log_files if log.instant <= str(before)]
+                groups[s.file_id] = base_names + logs
+        for name in sorted(names):
+            instant, file_id = _instant_and_group(name)
+            if instant == last:
+                if name.endswith(".parquet"):
+                    groups[file_id] = []
+                groups.setdefault(file_id, []).append(name)
+        ranges = [
+            item
+            for group in groups.values()
+            for name in group
+            for item in _file_ranges(base, partition, name, columns)
+        ]
         for item in column_stats.partition_ranges(partition, ranges):
             record = column_stats.partition_stats_record(item, version=version)
             computed[record.key] = record
@@ -238,3 +268,81 @@ def test_secondary_indexes_equal_hudis(fixture: FixtureTable, unpack_table: Any)
                     index_keys.secondary_file_group_index(key, len(slices), index.version)
                     == position
                 ), key
+
+
+@pytest.mark.parametrize("fixture", MDT_FIXTURES, ids=lambda t: t.id)
+def test_default_columns_to_index_are_hudis(fixture: FixtureTable, unpack_table: Any) -> None:
+    """Without a column list, Hudi indexed the three meta columns and then the table's
+    columns in schema order (the index definition it wrote lists them)."""
+    base = unpack_table(fixture)
+    schema = json.loads(_properties(base)["hoodie.table.create.schema"])
+    assert indexes.columns_to_index(schema) == _stats_columns(base)[0]
+    assert indexes.columns_to_index(schema, max_columns=2)[3:] == [
+        f["name"] for f in schema["fields"][:2]
+    ]
+
+
+def test_base_file_records_encode_and_equal_hudis(unpack_table: Any) -> None:
+    """The writer's entry point on each latest base file of the v9 COW fixture: every record
+    encodes in the metadata record schema and reads back equal; its column_stats and
+    secondary index records are those Hudi stored."""
+    (fixture,) = [t for t in MDT_FIXTURES if t.name == "sample_table/cow/v9_txns_simple_meta"]
+    base = unpack_table(fixture)
+    table = HudiTable.open(str(base))
+    mdt = MetadataTableReader(table)
+    columns, version = _stats_columns(base)
+    definitions_path = base / ".hoodie" / ".index_defs" / "index.json"
+    definitions = indexes.parse_index_definitions(
+        definitions_path.read_text(), str(definitions_path)
+    )
+    stored = {name: mdt.read_partition(name) for name in _partitions(base) if name != "files"}
+    for file_slice in table.view.slices_as_of(None):
+        assert file_slice.base_file is not None
+        name = file_slice.base_file.name
+        result = indexes.base_file_index_records(
+            file_slice.partition_path,
+            name,
+            _file_path(base, file_slice.partition_path, name).read_bytes(),
+            file_slice.base_instant,
+            file_slice.file_id,
+            columns,
+            definitions.secondary_indexes,
+            _writer_zone(base),
+            stats_version=version,
+        )
+        assert sorted(result.by_partition) == sorted(
+            ["record_index", "column_stats", *(i.name for i in definitions.secondary_indexes)]
+        )
+        for partition, records in result.by_partition.items():
+            assert records
+            for record in records:
+                assert decode_value(encode_value(record), parsed_schema(9), "test") == record
+                if partition != "record_index":
+                    assert stored[partition][record.key] == record
+
+
+def test_secondary_keys_escape_and_share_a_file_group() -> None:
+    key = index_keys.secondary_index_key("a$b\\c", "k$1")
+    assert key == "a\\$b\\\\c$k\\$1"
+    assert index_keys.secondary_key_prefix(key) == "a\\$b\\\\c$"
+    assert index_keys.secondary_index_key(None, "k") == "\0$k"
+    # All record keys of one secondary value land in one file group (version 2).
+    groups = {
+        index_keys.secondary_file_group_index(index_keys.secondary_index_key("v", k), 10)
+        for k in ("a", "b", "c", "d", "e")
+    }
+    assert len(groups) == 1
+    # Java's String.hashCode over UTF-16 units, Math.abs(Integer.MIN_VALUE) kept in range.
+    assert index_keys.java_string_hash("polygenelubricants") == -(1 << 31)
+    assert index_keys.file_group_index("polygenelubricants", 10) == 8
+    assert index_keys.java_string_hash("\U0001f600") == 1772899
+
+
+def test_unsupported_secondary_values_are_refused() -> None:
+    index = indexes.SecondaryIndex("secondary_index_x", "x", 2)
+    rows = pa.table({"_hoodie_record_key": ["k"], "x": [1.5]})
+    with pytest.raises(BadInputError, match="secondary index field 'x'"):
+        indexes.secondary_index_records(rows, index)
+    assert indexes.instant_millis("20260307162434124", ZoneInfo("America/Chicago")) == (
+        1772922274124
+    )

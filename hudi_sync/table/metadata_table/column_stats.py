@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_sync.errors import BadInputError
@@ -113,7 +114,7 @@ def _value_type(column: Any) -> tuple[str, str | None]:
     )
 
 
-def _primitive(raw: Any, value_type: str, physical: str) -> Any:
+def _primitive(raw: Any, value_type: str) -> Any:
     """A Parquet statistic (physical value) as the primitive Hudi writes into the wrapper."""
     if value_type in ("STRING", "UUID"):
         return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
@@ -162,8 +163,8 @@ def parquet_column_ranges(
             if stats is not None:
                 nulls += stats.null_count if stats.has_null_count else 0
                 if stats.has_min_max:
-                    mins.append(_primitive(stats.min_raw, value_type, column.physical_type))
-                    maxes.append(_primitive(stats.max_raw, value_type, column.physical_type))
+                    mins.append(_primitive(stats.min_raw, value_type))
+                    maxes.append(_primitive(stats.max_raw, value_type))
         key = _java_key(value_type)
         ranges.append(
             ColumnRange(
@@ -306,3 +307,72 @@ def deleted_column_stats_records(
         )
         for column in columns
     ]
+
+
+def _arrow_value_type(arrow_type: pa.DataType) -> tuple[str, str | None]:
+    """Hudi's ``ValueType.fromSchema`` of the (Avro) type an Arrow column came from."""
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return "STRING", None
+    if pa.types.is_decimal(arrow_type):
+        return "DECIMAL", f"{arrow_type.precision},{arrow_type.scale}"
+    if pa.types.is_timestamp(arrow_type):
+        local = "" if arrow_type.tz is not None else "LOCAL_"
+        unit = {"ms": "MILLIS", "us": "MICROS", "ns": "NANOS"}.get(arrow_type.unit)
+        if unit is not None:
+            return f"{local}TIMESTAMP_{unit}", None
+    simple = {
+        pa.bool_(): "BOOLEAN", pa.int32(): "INT", pa.int64(): "LONG", pa.float32(): "FLOAT",
+        pa.float64(): "DOUBLE", pa.binary(): "BYTES", pa.date32(): "DATE",
+        pa.time32("ms"): "TIME_MILLIS", pa.time64("us"): "TIME_MICROS",
+    }  # fmt: skip
+    if arrow_type in simple:
+        return simple[arrow_type], None
+    if pa.types.is_fixed_size_binary(arrow_type):
+        return "FIXED", None
+    raise BadInputError(
+        f"Arrow type {arrow_type} has no column statistics in Hudi's metadata table"
+    )
+
+
+def _physical(column: pa.ChunkedArray, value_type: str) -> list[Any]:
+    """A column's values as the primitives Hudi's wrappers hold."""
+    if value_type in ("DATE", "TIME_MILLIS"):
+        column = column.cast(pa.int32())
+    elif "TIMESTAMP" in value_type or value_type == "TIME_MICROS":
+        column = column.cast(pa.int64())
+    values: list[Any] = column.to_pylist()
+    if value_type == "DECIMAL":
+        scale = column.type.scale
+        return [None if v is None else _primitive(int(v.scaleb(scale)), value_type) for v in values]
+    return values
+
+
+def table_column_ranges(
+    file_name: str, rows: pa.Table, columns: Sequence[str]
+) -> list[ColumnRange]:
+    """The ranges of ``columns`` over records (a log file's data records, read without merging,
+    as Hudi reads them for column stats): value count = records, sizes 0 (Hudi does not mix
+    sizes of log blocks with Parquet's)."""
+    ranges = []
+    for name in columns:
+        if name not in rows.column_names:
+            continue
+        column = rows.column(name)
+        value_type, type_info = _arrow_value_type(column.type)
+        present = [v for v in _physical(column, value_type) if v is not None]
+        key = _java_key(value_type)
+        ranges.append(
+            ColumnRange(
+                file_name,
+                name,
+                value_type,
+                type_info,
+                min(present, key=key) if present else None,
+                max(present, key=key) if present else None,
+                rows.num_rows - len(present),
+                rows.num_rows,
+                0,
+                0,
+            )
+        )
+    return ranges
