@@ -105,12 +105,11 @@ def _file_ranges(
     path = _file_path(base, partition, name)
     if name.endswith(".parquet"):
         return column_stats.parquet_column_ranges(name, pq.ParquetFile(path).metadata, columns)
-    rows = _log_rows(path)
-    if rows.num_columns == 0:  # no data block: Hudi's ranges say no values
-        return [
-            column_stats.ColumnRange(name, c, "NULL", None, None, None, 0, 0, 0, 0) for c in columns
-        ]
-    return column_stats.table_column_ranges(name, rows, columns)
+    instant, file_id = _instant_and_group(name)
+    result = indexes.log_file_index_records(
+        partition, name, _log_rows(path), instant, file_id, columns, (), ZoneInfo("UTC")
+    )
+    return result.column_ranges
 
 
 @pytest.mark.parametrize("fixture", MDT_FIXTURES, ids=lambda t: t.id)

@@ -352,7 +352,10 @@ def table_column_ranges(
 ) -> list[ColumnRange]:
     """The ranges of ``columns`` over records (a log file's data records, read without merging,
     as Hudi reads them for column stats): value count = records, sizes 0 (Hudi does not mix
-    sizes of log blocks with Parquet's)."""
+    sizes of log blocks with Parquet's). A table without columns (a log file of delete blocks
+    only) gives every column an empty range."""
+    if rows.num_columns == 0:  # a log file without data blocks: no values in any column
+        return [ColumnRange(file_name, c, "NULL", None, None, None, 0, 0, 0, 0) for c in columns]
     ranges = []
     for name in columns:
         if name not in rows.column_names:

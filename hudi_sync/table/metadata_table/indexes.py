@@ -217,10 +217,13 @@ def _physical_column(table: pa.Table, field: str) -> list[Any]:
 
 
 def secondary_index_records(
-    table: pa.Table, index: SecondaryIndex, record_key_field: str = RECORD_KEY_FIELD
+    table: pa.Table,
+    index: SecondaryIndex,
+    record_key_field: str = RECORD_KEY_FIELD,
+    is_deleted: bool = False,
 ) -> list[MetadataRecord]:
     """``secondary_index_<name>`` records for the rows of ``table`` (secondary key, record
-    key)."""
+    key); ``is_deleted`` makes tombstones (for the old values of updated or deleted rows)."""
     for needed in (record_key_field, index.source_field):
         if needed not in table.column_names:
             raise BadInputError(f"secondary index {index.name!r}: the rows lack {needed!r}")
@@ -230,7 +233,7 @@ def secondary_index_records(
         MetadataRecord(
             index_keys.secondary_index_key(secondary_value(value, index.source_field), key),
             MetadataType.SECONDARY_INDEX,
-            secondary_index_deleted=False,
+            secondary_index_deleted=is_deleted,
         )
         for key, value in zip(keys, values, strict=True)
     ]
@@ -285,3 +288,34 @@ def timeline_zone(properties: Mapping[str, str]) -> dt.tzinfo:
         return dt.UTC
     local = dt.datetime.now().astimezone().tzinfo
     return local if local is not None else ZoneInfo("UTC")
+
+
+def log_file_index_records(
+    partition_path: str,
+    file_name: str,
+    rows: pa.Table,
+    instant: str,
+    file_id: str,
+    stats_columns: Sequence[str],
+    secondary_indexes: Sequence[SecondaryIndex],
+    zone: dt.tzinfo,
+    new_record_keys: Iterable[str] = (),
+    stats_version: int = 2,
+) -> FileIndexRecords:
+    """The index records of one written log file, from its data records (``rows``, with the
+    meta columns): ``column_stats`` of the log file, ``record_index`` for ``new_record_keys``
+    (inserts routed into the log; updates keep their location) and ``secondary_index_*`` for
+    the rows. Removed keys are not records: they go into a delete block."""
+    ranges = column_stats.table_column_ranges(file_name, rows, stats_columns)
+    by_partition: dict[str, list[MetadataRecord]] = {
+        "record_index": record_index_records(
+            new_record_keys, partition_path, file_id, instant, zone
+        ),
+        "column_stats": [
+            column_stats.column_stats_record(partition_path, r, version=stats_version)
+            for r in ranges
+        ],
+    }
+    for index in secondary_indexes:
+        by_partition[index.name] = secondary_index_records(rows, index) if rows.num_rows else []
+    return FileIndexRecords(by_partition, ranges)
