@@ -518,8 +518,10 @@ def combine(older: MetadataRecord, newer: MetadataRecord) -> MetadataRecord:
 
 
 def merge_column_stats(older: ColumnStats, newer: ColumnStats) -> ColumnStats:
-    """HoodieTableMetadataUtil.mergeColumnStatsRecords."""
-    if older.is_deleted or newer.is_deleted:
+    """HoodieTableMetadataUtil.mergeColumnStatsRecords: a tombstone on either side, or a
+    tight-bound newer record (partition stats recomputed from a partition's latest files),
+    replaces the older one; else bounds widen and counts add up."""
+    if older.is_deleted or newer.is_deleted or newer.is_tight_bound:
         return newer
     bounds = [v for v in (older.min_value, newer.min_value) if v is not None]
     tops = [v for v in (older.max_value, newer.max_value) if v is not None]
