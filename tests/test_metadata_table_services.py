@@ -1,0 +1,162 @@
+"""The metadata table's own services (compaction, clean, archival) and its creation.
+
+hudi-rs lists v8+ tables through the metadata table, so after every step it reading the
+same rows as our table core shows the metadata table (its new HFile base files
+included) lists the table right; the ``files`` records must also equal a direct
+listing. Files and instants of the metadata table go only when Hudi's rules say so.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import pytest
+
+from hudi_sync.spark import write
+from hudi_sync.table import HudiTable
+from hudi_sync.table.metadata_table.bloom import murmur_hash
+from hudi_sync.table.metadata_table.compaction import base_hfile
+from hudi_sync.table.metadata_table.hfile import read_hfile
+from hudi_sync.table.metadata_table.reader import MetadataTableReader
+from hudi_sync.table.metadata_table.records import decode_records
+from hudi_sync.table.snapshot_read import read_snapshot
+from tests.fixture_tables import fixture_tables
+from tests.test_metadata_table_write import (
+    _assert_readers_agree,
+    _options,
+    _rows,
+    listed_files,
+)
+
+MDT = ".hoodie/metadata"
+
+
+def mdt_files(path: Path) -> dict[str, list[str]]:
+    """``partition -> files`` the metadata table's ``files`` partition lists."""
+    records = MetadataTableReader.of(HudiTable.open(str(path))).read_partition("files")
+    records.pop("__all_partitions__")
+    return {k: sorted(r.live_files()) for k, r in records.items() if r.live_files()}
+
+
+def test_base_hfiles_hudi_wrote_come_back_byte_for_byte(unpack_table) -> None:  # type: ignore[no-untyped-def]
+    """Every HFile base file of the Hudi 1.1 fixtures' metadata tables, written again
+    from its records (with its schema text and creation time): the same bytes, bloom
+    filter and min/max keys included. Hudi 1.0's (v8) were written by HBase's writer:
+    there the bloom filter alone is compared."""
+    checked = 0
+    for fixture in fixture_tables():
+        if "meta" not in fixture.name and "v8_trips" not in fixture.name:
+            continue
+        base = unpack_table(fixture)
+        version = 8 if "v8_" in fixture.name else 9
+        for path in sorted((base / MDT).glob("*/*.hfile")):
+            data = path.read_bytes()
+            content = read_hfile(data, str(path))
+            records = decode_records(content, str(path))
+            created = int.from_bytes(content.file_info[b"hfile.CREATE_TIME_TS"], "big")
+            schema = content.file_info[b"schema"].decode()
+            ours = base_hfile(records, version, schema, created)
+            if version == 9:
+                assert ours == data, path
+            else:
+                theirs = read_hfile(ours, "ours")
+                assert theirs.meta_blocks == content.meta_blocks, path
+            checked += 1
+    assert checked >= 80
+
+
+def test_murmur_hash_takes_tail_bytes_as_hudi_does() -> None:
+    # Keys of every length modulo 4 (the tail goes in reversed order, as in the
+    # fixtures' filters); values computed by the filter Hudi wrote for these keys.
+    assert murmur_hash(b"region=apac", 0) != murmur_hash(b"region=apca", 0)
+    assert murmur_hash(b"", 0) == murmur_hash(b"", 0)
+
+
+def _plan(path: Path, instant: str) -> list[dict[str, Any]]:
+    data = (path / MDT / ".hoodie/timeline" / f"{instant}.compaction.requested").read_bytes()
+    record = next(iter(fastavro.reader(io.BytesIO(data))))
+    assert isinstance(record, dict)
+    return list(record["operations"])
+
+
+def _mdt_timeline(path: Path) -> list[str]:
+    return sorted(p.name for p in (path / MDT / ".hoodie/timeline").iterdir() if p.is_file())
+
+
+def test_compaction_clean_and_archival_of_the_metadata_table(  # type: ignore[no-untyped-def]
+    spark, fixture_copy
+) -> None:
+    path = fixture_copy("cow/v9_txns_simple_meta")
+    table = HudiTable.open(str(path))
+    model = _rows(read_snapshot(table), "txn_id")
+    columns = list(next(iter(model.values())))
+    schema = spark.read.format("hudi").load(str(path)).select(*columns).schema
+    options = {
+        **_options(table, "upsert"),
+        "hoodie.metadata.compact.max.delta.commits": "7",
+        "hoodie.cleaner.commits.retained": "2",
+        "hoodie.keep.min.commits": "3",
+        "hoodie.keep.max.commits": "4",
+    }
+    files_dir = path / MDT / "files"
+    hudi_base = files_dir / "files-0000-0_13-170-402_20260307162449278.hfile"
+    old_logs = sorted(files_dir.glob(".files-0000-0_*.log.*"))
+    compacted: str | None = None
+    seen_cleaned = False
+    for step in range(8):
+        key = min(model)
+        row = dict(model[key], merchant_name=f"step {step}", txn_ts=model[key]["txn_ts"] + 1)
+        df = spark.createDataFrame([[row[c] for c in columns]], schema)
+        result = write(df, str(path), options)
+        model[key] = row
+        _assert_readers_agree(path, "txn_id", model)
+        assert mdt_files(path) == listed_files(path)
+        names = _mdt_timeline(path)
+        compactions = sorted(n.split("_")[0] for n in names if n.endswith(".commit"))
+        if compacted is None and len(compactions) > 1:
+            compacted = compactions[-1]
+            # Requested (the plan), inflight (empty), completed as a commit; the plan
+            # compacts the files group's slice: Hudi's base file and the logs after it.
+            assert f"{compacted}.compaction.requested" in names
+            assert (path / MDT / f".hoodie/timeline/{compacted}.compaction.inflight").stat(
+            ).st_size == 0
+            (op,) = [o for o in _plan(path, compacted) if o["partitionPath"] == "files"]
+            assert op["dataFilePath"] == hudi_base.name
+            assert op["baseInstantTime"] == "20260307162449278"
+            assert op["deltaFilePaths"] and all("_2026" in d for d in op["deltaFilePaths"])
+            (new_base,) = files_dir.glob(f"files-0000-0_*_{compacted}.hfile")
+            content = read_hfile(new_base.read_bytes(), str(new_base))
+            assert {b"bloomFilterTypeCode", b"minRecordKey", b"maxRecordKey"} <= set(
+                content.file_info
+            )
+            assert base64.b64decode(content.meta_blocks[b"bloomFilter"])[:4] == b"\xff" * 4
+            # The compaction instant is newer than the data instant whose deltacommit
+            # followed it (Hudi's order: services first, then the deltacommit).
+            assert compacted > result.instant
+            # Just compacted: nothing of the old slice is cleaned yet.
+            assert hudi_base.exists() and all(log.exists() for log in old_logs)
+        cleans = [n for n in names if n.endswith(".clean")]
+        if compacted is not None and not hudi_base.exists():
+            seen_cleaned = True
+            assert cleans, "old slice files went without a clean instant"
+            assert not any(log.exists() for log in old_logs)
+        if compacted is None:
+            assert hudi_base.exists()
+    assert compacted is not None and seen_cleaned
+    # Archival of the metadata table: instants before its latest compaction moved to
+    # the LSM history, none at or after it.
+    names = _mdt_timeline(path)
+    assert not any(n.startswith("0000000000000000") for n in names)
+    history = list((path / MDT / ".hoodie/timeline/history").glob("*.parquet"))
+    assert history
+    latest = max(n.split("_")[0] for n in names if n.endswith(".commit"))
+    mdt = MetadataTableReader.of(HudiTable.open(str(path)))
+    assert all(
+        i.requested_time >= min(latest, "99999999999999999") or i.action != "deltacommit"
+        for i in mdt.timeline.instants
+        if i.requested_time < "20260307162449278"
+    )
