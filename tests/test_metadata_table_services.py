@@ -160,3 +160,92 @@ def test_compaction_clean_and_archival_of_the_metadata_table(  # type: ignore[no
     after = [i for i in mdt.instants if i.is_completed and i.requested_time > latest]
     data_after = [i for i in table.timeline.completed_writes if i.requested_time > latest]
     assert {i.requested_time for i in data_after} <= {i.requested_time for i in after}
+
+
+def _write(spark, path: Path, rows: list[dict[str, Any]], **extra: object):  # type: ignore[no-untyped-def]
+    from tests.test_spark_writer import frame, options
+
+    opts = {k: str(v) for k, v in options("created", 9, "upsert", **extra).items()}
+    return write(frame(spark, rows, False), str(path), opts)
+
+
+def _readers_agree(path: Path, expected: dict[int, str]) -> None:
+    ours = read_snapshot(HudiTable.open(str(path))).to_pylist()
+    from tests.warehouse_rows import hudi_rs_rows
+
+    theirs = hudi_rs_rows(str(path)).to_pylist()
+    assert {r["id"]: r["name"] for r in ours} == expected
+    assert {r["id"]: r["name"] for r in theirs} == expected
+
+
+def _rows_of(ids: range, name: str) -> list[dict[str, Any]]:
+    return [{"id": i, "p": "abc"[i % 3], "name": f"{name}{i}", "ts": 1} for i in ids]
+
+
+def test_metadata_enable_true_creates_the_metadata_table_on_a_new_table(  # type: ignore[no-untyped-def]
+    spark, tmp_path
+) -> None:
+    path = tmp_path / "fresh"
+    result = _write(spark, path, _rows_of(range(6), "v"), **{"hoodie.metadata.enable": "true"})
+    props = (path / ".hoodie/hoodie.properties").read_text()
+    assert "hoodie.table.metadata.partitions=files" in props
+    mdt_props = (path / MDT / ".hoodie/hoodie.properties").read_text()
+    for line in (
+        "hoodie.table.name=created_metadata",
+        "hoodie.table.type=MERGE_ON_READ",
+        "hoodie.table.base.file.format=HFILE",
+        "hoodie.populate.meta.fields=false",
+        "hoodie.table.version=9",
+        "hoodie.table.keygenerator.type=HOODIE_TABLE_METADATA",
+    ):
+        assert line in mdt_props
+    names = _mdt_timeline(path)
+    init = "00000000000000000"
+    assert f"{init}.deltacommit.requested" in names and f"{init}.deltacommit.inflight" in names
+    assert (path / MDT / f".hoodie/timeline/{init}.deltacommit.inflight").stat().st_size == 0
+    assert any(n.startswith(f"{init}_") and n.endswith(".deltacommit") for n in names)
+    assert any(n.startswith(f"{result.instant}_") for n in names)
+    # Hudi's initial file group: an empty delete block's log, a base file of the (empty)
+    # listing, then the first commit's log.
+    files = sorted(p.name for p in (path / MDT / "files").iterdir())
+    assert f".files-0000-0_{init}.log.1_0-0-0" in files
+    assert f"files-0000-0_0-0-0_{init}.hfile" in files
+    base = read_hfile((path / MDT / f"files/files-0000-0_0-0-0_{init}.hfile").read_bytes(), "b")
+    assert [k for k, _ in base.entries] == [b"__all_partitions__"]
+    _readers_agree(path, {i: f"v{i}" for i in range(6)})
+    assert mdt_files(path) == listed_files(path)
+    _write(spark, path, _rows_of(range(3, 9), "w"))
+    _readers_agree(path, {i: f"v{i}" if i < 3 else f"w{i}" for i in range(9)})
+    assert mdt_files(path) == listed_files(path)
+
+
+def test_metadata_enable_true_bootstraps_an_existing_table_from_a_listing(  # type: ignore[no-untyped-def]
+    spark, tmp_path
+) -> None:
+    import shutil
+
+    path = tmp_path / "existing"
+    _write(spark, path, _rows_of(range(6), "v"))
+    _write(spark, path, _rows_of(range(2), "u"))
+    assert not (path / MDT).exists()  # hudi_sync creates none unless asked
+    expected = {i: f"u{i}" if i < 2 else f"v{i}" for i in range(6)}
+    _write(spark, path, _rows_of(range(6, 8), "n"), **{"hoodie.metadata.enable": "true"})
+    expected |= {6: "n6", 7: "n7"}
+    # hudi-rs lists through the metadata table now: the rows of the two earlier commits
+    # come from the bootstrap's listing, the last from its deltacommit.
+    _readers_agree(path, expected)
+    assert mdt_files(path) == listed_files(path)
+    # Proof that hudi-rs reads our listing: the same table with the bootstrap's base file
+    # listing nothing shows only the rows of the files the later deltacommit records.
+    copy = tmp_path / "copy"
+    shutil.copytree(path, copy)
+    (base,) = (copy / MDT / "files").glob("files-0000-0_*_00000000000000000.hfile")
+    schema = read_hfile(base.read_bytes(), str(base)).file_info[b"schema"].decode()
+    from hudi_sync.table.metadata_table.codec import files_metadata_record
+    from hudi_sync.table.metadata_table.create import initial_records
+
+    empty = [files_metadata_record(r) for r in initial_records({})]
+    base.write_bytes(base_hfile(empty, 9, schema))
+    from tests.warehouse_rows import hudi_rs_rows
+
+    assert {r["id"] for r in hudi_rs_rows(str(copy)).to_pylist()} < set(expected)

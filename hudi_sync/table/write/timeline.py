@@ -229,6 +229,10 @@ def now_instant() -> str:
 
 
 def _one_ms_after(instant: str) -> str:
+    if instant.startswith("0000"):
+        # The metadata table's initialisation instants (00000000000000000...) are no
+        # dates; any real time is after them.
+        return f"{int(instant) + 1:017d}"
     moment = dt.datetime.strptime(comparable_instant(instant)[:17], "%Y%m%d%H%M%S%f")
     return format_instant(moment + dt.timedelta(milliseconds=1))
 
