@@ -249,3 +249,86 @@ def test_metadata_enable_true_bootstraps_an_existing_table_from_a_listing(  # ty
     from tests.warehouse_rows import hudi_rs_rows
 
     assert {r["id"] for r in hudi_rs_rows(str(copy)).to_pylist()} < set(expected)
+
+
+def _all_partitions(path: Path) -> dict[str, Any]:
+    reader = MetadataTableReader.of(HudiTable.open(str(path)))
+    names = sorted(p.name for p in (path / MDT).iterdir() if p.is_dir() and p.name != ".hoodie")
+    return {name: reader.read_partition(name) for name in names}
+
+
+def test_a_compaction_a_crash_left_pending_is_finished_first_and_keeps_every_record(
+    fixture_copy,  # type: ignore[no-untyped-def]
+) -> None:
+    from hudi_sync.storage import open_location
+    from hudi_sync.table.metadata_table.compaction import plan_bytes, plan_operations
+    from hudi_sync.table.metadata_table.services import (
+        MetadataServicesSettings,
+        run_table_services,
+    )
+    from hudi_sync.table.write.timeline import TimelineWriter
+    from tests.warehouse_rows import hudi_rs_rows
+
+    path = fixture_copy("cow/v9_txns_simple_meta")
+    table = HudiTable.open(str(path))
+    rows = _rows(read_snapshot(table), "txn_id")
+    before = _all_partitions(path)
+    location = open_location(str(path))
+    writer = TimelineWriter(location, str(path / MDT / ".hoodie/timeline"), 9)
+    instant = writer.new_instant_time()
+    operations = plan_operations(MetadataTableReader.of(table), instant)
+    # File groups of every partition have logs after Hudi's compaction.
+    assert {op["partitionPath"] for op in operations} == set(before)
+    assert all(op["deltaFilePaths"] for op in operations)
+    writer.request_compaction(instant, plan_bytes(operations))
+    writer.mark_compaction_inflight(instant)
+    number = next(i for i, op in enumerate(operations) if op["partitionPath"] == "files")
+    partial = path / MDT / "files" / f"files-0000-0_{number}-0-{number}_{instant}.hfile"
+    partial.write_bytes(b"half a file")  # the crash
+    # Readers ignore the pending compaction's file.
+    assert _rows(hudi_rs_rows(str(path)), "txn_id") == rows
+    assert mdt_files(path) == listed_files(path)
+    run = run_table_services(
+        location, table.timeline, writer, 9, MetadataServicesSettings(max_delta_commits=100)
+    )
+    assert run.compacted is None and run.cleaned is None  # finished, nothing new
+    assert len(list((path / MDT / ".hoodie/timeline").glob(f"{instant}_*.commit"))) == 1
+    assert read_hfile(partial.read_bytes(), str(partial)).entries
+    # The compaction kept every record of every partition, and both readers list the
+    # table through its new base files.
+    assert _all_partitions(path) == before
+    assert _rows(read_snapshot(HudiTable.open(str(path))), "txn_id") == rows
+    assert _rows(hudi_rs_rows(str(path)), "txn_id") == rows
+    assert mdt_files(path) == listed_files(path)
+
+
+def test_the_compaction_instant_stays_before_a_data_instant_its_metadata_completed(
+    fixture_copy,  # type: ignore[no-untyped-def]
+) -> None:
+    import shutil
+
+    from hudi_sync.storage import open_location
+    from hudi_sync.table.metadata_table.compaction import compaction_instant
+    from hudi_sync.table.write.timeline import TimelineWriter
+
+    path = fixture_copy("cow/v9_txns_simple_meta")
+    location = open_location(str(path))
+    mdt_folder = path / MDT / ".hoodie/timeline"
+    writer = TimelineWriter(location, str(mdt_folder), 9)
+
+    def instant() -> str | None:
+        table = HudiTable.open(str(path))
+        return compaction_instant(MetadataTableReader.of(table).timeline, table.timeline, writer)
+
+    fresh = instant()
+    assert fresh is not None and fresh > "20260307162458923"  # a new instant time
+    # A data write whose metadata deltacommit completed, still pending on the data
+    # timeline (it died in between): the compaction goes 1 ms before it.
+    stuck = "20260307170000000"
+    (path / ".hoodie/timeline" / f"{stuck}.commit.requested").write_bytes(b"")
+    source = mdt_folder / "20260307162457540_20260307162458923.deltacommit"
+    shutil.copy(source, mdt_folder / f"{stuck}_20260307170000500.deltacommit")
+    assert instant() == "20260307165959999"
+    # ... and none when a compaction of that time already completed.
+    shutil.copy(source, mdt_folder / "20260307165959999_20260307170000600.commit")
+    assert instant() is None

@@ -239,19 +239,13 @@ class MetadataCompactor:
         return instant
 
     def pending(self) -> list[Instant]:
-        done = {i.requested_time for i in self.reader.timeline.completed([Action.COMMIT])}
-        return [
-            i
-            for i in self.reader.timeline.instants
-            if i.action == Action.COMPACTION and i.requested_time not in done
-        ]
+        """Compactions requested or inflight (a completed one is a ``commit``)."""
+        return [i for i in self.reader.timeline.instants if i.action == Action.COMPACTION]
 
     def finish_pending(self) -> list[str]:
         """Execute again the compactions a crash left pending (Hudi's first step)."""
         finished = []
         for instant in self.pending():
-            if instant.state.value != "requested":
-                continue
             requested = f"{instant.requested_time}.{Action.COMPACTION}.requested"
             data = self.reader.location.read_file(f"{self.writer.folder}/{requested}")
             self.execute(instant.requested_time, read_plan(data))
