@@ -332,3 +332,39 @@ def test_the_compaction_instant_stays_before_a_data_instant_its_metadata_complet
     # ... and none when a compaction of that time already completed.
     shutil.copy(source, mdt_folder / "20260307165959999_20260307170000600.commit")
     assert instant() is None
+
+
+def test_our_compaction_plan_has_hudis_fields(unpack_table) -> None:  # type: ignore[no-untyped-def]
+    """The MDT compaction plans Hudi wrote in the fixtures, written again by us, read back
+    the same; our schema names the same fields (our operations carry the same metrics)."""
+    import json
+
+    from hudi_sync.table.metadata_table.compaction import plan_bytes
+
+    checked = 0
+    for fixture in fixture_tables():
+        if "meta" not in fixture.name and "v8_trips" not in fixture.name:
+            continue
+        timeline = unpack_table(fixture) / MDT / ".hoodie/timeline"
+        for plan_file in timeline.glob("*.compaction.requested"):
+            reader = fastavro.reader(io.BytesIO(plan_file.read_bytes()))
+            theirs = next(iter(reader))
+            assert isinstance(theirs, dict)
+            ours_bytes = plan_bytes(theirs["operations"])
+            ours_reader = fastavro.reader(io.BytesIO(ours_bytes))
+            assert next(iter(ours_reader)) == {**theirs, "extraMetadata": {}}
+            their_fields = [f["name"] for f in json.loads(reader.metadata["avro.schema"])["fields"]]
+            our_fields = [
+                f["name"] for f in json.loads(ours_reader.metadata["avro.schema"])["fields"]
+            ]
+            assert our_fields == their_fields
+            for op in theirs["operations"]:
+                assert set(op["metrics"]) == {
+                    "TOTAL_LOG_FILES",
+                    "TOTAL_IO_MB",
+                    "TOTAL_IO_READ_MB",
+                    "TOTAL_LOG_FILES_SIZE",
+                    "TOTAL_IO_WRITE_MB",
+                }
+            checked += 1
+    assert checked >= 2
