@@ -89,7 +89,7 @@ def prepare_metadata_table(
             f"{base}: the metadata table has no '{FILES}' partition ({cfg.METADATA_PARTITIONS.key}"
             f"={','.join(listed)}); set {cfg.METADATA_ENABLE.key}=false to delete it"
         )
-    dropped = [p for p in listed if p not in maintained and _disabled(p, options)]
+    dropped = [p for p in listed if _disabled(p, options)]
     stale = [p for p in listed if p not in maintained and p not in dropped]
     if stale:
         hints = sorted(

@@ -28,6 +28,7 @@ from hudi_sync.storage import Location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.metadata_table.record_index_sync import record_indexes
 from hudi_sync.table.metadata_table.sync import timeline_writer
 from hudi_sync.table.write.archiver import ArchivalPolicy, archive
 from hudi_sync.table.write.cleaner import clean
@@ -82,8 +83,13 @@ class WriteTransaction:
         version = table.config.version
         folder = self.hoodie if version == 6 else f"{self.hoodie}/timeline"
         # Keeps the metadata table current when the table has one.
+        partitions = table.config.metadata_partitions
         self.timeline = timeline_writer(
-            self.location, folder, version, table.config.metadata_partitions
+            self.location,
+            folder,
+            version,
+            partitions,
+            record_indexes(self.location, version, partitions),
         )
         self.lock = self._new_lock()
         self._instant: str | None = None

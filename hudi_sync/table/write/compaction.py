@@ -37,6 +37,7 @@ from hudi_sync.table.filenames import parse_base_file, parse_log_file
 from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.metadata_table.record_index_sync import record_indexes
 from hudi_sync.table.metadata_table.sync import timeline_writer
 from hudi_sync.table.record_merge import MergeRules, merge_rules
 from hudi_sync.table.schema import META_FIELDS
@@ -306,7 +307,10 @@ def compact(
     location = table.location
     version = table.config.version
     folder = location.join(".hoodie") if version == 6 else location.join(".hoodie", "timeline")
-    timeline = timeline_writer(location, folder, version, table.config.metadata_partitions)
+    partitions = table.config.metadata_partitions
+    timeline = timeline_writer(
+        location, folder, version, partitions, record_indexes(location, version, partitions)
+    )
     instants: list[str] = []
     with lock:
         if execute:
