@@ -101,8 +101,12 @@ def _file_id(name: str) -> str:
 
 
 def _check_column_stats(path: Path, columns: list[str], version: int) -> dict[str, Any]:
-    """Stored column_stats equal the records of every file on storage, recomputed."""
-    stored = MetadataTableReader.of(HudiTable.open(str(path))).read_partition("column_stats")
+    """Stored column_stats (tombstones aside) equal the records of every file on storage,
+    recomputed."""
+    merged = MetadataTableReader.of(HudiTable.open(str(path))).read_partition("column_stats")
+    stored = {
+        k: r for k, r in merged.items() if r.column_stats is None or not r.column_stats.is_deleted
+    }
     computed = {}
     for partition, names in listed_files(path).items():
         data_partition = "" if partition == "." else partition

@@ -203,8 +203,9 @@ class StatsIndex:
                 for column in columns:
                     key = index_keys.column_stats_key(partition, name, column)
                     record = stored.get(key)
-                    if record is not None and record.column_stats is not None:
-                        ranges.append(_range_of(record.column_stats, key))
+                    stats = None if record is None else record.column_stats
+                    if stats is not None and not stats.is_deleted:
+                        ranges.append(_range_of(stats, key))
             for item in _partition_ranges(partition, ranges):
                 records.append(column_stats.partition_stats_record(item, version=version))
         return records
