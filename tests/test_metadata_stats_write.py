@@ -234,12 +234,13 @@ def test_writes_keep_column_and_partition_stats_current(  # type: ignore[no-unty
     )
     stats = StatsModel(path)
 
-    def step(rows: list[dict[str, Any]], operation: str, **extra: str) -> None:
+    def step(rows: list[dict[str, Any]], operation: str, **extra: str) -> Any:
         stats.before_write()
         frame = spark.createDataFrame([[r[c] for c in columns] for r in rows], schema)
         result = write(frame, str(path), _options(table, operation, **extra))
         _assert_readers_agree(path, key, model)
         stats.after_write(result.instant, result.clean_instant)
+        return result
 
     changed = [
         dict(model[k], **{text_column: "upserted", ordering: model[k][ordering] + 1})
@@ -263,7 +264,8 @@ def test_writes_keep_column_and_partition_stats_current(  # type: ignore[no-unty
     # One commit retained: the clean after this upsert deletes replaced and older files.
     again = dict(survivor, **{text_column: "cleaned", ordering: survivor[ordering] + 1})
     model[again[key]] = again
-    step([again], "upsert", **{"hoodie.cleaner.commits.retained": "1"})
+    result = step([again], "upsert", **{"hoodie.cleaner.commits.retained": "1"})
+    assert result.clean_instant is not None
 
 
 def test_a_log_file_a_write_adds_has_its_column_stats(  # type: ignore[no-untyped-def]
