@@ -38,7 +38,8 @@ from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.metadata_table.record_index_sync import record_indexes
-from hudi_sync.table.metadata_table.sync import timeline_writer
+from hudi_sync.table.metadata_table.stats_sync import stats_indexes
+from hudi_sync.table.metadata_table.sync import IndexRecords, timeline_writer
 from hudi_sync.table.record_merge import MergeRules, merge_rules
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.slice_reader import read_file_slice_counted
@@ -307,10 +308,10 @@ def compact(
     location = table.location
     version = table.config.version
     folder = location.join(".hoodie") if version == 6 else location.join(".hoodie", "timeline")
-    partitions = table.config.metadata_partitions
-    timeline = timeline_writer(
-        location, folder, version, partitions, record_indexes(location, version, partitions)
-    )
+    indexes: list[IndexRecords] = []
+    indexes += stats_indexes(location, table.config.metadata_partitions)
+    indexes += record_indexes(location, version, table.config.metadata_partitions)
+    timeline = timeline_writer(location, folder, version, table.config.metadata_partitions, indexes)
     instants: list[str] = []
     with lock:
         if execute:
