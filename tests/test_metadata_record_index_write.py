@@ -2,7 +2,8 @@
 
 On copies of the three fixtures with a metadata table (column_stats and partition_stats
 disabled with Hudi's options), upserts (one changing a key's secondary value), inserts, a
-delete and an ``insert_overwrite`` go through the Spark writer. After each, the merged
+delete, an ``insert_overwrite`` and a ``delete_partition`` go through the Spark writer
+(and a compaction, on Merge-on-Read). After each, the merged
 ``record_index`` equals a model kept here: the Hudi-written locations at the start, and
 for each key the write placed in another file group (or newly), its partition, file id
 and the write's instant; a deleted key is gone. The secondary indexes equal the
@@ -25,6 +26,8 @@ from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.metadata_table.records import MetadataRecord
 from hudi_sync.table.slice_reader import read_file_slice
 from hudi_sync.table.snapshot_read import read_snapshot, slice_merge_rules, snapshot_schema
+from hudi_sync.table.write.compaction import compact
+from hudi_sync.table.write.lock import TableLock
 from tests.warehouse_rows import hudi_rs_rows
 
 FIXTURES = [
@@ -195,3 +198,52 @@ def test_writes_keep_record_and_secondary_indexes_current(  # type: ignore[no-un
     }
     index.check(result.instant)
     assert dropped and not dropped & set(index.records)
+
+    # Drop another partition: its keys leave the indexes.
+    other = next(
+        r[partition_field]
+        for k, r in model.items()
+        if r[partition_field] != survivor[partition_field] and k in index.records
+    )
+    options = {
+        **_options(table, "delete_partition"),
+        "hoodie.datasource.write.partitions.to.delete": _partition_path(table, other),
+    }
+    result = write(frame([survivor]), str(path), options)
+    index.check(result.instant)
+    assert not {k for k, r in model.items() if r[partition_field] == other} & set(index.records)
+
+    # A compaction places no key anew: the indexes stay as they are.
+    table = HudiTable.open(str(path))
+    if table.config.table_type.value == "MERGE_ON_READ":
+        lock = TableLock(table.location, table.location.join(".hoodie"), wait_ms=1000)
+        (instant,) = compact(table, lock)
+        index.check(instant)
+
+
+def _partition_path(table: HudiTable, value: str) -> str:
+    field = table.config.partition_fields[0]
+    return f"{field}={value}" if table.config.hive_style_partitioning else value
+
+
+def test_with_every_index_maintained_a_write_needs_no_option(  # type: ignore[no-untyped-def]
+    spark, fixture_copy
+) -> None:
+    """No index disabled: the write keeps every partition (stats too) and the indexes."""
+    path = fixture_copy("mor/avro/v9_txns_simple_meta")
+    table = HudiTable.open(str(path))
+    listed = table.config.metadata_partitions
+    snapshot = read_snapshot(table)
+    data_columns = [c for c in snapshot.column_names if not c.startswith("_hoodie_")]
+    rows = sorted(snapshot.select(data_columns).to_pylist(), key=lambda r: r["txn_id"])
+    schema = spark.read.format("hudi").load(str(path)).select(*data_columns).schema
+    index = IndexModel(path)
+    options = {k: v for k, v in _options(table, "upsert").items() if k not in DISABLE_STATS}
+    new = dict(rows[0], txn_id="TXN-NEW", merchant_name="new merchant")
+    frame = spark.createDataFrame([[new[c] for c in data_columns]], schema)
+    result = write(frame, str(path), options)
+    index.check(result.instant)
+    frame = spark.createDataFrame([[rows[1][c] for c in data_columns]], schema)
+    result = write(frame, str(path), {**options, "hoodie.datasource.write.operation": "delete"})
+    index.check(result.instant)
+    assert HudiTable.open(str(path)).config.metadata_partitions == listed
