@@ -21,6 +21,8 @@ import pytest
 
 from hudi_sync.spark import write
 from hudi_sync.table import HudiTable
+from hudi_sync.table.log_records import OrderingValue, delete_keys
+from hudi_sync.table.logfile import BlockType, read_blocks
 from hudi_sync.table.metadata_table import index_keys, indexes
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.metadata_table.records import MetadataRecord
@@ -185,6 +187,14 @@ def test_writes_keep_record_and_secondary_indexes_current(  # type: ignore[no-un
     index.check(result.instant)
     mdt = MetadataTableReader.of(HudiTable.open(str(path)))
     assert gone not in mdt.read_partition("record_index")
+    # As Hudi's append handle writes an EmptyHoodieRecordPayload: a delete block after the
+    # data block, the metadata partition as partition path, ordering value int 0.
+    (log,) = (path / ".hoodie/metadata/record_index").glob(f".*_{result.instant}.log.*")
+    blocks = list(read_blocks(log.read_bytes(), str(log)))
+    assert [b.block_type for b in blocks][-1] == BlockType.DELETE
+    assert delete_keys(blocks[-1].content, str(log)) == [
+        (gone, "record_index", OrderingValue("int", 0))
+    ]
     assert not any(k.endswith("$" + gone) for k in mdt.read_partition(secondary.name))
 
     # Overwrite one partition with one of its rows: the others leave the indexes, the
