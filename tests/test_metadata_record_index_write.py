@@ -169,6 +169,11 @@ def test_writes_keep_record_and_secondary_indexes_current(  # type: ignore[no-un
     inserted = dict(model[keys[2]], **{key: "new-key-1"})
     result = write(frame([*changed, inserted]), str(path), _options(table, "upsert"))
     index.check(result.instant)
+    # The stats partitions the options disable are dropped, as Hudi drops them, though the
+    # writer could keep them current.
+    kept = HudiTable.open(str(path)).config.metadata_partitions
+    assert "column_stats" not in kept and "partition_stats" not in kept
+    assert not (path / ".hoodie/metadata/column_stats").exists()
     stored = MetadataTableReader.of(HudiTable.open(str(path))).read_partition(secondary.name)
     assert index_keys.secondary_index_key("changed", keys[0]) in stored
     assert index_keys.secondary_index_key(old_value, keys[0]) not in stored
