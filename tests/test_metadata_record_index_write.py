@@ -14,6 +14,9 @@ metadata file group Hudi's hash picks, and hudi-rs reads the rows our table core
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -262,3 +265,67 @@ def test_with_every_index_maintained_a_write_needs_no_option(  # type: ignore[no
     result = write(frame, str(path), {**options, "hoodie.datasource.write.operation": "delete"})
     index.check(result.instant)
     assert HudiTable.open(str(path)).config.metadata_partitions == listed
+
+
+def upsert_new_key(spark, path: str, new_key: str):  # type: ignore[no-untyped-def]
+    """Upsert a copy of the first row under ``new_key``, with a new merchant name."""
+    table = HudiTable.open(path)
+    snapshot = read_snapshot(table)
+    data_columns = [c for c in snapshot.column_names if not c.startswith("_hoodie_")]
+    first = min(snapshot.select(data_columns).to_pylist(), key=lambda r: r["txn_id"])
+    schema = spark.read.format("hudi").load(path).select(*data_columns).schema
+    row = dict(first, txn_id=new_key, merchant_name=f"merchant of {new_key}")
+    frame = spark.createDataFrame([[row[c] for c in data_columns]], schema)
+    return write(frame, path, _options(table, "upsert"))
+
+
+CHILD = textwrap.dedent(
+    """
+    import os, sys
+    from hudi_sync.spark import local_session
+    from hudi_sync.table.write import timeline as timeline_module
+    import tests.test_metadata_record_index_write as t
+
+    original = timeline_module.TimelineWriter._complete_file
+
+    def die(self, instant, action, data):
+        if self.listener is not None:  # the data timeline's writer: its metadata is done
+            os._exit(9)
+        return original(self, instant, action, data)
+
+    timeline_module.TimelineWriter._complete_file = die
+    t.upsert_new_key(local_session("child", cores=1), sys.argv[1], "KILLED")
+    os._exit(0)
+    """
+)
+
+
+def test_a_write_killed_after_its_index_records_is_rolled_back_on_both(  # type: ignore[no-untyped-def]
+    spark, fixture_copy
+) -> None:
+    """The metadata deltacommit (record_index and secondary index log files) completed,
+    the data commit not: readers ignore the index records, and the next write rolls them
+    back with the data files."""
+    path = fixture_copy("mor/avro/v9_txns_simple_meta")
+    index = IndexModel(path)
+    index.check(upsert_new_key(spark, str(path), "FIRST").instant)
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path)],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert child.returncode == 9, child.stderr[-2000:]
+    (failed,) = [i.requested_time for i in HudiTable.open(str(path)).timeline.pending]
+    mdt = path / ".hoodie/metadata"
+    written = [
+        *mdt.glob(f"record_index/.*_{failed}.log.*"),
+        *mdt.glob(f"secondary_index_merchant_idx/.*_{failed}.log.*"),
+    ]
+    assert len(written) == 2
+    index.check(failed)  # nothing moved: the failed write's records do not count
+    assert "KILLED" not in index.records
+    index.check(upsert_new_key(spark, str(path), "AFTER").instant)
+    assert not any(w.exists() for w in written)
+    assert "KILLED" not in index.records and "AFTER" in index.records

@@ -107,7 +107,7 @@ class RecordIndexRecords:
             return []
         table = HudiTable.open(self.location.uri, self.location.storage_options)
         old_slices = {(s.partition_path, s.file_id): s for s in table.view.slices_as_of(None)}
-        new_slices = self._new_slices(commit, old_slices, instant)
+        new_slices = self._new_slices(commit, old_slices)
         replaced = [
             (partition, file_id)
             for partition, ids in commit.replaced_file_ids.items()
@@ -156,7 +156,7 @@ class RecordIndexRecords:
 
     # -- reading the slices ------------------------------------------------------------
     def _new_slices(
-        self, commit: CommitRecord, old_slices: Mapping[tuple[str, str], FileSlice], instant: str
+        self, commit: CommitRecord, old_slices: Mapping[tuple[str, str], FileSlice]
     ) -> dict[tuple[str, str], FileSlice]:
         """Per file group the commit wrote, its slice once the commit completes."""
         found: dict[tuple[str, str], FileSlice] = {}
