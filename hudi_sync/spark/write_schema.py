@@ -21,10 +21,8 @@ from hudi_sync.errors import BadInputError, TableNotFoundError
 from hudi_sync.spark.options import WriteOptions
 from hudi_sync.storage import Location, reporting_storage_failures
 from hudi_sync.table import HudiTable
+from hudi_sync.table.metadata_table.keepers import kept_partitions
 from hudi_sync.table.metadata_table.partitions import prepare_metadata_table
-from hudi_sync.table.metadata_table.record_index_sync import record_index_partitions
-from hudi_sync.table.metadata_table.stats_sync import STATS_PARTITIONS
-from hudi_sync.table.metadata_table.sync import maintained_partitions
 from hudi_sync.table.record_merge import MergeMode
 from hudi_sync.table.schema import META_FIELDS, arrow_to_avro_schema
 from hudi_sync.table.write.create import TableSettings, create_table
@@ -92,9 +90,7 @@ def open_or_create(
         table.config.version,
         table.config.metadata_partitions,
         options.raw,
-        maintained_partitions()
-        | STATS_PARTITIONS
-        | record_index_partitions(table.config.metadata_partitions),
+        kept_partitions(table.config.metadata_partitions),
     )
     if plan.partitions != table.config.metadata_partitions:
         table = HudiTable.open(base, location.storage_options)

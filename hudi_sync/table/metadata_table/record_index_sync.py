@@ -41,7 +41,6 @@ from hudi_sync.table.table import HudiTable
 from hudi_sync.table.write.timeline import CommitRecord
 
 RECORD_INDEX = "record_index"
-INDEX_DEFINITIONS = ".hoodie/.index_defs/index.json"
 # Our writer's instant times are UTC wall-clock times (``now_instant``), so the epoch millis a
 # location stores are read in UTC (Hudi reads an instant in its writer's zone).
 WRITER_ZONE = dt.UTC
@@ -56,39 +55,44 @@ def record_index_partitions(listed: Sequence[str]) -> frozenset[str]:
 
 
 def record_indexes(
-    location: Location, version: int, metadata_partitions: Sequence[str]
+    location: Location, version: int, props: Mapping[str, str], metadata_partitions: Sequence[str]
 ) -> list[RecordIndexRecords]:
     """The provider for a table whose metadata table has these partitions (none without)."""
     partitions = record_index_partitions(metadata_partitions)
     if version < 8 or not partitions:
         return []
-    return [RecordIndexRecords(location, version, partitions)]
+    return [RecordIndexRecords(location, version, props, partitions)]
 
 
 class RecordIndexRecords:
     """``IndexRecords`` of ``record_index`` and the secondary indexes of one table."""
 
-    def __init__(self, location: Location, version: int, partitions: frozenset[str]) -> None:
+    def __init__(
+        self,
+        location: Location,
+        version: int,
+        props: Mapping[str, str],
+        partitions: frozenset[str],
+    ) -> None:
         self.location = location
         self.codec = HudiRecordCodec(version)
         self._partitions = partitions
-        self.secondary = self._secondary_indexes(partitions)
+        self.secondary = self._secondary_indexes(props, partitions)
 
     @property
     def partitions(self) -> frozenset[str]:
         return self._partitions
 
-    def _secondary_indexes(self, partitions: frozenset[str]) -> tuple[indexes.SecondaryIndex, ...]:
+    def _secondary_indexes(
+        self, props: Mapping[str, str], partitions: frozenset[str]
+    ) -> tuple[indexes.SecondaryIndex, ...]:
         wanted = sorted(p for p in partitions if p.startswith(SECONDARY_PREFIX))
         if not wanted:
             return ()
-        path = self.location.join(INDEX_DEFINITIONS)
-        where = self.location.uri_of(INDEX_DEFINITIONS)
-        try:
-            text = self.location.read_file(path).decode("utf-8")
-        except FileNotFoundError:
-            raise BadInputError(f"{where}: missing; it defines {', '.join(wanted)}") from None
-        definitions = indexes.parse_index_definitions(text, where)
+        where = self.location.uri_of(indexes.index_definitions_path(props))
+        definitions = indexes.read_index_definitions(self.location, props)
+        if definitions is None:
+            raise BadInputError(f"{where}: missing; it defines {', '.join(wanted)}")
         defined = {i.name: i for i in definitions.secondary_indexes}
         missing = [p for p in wanted if p not in defined]
         if missing:

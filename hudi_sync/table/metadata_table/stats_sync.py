@@ -31,7 +31,11 @@ from hudi_sync.table.logfile import BlockType, read_blocks
 from hudi_sync.table.metadata_table import column_stats, index_keys
 from hudi_sync.table.metadata_table.codec import HudiRecordCodec
 from hudi_sync.table.metadata_table.column_stats import VALUE_TYPES, ColumnRange
-from hudi_sync.table.metadata_table.indexes import columns_to_index, parse_index_definitions
+from hudi_sync.table.metadata_table.indexes import (
+    columns_to_index,
+    index_definitions_path,
+    read_index_definitions,
+)
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.metadata_table.records import ColumnStats, MetadataRecord, MetadataType
 from hudi_sync.table.metadata_table.writer import FileGroupRecords
@@ -42,7 +46,6 @@ COLUMN_STATS = "column_stats"
 PARTITION_STATS = "partition_stats"
 STATS_PARTITIONS = frozenset({COLUMN_STATS, PARTITION_STATS})
 DELETE_PARTITION = "delete_partition"
-_DEFAULT_INDEX_DEFS = ".hoodie/.index_defs/index.json"
 # Index version 1 records carry no value type: the wrapper names it.
 _V1_TYPES = {
     "BooleanWrapper": "BOOLEAN", "IntWrapper": "INT", "LongWrapper": "LONG",
@@ -81,16 +84,13 @@ class StatsIndex:
 
     def _definitions(self, table: HudiTable) -> tuple[tuple[str, ...], int]:
         """The column stats definition's source fields and index version."""
-        relative = table.config.raw.get(cfg.INDEX_DEFS_PATH.key) or _DEFAULT_INDEX_DEFS
-        path = self.location.join(relative)
-        try:
-            text = self.location.read_file(path).decode("utf-8")
-        except FileNotFoundError:
+        relative = index_definitions_path(table.config.raw)
+        parsed = read_index_definitions(self.location, table.config.raw)
+        if parsed is None:
             raise BadInputError(
                 f"{self.location.uri}: the metadata table keeps {COLUMN_STATS} but {relative} "
                 "is missing (its indexed columns are unknown)"
-            ) from None
-        parsed = parse_index_definitions(text, self.location.uri_of(relative))
+            )
         if parsed.column_stats_fields is None:
             raise BadInputError(
                 f"{self.location.uri_of(relative)}: no column_stats index definition"

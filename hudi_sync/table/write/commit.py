@@ -28,9 +28,7 @@ from hudi_sync.storage import Location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
-from hudi_sync.table.metadata_table.record_index_sync import record_indexes
-from hudi_sync.table.metadata_table.stats_sync import stats_indexes
-from hudi_sync.table.metadata_table.sync import IndexRecords, timeline_writer
+from hudi_sync.table.metadata_table.keepers import data_timeline_writer
 from hudi_sync.table.write.archiver import ArchivalPolicy, archive
 from hudi_sync.table.write.cleaner import clean
 from hudi_sync.table.write.create import partition_metadata_text
@@ -84,11 +82,8 @@ class WriteTransaction:
         version = table.config.version
         folder = self.hoodie if version == 6 else f"{self.hoodie}/timeline"
         # Keeps the metadata table current when the table has one.
-        indexes: list[IndexRecords] = []
-        indexes += stats_indexes(self.location, table.config.metadata_partitions)
-        indexes += record_indexes(self.location, version, table.config.metadata_partitions)
-        self.timeline = timeline_writer(
-            self.location, folder, version, table.config.metadata_partitions, indexes
+        self.timeline = data_timeline_writer(
+            self.location, folder, version, table.config.raw, table.config.metadata_partitions
         )
         self.lock = self._new_lock()
         self._instant: str | None = None
