@@ -119,7 +119,7 @@ def test_column_stats_equal_hudis(fixture: FixtureTable, unpack_table: Any) -> N
     base = unpack_table(fixture)
     if "column_stats" not in _partitions(base):
         pytest.fail(f"{fixture.name} has no column_stats partition")
-    mdt = MetadataTableReader(HudiTable.open(str(base)))
+    mdt = MetadataTableReader.of(HudiTable.open(str(base)))
     stored = mdt.read_partition("column_stats")
     columns, version = _stats_columns(base)
     computed: dict[str, MetadataRecord] = {}
@@ -153,7 +153,7 @@ def test_partition_stats_equal_hudis(fixture: FixtureTable, unpack_table: Any) -
     if "partition_stats" not in _partitions(base):
         pytest.fail(f"{fixture.name} has no partition_stats partition")
     table = HudiTable.open(str(base))
-    mdt = MetadataTableReader(table)
+    mdt = MetadataTableReader.of(table)
     stored = mdt.read_partition("partition_stats")
     columns, version = _stats_columns(base)
     writes = [i.requested_time for i in table.completed_commits()]
@@ -220,7 +220,7 @@ def test_record_index_equals_hudis(fixture: FixtureTable, unpack_table: Any) -> 
     if "record_index" not in _partitions(base):
         pytest.fail(f"{fixture.name} has no record_index partition")
     table = HudiTable.open(str(base))
-    mdt = MetadataTableReader(table)
+    mdt = MetadataTableReader.of(table)
     stored = mdt.read_partition("record_index")
     zone = _writer_zone(base)
     writes = [i.requested_time for i in table.completed_commits()]
@@ -250,7 +250,7 @@ def test_secondary_indexes_equal_hudis(fixture: FixtureTable, unpack_table: Any)
     )
     assert sorted(i.name for i in definitions.secondary_indexes) == sorted(names)
     table = HudiTable.open(str(base))
-    mdt = MetadataTableReader(table)
+    mdt = MetadataTableReader.of(table)
     rows = _slice_rows(table, None)
     for index in definitions.secondary_indexes:
         stored = mdt.read_partition(index.name)
@@ -288,7 +288,7 @@ def test_base_file_records_encode_and_equal_hudis(unpack_table: Any) -> None:
     (fixture,) = [t for t in MDT_FIXTURES if t.name == "sample_table/cow/v9_txns_simple_meta"]
     base = unpack_table(fixture)
     table = HudiTable.open(str(base))
-    mdt = MetadataTableReader(table)
+    mdt = MetadataTableReader.of(table)
     columns, version = _stats_columns(base)
     definitions_path = base / ".hoodie" / ".index_defs" / "index.json"
     definitions = indexes.parse_index_definitions(

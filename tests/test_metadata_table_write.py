@@ -51,7 +51,7 @@ DISABLE_INDEXES = {
 
 def mdt_files(path: Path) -> tuple[list[str], dict[str, list[str]]]:
     """The metadata table's partition list and ``partition -> files`` (merged, valid)."""
-    records = MetadataTableReader(HudiTable.open(str(path))).read_partition("files")
+    records = MetadataTableReader.of(HudiTable.open(str(path))).read_partition("files")
     partitions = sorted(records.pop(ALL_PARTITIONS_KEY).live_files())
     return partitions, {k: sorted(r.live_files()) for k, r in records.items() if r.live_files()}
 
@@ -218,7 +218,7 @@ def test_upserts_deletes_and_overwrites_keep_the_files_partition_current(  # typ
     model = {k: r for k, r in model.items() if r[partition_field] != dropped}
     _check_step(path, key, model, result.instant)
     assert result.clean_instant is not None
-    mdt = MetadataTableReader(HudiTable.open(str(path))).timeline
+    mdt = MetadataTableReader.of(HudiTable.open(str(path))).timeline
     assert any(i.requested_time == result.clean_instant and i.is_completed for i in mdt.instants)
 
 
@@ -240,7 +240,7 @@ def _check_step(path: Path, key: str, model: dict[str, dict[str, Any]], instant:
     # The metadata table's deltacommit has the data instant's time and completed first.
     table = HudiTable.open(str(path))
     data = next(i for i in table.timeline.completed_writes if i.requested_time == instant)
-    mdt = MetadataTableReader(table).timeline
+    mdt = MetadataTableReader.of(table).timeline
     (delta,) = [i for i in mdt.instants if i.requested_time == instant and i.is_completed]
     assert delta.action == "deltacommit" and delta.completion_time < data.completion_time
 

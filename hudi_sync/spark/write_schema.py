@@ -22,8 +22,8 @@ from hudi_sync.spark.options import WriteOptions
 from hudi_sync.storage import Location, reporting_storage_failures
 from hudi_sync.table import HudiTable
 from hudi_sync.table.metadata_table.create import create_metadata_table
+from hudi_sync.table.metadata_table.keepers import kept_partitions
 from hudi_sync.table.metadata_table.partitions import prepare_metadata_table
-from hudi_sync.table.metadata_table.sync import maintained_partitions
 from hudi_sync.table.properties import TableConfig
 from hudi_sync.table.record_merge import MergeMode
 from hudi_sync.table.schema import META_FIELDS, arrow_to_avro_schema
@@ -104,7 +104,7 @@ def open_or_create(
         table.config.version,
         table.config.metadata_partitions,
         options.raw,
-        maintained_partitions(),
+        kept_partitions(table.config.metadata_partitions),
     )
     if plan.partitions != table.config.metadata_partitions:
         table = HudiTable.open(base, location.storage_options)

@@ -21,7 +21,9 @@ from zoneinfo import ZoneInfo
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
+from hudi_sync.storage import Location
 from hudi_sync.table.metadata_table import column_stats, index_keys
 from hudi_sync.table.metadata_table.records import MetadataRecord, MetadataType, RecordIndexInfo
 
@@ -32,6 +34,7 @@ META_COLUMNS_TO_INDEX = ("_hoodie_commit_time", "_hoodie_partition_path", "_hood
 META_COLUMNS = frozenset(
     {*META_COLUMNS_TO_INDEX, "_hoodie_commit_seqno", "_hoodie_file_name", "_hoodie_operation"}
 )
+DEFAULT_INDEX_DEFINITIONS = ".hoodie/.index_defs/index.json"
 DEFAULT_MAX_COLUMNS_TO_INDEX = 32  # hoodie.metadata.index.column.stats.max.columns.to.index
 _DECIMAL_MAX_PRECISION, _DECIMAL_MAX_SCALE = 30, 15
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -60,6 +63,22 @@ def _version(text: str, where: str) -> int:
     if not (text.startswith("V") and text[1:].isdigit()):
         raise BadInputError(f"{where}: index version {text!r} is not V<number>")
     return int(text[1:])
+
+
+def index_definitions_path(props: Mapping[str, str]) -> str:
+    """Where a table keeps its index definitions, relative to its base path
+    (``hoodie.table.index.defs.path``, Hudi's default when unset)."""
+    return props.get(cfg.INDEX_DEFS_PATH.key) or DEFAULT_INDEX_DEFINITIONS
+
+
+def read_index_definitions(location: Location, props: Mapping[str, str]) -> IndexDefinitions | None:
+    """The table's index definitions (``None`` when it has no definitions file)."""
+    relative = index_definitions_path(props)
+    try:
+        text = location.read_file(location.join(relative)).decode("utf-8")
+    except FileNotFoundError:
+        return None
+    return parse_index_definitions(text, location.uri_of(relative))
 
 
 def parse_index_definitions(text: str, where: str) -> IndexDefinitions:
@@ -284,7 +303,7 @@ def base_file_index_records(
 def timeline_zone(properties: Mapping[str, str]) -> dt.tzinfo:
     """The zone instant times are read in: UTC when ``hoodie.table.timeline.timezone=UTC``,
     else the local zone (which the caller may override with the writer's zone)."""
-    if properties.get("hoodie.table.timeline.timezone", "LOCAL").upper() == "UTC":
+    if properties.get(cfg.TIMELINE_TIMEZONE.key, "LOCAL").upper() == "UTC":
         return dt.UTC
     local = dt.datetime.now().astimezone().tzinfo
     return local if local is not None else ZoneInfo("UTC")

@@ -19,6 +19,7 @@ from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.option_spec import OptionSpec
 from hudi_sync.storage import Location
+from hudi_sync.table.metadata_table.indexes import index_definitions_path
 from hudi_sync.table.properties import decode_properties, parse_java_properties
 from hudi_sync.table.write.create import java_properties_text
 
@@ -27,7 +28,6 @@ _log = logging.getLogger(__name__)
 METADATA_FOLDER = ".hoodie/metadata"
 FILES = "files"
 SECONDARY_PREFIX = "secondary_index_"
-_DEFAULT_INDEX_DEFS = ".hoodie/.index_defs/index.json"
 
 
 def disabling_option(partition: str) -> OptionSpec[bool] | None:
@@ -89,7 +89,7 @@ def prepare_metadata_table(
             f"{base}: the metadata table has no '{FILES}' partition ({cfg.METADATA_PARTITIONS.key}"
             f"={','.join(listed)}); set {cfg.METADATA_ENABLE.key}=false to delete it"
         )
-    dropped = [p for p in listed if p not in maintained and _disabled(p, options)]
+    dropped = [p for p in listed if _disabled(p, options)]
     stale = [p for p in listed if p not in maintained and p not in dropped]
     if stale:
         hints = sorted(
@@ -155,8 +155,7 @@ def _write_properties(location: Location, props: Mapping[str, str]) -> None:
 def _drop_index_definitions(
     location: Location, props: Mapping[str, str], partitions: list[str]
 ) -> None:
-    relative = props.get(cfg.INDEX_DEFS_PATH.key) or _DEFAULT_INDEX_DEFS
-    path = location.join(relative)
+    path = location.join(index_definitions_path(props))
     try:
         data = location.read_file(path)
     except FileNotFoundError:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from hudi_sync import config as cfg
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
 from hudi_sync.storage import Location, reporting_storage_failures
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
@@ -64,7 +65,7 @@ def has_metadata_table(location: Location) -> bool:
     """Whether the data table keeps an MDT folder (with its ``hoodie.properties``)."""
     with reporting_storage_failures(location):
         return bool(
-            location.fs.exists(location.join(METADATA_FOLDER, ".hoodie", "hoodie.properties"))
+            location.fs.exists(location.join(METADATA_FOLDER, ".hoodie", cfg.PROPERTIES_FILE))
         )
 
 
@@ -117,7 +118,7 @@ def _mdt_config(location: Location) -> TableConfig:
     where = f"{location.uri}/.hoodie/hoodie.properties"
     try:
         with reporting_storage_failures(location):
-            data = location.fs.cat_file(location.join(".hoodie", "hoodie.properties"))
+            data = location.fs.cat_file(location.join(".hoodie", cfg.PROPERTIES_FILE))
     except FileNotFoundError:
         raise CorruptTableError(
             f"{location.uri}: metadata table has no hoodie.properties"

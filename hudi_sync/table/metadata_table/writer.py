@@ -9,7 +9,9 @@ the data instant completes:
    without stats) on the metadata table's timeline;
 2. per file group it updates (``files-0000-0`` for the ``files`` partition), one new log
    file named after the deltacommit, ``.<fileId>_<t>.log.1_<write token>``, holding one
-   HFILE_DATA block (the records as an HFile, keys sorted);
+   HFILE_DATA block (the records as an HFile, keys sorted) and, when keys leave the
+   partition (``record_index`` deletes), then a delete block of them, as Hudi's append
+   handle writes records of an ``EmptyHoodieRecordPayload``;
 3. ``<t>_<completion>.deltacommit`` with one delta write stat per log file.
 
 Readers take metadata records only of instants completed on the DATA timeline, so a
@@ -21,6 +23,7 @@ Re-applying an instant the metadata table already has rolls the old attempt back
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,7 +32,7 @@ from hudi_sync.storage import Location
 from hudi_sync.table.instant import Action, parse_instant_file_name
 from hudi_sync.table.logfile import BlockType, HeaderKey, encode_block
 from hudi_sync.table.metadata import WriteStat
-from hudi_sync.table.write.log_writer import log_file_name
+from hudi_sync.table.write.log_writer import NATURAL_ORDER, encode_delete_block, log_file_name
 from hudi_sync.table.write.timeline import CommitRecord, TimelineWriter
 
 METADATA_FOLDER = ".hoodie/metadata"
@@ -45,11 +48,12 @@ HFileEncoder = Callable[[Sequence[tuple[bytes, bytes]]], bytes]
 @dataclass(frozen=True)
 class FileGroupRecords:
     """The records one deltacommit appends to one file group of one MDT partition,
-    already encoded (key, value), in any order."""
+    already encoded (key, value), in any order; ``deleted_keys``: keys it deletes."""
 
     partition: str  # MDT partition, e.g. ``files``
     file_id: str  # e.g. ``files-0000-0``
     entries: Sequence[tuple[bytes, bytes]]
+    deleted_keys: Sequence[str] = ()
 
 
 class MetadataTableWriter:
@@ -82,7 +86,14 @@ class MetadataTableWriter:
     def _append(self, instant: str, number: int, group: FileGroupRecords) -> WriteStat:
         entries = sorted(group.entries)
         header: dict[int, str] = {HeaderKey.SCHEMA: self.schema, HeaderKey.INSTANT_TIME: instant}
-        block = encode_block(BlockType.HFILE_DATA, header, self.encode_hfile(entries))
+        block = b""
+        if entries or not group.deleted_keys:
+            block = encode_block(BlockType.HFILE_DATA, header, self.encode_hfile(entries))
+        if group.deleted_keys:
+            # Hudi's DeleteRecord of an EmptyHoodieRecordPayload: the MDT partition as
+            # partition path, the payload's default ordering value 0.
+            deletes = [(key, group.partition, NATURAL_ORDER) for key in sorted(group.deleted_keys)]
+            block += encode_delete_block(deletes, json.loads(self.schema), instant)
         name = log_file_name(group.file_id, instant, 1, f"{number}-0-0")
         self.location.write_file(f"{self.base}/{group.partition}/{name}", block)
         size = len(block)
@@ -91,8 +102,9 @@ class MetadataTableWriter:
             path=f"{group.partition}/{name}",
             partition_path=group.partition,
             prev_commit=instant,
-            num_writes=len(entries),
+            num_writes=len(entries) + len(group.deleted_keys),
             num_updates=len(entries),
+            num_deletes=len(group.deleted_keys),
             total_write_bytes=size,
             file_size=size,
             base_file="",

@@ -28,8 +28,8 @@ from hudi_sync.storage import Location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.metadata_table.keepers import data_timeline_writer
 from hudi_sync.table.metadata_table.services import MetadataServicesSettings
-from hudi_sync.table.metadata_table.sync import timeline_writer
 from hudi_sync.table.write.archiver import ArchivalPolicy, archive
 from hudi_sync.table.write.cleaner import clean
 from hudi_sync.table.write.create import partition_metadata_text
@@ -85,10 +85,11 @@ class WriteTransaction:
         version = table.config.version
         folder = self.hoodie if version == 6 else f"{self.hoodie}/timeline"
         # Keeps the metadata table current when the table has one.
-        self.timeline = timeline_writer(
+        self.timeline = data_timeline_writer(
             self.location,
             folder,
             version,
+            table.config.raw,
             table.config.metadata_partitions,
             services=settings.metadata_services,
         )

@@ -37,7 +37,7 @@ from hudi_sync.table.filenames import parse_base_file, parse_log_file
 from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
-from hudi_sync.table.metadata_table.sync import timeline_writer
+from hudi_sync.table.metadata_table.keepers import data_timeline_writer
 from hudi_sync.table.record_merge import MergeRules, merge_rules
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.slice_reader import read_file_slice_counted
@@ -306,7 +306,9 @@ def compact(
     location = table.location
     version = table.config.version
     folder = location.join(".hoodie") if version == 6 else location.join(".hoodie", "timeline")
-    timeline = timeline_writer(location, folder, version, table.config.metadata_partitions)
+    timeline = data_timeline_writer(
+        location, folder, version, table.config.raw, table.config.metadata_partitions
+    )
     instants: list[str] = []
     with lock:
         if execute:

@@ -1,0 +1,331 @@
+"""Our writes keep Hudi's ``record_index`` and ``secondary_index_*`` partitions current.
+
+On copies of the three fixtures with a metadata table (column_stats and partition_stats
+disabled with Hudi's options), upserts (one changing a key's secondary value), inserts, a
+delete, an ``insert_overwrite`` and a ``delete_partition`` go through the Spark writer
+(and a compaction, on Merge-on-Read). After each, the merged
+``record_index`` equals a model kept here: the Hudi-written locations at the start, and
+for each key the write placed in another file group (or newly), its partition, file id
+and the write's instant; a deleted key is gone. The secondary indexes equal the
+(secondary key, record key) pairs recomputed from the snapshot, every key sits in the
+metadata file group Hudi's hash picks, and hudi-rs reads the rows our table core reads.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hudi_sync.spark import write
+from hudi_sync.table import HudiTable
+from hudi_sync.table.log_records import OrderingValue, delete_keys
+from hudi_sync.table.logfile import BlockType, read_blocks
+from hudi_sync.table.metadata_table import index_keys, indexes
+from hudi_sync.table.metadata_table.reader import MetadataTableReader
+from hudi_sync.table.metadata_table.records import MetadataRecord
+from hudi_sync.table.slice_reader import read_file_slice
+from hudi_sync.table.snapshot_read import read_snapshot, slice_merge_rules, snapshot_schema
+from hudi_sync.table.write.compaction import compact
+from hudi_sync.table.write.lock import TableLock
+from tests.warehouse_rows import hudi_rs_rows
+
+FIXTURES = [
+    "mor/avro/v8_trips_8i3u1d",
+    "cow/v9_txns_simple_meta",
+    "mor/avro/v9_txns_simple_meta",
+]
+# Another module keeps these current; disabled here with Hudi's own options.
+DISABLE_STATS = {
+    "hoodie.metadata.index.column.stats.enable": "false",
+    "hoodie.metadata.index.partition.stats.enable": "false",
+}
+
+
+def _options(table: HudiTable, operation: str) -> dict[str, str]:
+    config = table.config
+    return {
+        "hoodie.table.name": config.name,
+        "hoodie.datasource.write.recordkey.field": ",".join(config.record_key_fields),
+        "hoodie.datasource.write.partitionpath.field": ",".join(config.partition_fields),
+        "hoodie.datasource.write.hive_style_partitioning": str(
+            config.hive_style_partitioning
+        ).lower(),
+        "hoodie.datasource.write.precombine.field": config.ordering_fields[0],
+        "hoodie.datasource.write.table.type": config.table_type.value,
+        "hoodie.datasource.write.operation": operation,
+        **DISABLE_STATS,
+    }
+
+
+def _definitions(path: Path) -> indexes.IndexDefinitions:
+    where = path / ".hoodie" / ".index_defs" / "index.json"
+    return indexes.parse_index_definitions(where.read_text(), str(where))
+
+
+def _snapshot(path: Path) -> tuple[dict[str, tuple[str, str]], set[str], list[Any]]:
+    """The snapshot's key -> (partition, file id), and each slice's merged rows."""
+    table = HudiTable.open(str(path))
+    slices = table.view.slices_as_of(None)
+    rules = slice_merge_rules(table, slices)
+    schema = snapshot_schema(table, slices)
+    locations: dict[str, tuple[str, str]] = {}
+    all_rows = []
+    for s in slices:
+        rows = read_file_slice(table.location, s, rules, table.view.is_committed, None, schema)
+        all_rows.append(rows)
+        for key in rows.column("_hoodie_record_key").to_pylist():
+            assert key not in locations, f"{key} in two file groups"
+            locations[key] = (s.partition_path, s.file_id)
+    return locations, set(locations), all_rows
+
+
+def _assert_in_hashed_groups(mdt: MetadataTableReader, partition: str, version: int) -> None:
+    slices = mdt.partition_slices(partition)
+    for position, file_slice in enumerate(slices):
+        for key in mdt._read_slice(file_slice, None):
+            if partition == "record_index":
+                assert index_keys.file_group_index(key, len(slices)) == position, key
+            else:
+                hashed = index_keys.secondary_file_group_index(key, len(slices), version)
+                assert hashed == position, key
+
+
+class IndexModel:
+    """The record index we expect: key -> record, moved forward write by write."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        table = HudiTable.open(str(path))
+        self.records: dict[str, MetadataRecord] = MetadataTableReader.of(table).read_partition(
+            "record_index"
+        )
+        self.locations, keys, _ = _snapshot(path)
+        assert set(self.records) == keys  # Hudi's index to start from is whole
+
+    def check(self, instant: str) -> None:
+        """After the write ``instant``: the model moved forward equals what is stored."""
+        locations, keys, rows = _snapshot(self.path)
+        for key in set(self.records) - keys:
+            del self.records[key]
+        for key, (partition, file_id) in locations.items():
+            if self.locations.get(key) != (partition, file_id):
+                (self.records[key],) = indexes.record_index_records(
+                    [key], partition, file_id, instant, dt.UTC
+                )
+        self.locations = locations
+        table = HudiTable.open(str(self.path))
+        mdt = MetadataTableReader.of(table)
+        stored = mdt.read_partition("record_index")
+        assert stored == self.records
+        _assert_in_hashed_groups(mdt, "record_index", 0)
+        for index in _definitions(self.path).secondary_indexes:
+            expected = {
+                r.key
+                for table_rows in rows
+                for r in indexes.secondary_index_records(table_rows, index)
+            }
+            assert set(mdt.read_partition(index.name)) == expected, index.name
+            _assert_in_hashed_groups(mdt, index.name, index.version)
+        # hudi-rs (listing through the metadata table) reads the rows our table core reads.
+        ours = read_snapshot(table).column("_hoodie_record_key").to_pylist()
+        theirs = hudi_rs_rows(str(self.path)).column("_hoodie_record_key").to_pylist()
+        assert sorted(ours) == sorted(theirs) == sorted(keys)
+
+
+@pytest.mark.parametrize("fixture", FIXTURES)
+def test_writes_keep_record_and_secondary_indexes_current(  # type: ignore[no-untyped-def]
+    spark, fixture_copy, fixture
+) -> None:
+    path = fixture_copy(fixture)
+    table = HudiTable.open(str(path))
+    assert "record_index" in table.config.metadata_partitions
+    (secondary, *_) = _definitions(path).secondary_indexes
+    key = table.config.record_key_fields[0]
+    ordering = table.config.ordering_fields[0]
+    partition_field = table.config.partition_fields[0]
+    snapshot = read_snapshot(table)
+    data_columns = [c for c in snapshot.column_names if not c.startswith("_hoodie_")]
+    model = {r[key]: {c: r[c] for c in data_columns} for r in snapshot.to_pylist()}
+    schema = spark.read.format("hudi").load(str(path)).select(*data_columns).schema
+    keys = sorted(model)
+    index = IndexModel(path)
+
+    def frame(rows: list[dict[str, Any]]):  # type: ignore[no-untyped-def]
+        return spark.createDataFrame([[r[c] for c in data_columns] for r in rows], schema)
+
+    # Upsert: keys[0] changes its secondary value, keys[1] only its ordering value, and a
+    # copy of keys[2] comes in under a new key.
+    old_value = model[keys[0]][secondary.source_field]
+    changed = [
+        dict(
+            model[keys[0]],
+            **{secondary.source_field: "changed", ordering: model[keys[0]][ordering] + 1},
+        ),
+        dict(model[keys[1]], **{ordering: model[keys[1]][ordering] + 1}),
+    ]
+    inserted = dict(model[keys[2]], **{key: "new-key-1"})
+    result = write(frame([*changed, inserted]), str(path), _options(table, "upsert"))
+    index.check(result.instant)
+    # The stats partitions the options disable are dropped, as Hudi drops them, though the
+    # writer could keep them current.
+    kept = HudiTable.open(str(path)).config.metadata_partitions
+    assert "column_stats" not in kept and "partition_stats" not in kept
+    assert not (path / ".hoodie/metadata/column_stats").exists()
+    stored = MetadataTableReader.of(HudiTable.open(str(path))).read_partition(secondary.name)
+    assert index_keys.secondary_index_key("changed", keys[0]) in stored
+    assert index_keys.secondary_index_key(old_value, keys[0]) not in stored
+    assert index.records["new-key-1"].record_index.instant_time == indexes.instant_millis(  # type: ignore[union-attr]
+        result.instant, dt.UTC
+    )
+
+    # Insert another new key.
+    inserted2 = dict(model[keys[3]], **{key: "new-key-2"})
+    result = write(frame([inserted2]), str(path), _options(table, "insert"))
+    index.check(result.instant)
+
+    # Delete: the key leaves record_index (a delete block) and its secondary pairs go.
+    gone = keys[4]
+    result = write(frame([model[gone]]), str(path), _options(table, "delete"))
+    index.check(result.instant)
+    mdt = MetadataTableReader.of(HudiTable.open(str(path)))
+    assert gone not in mdt.read_partition("record_index")
+    # As Hudi's append handle writes an EmptyHoodieRecordPayload: a delete block after the
+    # data block, the metadata partition as partition path, ordering value int 0.
+    (log,) = (path / ".hoodie/metadata/record_index").glob(f".*_{result.instant}.log.*")
+    blocks = list(read_blocks(log.read_bytes(), str(log)))
+    assert [b.block_type for b in blocks][-1] == BlockType.DELETE
+    assert delete_keys(blocks[-1].content, str(log)) == [
+        (gone, "record_index", OrderingValue("int", 0))
+    ]
+    assert not any(k.endswith("$" + gone) for k in mdt.read_partition(secondary.name))
+
+    # Overwrite one partition with one of its rows: the others leave the indexes, the
+    # survivor is placed in its new file group.
+    survivor = dict(model[keys[1]], **{ordering: model[keys[1]][ordering] + 2})
+    result = write(frame([survivor]), str(path), _options(table, "insert_overwrite"))
+    dropped = {
+        k
+        for k, r in model.items()
+        if r[partition_field] == survivor[partition_field] and k not in (survivor[key], gone)
+    }
+    index.check(result.instant)
+    assert dropped and not dropped & set(index.records)
+
+    # Drop another partition: its keys leave the indexes.
+    other = next(
+        r[partition_field]
+        for k, r in model.items()
+        if r[partition_field] != survivor[partition_field] and k in index.records
+    )
+    options = {
+        **_options(table, "delete_partition"),
+        "hoodie.datasource.write.partitions.to.delete": _partition_path(table, other),
+    }
+    result = write(frame([survivor]), str(path), options)
+    index.check(result.instant)
+    assert not {k for k, r in model.items() if r[partition_field] == other} & set(index.records)
+
+    # A compaction places no key anew: the indexes stay as they are.
+    table = HudiTable.open(str(path))
+    if table.config.table_type.value == "MERGE_ON_READ":
+        lock = TableLock(table.location, table.location.join(".hoodie"), wait_ms=1000)
+        (instant,) = compact(table, lock)
+        index.check(instant)
+
+
+def _partition_path(table: HudiTable, value: str) -> str:
+    field = table.config.partition_fields[0]
+    return f"{field}={value}" if table.config.hive_style_partitioning else value
+
+
+def test_with_every_index_maintained_a_write_needs_no_option(  # type: ignore[no-untyped-def]
+    spark, fixture_copy
+) -> None:
+    """No index disabled: the write keeps every partition (stats too) and the indexes."""
+    path = fixture_copy("mor/avro/v9_txns_simple_meta")
+    table = HudiTable.open(str(path))
+    listed = table.config.metadata_partitions
+    snapshot = read_snapshot(table)
+    data_columns = [c for c in snapshot.column_names if not c.startswith("_hoodie_")]
+    rows = sorted(snapshot.select(data_columns).to_pylist(), key=lambda r: r["txn_id"])
+    schema = spark.read.format("hudi").load(str(path)).select(*data_columns).schema
+    index = IndexModel(path)
+    options = {k: v for k, v in _options(table, "upsert").items() if k not in DISABLE_STATS}
+    new = dict(rows[0], txn_id="TXN-NEW", merchant_name="new merchant")
+    frame = spark.createDataFrame([[new[c] for c in data_columns]], schema)
+    result = write(frame, str(path), options)
+    index.check(result.instant)
+    frame = spark.createDataFrame([[rows[1][c] for c in data_columns]], schema)
+    result = write(frame, str(path), {**options, "hoodie.datasource.write.operation": "delete"})
+    index.check(result.instant)
+    assert HudiTable.open(str(path)).config.metadata_partitions == listed
+
+
+def upsert_new_key(spark, path: str, new_key: str):  # type: ignore[no-untyped-def]
+    """Upsert a copy of the first row under ``new_key``, with a new merchant name."""
+    table = HudiTable.open(path)
+    snapshot = read_snapshot(table)
+    data_columns = [c for c in snapshot.column_names if not c.startswith("_hoodie_")]
+    first = min(snapshot.select(data_columns).to_pylist(), key=lambda r: r["txn_id"])
+    schema = spark.read.format("hudi").load(path).select(*data_columns).schema
+    row = dict(first, txn_id=new_key, merchant_name=f"merchant of {new_key}")
+    frame = spark.createDataFrame([[row[c] for c in data_columns]], schema)
+    return write(frame, path, _options(table, "upsert"))
+
+
+CHILD = textwrap.dedent(
+    """
+    import os, sys
+    from hudi_sync.spark import local_session
+    from hudi_sync.table.write import timeline as timeline_module
+    import tests.test_metadata_record_index_write as t
+
+    original = timeline_module.TimelineWriter._complete_file
+
+    def die(self, instant, action, data):
+        if self.listener is not None:  # the data timeline's writer: its metadata is done
+            os._exit(9)
+        return original(self, instant, action, data)
+
+    timeline_module.TimelineWriter._complete_file = die
+    t.upsert_new_key(local_session("child", cores=1), sys.argv[1], "KILLED")
+    os._exit(0)
+    """
+)
+
+
+def test_a_write_killed_after_its_index_records_is_rolled_back_on_both(  # type: ignore[no-untyped-def]
+    spark, fixture_copy
+) -> None:
+    """The metadata deltacommit (record_index and secondary index log files) completed,
+    the data commit not: readers ignore the index records, and the next write rolls them
+    back with the data files."""
+    path = fixture_copy("mor/avro/v9_txns_simple_meta")
+    index = IndexModel(path)
+    index.check(upsert_new_key(spark, str(path), "FIRST").instant)
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path)],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert child.returncode == 9, child.stderr[-2000:]
+    (failed,) = [i.requested_time for i in HudiTable.open(str(path)).timeline.pending]
+    mdt = path / ".hoodie/metadata"
+    written = [
+        *mdt.glob(f"record_index/.*_{failed}.log.*"),
+        *mdt.glob(f"secondary_index_merchant_idx/.*_{failed}.log.*"),
+    ]
+    assert len(written) == 2
+    index.check(failed)  # nothing moved: the failed write's records do not count
+    assert "KILLED" not in index.records
+    index.check(upsert_new_key(spark, str(path), "AFTER").instant)
+    assert not any(w.exists() for w in written)
+    assert "KILLED" not in index.records and "AFTER" in index.records
