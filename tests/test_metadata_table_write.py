@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark import write
 from hudi_sync.storage import open_location
@@ -32,7 +33,9 @@ from hudi_sync.table.metadata_table.partitions import prepare_metadata_table
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.metadata_table.records import ALL_PARTITIONS_KEY
 from hudi_sync.table.metadata_table.sync import maintained_partitions
+from hudi_sync.table.properties import decode_properties, parse_java_properties
 from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.write.create import java_properties_text
 from tests.warehouse_rows import hudi_rs_rows
 
 MDT_FIXTURES = [
@@ -324,15 +327,20 @@ def test_a_write_killed_around_its_metadata_deltacommit_is_rolled_back_on_both( 
 def test_a_refused_write_leaves_the_table_alone_and_metadata_enable_false_deletes_it(  # type: ignore[no-untyped-def]
     spark, fixture_copy
 ) -> None:
+    """A partition hudi_sync does not keep (Hudi's bloom filter index, declared on the
+    copy as Hudi declares it) refuses the write, naming it and Hudi's option."""
     path = fixture_copy("cow/v9_txns_simple_meta")
+    table = HudiTable.open(str(path))
+    with_bloom = ",".join([*table.config.metadata_partitions, "bloom_filters"])
+    _set_properties(path, {cfg.METADATA_PARTITIONS.key: with_bloom})
     pristine = path.parent / "pristine"
     shutil.copytree(path, pristine)
-    table = HudiTable.open(str(path))
     options = {k: v for k, v in _options(table, "upsert").items() if k not in DISABLE_INDEXES}
     model = _rows(read_snapshot(table), "txn_id")
     columns = list(next(iter(model.values())))
     df = spark.read.format("hudi").load(str(path)).select(*columns).limit(1)
-    with pytest.raises(BadInputError, match="cannot keep these metadata table partitions"):
+    refusal = "cannot keep these metadata table partitions current: bloom_filters "
+    with pytest.raises(BadInputError, match=f"{refusal}.*{cfg.METADATA_BLOOM_FILTERS.key}"):
         write(df, str(path), options)
     assert listed_files(path) == listed_files(pristine)
     assert sorted(p.name for p in (path / ".hoodie").rglob("*")) == sorted(
@@ -345,3 +353,10 @@ def test_a_refused_write_leaves_the_table_alone_and_metadata_enable_false_delete
     assert not (path / ".hoodie/metadata").exists()
     assert HudiTable.open(str(path)).config.metadata_partitions == ()
     _assert_readers_agree(path, "txn_id", model | {row["txn_id"]: row})
+
+
+def _set_properties(path: Path, changes: dict[str, str]) -> None:
+    """Change keys of a copy's hoodie.properties (a setup step) with our properties writer."""
+    properties = path / ".hoodie" / cfg.PROPERTIES_FILE
+    props = parse_java_properties(decode_properties(properties.read_bytes(), str(properties)))
+    properties.write_text(java_properties_text({**props, **changes}))
