@@ -9,6 +9,7 @@ of the HFile log block Hudi wrote for it, byte for byte.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 import subprocess
@@ -36,6 +37,7 @@ from hudi_sync.table.metadata_table.sync import maintained_partitions
 from hudi_sync.table.properties import decode_properties, parse_java_properties
 from hudi_sync.table.snapshot_read import read_snapshot
 from hudi_sync.table.write.create import java_properties_text
+from hudi_sync.table.write.timeline import CommitRecord, TimelineWriter
 from tests.warehouse_rows import hudi_rs_rows
 
 MDT_FIXTURES = [
@@ -258,11 +260,11 @@ CHILD = textwrap.dedent(
     original = timeline_module.TimelineWriter._complete_file
     step = sys.argv[2]
 
-    def die(self, instant, action, data):
+    def die(self, instant, action, data, after=None):
         # The data timeline's writer has a listener, the metadata table's has none.
         if (self.listener is not None) == (step == "before-data-completion"):
             os._exit(9)
-        return original(self, instant, action, data)
+        return original(self, instant, action, data, after)
 
     timeline_module.TimelineWriter._complete_file = die
     t.upsert_one(local_session("child", cores=1), sys.argv[1], "killed")
@@ -360,3 +362,40 @@ def _set_properties(path: Path, changes: dict[str, str]) -> None:
     properties = path / ".hoodie" / cfg.PROPERTIES_FILE
     props = parse_java_properties(decode_properties(properties.read_bytes(), str(properties)))
     properties.write_text(java_properties_text({**props, **changes}))
+
+
+class _LateListener:
+    """Stands in for the metadata table's writer (no Spark needed): it reports that
+    what it published completed at ``completion``."""
+
+    def __init__(self, completion: str) -> None:
+        self.completion = completion
+
+    def before_commit(self, instant: str, action: str, commit: CommitRecord) -> str | None:
+        return self.completion
+
+    def before_clean(self, instant: str, deleted: Any) -> str | None:
+        return self.completion
+
+    def before_rollback(self, rolled_back: str, instant: str) -> str | None:
+        return self.completion
+
+
+def test_a_data_instant_completes_after_what_the_metadata_table_completed_first(
+    tmp_path: Path,
+) -> None:
+    """Two completions in one millisecond tied (the metadata deltacommit and the data
+    commit): the data instant's completion time must follow the metadata table's, so a
+    reader ordering by completion time sees the metadata table's first."""
+    location = open_location(str(tmp_path))
+    folder = location.join(".hoodie", "timeline")
+    location.fs.makedirs(folder, exist_ok=True)
+    ahead = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).strftime("%Y%m%d%H%M%S%f")[:17]
+    writer = TimelineWriter(location, folder, 9, _LateListener(ahead))
+    instant = writer.new_instant_time()
+    writer.request(instant, "commit", "upsert")
+    name = writer.complete(instant, "commit", CommitRecord("upsert", "", ()))
+    assert name.split("_")[1].split(".")[0] > ahead
+    rollback = writer.rollback(instant, "commit", {}, 0.0)
+    assert writer.last_completion is not None and writer.last_completion > ahead
+    assert rollback

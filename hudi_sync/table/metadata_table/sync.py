@@ -101,27 +101,31 @@ class MetadataSync(InstantListener):
     def _files_group(self, records: Sequence[FilesRecord]) -> FileGroupRecords:
         return FileGroupRecords(FILES, FILES_FILE_GROUP, self.codec.encode_files(records))
 
-    def before_commit(self, instant: str, action: str, commit: CommitRecord) -> None:
+    def before_commit(self, instant: str, action: str, commit: CommitRecord) -> str | None:
         self._run_services()
         groups = [self._files_group(commit_records(commit.stats))]
         for index in self.indexes:
             groups += index.for_commit(instant, action, commit)
         self.writer.deltacommit(instant, groups)
+        return self.writer.timeline.last_completion
 
-    def before_clean(self, instant: str, deleted: Mapping[str, Sequence[str]]) -> None:
+    def before_clean(self, instant: str, deleted: Mapping[str, Sequence[str]]) -> str | None:
         self._run_services()
         groups = [self._files_group(clean_records(deleted))]
         for index in self.indexes:
             groups += index.for_clean(instant, deleted)
         self.writer.deltacommit(instant, groups)
+        return self.writer.timeline.last_completion
 
-    def before_rollback(self, rolled_back: str, instant: str) -> None:
-        self.writer.roll_back(rolled_back, instant)
+    def before_rollback(self, rolled_back: str, instant: str) -> str | None:
+        if not self.writer.roll_back(rolled_back, instant):
+            return None
+        return self.writer.timeline.last_completion
 
 
 def data_timeline(location: Location) -> Timeline:
     """The data table's timeline as it is now."""
-    path = location.join(".hoodie", "hoodie.properties")
+    path = location.join(".hoodie", cfg.PROPERTIES_FILE)
     where = f"{location.uri}/.hoodie/hoodie.properties"
     config = TableConfig.parse(decode_properties(location.read_file(path), where), where)
     return Timeline(location, config)
