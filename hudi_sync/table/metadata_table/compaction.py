@@ -36,64 +36,37 @@ from hudi_sync.table.metadata_table.hfile import write_hfile
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.metadata_table.records import MetadataRecord, live_records, metadata_schema
 from hudi_sync.table.timeline import Timeline, format_instant
+from hudi_sync.table.write.compaction_plan import (
+    JAVA_STRING,
+    PLAN_RECORD,
+    nullable_field,
+)
 from hudi_sync.table.write.timeline import CommitRecord, TimelineWriter
 
 COMPACT_OPERATION = "COMPACT"
 PLAN_VERSION = 2
 _MB = 1024 * 1024
 DEFAULT_BASE_FILE_MB = 120  # hoodie.parquet.max.file.size: the plan's write estimate
-_STRING = {"type": "string", "avro.java.string": "String"}
-
-
-def _nullable(name: str, avro_type: Any, default: bool = True) -> dict[str, Any]:
-    field: dict[str, Any] = {"name": name, "type": ["null", avro_type]}
-    if default:
-        field["default"] = None
-    return field
-
-
-# Hudi 1.x's ``HoodieCompactionPlan`` (version 2: paths are file names); the strategy is
-# never set, meta fields are not preserved, no partition is left out.
+# Hudi 1.x's ``HoodieCompactionPlan`` (version 2: paths are file names) with its strategy
+# fields: the strategy is never set, meta fields are not preserved, no partition is left out.
 MDT_PLAN_SCHEMA = fastavro.parse_schema(
     {
-        "type": "record",
-        "name": "HoodieCompactionPlan",
-        "namespace": "org.apache.hudi.avro.model",
+        **PLAN_RECORD,
         "fields": [
-            _nullable(
-                "operations",
-                {
-                    "type": "array",
-                    "items": {
-                        "type": "record",
-                        "name": "HoodieCompactionOperation",
-                        "fields": [
-                            _nullable("baseInstantTime", _STRING, default=False),
-                            _nullable("deltaFilePaths", {"type": "array", "items": _STRING}),
-                            _nullable("dataFilePath", _STRING),
-                            _nullable("fileId", _STRING, default=False),
-                            _nullable("partitionPath", _STRING),
-                            _nullable("metrics", {"type": "map", "values": "double"}),
-                            _nullable("bootstrapFilePath", _STRING),
-                        ],
-                    },
-                },
-            ),
-            _nullable("extraMetadata", {"type": "map", "values": _STRING}),
-            {"name": "version", "type": ["int", "null"], "default": 1},
-            _nullable(
+            *PLAN_RECORD["fields"],
+            nullable_field(
                 "strategy",
                 {
                     "type": "record",
                     "name": "HoodieCompactionStrategy",
                     "fields": [
-                        _nullable("compactorClassName", _STRING),
-                        _nullable("strategyParams", {"type": "map", "values": _STRING}),
+                        nullable_field("compactorClassName", JAVA_STRING),
+                        nullable_field("strategyParams", {"type": "map", "values": JAVA_STRING}),
                     ],
                 },
             ),
             {"name": "preserveHoodieMetadata", "type": ["boolean", "null"], "default": False},
-            _nullable("missingSchedulePartitions", {"type": "array", "items": _STRING}),
+            nullable_field("missingSchedulePartitions", {"type": "array", "items": JAVA_STRING}),
         ],
     }
 )

@@ -42,53 +42,14 @@ from hudi_sync.table.record_merge import MergeRules, merge_rules
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.slice_reader import read_file_slice_counted
 from hudi_sync.table.snapshot_read import snapshot_schema
+from hudi_sync.table.write.compaction_plan import PLAN_SCHEMA
 from hudi_sync.table.write.lock import TableLock
 from hudi_sync.table.write.rollback import marker_folder, remove_written_files, write_marker
 from hudi_sync.table.write.timeline import CommitRecord, TimelineWriter
 
 COMPACT_OPERATION = "COMPACT"
 PLAN_VERSION = 2  # paths in the plan are file names, relative to their partition
-_STRING = {"type": "string", "avro.java.string": "String"}
 _FILE_NAME = META_FIELDS[4]
-
-
-def _nullable(name: str, avro_type: Any, default: bool = True) -> dict[str, Any]:
-    field: dict[str, Any] = {"name": name, "type": ["null", avro_type]}
-    if default:
-        field["default"] = None
-    return field
-
-
-PLAN_SCHEMA = fastavro.parse_schema(
-    {
-        "type": "record",
-        "name": "HoodieCompactionPlan",
-        "namespace": "org.apache.hudi.avro.model",
-        "fields": [
-            _nullable(
-                "operations",
-                {
-                    "type": "array",
-                    "items": {
-                        "type": "record",
-                        "name": "HoodieCompactionOperation",
-                        "fields": [
-                            _nullable("baseInstantTime", _STRING, default=False),
-                            _nullable("deltaFilePaths", {"type": "array", "items": _STRING}),
-                            _nullable("dataFilePath", _STRING),
-                            _nullable("fileId", _STRING, default=False),
-                            _nullable("partitionPath", _STRING),
-                            _nullable("metrics", {"type": "map", "values": "double"}),
-                            _nullable("bootstrapFilePath", _STRING),
-                        ],
-                    },
-                },
-            ),
-            _nullable("extraMetadata", {"type": "map", "values": _STRING}),
-            {"name": "version", "type": ["int", "null"], "default": 1},
-        ],
-    }
-)
 
 
 @dataclass(frozen=True)
