@@ -242,9 +242,9 @@ def test_metadata_enable_true_bootstraps_an_existing_table_from_a_listing(  # ty
     (base,) = (copy / MDT / "files").glob("files-0000-0_*_00000000000000000.hfile")
     schema = read_hfile(base.read_bytes(), str(base)).file_info[b"schema"].decode()
     from hudi_sync.table.metadata_table.codec import files_metadata_record
-    from hudi_sync.table.metadata_table.create import initial_records
+    from hudi_sync.table.metadata_table.files_records import added_files_records
 
-    empty = [files_metadata_record(r) for r in initial_records({})]
+    empty = [files_metadata_record(r) for r in added_files_records({})]
     base.write_bytes(base_hfile(empty, 9, schema))
     from tests.warehouse_rows import hudi_rs_rows
 

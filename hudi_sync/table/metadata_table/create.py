@@ -36,14 +36,7 @@ from hudi_sync.table.logfile import BlockType, HeaderKey, encode_block
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.metadata_table.codec import files_metadata_record
 from hudi_sync.table.metadata_table.compaction import base_hfile
-from hudi_sync.table.metadata_table.files_records import (
-    ALL_PARTITIONS_KEY,
-    FILE_LIST,
-    PARTITION_LIST,
-    FileEntry,
-    FilesRecord,
-    partition_identifier,
-)
+from hudi_sync.table.metadata_table.files_records import added_files_records
 from hudi_sync.table.metadata_table.partitions import read_properties, write_properties
 from hudi_sync.table.metadata_table.reader import METADATA_FOLDER
 from hudi_sync.table.metadata_table.records import metadata_schema
@@ -127,25 +120,6 @@ def _instant_of(name: str) -> str | None:
         return None
 
 
-def initial_records(listing: dict[str, dict[str, int]]) -> list[FilesRecord]:
-    records = [
-        FilesRecord(
-            ALL_PARTITIONS_KEY,
-            PARTITION_LIST,
-            {partition_identifier(p): FileEntry(0, False) for p in listing},
-        )
-    ]
-    for partition, files in listing.items():
-        records.append(
-            FilesRecord(
-                partition_identifier(partition),
-                FILE_LIST,
-                {name: FileEntry(size, False) for name, size in files.items()},
-            )
-        )
-    return records
-
-
 def create_metadata_table(location: Location, config: TableConfig) -> None:
     """Initialise the MDT of the (version 8+) table at ``location`` (module docstring).
     The caller holds the table lock."""
@@ -177,7 +151,7 @@ def create_metadata_table(location: Location, config: TableConfig) -> None:
     location.write_file(f"{partition}/.{FILES_FILE_GROUP}_{instant}.log.1_0-0-0", empty_log)
     schema = json.dumps(metadata_schema(config.version), separators=(",", ":"))
     records = sorted(
-        (files_metadata_record(r) for r in initial_records(listing)), key=lambda r: r.key
+        (files_metadata_record(r) for r in added_files_records(listing)), key=lambda r: r.key
     )
     data = base_hfile(records, config.version, schema)
     name = f"{FILES_FILE_GROUP}_0-0-0_{instant}.hfile"

@@ -59,6 +59,12 @@ def commit_records(stats: Sequence[WriteStat]) -> list[FilesRecord]:
             files[name] = max(files.get(name, 0), stat.file_size)
         for cdc_path, size in stat.cdc_stats.items():
             files[_file_name(cdc_path)] = size
+    return added_files_records(by_partition)
+
+
+def added_files_records(by_partition: Mapping[str, Mapping[str, int]]) -> list[FilesRecord]:
+    """The partition list naming these partitions, and each partition's added files
+    (name -> size): what a commit records, and the initial listing of a new MDT."""
     records = [
         FilesRecord(
             ALL_PARTITIONS_KEY,
