@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
@@ -44,8 +44,16 @@ from hudi_sync.table.metadata_table.records import (
 from hudi_sync.table.properties import TableConfig, decode_properties
 from hudi_sync.table.timeline import Timeline
 
-if TYPE_CHECKING:
-    from hudi_sync.table.table import HudiTable
+
+class OpenedTable(Protocol):
+    """What the reader needs of an opened data table (a ``HudiTable``, which lists
+    through this reader: naming the class here would tie the two modules in a circle)."""
+
+    @property
+    def location(self) -> Location: ...
+
+    @property
+    def timeline(self) -> Timeline: ...
 
 METADATA_FOLDER = ".hoodie/metadata"
 SOLO_COMMIT_TIMESTAMP = "00000000000000"  # MDT initialisation instants start with it
@@ -144,7 +152,7 @@ class MetadataTableReader:
         self.timeline = Timeline(self.location, self.config)
 
     @classmethod
-    def of(cls, table: HudiTable) -> MetadataTableReader:
+    def of(cls, table: OpenedTable) -> MetadataTableReader:
         return cls(table.location, table.timeline)
 
     @cached_property
