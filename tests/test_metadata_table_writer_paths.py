@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
-from hudi_sync.spark.writer import write_arrow
+from hudi_sync.spark.writer import write, write_arrow
 from hudi_sync.table import HudiTable
 from hudi_sync.table.snapshot_read import read_snapshot
 from tests.test_metadata_table_write import listed_files, mdt_files
@@ -90,3 +91,94 @@ def test_compact_through_the_cli_keeps_the_metadata_table_current(tmp_path: Path
     assert [i.action for i in table.timeline.completed_writes][-1] == "commit"
     assert all(s.base_file is not None and not s.log_files for s in table.file_slices())
     assert_current(path, model)
+
+
+def test_a_cdc_table_keeps_its_metadata_table_and_its_change_feed(  # type: ignore[no-untyped-def]
+    spark, tmp_path: Path
+) -> None:
+    """Insert, upsert and delete on a CDC table with a metadata table: the ``.cdc`` logs
+    are data files of the commit (Hudi lists them in ``files``), and the CDC query
+    returns each commit's changes as hudi-rs's snapshots before and after it imply."""
+    from hudi_sync.spark import read
+    from tests.test_cdc import CDC_READ, expected_changes, observed
+    from tests.test_spark_writer import frame, options
+
+    path = tmp_path / "cdc"
+    extra = {"hoodie.table.cdc.enabled": "true", "hoodie.metadata.enable": "true"}
+    first = [{"id": i, "p": "a" if i % 2 else "b", "name": f"n{i}", "ts": 1} for i in range(6)]
+    steps = [
+        ("insert", first),
+        ("upsert", [dict(first[1], name="v2", ts=2), dict(first[2], name="v2", ts=2)]),
+        ("upsert", [{"id": 9, "p": "a", "name": "n9", "ts": 3}]),
+        ("delete", [dict(first[3], ts=4)]),
+    ]
+    model: dict[Any, dict[str, Any]] = {}
+    previous = None
+    for operation, rows in steps:
+        result = write(frame(spark, rows, False), str(path), options("t", 9, operation, **extra))
+        if operation == "delete":
+            for row in rows:
+                del model[row["id"]]
+        else:
+            model.update({r["id"]: r for r in rows})
+        assert_current(path, model)
+        window = {
+            **CDC_READ,
+            "hoodie.datasource.read.begin.instanttime": previous or "earliest",
+            "hoodie.datasource.read.end.instanttime": result.instant,
+        }
+        changes = [r.asDict() for r in read(spark, str(path), window).collect()]
+        want = expected_changes(path, previous, result.instant, operation, set())
+        assert want and observed(changes, result.instant) == want, operation
+        previous = result.instant
+    assert any(f.endswith(".cdc") for files in mdt_files(path)[1].values() for f in files)
+
+
+def test_a_v6_metadata_table_is_refused_or_deleted_by_hudis_switch(  # type: ignore[no-untyped-def]
+    spark, fixture_copy
+) -> None:
+    """Hudi 0.11-0.15 keep a metadata table on v6 tables, which hudi_sync does not write:
+    a write is refused in one line naming it and ``hoodie.metadata.enable=false``; with
+    that switch the write goes on and the metadata table goes, as Hudi deletes it."""
+    from hudi_sync import config as cfg
+    from hudi_sync.errors import BadInputError
+    from tests.test_metadata_table_write import _options, _set_properties
+
+    path = fixture_copy("cow/v6_simplekeygen_nonhivestyle")
+    (path / ".hoodie/metadata/.hoodie").mkdir(parents=True)
+    table = HudiTable.open(str(path))
+    (path / ".hoodie/metadata/.hoodie/hoodie.properties").write_text(
+        f"hoodie.table.name={table.config.name}_metadata\nhoodie.table.type=MERGE_ON_READ\n"
+        "hoodie.table.version=6\n"
+    )
+    _set_properties(path, {cfg.METADATA_PARTITIONS.key: "files"})
+    pristine = sorted(p.relative_to(path) for p in path.rglob("*"))
+    key = table.config.record_key_fields[0]
+    ordering = table.config.ordering_fields[0]
+    model = {r[key]: r for r in _meta_free(read_snapshot(table))}
+    columns = list(next(iter(model.values())))
+    df = spark.read.format("hudi").load(str(path)).select(*columns).limit(1)
+    options = {**_options(table, "upsert"), "hoodie.write.table.version": "6"}
+    with pytest.raises(BadInputError) as refused:
+        write(df, str(path), options)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert "metadata table" in message and "hoodie.metadata.enable=false" in message
+    assert sorted(p.relative_to(path) for p in path.rglob("*")) == pristine
+
+    first = model[min(model)]
+    row = dict(first, **{ordering: first[ordering] + 1})
+    text = next(c for c in columns if c != key and isinstance(first[c], str))
+    row[text] = "written"
+    changed = spark.createDataFrame([[row[c] for c in columns]], df.schema)
+    write(changed, str(path), {**options, "hoodie.metadata.enable": "false"})
+    assert not (path / ".hoodie/metadata").exists()
+    assert HudiTable.open(str(path)).config.metadata_partitions == ()
+    model[row[key]] = row
+    assert {r[key]: r for r in _meta_free(read_snapshot(HudiTable.open(str(path))))} == model
+    theirs = {r[key]: r for r in _meta_free(hudi_rs_rows(str(path)))}
+    assert {k: {c: theirs[k][c] for c in columns} for k in theirs} == model
+
+
+def _meta_free(source: pa.Table) -> list[dict[str, Any]]:
+    return [{c: v for c, v in r.items() if not c.startswith("_hoodie_")} for r in source.to_pylist()]
