@@ -144,7 +144,7 @@ def test_a_v6_metadata_table_is_refused_or_deleted_by_hudis_switch(  # type: ign
     from hudi_sync.errors import BadInputError
     from tests.test_metadata_table_write import _options, _set_properties
 
-    path = fixture_copy("cow/v6_simplekeygen_nonhivestyle")
+    path = fixture_copy("mor/avro/v6_trips_8i1u")
     (path / ".hoodie/metadata/.hoodie").mkdir(parents=True)
     table = HudiTable.open(str(path))
     (path / ".hoodie/metadata/.hoodie/hoodie.properties").write_text(
@@ -166,11 +166,19 @@ def test_a_v6_metadata_table_is_refused_or_deleted_by_hudis_switch(  # type: ign
     assert "metadata table" in message and "hoodie.metadata.enable=false" in message
     assert sorted(p.relative_to(path) for p in path.rglob("*")) == pristine
 
+    from pyspark.sql import functions as F
+
     first = model[min(model)]
-    row = dict(first, **{ordering: first[ordering] + 1})
     text = next(c for c in columns if c != key and isinstance(first[c], str))
-    row[text] = "written"
-    changed = spark.createDataFrame([[row[c] for c in columns]], df.schema)
+    row = dict(first, **{ordering: first[ordering] + 1, text: "written"})
+    changed = (
+        spark.read.format("hudi")
+        .load(str(path))
+        .select(*columns)
+        .where(F.col(key) == first[key])
+        .withColumn(ordering, F.col(ordering) + 1)
+        .withColumn(text, F.lit("written"))
+    )
     write(changed, str(path), {**options, "hoodie.metadata.enable": "false"})
     assert not (path / ".hoodie/metadata").exists()
     assert HudiTable.open(str(path)).config.metadata_partitions == ()
@@ -181,4 +189,6 @@ def test_a_v6_metadata_table_is_refused_or_deleted_by_hudis_switch(  # type: ign
 
 
 def _meta_free(source: pa.Table) -> list[dict[str, Any]]:
-    return [{c: v for c, v in r.items() if not c.startswith("_hoodie_")} for r in source.to_pylist()]
+    return [
+        {c: v for c, v in r.items() if not c.startswith("_hoodie_")} for r in source.to_pylist()
+    ]
