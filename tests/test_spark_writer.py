@@ -383,3 +383,33 @@ def test_options_that_contradict_the_table_fail_clearly(spark, tmp_path) -> None
             write(frame(spark, rows, False), path, odd)
     # Nothing of the refused writes reached the timeline.
     assert len(HudiTable.open(path).timeline.instants) == 1
+
+
+def test_rows_spark_reads_from_a_hudi_v6_table_upsert_back_into_it(  # type: ignore[no-untyped-def]
+    spark, fixture_copy
+) -> None:
+    """Hudi 0.x stores lists as parquet-avro's 2-level lists (item named ``array``, not
+    null); Spark names the item ``element``: the same type, so the upsert goes on."""
+    from pyspark.sql import functions as F
+
+    from hudi_sync.table.snapshot_read import read_snapshot
+
+    path = fixture_copy("cow/v6_simplekeygen_nonhivestyle")
+    config = HudiTable.open(str(path)).config
+    key, ordering = config.record_key_fields[0], config.ordering_fields[0]
+    loaded = spark.read.format("hudi").load(str(path))
+    data = [c for c in loaded.columns if not c.startswith("_hoodie_")]
+    first = loaded.select(*data).orderBy(key).limit(1)
+    changed = first.withColumn(ordering, F.col(ordering) + 1).withColumn("name", F.lit("again"))
+    settings = {
+        "hoodie.table.name": config.name,
+        "hoodie.datasource.write.recordkey.field": key,
+        "hoodie.datasource.write.partitionpath.field": config.partition_fields[0],
+        "hoodie.datasource.write.precombine.field": ordering,
+        "hoodie.datasource.write.operation": "upsert",
+    }
+    write(changed, str(path), settings)
+    wanted = changed.collect()[0][key]
+    for rows in (read_snapshot(HudiTable.open(str(path))), hudi_rs_rows(str(path))):
+        (row,) = [r for r in rows.to_pylist() if r[key] == wanted]
+        assert row["name"] == "again" and len(rows.column(key)) == len(set(rows.column(key)))

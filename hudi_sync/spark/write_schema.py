@@ -213,6 +213,18 @@ def _same_type(new: pa.DataType, stored: pa.DataType) -> bool:
         return (new.tz is None) == (stored.tz is None)
     if pa.types.is_integer(new) and pa.types.is_integer(stored):
         return bool(new.bit_width == stored.bit_width)
+    # A list's item is named by the writer (Spark's "element", parquet-avro's 2-level
+    # "array"): the name is no part of the type, nor is any nested field's nullability.
+    if pa.types.is_list(new) and pa.types.is_list(stored):
+        return _same_type(new.value_type, stored.value_type)
+    if pa.types.is_map(new) and pa.types.is_map(stored):
+        return _same_type(new.key_type, stored.key_type) and _same_type(
+            new.item_type, stored.item_type
+        )
+    if pa.types.is_struct(new) and pa.types.is_struct(stored):
+        return [f.name for f in new] == [f.name for f in stored] and all(
+            _same_type(a.type, b.type) for a, b in zip(new, stored, strict=True)
+        )
     return str(new).replace(" not null", "") == str(stored).replace(" not null", "")
 
 
