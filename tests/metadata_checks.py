@@ -79,21 +79,50 @@ def assert_readers_agree(path: Path, key: str, model: dict[str, dict[str, Any]])
 
 
 def check_files_step(path: Path, key: str, model: dict[str, dict[str, Any]], instant: str) -> None:
+    """After the write ``instant``: the readers equal ``model`` and ``files`` the listing."""
     assert_readers_agree(path, key, model)
+    assert_files_partition(path, instant)
+
+
+def assert_files_partition(
+    path: Path, instant: str | None, skip_instant: str | None = None
+) -> None:
+    """``files`` (partition list and files) equals a direct listing (without the files of
+    ``skip_instant``, a write that did not complete); the metadata deltacommit of the
+    data instant ``instant`` has its time and completed first."""
     partitions, files = mdt_files(path)
-    assert files == listed_files(path)
+    assert files == listed_files(path, skip_instant)
     created = [
         "/".join(p.parent.relative_to(path).parts) or "."
         for p in path.rglob(".hoodie_partition_metadata")
         if ".hoodie" not in p.parent.relative_to(path).parts
     ]
     assert partitions == sorted(created)
-    # The metadata table's deltacommit has the data instant's time and completed first.
+    if instant is None:
+        return
     table = HudiTable.open(str(path))
     data = next(i for i in table.timeline.completed_writes if i.requested_time == instant)
     mdt = MetadataTableReader.of(table).timeline
     (delta,) = [i for i in mdt.instants if i.requested_time == instant and i.is_completed]
     assert delta.action == "deltacommit" and delta.completion_time < data.completion_time
+
+
+def write_options(table: HudiTable, operation: str, **extra: str) -> dict[str, str]:
+    """The Spark writer's options for ``table`` (its own key, partition and ordering
+    fields), every metadata partition kept unless ``extra`` disables it."""
+    config = table.config
+    return {
+        "hoodie.table.name": config.name,
+        "hoodie.datasource.write.recordkey.field": ",".join(config.record_key_fields),
+        "hoodie.datasource.write.partitionpath.field": ",".join(config.partition_fields),
+        "hoodie.datasource.write.hive_style_partitioning": str(
+            config.hive_style_partitioning
+        ).lower(),
+        "hoodie.datasource.write.precombine.field": config.ordering_fields[0],
+        "hoodie.datasource.write.table.type": config.table_type.value,
+        "hoodie.datasource.write.operation": operation,
+        **extra,
+    }
 
 
 def index_definitions(path: Path) -> indexes.IndexDefinitions:
@@ -264,7 +293,10 @@ class StatsModel:
     def after_write(self, instant: str, clean: str | None) -> None:
         table = HudiTable.open(str(self.path))
         (done,) = [i for i in table.timeline.completed_writes if i.requested_time == instant]
-        stats = table.timeline.commit_metadata(done).write_stats
+        metadata = table.timeline.commit_metadata(done)
+        stats = metadata.write_stats
+        if (metadata.operation_type or "").lower() == "delete_partition":
+            self._tombstone_partitions(table, list(metadata.partition_to_replace_file_ids))
         written: dict[str, set[str]] = {}
         for stat in stats:
             if stat.path:
@@ -301,9 +333,32 @@ class StatsModel:
         stored_partitions = MetadataTableReader.of(table).read_partition("partition_stats")
         assert sorted(stored_partitions) == sorted(self.partition_stats)
         for key, record in self.partition_stats.items():
-            assert stored_partitions[key] == record, key
+            assert stored_partitions[key] == record, (key, stored_partitions[key], record)
         if clean is not None:
             self._check_tombstones(clean)
+
+    def _tombstone_partitions(self, table: HudiTable, dropped: list[str]) -> None:
+        """A ``delete_partition``: Hudi's stub (deleted, no bounds, counts -1) for each
+        column of each dropped partition stands in its partition stats."""
+        stored = MetadataTableReader.of(table).read_partition("partition_stats")
+        for partition in dropped:
+            for column in self.columns:
+                key = index_keys.partition_stats_key(partition, column)
+                stats = stored[key].column_stats
+                assert stats is not None and stats.is_deleted, key
+                assert stats.value_count == -1 and stats.min_value is None, key
+                assert stats.max_value is None and stats.file_name == "", key
+                self.partition_stats[key] = stored[key]
+
+    def check_unchanged(self) -> None:
+        """After a write that did not complete: column_stats still equal the committed
+        files' records and partition_stats are as they were."""
+        stored_files = listed_files(self.path)
+        assert stored_files == self.files, "a failed write left files behind"
+        _check_column_stats(self.path, self.columns, self.version)
+        table = HudiTable.open(str(self.path))
+        stored = MetadataTableReader.of(table).read_partition("partition_stats")
+        assert stored == self.partition_stats
 
     def _check_tombstones(self, clean: str) -> None:
         """The clean's metadata deltacommit holds Hudi's stub for each column of each file
