@@ -287,3 +287,32 @@ def test_a_refused_write_leaves_the_table_alone_and_metadata_enable_false_delete
     assert not (path / ".hoodie/metadata").exists()
     assert HudiTable.open(str(path)).config.metadata_partitions == ()
     assert_readers_agree(path, "txn_id", model | {row["txn_id"]: row})
+
+
+def test_a_data_commit_completed_in_its_metadata_deltacommits_millisecond_completes_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Completion times are strictly increasing, as Hudi's time generator gives them out:
+    with the clock standing still, the data commit still completes after the metadata
+    deltacommit its listener completed first (they were equal)."""
+    from hudi_sync.table.write import timeline as timeline_module
+    from hudi_sync.table.write.timeline import CommitRecord, TimelineWriter
+
+    monkeypatch.setattr(timeline_module, "now_instant", lambda: "20260101000000500")
+    location = open_location(str(tmp_path))
+    metadata = TimelineWriter(location, str(tmp_path / "metadata"), 9)
+
+    class Listener:
+        def before_commit(self, instant: str, action: str, commit: CommitRecord) -> None:
+            metadata.request(instant, "deltacommit", "UPSERT_PREPPED")
+            metadata.complete(instant, "deltacommit", commit)
+
+        def before_clean(self, instant: str, deleted: Any) -> None: ...
+
+        def before_rollback(self, rolled_back: str, instant: str) -> None: ...
+
+    data = TimelineWriter(location, str(tmp_path / "data"), 9, Listener())
+    data.request("20260101000000100", "commit", "UPSERT")
+    name = data.complete("20260101000000100", "commit", CommitRecord("UPSERT", "", ()))
+    (delta,) = [p.name for p in (tmp_path / "metadata").glob("*_*.deltacommit")]
+    assert delta.split("_")[1].split(".")[0] < name.split("_")[1].split(".")[0]

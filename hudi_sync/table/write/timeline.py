@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -233,6 +234,24 @@ def _one_ms_after(instant: str) -> str:
     return format_instant(moment + dt.timedelta(milliseconds=1))
 
 
+_last_completion = ""  # the latest completion time this process gave out
+_completion_lock = threading.Lock()
+
+
+def completion_time(instant: str) -> str:
+    """Now, but after ``instant`` and after every completion time this process gave out:
+    strictly increasing, as Hudi's time generator makes them, so an instant completed
+    after another (a data commit after its metadata deltacommit, both in one ms) has the
+    later completion time."""
+    global _last_completion
+    with _completion_lock:
+        completion = max(now_instant(), _one_ms_after(instant))
+        if _last_completion and completion <= _last_completion:
+            completion = _one_ms_after(_last_completion)
+        _last_completion = completion
+        return completion
+
+
 class InstantListener(Protocol):
     """Told of each instant just before it completes (the metadata table's writer:
     its deltacommit or rollback of the same time must be complete first)."""
@@ -311,7 +330,7 @@ class TimelineWriter:
         if self.version == 6:
             name = f"{instant}.{action}"
         else:
-            completion = max(now_instant(), _one_ms_after(instant))
+            completion = completion_time(instant)
             name = f"{instant}_{completion}.{action}"
             # The name carries the completion time: another completed file of this
             # instant would not clash with it, so look for one first.
