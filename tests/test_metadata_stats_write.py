@@ -126,3 +126,35 @@ def test_a_log_file_a_write_adds_has_its_column_stats(  # type: ignore[no-untype
             record = column_stats.column_stats_record(partition, item, version=version)
             assert stored.get(record.key) == record, (log.name, item.column)
             assert item.value_count == 1
+
+
+def test_a_file_whose_values_of_a_column_are_all_null_counts_in_partition_stats(  # type: ignore[no-untyped-def]
+    spark, fixture_copy
+) -> None:
+    """Index version 1 (v8) stores no value type: a file whose ``ts`` values are all null
+    has a record without bounds. Its null and value counts still add to the partition's
+    (they were dropped, as if the file had no values)."""
+    path = fixture_copy("mor/avro/v8_trips_8i3u1d")
+    table = HudiTable.open(str(path))
+    model = rows_by_key(read_snapshot(table), "uuid")
+    columns = list(next(iter(model.values())))
+    schema = spark.read.format("hudi").load(str(path)).select(*columns).schema
+    stats = StatsModel(path)
+    template = model[min(model)]
+    for key, ts in (("unordered", None), ("ordered", 7)):
+        row = dict(template, uuid=key, city="nowhere", ts=ts)
+        model[key] = row
+        stats.before_write()
+        frame = spark.createDataFrame([[row[c] for c in columns]], schema)
+        result = write(frame, str(path), _options(table, "insert"))
+        assert_readers_agree(path, "uuid", model)
+        stats.after_write(result.instant, result.clean_instant)
+    stored = MetadataTableReader.of(HudiTable.open(str(path))).read_partition("partition_stats")
+    (ts_stats,) = [
+        r.column_stats
+        for r in stored.values()
+        if r.column_stats is not None
+        and r.column_stats.file_name == "city=nowhere"
+        and r.column_stats.column_name == "ts"
+    ]
+    assert (ts_stats.value_count, ts_stats.null_count) == (2, 1)
