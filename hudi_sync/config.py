@@ -712,6 +712,13 @@ METADATA_RECORD_INDEX = _boolean(
     _MDT,
     default=True,
 )
+METADATA_COMPACT_MAX_DELTA_COMMITS = _integer(
+    "hoodie.metadata.compact.max.delta.commits",
+    "Deltacommits on the metadata table since its last compaction that trigger the next.",
+    _MDT,
+    default=10,
+    minimum=1,
+)
 METADATA_SECONDARY_INDEX = _boolean(
     "hoodie.metadata.index.secondary.enable",
     "false: a write drops the metadata table's secondary_index_* partitions.",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,3 +46,21 @@ def unpack(table: FixtureTable, target: Path) -> Path:
     if len(roots) != 1:
         raise RuntimeError(f"{table.zip_path}: expected one table directory, found {roots}")
     return roots[0]
+
+
+def without_metadata_table(path: Path) -> Path:
+    """Remove a fixture copy's metadata table as ``hoodie.metadata.enable=false`` would
+    (folder and ``hoodie.table.metadata.partitions*`` keys), a setup step for tests that
+    hand-write files the metadata table would not list: the table is then listed from
+    storage by every reader."""
+    from hudi_sync import config as cfg
+    from hudi_sync.table.properties import decode_properties, parse_java_properties
+    from hudi_sync.table.write.create import java_properties_text
+
+    shutil.rmtree(path / ".hoodie" / "metadata", ignore_errors=True)
+    properties = path / ".hoodie" / cfg.PROPERTIES_FILE
+    props = parse_java_properties(decode_properties(properties.read_bytes(), str(properties)))
+    for key in (cfg.METADATA_PARTITIONS.key, f"{cfg.METADATA_PARTITIONS.key}.inflight"):
+        props.pop(key, None)
+    properties.write_text(java_properties_text(props))
+    return path

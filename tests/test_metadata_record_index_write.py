@@ -207,10 +207,10 @@ CHILD = textwrap.dedent(
 
     original = timeline_module.TimelineWriter._complete_file
 
-    def die(self, instant, action, data):
+    def die(self, instant, action, data, after=None):
         if self.listener is not None:  # the data timeline's writer: its metadata is done
             os._exit(9)
-        return original(self, instant, action, data)
+        return original(self, instant, action, data, after)
 
     timeline_module.TimelineWriter._complete_file = die
     t.upsert_new_key(local_session("child", cores=1), sys.argv[1], "KILLED")

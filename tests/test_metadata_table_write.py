@@ -9,6 +9,7 @@ of the HFile log block Hudi wrote for it, byte for byte.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark import write
 from hudi_sync.storage import open_location
@@ -30,7 +32,10 @@ from hudi_sync.table.metadata_table.hfile import read_hfile
 from hudi_sync.table.metadata_table.partitions import prepare_metadata_table
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.metadata_table.sync import maintained_partitions
+from hudi_sync.table.properties import decode_properties, parse_java_properties
 from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.write.create import java_properties_text
+from hudi_sync.table.write.timeline import CommitRecord, TimelineWriter
 from tests.metadata_checks import (
     MDT_FIXTURES,
     assert_readers_agree,
@@ -197,11 +202,11 @@ CHILD = textwrap.dedent(
     original = timeline_module.TimelineWriter._complete_file
     step = sys.argv[2]
 
-    def die(self, instant, action, data):
+    def die(self, instant, action, data, after=None):
         # The data timeline's writer has a listener, the metadata table's has none.
         if (self.listener is not None) == (step == "before-data-completion"):
             os._exit(9)
-        return original(self, instant, action, data)
+        return original(self, instant, action, data, after)
 
     timeline_module.TimelineWriter._complete_file = die
     t.upsert_one(local_session("child", cores=1), sys.argv[1], "killed")
@@ -266,15 +271,20 @@ def test_a_write_killed_around_its_metadata_deltacommit_is_rolled_back_on_both( 
 def test_a_refused_write_leaves_the_table_alone_and_metadata_enable_false_deletes_it(  # type: ignore[no-untyped-def]
     spark, fixture_copy
 ) -> None:
+    """A partition hudi_sync does not keep (Hudi's bloom filter index, declared on the
+    copy as Hudi declares it) refuses the write, naming it and Hudi's option."""
     path = fixture_copy("cow/v9_txns_simple_meta")
+    table = HudiTable.open(str(path))
+    with_bloom = ",".join([*table.config.metadata_partitions, "bloom_filters"])
+    _set_properties(path, {cfg.METADATA_PARTITIONS.key: with_bloom})
     pristine = path.parent / "pristine"
     shutil.copytree(path, pristine)
-    table = HudiTable.open(str(path))
     options = {k: v for k, v in _options(table, "upsert").items() if k not in DISABLE_INDEXES}
     model = rows_by_key(read_snapshot(table), "txn_id")
     columns = list(next(iter(model.values())))
     df = spark.read.format("hudi").load(str(path)).select(*columns).limit(1)
-    with pytest.raises(BadInputError, match="cannot keep these metadata table partitions"):
+    refusal = "cannot keep these metadata table partitions current: bloom_filters "
+    with pytest.raises(BadInputError, match=f"{refusal}.*{cfg.METADATA_BLOOM_FILTERS.key}"):
         write(df, str(path), options)
     assert listed_files(path) == listed_files(pristine)
     assert sorted(p.name for p in (path / ".hoodie").rglob("*")) == sorted(
@@ -289,30 +299,45 @@ def test_a_refused_write_leaves_the_table_alone_and_metadata_enable_false_delete
     assert_readers_agree(path, "txn_id", model | {row["txn_id"]: row})
 
 
-def test_a_data_commit_completed_in_its_metadata_deltacommits_millisecond_completes_later(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _set_properties(path: Path, changes: dict[str, str]) -> None:
+    """Change keys of a copy's hoodie.properties (a setup step) with our properties writer."""
+    properties = path / ".hoodie" / cfg.PROPERTIES_FILE
+    props = parse_java_properties(decode_properties(properties.read_bytes(), str(properties)))
+    properties.write_text(java_properties_text({**props, **changes}))
+
+
+class _LateListener:
+    """Stands in for the metadata table's writer (no Spark needed): it reports that
+    what it published completed at ``completion``."""
+
+    def __init__(self, completion: str) -> None:
+        self.completion = completion
+
+    def before_commit(self, instant: str, action: str, commit: CommitRecord) -> str | None:
+        return self.completion
+
+    def before_clean(self, instant: str, deleted: Any) -> str | None:
+        return self.completion
+
+    def before_rollback(self, rolled_back: str, instant: str) -> str | None:
+        return self.completion
+
+
+def test_a_data_instant_completes_after_what_the_metadata_table_completed_first(
+    tmp_path: Path,
 ) -> None:
-    """Completion times are strictly increasing, as Hudi's time generator gives them out:
-    with the clock standing still, the data commit still completes after the metadata
-    deltacommit its listener completed first (they were equal)."""
-    from hudi_sync.table.write import timeline as timeline_module
-    from hudi_sync.table.write.timeline import CommitRecord, TimelineWriter
-
-    monkeypatch.setattr(timeline_module, "now_instant", lambda: "20260101000000500")
+    """Two completions in one millisecond tied (the metadata deltacommit and the data
+    commit): the data instant's completion time must follow the metadata table's, so a
+    reader ordering by completion time sees the metadata table's first."""
     location = open_location(str(tmp_path))
-    metadata = TimelineWriter(location, str(tmp_path / "metadata"), 9)
-
-    class Listener:
-        def before_commit(self, instant: str, action: str, commit: CommitRecord) -> None:
-            metadata.request(instant, "deltacommit", "UPSERT_PREPPED")
-            metadata.complete(instant, "deltacommit", commit)
-
-        def before_clean(self, instant: str, deleted: Any) -> None: ...
-
-        def before_rollback(self, rolled_back: str, instant: str) -> None: ...
-
-    data = TimelineWriter(location, str(tmp_path / "data"), 9, Listener())
-    data.request("20260101000000100", "commit", "UPSERT")
-    name = data.complete("20260101000000100", "commit", CommitRecord("UPSERT", "", ()))
-    (delta,) = [p.name for p in (tmp_path / "metadata").glob("*_*.deltacommit")]
-    assert delta.split("_")[1].split(".")[0] < name.split("_")[1].split(".")[0]
+    folder = location.join(".hoodie", "timeline")
+    location.fs.makedirs(folder, exist_ok=True)
+    ahead = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).strftime("%Y%m%d%H%M%S%f")[:17]
+    writer = TimelineWriter(location, folder, 9, _LateListener(ahead))
+    instant = writer.new_instant_time()
+    writer.request(instant, "commit", "upsert")
+    name = writer.complete(instant, "commit", CommitRecord("upsert", "", ()))
+    assert name.split("_")[1].split(".")[0] > ahead
+    rollback = writer.rollback(instant, "commit", {}, 0.0)
+    assert writer.last_completion is not None and writer.last_completion > ahead
+    assert rollback

@@ -10,7 +10,6 @@ files. The merge rules themselves are checked on ``hoodie.properties`` mappings.
 from __future__ import annotations
 
 import io
-import shutil
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +40,7 @@ from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.slice_reader import read_file_slice
 from hudi_sync.table.snapshot_read import read_snapshot
 from tests import hudi_oracle
-from tests.fixture_tables import fixture_tables
+from tests.fixture_tables import fixture_tables, without_metadata_table
 from tests.test_log_records import _ORDERING_UNION as ORDERING_UNION
 from tests.warehouse_rows import canonical, hudi_rs_rows
 
@@ -199,7 +198,7 @@ def _add_log(table_path: Path, blocks: bytes, group: Group = V8) -> Path:
     """A new log file in the latest slice of the San Francisco file group. The metadata
     table, which does not record a hand-written file (Hudi and the table core would not
     see it), is removed: the table is then listed from storage."""
-    shutil.rmtree(table_path / ".hoodie" / "metadata", ignore_errors=True)
+    without_metadata_table(table_path)
     name = f".{group.file_id}_{group.name_instant}.log.9_0-99-99"
     path = table_path / SF_PARTITION / name
     path.write_bytes(blocks)

@@ -162,11 +162,11 @@ MDT_CHILD = textwrap.dedent(
         deltacommit(self, *args)
         os._exit(9)
 
-    def before_completion(self, instant, action, data):
+    def before_completion(self, instant, action, data, after=None):
         # The data timeline's writer has the metadata listener, the metadata table's none.
         if (self.listener is not None) == (step == "before-data-completion"):
             os._exit(9)
-        return complete_file(self, instant, action, data)
+        return complete_file(self, instant, action, data, after)
 
     if step == "before-metadata-block":
         MetadataTableWriter._append = before_block

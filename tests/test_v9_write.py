@@ -4,7 +4,6 @@ Hudi-1.1-written table, reads back the same in hudi-rs, our table core and the m
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ from hudi_sync.table import HudiTable
 from hudi_sync.table.properties import decode_properties, parse_java_properties
 from hudi_sync.table.snapshot_read import read_snapshot
 from hudi_sync.table.write.create import java_properties_text
-from tests.fixture_tables import fixture_tables
+from tests.fixture_tables import fixture_tables, without_metadata_table
 from tests.spark_model import TableModel, table_rows
 from tests.test_spark_writer import frame, hudi_rs, options
 from tests.warehouse_rows import hudi_rs_rows
@@ -147,13 +146,10 @@ def test_a_created_v9_table_has_hudi_1_1s_properties_and_reads_back_in_hudi_rs( 
 def test_writes_into_a_hudi_1_1_written_table_read_back_in_hudi_rs(  # type: ignore[no-untyped-def]
     spark: SparkSession, fixture_copy, fixture
 ) -> None:
-    """A copy of the fixture without its metadata table (a setup step: hudi_sync does not
-    keep Hudi's metadata table yet) takes an upsert, an insert and a delete."""
-    path = fixture_copy(fixture)
-    shutil.rmtree(path / ".hoodie" / "metadata")
+    """A copy of the fixture without its metadata table (writes into the tables with one
+    are tests/test_metadata_table_*.py) takes an upsert, an insert and a delete."""
+    path = without_metadata_table(fixture_copy(fixture))
     props = properties_of(path)
-    del props["hoodie.table.metadata.partitions"]
-    (path / ".hoodie" / "hoodie.properties").write_text(java_properties_text(props))
 
     config = HudiTable.open(str(path)).config
     before = {r["txn_id"]: r for r in read_snapshot(HudiTable.open(str(path))).to_pylist()}

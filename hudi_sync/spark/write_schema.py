@@ -21,11 +21,14 @@ from hudi_sync.errors import BadInputError, TableNotFoundError
 from hudi_sync.spark.options import WriteOptions
 from hudi_sync.storage import Location, reporting_storage_failures
 from hudi_sync.table import HudiTable
+from hudi_sync.table.metadata_table.create import create_metadata_table
 from hudi_sync.table.metadata_table.keepers import kept_partitions
 from hudi_sync.table.metadata_table.partitions import prepare_metadata_table
+from hudi_sync.table.properties import TableConfig
 from hudi_sync.table.record_merge import MergeMode
 from hudi_sync.table.schema import META_FIELDS, arrow_to_avro_schema
 from hudi_sync.table.write.create import TableSettings, create_table
+from hudi_sync.table.write.lock import TableLock
 
 
 def check_columns(columns: Sequence[str], options: WriteOptions) -> None:
@@ -83,6 +86,17 @@ def open_or_create(
             create_table(location, settings)
         table = HudiTable.open(base, location.storage_options)
     options.check_table(table.config, base)
+    if creates_metadata_table(options.raw, table.config):
+        with TableLock(
+            location,
+            location.join(".hoodie"),
+            wait_ms=options.lock_wait_ms,
+            expire_minutes=options.lock_expire_minutes,
+        ):
+            fresh = HudiTable.open(base, location.storage_options)
+            if not fresh.config.metadata_partitions:
+                create_metadata_table(location, fresh.config)
+        table = HudiTable.open(base, location.storage_options)
     # The metadata table: partitions the options disable dropped (or all of it deleted),
     # the rest kept current by the commit (refused when it cannot be).
     plan = prepare_metadata_table(
@@ -102,6 +116,17 @@ def open_or_create(
     if not table.config.populate_meta_fields:
         raise BadInputError(f"{base}: hoodie.populate.meta.fields=false tables cannot be written")
     return table
+
+
+def creates_metadata_table(options: Mapping[str, str], config: TableConfig) -> bool:
+    """``hoodie.metadata.enable=true`` given on a version 8+ table without a metadata
+    table: Hudi's initialisation (Hudi enables it by default; hudi_sync only when asked)."""
+    return (
+        cfg.METADATA_ENABLE.given(options)
+        and cfg.METADATA_ENABLE.read(options)
+        and config.version >= 8
+        and not config.metadata_partitions
+    )
 
 
 def check_bucket(location: Location) -> None:

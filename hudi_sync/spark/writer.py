@@ -79,6 +79,7 @@ from hudi_sync.table import HudiTable
 from hudi_sync.table.cdc_log import CdcMode, parse_cdc_mode
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.metadata_table.services import MetadataServicesSettings
 from hudi_sync.table.record_merge import MergeMode, merge_rules
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.snapshot_read import table_data_fields
@@ -463,4 +464,9 @@ def _commit_settings(options: WriteOptions) -> CommitSettings:
         commits_retained=options.commits_retained,
         auto_archive=options.auto_archive,
         archival=options.archival,
+        metadata_services=MetadataServicesSettings(
+            cfg.METADATA_COMPACT_MAX_DELTA_COMMITS.read(options.raw),
+            options.commits_retained,
+            options.archival,
+        ),
     )

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from hudi_sync.storage import Location
 from hudi_sync.table.metadata_table.record_index_sync import record_index_partitions, record_indexes
+from hudi_sync.table.metadata_table.services import MetadataServicesSettings
 from hudi_sync.table.metadata_table.stats_sync import STATS_PARTITIONS, stats_indexes
 from hudi_sync.table.metadata_table.sync import IndexRecords, maintained_partitions, timeline_writer
 from hudi_sync.table.write.timeline import TimelineWriter
@@ -39,7 +40,9 @@ def data_timeline_writer(
     version: int,
     props: Mapping[str, str],
     metadata_partitions: Sequence[str],
+    services: MetadataServicesSettings | None = None,
 ) -> TimelineWriter:
-    """The data timeline's writer, keeping every partition of the metadata table current."""
+    """The data timeline's writer, keeping every partition of the metadata table current
+    (and running its own services as ``services`` say)."""
     keepers = index_keepers(location, version, props, metadata_partitions)
-    return timeline_writer(location, folder, version, metadata_partitions, keepers)
+    return timeline_writer(location, folder, version, metadata_partitions, keepers, services)

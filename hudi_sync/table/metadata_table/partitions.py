@@ -166,3 +166,13 @@ def _drop_index_definitions(
     if len(kept) != len(entries):
         definitions["indexDefinitions"] = kept
         location.write_file(path, json.dumps(definitions, indent=2).encode())
+
+
+def read_properties(location: Location) -> dict[str, str]:
+    """The data table's ``hoodie.properties``, as raw keys and values."""
+    return _read_properties(location)
+
+
+def write_properties(location: Location, props: Mapping[str, str]) -> None:
+    """Write the data table's ``hoodie.properties`` whole."""
+    _write_properties(location, props)

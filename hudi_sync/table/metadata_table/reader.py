@@ -164,6 +164,10 @@ class MetadataTableReader:
             merged.update(self._read_slice(file_slice, as_of))
         return live_records(merged)
 
+    def read_slice(self, file_slice: FileSlice) -> dict[str, MetadataRecord]:
+        """One file slice's records merged, deleted ones included (compaction drops them)."""
+        return self._read_slice(file_slice, None)
+
     def _read_slice(self, file_slice: FileSlice, as_of: str | None) -> dict[str, MetadataRecord]:
         merged: dict[str, MetadataRecord] = {}
         if file_slice.base_file is not None:

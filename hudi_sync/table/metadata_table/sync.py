@@ -23,11 +23,18 @@ from hudi_sync.table.metadata_table.files_records import (
     commit_records,
 )
 from hudi_sync.table.metadata_table.partitions import FILES
+from hudi_sync.table.metadata_table.services import (
+    MetadataServicesSettings,
+    ServicesRun,
+    run_table_services,
+)
 from hudi_sync.table.metadata_table.writer import (
     FILES_FILE_GROUP,
     FileGroupRecords,
     MetadataTableWriter,
 )
+from hudi_sync.table.properties import TableConfig, decode_properties
+from hudi_sync.table.timeline import Timeline
 from hudi_sync.table.write.timeline import CommitRecord, InstantListener, TimelineWriter
 
 
@@ -62,7 +69,7 @@ class IndexRecords(Protocol):
 
 class MetadataSync(InstantListener):
     """The metadata table's deltacommit (or rollback) before each data instant
-    completes."""
+    completes, after the metadata table's own services (``services``)."""
 
     def __init__(
         self,
@@ -70,28 +77,58 @@ class MetadataSync(InstantListener):
         version: int,
         codec: RecordCodec,
         indexes: Sequence[IndexRecords] = (),
+        services: MetadataServicesSettings | None = None,
     ) -> None:
+        self.location = location
+        self.version = version
         self.codec = codec
         self.indexes = list(indexes)
+        self.services = services or MetadataServicesSettings()
         self.writer = MetadataTableWriter(location, version, codec.schema, codec.hfile)
+        self.last_services = ServicesRun()
+
+    def _run_services(self) -> None:
+        """Hudi runs the metadata table's services as a data write starts, before its
+        deltacommit: here, just before it."""
+        self.last_services = run_table_services(
+            self.location,
+            data_timeline(self.location),
+            self.writer.timeline,
+            self.version,
+            self.services,
+        )
 
     def _files_group(self, records: Sequence[FilesRecord]) -> FileGroupRecords:
         return FileGroupRecords(FILES, FILES_FILE_GROUP, self.codec.encode_files(records))
 
-    def before_commit(self, instant: str, action: str, commit: CommitRecord) -> None:
+    def before_commit(self, instant: str, action: str, commit: CommitRecord) -> str | None:
+        self._run_services()
         groups = [self._files_group(commit_records(commit.stats))]
         for index in self.indexes:
             groups += index.for_commit(instant, action, commit)
         self.writer.deltacommit(instant, groups)
+        return self.writer.timeline.last_completion
 
-    def before_clean(self, instant: str, deleted: Mapping[str, Sequence[str]]) -> None:
+    def before_clean(self, instant: str, deleted: Mapping[str, Sequence[str]]) -> str | None:
+        self._run_services()
         groups = [self._files_group(clean_records(deleted))]
         for index in self.indexes:
             groups += index.for_clean(instant, deleted)
         self.writer.deltacommit(instant, groups)
+        return self.writer.timeline.last_completion
 
-    def before_rollback(self, rolled_back: str, instant: str) -> None:
-        self.writer.roll_back(rolled_back, instant)
+    def before_rollback(self, rolled_back: str, instant: str) -> str | None:
+        if not self.writer.roll_back(rolled_back, instant):
+            return None
+        return self.writer.timeline.last_completion
+
+
+def data_timeline(location: Location) -> Timeline:
+    """The data table's timeline as it is now."""
+    path = location.join(".hoodie", cfg.PROPERTIES_FILE)
+    where = f"{location.uri}/.hoodie/hoodie.properties"
+    config = TableConfig.parse(decode_properties(location.read_file(path), where), where)
+    return Timeline(location, config)
 
 
 def maintained_partitions(indexes: Sequence[IndexRecords] = ()) -> frozenset[str]:
@@ -105,6 +142,7 @@ def timeline_writer(
     version: int,
     metadata_partitions: Sequence[str],
     indexes: Sequence[IndexRecords] = (),
+    services: MetadataServicesSettings | None = None,
 ) -> TimelineWriter:
     """The data timeline's writer, keeping the metadata table current when the table
     has one (``metadata_partitions``: its ``hoodie.table.metadata.partitions``). A
@@ -120,5 +158,5 @@ def timeline_writer(
             f"(partitions: {what}); disable them with Hudi's options, e.g. "
             f"{cfg.METADATA_ENABLE.key}=false"
         )
-    listener = MetadataSync(location, version, HudiRecordCodec(version), indexes)
+    listener = MetadataSync(location, version, HudiRecordCodec(version), indexes, services)
     return TimelineWriter(location, folder, version, listener)

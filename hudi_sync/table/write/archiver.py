@@ -91,8 +91,11 @@ class ArchivalPolicy:
             )
 
 
-def instants_to_archive(table: HudiTable, policy: ArchivalPolicy) -> list[Instant]:
-    """The completed instants the policy moves off ``table``'s active timeline."""
+def instants_to_archive(
+    table: HudiTable, policy: ArchivalPolicy, limit: str | None = None
+) -> list[Instant]:
+    """The completed instants the policy moves off ``table``'s active timeline (none at
+    or after ``limit``: the metadata table's own archival passes its bounds)."""
     timeline = table.timeline
     writes = list(timeline.completed_writes)
     if len(writes) <= policy.max_commits:
@@ -108,6 +111,8 @@ def instants_to_archive(table: HudiTable, policy: ArchivalPolicy) -> list[Instan
         # live in its log files, which readers trust only for instants on the active
         # data timeline: those instants stay (as Hudi's archiver keeps them).
         bounds.append(latest_compaction(table.location) or "0" * 17)
+    if limit is not None:
+        bounds.append(limit)
     bound = min((comparable_instant(b) for b in bounds), default=None)
     archived: list[Instant] = []
     for instant in writes[: len(writes) - policy.min_commits]:
@@ -127,10 +132,10 @@ def instants_to_archive(table: HudiTable, policy: ArchivalPolicy) -> list[Instan
     return sorted(archived + services, key=lambda i: comparable_instant(i.requested_time))
 
 
-def archive(table: HudiTable, policy: ArchivalPolicy) -> list[str]:
-    """Archive what the policy allows on ``table``; returns the archived instants.
-    The caller holds the table lock."""
-    doomed = instants_to_archive(table, policy)
+def archive(table: HudiTable, policy: ArchivalPolicy, limit: str | None = None) -> list[str]:
+    """Archive what the policy allows on ``table`` (nothing at or after ``limit``);
+    returns the archived instants. The caller holds the table lock."""
+    doomed = instants_to_archive(table, policy, limit)
     if not doomed:
         return []
     timeline = table.timeline

@@ -31,10 +31,13 @@ def clean(table: HudiTable, timeline: TimelineWriter, retained: int) -> str | No
         slice_logs: dict[tuple[str, str], list[str]] = {}
         for log in files.cdc_files:
             slice_logs.setdefault((log.file_id, log.instant), []).append(log.name)
+        mor_slices: set[tuple[str, str]] = set()
         for log, slice_instant in table.view.slice_of_logs(files):
             slice_logs.setdefault((log.file_id, slice_instant), []).append(log.name)
+            mor_slices.add((log.file_id, slice_instant))
         versions: dict[str, list[tuple[str, str]]] = {}
         names_of: dict[str, list[str]] = {}
+        with_base: set[tuple[str, str]] = set()
         for base in files.base_files:
             if table.view.is_committed(base.instant):
                 versions.setdefault(base.file_id, []).append(
@@ -42,6 +45,15 @@ def clean(table: HudiTable, timeline: TimelineWriter, retained: int) -> str | No
                 )
                 version_logs = slice_logs.get((base.file_id, base.instant), [])
                 names_of[base.name] = [base.name, *version_logs]
+                with_base.add((base.file_id, base.instant))
+        # A slice of log files alone older than a doomed version (e.g. logs whose
+        # deltacommit's completion time was archived, so they no longer join the slice
+        # they completed in) goes with it.
+        log_only: dict[str, list[tuple[str, str]]] = {}
+        for file_id, slice_instant in sorted(mor_slices - with_base):
+            key = f"\0{file_id}\0{slice_instant}"
+            log_only.setdefault(file_id, []).append((comparable_instant(slice_instant), key))
+            names_of[key] = list(slice_logs[(file_id, slice_instant)])
         for file_id, group in versions.items():
             group.sort()
             if (partition, file_id) in replaced_before:
@@ -49,8 +61,11 @@ def clean(table: HudiTable, timeline: TimelineWriter, retained: int) -> str | No
             else:
                 # Queries as of `earliest` or later read the newest version at or
                 # before `earliest`, or a later one.
-                older = [name for key, name in group if key <= limit]
-                doomed = older[:-1]
+                older = [(key, name) for key, name in group if key <= limit][:-1]
+                doomed = [name for _, name in older]
+                if older:
+                    newest_doomed = older[-1][0]
+                    doomed += [n for k, n in log_only.get(file_id, []) if k < newest_doomed]
             for name in (n for doomed_name in doomed for n in names_of[doomed_name]):
                 deleted.setdefault(partition, []).append(
                     f"{partition}/{name}" if partition else name

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hudi_sync.errors import HudiSyncError, WriteConflictError, WriteError, first_line
 from hudi_sync.storage import Location
@@ -29,6 +29,7 @@ from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.metadata_table.keepers import data_timeline_writer
+from hudi_sync.table.metadata_table.services import MetadataServicesSettings
 from hudi_sync.table.write.archiver import ArchivalPolicy, archive
 from hudi_sync.table.write.cleaner import clean
 from hudi_sync.table.write.create import partition_metadata_text
@@ -52,6 +53,8 @@ class CommitSettings:
     commits_retained: int  # hoodie.cleaner.commits.retained
     auto_archive: bool  # hoodie.archive.automatic
     archival: ArchivalPolicy  # hoodie.keep.min.commits / hoodie.keep.max.commits
+    # the metadata table's own services (hoodie.metadata.compact.max.delta.commits...)
+    metadata_services: MetadataServicesSettings = field(default_factory=MetadataServicesSettings)
 
 
 def table_lock(location: Location, settings: CommitSettings) -> TableLock:
@@ -83,7 +86,12 @@ class WriteTransaction:
         folder = self.hoodie if version == 6 else f"{self.hoodie}/timeline"
         # Keeps the metadata table current when the table has one.
         self.timeline = data_timeline_writer(
-            self.location, folder, version, table.config.raw, table.config.metadata_partitions
+            self.location,
+            folder,
+            version,
+            table.config.raw,
+            table.config.metadata_partitions,
+            services=settings.metadata_services,
         )
         self.lock = self._new_lock()
         self._instant: str | None = None

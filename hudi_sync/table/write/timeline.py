@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -230,37 +229,25 @@ def now_instant() -> str:
 
 
 def _one_ms_after(instant: str) -> str:
+    if instant.startswith("0000"):
+        # The metadata table's initialisation instants (00000000000000000...) are no
+        # dates; any real time is after them.
+        return f"{int(instant) + 1:017d}"
     moment = dt.datetime.strptime(comparable_instant(instant)[:17], "%Y%m%d%H%M%S%f")
     return format_instant(moment + dt.timedelta(milliseconds=1))
 
 
-_last_completion = ""  # the latest completion time this process gave out
-_completion_lock = threading.Lock()
-
-
-def completion_time(instant: str) -> str:
-    """Now, but after ``instant`` and after every completion time this process gave out:
-    strictly increasing, as Hudi's time generator makes them, so an instant completed
-    after another (a data commit after its metadata deltacommit, both in one ms) has the
-    later completion time."""
-    global _last_completion
-    with _completion_lock:
-        completion = max(now_instant(), _one_ms_after(instant))
-        if _last_completion and completion <= _last_completion:
-            completion = _one_ms_after(_last_completion)
-        _last_completion = completion
-        return completion
-
-
 class InstantListener(Protocol):
     """Told of each instant just before it completes (the metadata table's writer:
-    its deltacommit or rollback of the same time must be complete first)."""
+    its deltacommit or rollback of the same time must be complete first). Each returns
+    the completion time of what it published (``None``: nothing), which the instant's
+    own completion time must follow."""
 
-    def before_commit(self, instant: str, action: str, commit: CommitRecord) -> None: ...
+    def before_commit(self, instant: str, action: str, commit: CommitRecord) -> str | None: ...
 
-    def before_clean(self, instant: str, deleted: Mapping[str, Sequence[str]]) -> None: ...
+    def before_clean(self, instant: str, deleted: Mapping[str, Sequence[str]]) -> str | None: ...
 
-    def before_rollback(self, rolled_back: str, instant: str) -> None: ...
+    def before_rollback(self, rolled_back: str, instant: str) -> str | None: ...
 
 
 class TimelineWriter:
@@ -279,6 +266,8 @@ class TimelineWriter:
         self.folder = timeline_folder
         self.version = version
         self.listener = listener
+        # The completion time of the instant this writer completed last (versions 8+).
+        self.last_completion: str | None = None
 
     def _path(self, name: str) -> str:
         return f"{self.folder.rstrip('/')}/{name}"
@@ -322,15 +311,23 @@ class TimelineWriter:
         already completed (by another writer) is a ``FileExistsError``."""
         record = commit.to_record(action == Action.REPLACE_COMMIT)
         data = self._commit_bytes(record, action)
+        after = None
         if self.listener is not None:
-            self.listener.before_commit(instant, action, commit)
-        return self._complete_file(instant, action, data)
+            after = self.listener.before_commit(instant, action, commit)
+        return self._complete_file(instant, action, data, after)
 
-    def _complete_file(self, instant: str, action: str, data: bytes) -> str:
+    def _complete_file(
+        self, instant: str, action: str, data: bytes, after: str | None = None
+    ) -> str:
+        """Write the completed file; on versions 8+ its completion time is now, but
+        after the instant and after ``after`` (what the listener completed first)."""
         if self.version == 6:
             name = f"{instant}.{action}"
         else:
-            completion = completion_time(instant)
+            completion = max(now_instant(), _one_ms_after(instant))
+            if after is not None:
+                completion = max(completion, _one_ms_after(after))
+            self.last_completion = completion
             name = f"{instant}_{completion}.{action}"
             # The name carries the completion time: another completed file of this
             # instant would not clash with it, so look for one first.
@@ -379,9 +376,10 @@ class TimelineWriter:
             "instantsRollback": [{"commitTime": rolled_back, "action": action}],
         }
         self._service(instant, Action.ROLLBACK)
+        after = None
         if self.listener is not None:
-            self.listener.before_rollback(rolled_back, instant)
-        self._complete_file(instant, Action.ROLLBACK, avro_bytes(ROLLBACK_SCHEMA, record))
+            after = self.listener.before_rollback(rolled_back, instant)
+        self._complete_file(instant, Action.ROLLBACK, avro_bytes(ROLLBACK_SCHEMA, record), after)
         return instant
 
     def clean(
@@ -408,9 +406,10 @@ class TimelineWriter:
             "version": 2,
         }
         self._service(instant, Action.CLEAN)
+        after = None
         if self.listener is not None:
-            self.listener.before_clean(instant, deleted)
-        self._complete_file(instant, Action.CLEAN, avro_bytes(CLEAN_SCHEMA, record))
+            after = self.listener.before_clean(instant, deleted)
+        self._complete_file(instant, Action.CLEAN, avro_bytes(CLEAN_SCHEMA, record), after)
         return instant
 
     def _service(self, instant: str, action: str) -> None:
