@@ -28,18 +28,12 @@ from hudi_sync.table.log_records import OrderingValue, delete_keys
 from hudi_sync.table.logfile import BlockType, read_blocks
 from hudi_sync.table.metadata_table import index_keys, indexes
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
-from hudi_sync.table.metadata_table.records import MetadataRecord
-from hudi_sync.table.slice_reader import read_file_slice
-from hudi_sync.table.snapshot_read import read_snapshot, slice_merge_rules, snapshot_schema
+from hudi_sync.table.snapshot_read import read_snapshot
 from hudi_sync.table.write.compaction import compact
 from hudi_sync.table.write.lock import TableLock
-from tests.warehouse_rows import hudi_rs_rows
+from tests.metadata_checks import MDT_FIXTURES as FIXTURES
+from tests.metadata_checks import IndexModel, index_definitions
 
-FIXTURES = [
-    "mor/avro/v8_trips_8i3u1d",
-    "cow/v9_txns_simple_meta",
-    "mor/avro/v9_txns_simple_meta",
-]
 # Another module keeps these current; disabled here with Hudi's own options.
 DISABLE_STATS = {
     "hoodie.metadata.index.column.stats.enable": "false",
@@ -63,81 +57,6 @@ def _options(table: HudiTable, operation: str) -> dict[str, str]:
     }
 
 
-def _definitions(path: Path) -> indexes.IndexDefinitions:
-    where = path / ".hoodie" / ".index_defs" / "index.json"
-    return indexes.parse_index_definitions(where.read_text(), str(where))
-
-
-def _snapshot(path: Path) -> tuple[dict[str, tuple[str, str]], set[str], list[Any]]:
-    """The snapshot's key -> (partition, file id), and each slice's merged rows."""
-    table = HudiTable.open(str(path))
-    slices = table.view.slices_as_of(None)
-    rules = slice_merge_rules(table, slices)
-    schema = snapshot_schema(table, slices)
-    locations: dict[str, tuple[str, str]] = {}
-    all_rows = []
-    for s in slices:
-        rows = read_file_slice(table.location, s, rules, table.view.is_committed, None, schema)
-        all_rows.append(rows)
-        for key in rows.column("_hoodie_record_key").to_pylist():
-            assert key not in locations, f"{key} in two file groups"
-            locations[key] = (s.partition_path, s.file_id)
-    return locations, set(locations), all_rows
-
-
-def _assert_in_hashed_groups(mdt: MetadataTableReader, partition: str, version: int) -> None:
-    slices = mdt.partition_slices(partition)
-    for position, file_slice in enumerate(slices):
-        for key in mdt._read_slice(file_slice, None):
-            if partition == "record_index":
-                assert index_keys.file_group_index(key, len(slices)) == position, key
-            else:
-                hashed = index_keys.secondary_file_group_index(key, len(slices), version)
-                assert hashed == position, key
-
-
-class IndexModel:
-    """The record index we expect: key -> record, moved forward write by write."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        table = HudiTable.open(str(path))
-        self.records: dict[str, MetadataRecord] = MetadataTableReader.of(table).read_partition(
-            "record_index"
-        )
-        self.locations, keys, _ = _snapshot(path)
-        assert set(self.records) == keys  # Hudi's index to start from is whole
-
-    def check(self, instant: str) -> None:
-        """After the write ``instant``: the model moved forward equals what is stored."""
-        locations, keys, rows = _snapshot(self.path)
-        for key in set(self.records) - keys:
-            del self.records[key]
-        for key, (partition, file_id) in locations.items():
-            if self.locations.get(key) != (partition, file_id):
-                (self.records[key],) = indexes.record_index_records(
-                    [key], partition, file_id, instant, dt.UTC
-                )
-        self.locations = locations
-        table = HudiTable.open(str(self.path))
-        mdt = MetadataTableReader.of(table)
-        stored = mdt.read_partition("record_index")
-        assert stored == self.records
-        _assert_in_hashed_groups(mdt, "record_index", 0)
-        for index in _definitions(self.path).secondary_indexes:
-            expected = {
-                r.key
-                for table_rows in rows
-                for r in indexes.secondary_index_records(table_rows, index)
-            }
-            assert set(mdt.read_partition(index.name)) == expected, index.name
-            _assert_in_hashed_groups(mdt, index.name, index.version)
-        # hudi-rs (listing through the metadata table) reads the rows our table core reads.
-        ours = read_snapshot(table).column("_hoodie_record_key").to_pylist()
-        theirs = hudi_rs_rows(str(self.path)).column("_hoodie_record_key").to_pylist()
-        assert sorted(ours) == sorted(theirs) == sorted(keys)
-
-
 @pytest.mark.parametrize("fixture", FIXTURES)
 def test_writes_keep_record_and_secondary_indexes_current(  # type: ignore[no-untyped-def]
     spark, fixture_copy, fixture
@@ -145,7 +64,7 @@ def test_writes_keep_record_and_secondary_indexes_current(  # type: ignore[no-un
     path = fixture_copy(fixture)
     table = HudiTable.open(str(path))
     assert "record_index" in table.config.metadata_partitions
-    (secondary, *_) = _definitions(path).secondary_indexes
+    (secondary, *_) = index_definitions(path).secondary_indexes
     key = table.config.record_key_fields[0]
     ordering = table.config.ordering_fields[0]
     partition_field = table.config.partition_fields[0]

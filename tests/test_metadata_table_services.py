@@ -23,12 +23,8 @@ from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.metadata_table.records import decode_records
 from hudi_sync.table.snapshot_read import read_snapshot
 from tests.fixture_tables import fixture_tables
-from tests.test_metadata_table_write import (
-    _assert_readers_agree,
-    _options,
-    _rows,
-    listed_files,
-)
+from tests.metadata_checks import assert_readers_agree, listed_files, rows_by_key
+from tests.test_metadata_table_write import _options
 
 MDT = ".hoodie/metadata"
 
@@ -83,7 +79,7 @@ def test_compaction_clean_and_archival_of_the_metadata_table(  # type: ignore[no
 ) -> None:
     path = fixture_copy("cow/v9_txns_simple_meta")
     table = HudiTable.open(str(path))
-    model = _rows(read_snapshot(table), "txn_id")
+    model = rows_by_key(read_snapshot(table), "txn_id")
     columns = list(next(iter(model.values())))
     schema = spark.read.format("hudi").load(str(path)).select(*columns).schema
     options = {
@@ -104,7 +100,7 @@ def test_compaction_clean_and_archival_of_the_metadata_table(  # type: ignore[no
         df = spark.createDataFrame([[row[c] for c in columns]], schema)
         result = write(df, str(path), options)
         model[key] = row
-        _assert_readers_agree(path, "txn_id", model)
+        assert_readers_agree(path, "txn_id", model)
         assert mdt_files(path) == listed_files(path)
         names = _mdt_timeline(path)
         compactions = sorted(n.split("_")[0] for n in names if n.endswith(".commit"))
@@ -271,7 +267,7 @@ def test_a_compaction_a_crash_left_pending_is_finished_first_and_keeps_every_rec
 
     path = fixture_copy("cow/v9_txns_simple_meta")
     table = HudiTable.open(str(path))
-    rows = _rows(read_snapshot(table), "txn_id")
+    rows = rows_by_key(read_snapshot(table), "txn_id")
     before = _all_partitions(path)
     location = open_location(str(path))
     writer = TimelineWriter(location, str(path / MDT / ".hoodie/timeline"), 9)
@@ -286,7 +282,7 @@ def test_a_compaction_a_crash_left_pending_is_finished_first_and_keeps_every_rec
     partial = path / MDT / "files" / f"files-0000-0_{number}-0-{number}_{instant}.hfile"
     partial.write_bytes(b"half a file")  # the crash
     # Readers ignore the pending compaction's file.
-    assert _rows(hudi_rs_rows(str(path)), "txn_id") == rows
+    assert rows_by_key(hudi_rs_rows(str(path)), "txn_id") == rows
     assert mdt_files(path) == listed_files(path)
     run = run_table_services(
         location, table.timeline, writer, 9, MetadataServicesSettings(max_delta_commits=100)
@@ -297,8 +293,8 @@ def test_a_compaction_a_crash_left_pending_is_finished_first_and_keeps_every_rec
     # The compaction kept every record of every partition, and both readers list the
     # table through its new base files.
     assert _all_partitions(path) == before
-    assert _rows(read_snapshot(HudiTable.open(str(path))), "txn_id") == rows
-    assert _rows(hudi_rs_rows(str(path)), "txn_id") == rows
+    assert rows_by_key(read_snapshot(HudiTable.open(str(path))), "txn_id") == rows
+    assert rows_by_key(hudi_rs_rows(str(path)), "txn_id") == rows
     assert mdt_files(path) == listed_files(path)
 
 

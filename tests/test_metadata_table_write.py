@@ -18,7 +18,6 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 from hudi_sync import config as cfg
@@ -32,19 +31,20 @@ from hudi_sync.table.metadata_table.files_records import commit_records
 from hudi_sync.table.metadata_table.hfile import read_hfile
 from hudi_sync.table.metadata_table.partitions import prepare_metadata_table
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
-from hudi_sync.table.metadata_table.records import ALL_PARTITIONS_KEY
 from hudi_sync.table.metadata_table.sync import maintained_partitions
 from hudi_sync.table.properties import decode_properties, parse_java_properties
 from hudi_sync.table.snapshot_read import read_snapshot
 from hudi_sync.table.write.create import java_properties_text
 from hudi_sync.table.write.timeline import CommitRecord, TimelineWriter
-from tests.warehouse_rows import hudi_rs_rows
+from tests.metadata_checks import (
+    MDT_FIXTURES,
+    assert_readers_agree,
+    check_files_step,
+    listed_files,
+    mdt_files,
+    rows_by_key,
+)
 
-MDT_FIXTURES = [
-    "mor/avro/v8_trips_8i3u1d",
-    "cow/v9_txns_simple_meta",
-    "mor/avro/v9_txns_simple_meta",
-]
 # The partitions hudi_sync does not maintain yet, disabled with Hudi's own options.
 DISABLE_INDEXES = {
     "hoodie.metadata.index.column.stats.enable": "false",
@@ -52,30 +52,6 @@ DISABLE_INDEXES = {
     "hoodie.metadata.record.index.enable": "false",
     "hoodie.metadata.index.secondary.enable": "false",
 }
-
-
-def mdt_files(path: Path) -> tuple[list[str], dict[str, list[str]]]:
-    """The metadata table's partition list and ``partition -> files`` (merged, valid)."""
-    records = MetadataTableReader.of(HudiTable.open(str(path))).read_partition("files")
-    partitions = sorted(records.pop(ALL_PARTITIONS_KEY).live_files())
-    return partitions, {k: sorted(r.live_files()) for k, r in records.items() if r.live_files()}
-
-
-def listed_files(path: Path, skip_instant: str | None = None) -> dict[str, list[str]]:
-    """A direct listing: ``partition -> data files`` (``.`` for a non-partitioned
-    table), without the files of ``skip_instant`` (a failed write's)."""
-    found: dict[str, list[str]] = {}
-    for file in path.rglob("*"):
-        relative = file.relative_to(path)
-        if file.is_dir() or relative.parts[0] == ".hoodie":
-            continue
-        if file.name == ".hoodie_partition_metadata":
-            continue
-        if skip_instant and f"_{skip_instant}." in file.name:
-            continue
-        partition = "/".join(relative.parts[:-1]) or "."
-        found.setdefault(partition, []).append(file.name)
-    return {p: sorted(names) for p, names in found.items()}
 
 
 def test_files_records_of_every_hudi_commit_equal_the_cells_hudi_wrote(
@@ -153,22 +129,6 @@ def _options(table: HudiTable, operation: str) -> dict[str, str]:
     }
 
 
-def _rows(source: pa.Table, key: str) -> dict[str, dict[str, Any]]:
-    return {
-        r[key]: {c: v for c, v in r.items() if not c.startswith("_hoodie_")}
-        for r in source.to_pylist()
-    }
-
-
-def _assert_readers_agree(path: Path, key: str, model: dict[str, dict[str, Any]]) -> None:
-    ours = _rows(read_snapshot(HudiTable.open(str(path))), key)
-    theirs = _rows(hudi_rs_rows(str(path)), key)
-    assert sorted(ours) == sorted(model) == sorted(theirs)
-    for k, row in model.items():
-        assert {c: ours[k][c] for c in row} == row
-        assert {c: theirs[k][c] for c in row} == row
-
-
 @pytest.mark.parametrize("fixture", MDT_FIXTURES)
 def test_upserts_deletes_and_overwrites_keep_the_files_partition_current(  # type: ignore[no-untyped-def]
     spark, fixture_copy, fixture
@@ -178,7 +138,7 @@ def test_upserts_deletes_and_overwrites_keep_the_files_partition_current(  # typ
     key = table.config.record_key_fields[0]
     ordering = table.config.ordering_fields[0]
     partition_field = table.config.partition_fields[0]
-    model = _rows(read_snapshot(table), key)
+    model = rows_by_key(read_snapshot(table), key)
     columns = list(next(iter(model.values())))
     schema = spark.read.format("hudi").load(str(path)).select(*columns).schema
     keys = sorted(model)
@@ -197,12 +157,12 @@ def test_upserts_deletes_and_overwrites_keep_the_files_partition_current(  # typ
     inserted = dict(model[keys[2]], **{key: "new-key", text_column: "inserted"})
     result = write(frame([*changed, inserted]), str(path), _options(table, "upsert"))
     model.update({r[key]: r for r in [*changed, inserted]})
-    _check_step(path, key, model, result.instant)
+    check_files_step(path, key, model, result.instant)
 
     # Delete one row.
     result = write(frame([model[keys[3]]]), str(path), _options(table, "delete"))
     del model[keys[3]]
-    _check_step(path, key, model, result.instant)
+    check_files_step(path, key, model, result.instant)
 
     # Overwrite the partition of one row with that row alone.
     survivor = dict(model[keys[0]], **{text_column: "overwritten"})
@@ -210,7 +170,7 @@ def test_upserts_deletes_and_overwrites_keep_the_files_partition_current(  # typ
     model = {k: r for k, r in model.items() if r[partition_field] != survivor[partition_field]} | {
         survivor[key]: survivor
     }
-    _check_step(path, key, model, result.instant)
+    check_files_step(path, key, model, result.instant)
 
     # Drop another partition; two commits retained, so the clean deletes files too.
     dropped = next(r[partition_field] for r in model.values() if r[key] != survivor[key])
@@ -221,7 +181,7 @@ def test_upserts_deletes_and_overwrites_keep_the_files_partition_current(  # typ
     }
     result = write(frame([survivor]), str(path), options)
     model = {k: r for k, r in model.items() if r[partition_field] != dropped}
-    _check_step(path, key, model, result.instant)
+    check_files_step(path, key, model, result.instant)
     assert result.clean_instant is not None
     mdt = MetadataTableReader.of(HudiTable.open(str(path))).timeline
     assert any(i.requested_time == result.clean_instant and i.is_completed for i in mdt.instants)
@@ -230,24 +190,6 @@ def test_upserts_deletes_and_overwrites_keep_the_files_partition_current(  # typ
 def _partition_path(table: HudiTable, value: str) -> str:
     field = table.config.partition_fields[0]
     return f"{field}={value}" if table.config.hive_style_partitioning else value
-
-
-def _check_step(path: Path, key: str, model: dict[str, dict[str, Any]], instant: str) -> None:
-    _assert_readers_agree(path, key, model)
-    partitions, files = mdt_files(path)
-    assert files == listed_files(path)
-    created = [
-        "/".join(p.parent.relative_to(path).parts) or "."
-        for p in path.rglob(".hoodie_partition_metadata")
-        if ".hoodie" not in p.parent.relative_to(path).parts
-    ]
-    assert partitions == sorted(created)
-    # The metadata table's deltacommit has the data instant's time and completed first.
-    table = HudiTable.open(str(path))
-    data = next(i for i in table.timeline.completed_writes if i.requested_time == instant)
-    mdt = MetadataTableReader.of(table).timeline
-    (delta,) = [i for i in mdt.instants if i.requested_time == instant and i.is_completed]
-    assert delta.action == "deltacommit" and delta.completion_time < data.completion_time
 
 
 CHILD = textwrap.dedent(
@@ -276,7 +218,7 @@ CHILD = textwrap.dedent(
 def upsert_one(spark, path: str, text: str):  # type: ignore[no-untyped-def]
     """Upsert the first row of the table with ``text`` in its merchant name."""
     table = HudiTable.open(path)
-    model = _rows(read_snapshot(table), "txn_id")
+    model = rows_by_key(read_snapshot(table), "txn_id")
     columns = list(next(iter(model.values())))
     schema = spark.read.format("hudi").load(path).select(*columns).schema
     row = dict(model[min(model)], merchant_name=text)
@@ -292,7 +234,7 @@ def test_a_write_killed_around_its_metadata_deltacommit_is_rolled_back_on_both( 
     path = fixture_copy("mor/avro/v9_txns_simple_meta")
     # A first write drops the index partitions, so the killed one only adds its commit.
     upsert_one(spark, str(path), "first")
-    before = _rows(read_snapshot(HudiTable.open(str(path))), "txn_id")
+    before = rows_by_key(read_snapshot(HudiTable.open(str(path))), "txn_id")
     child = subprocess.run(
         [sys.executable, "-c", CHILD, str(path), step],
         cwd=Path(__file__).resolve().parents[1],
@@ -309,13 +251,13 @@ def test_a_write_killed_around_its_metadata_deltacommit_is_rolled_back_on_both( 
     written = list((path / ".hoodie/metadata/files").glob(f".files-0000-0_{failed}.log.*"))
     assert len(written) == 1
     # Both readable, neither showing the failed write.
-    _assert_readers_agree(path, "txn_id", before)
+    assert_readers_agree(path, "txn_id", before)
     assert mdt_files(path)[1] == listed_files(path, skip_instant=failed)
 
     result, row = upsert_one(spark, str(path), "after")
     assert result.rolled_back == [failed]
     before[row["txn_id"]] = row
-    _assert_readers_agree(path, "txn_id", before)
+    assert_readers_agree(path, "txn_id", before)
     assert mdt_files(path)[1] == listed_files(path)
     # The metadata table's deltacommit and its log file went, with a rollback of the
     # data rollback's time on both timelines.
@@ -338,7 +280,7 @@ def test_a_refused_write_leaves_the_table_alone_and_metadata_enable_false_delete
     pristine = path.parent / "pristine"
     shutil.copytree(path, pristine)
     options = {k: v for k, v in _options(table, "upsert").items() if k not in DISABLE_INDEXES}
-    model = _rows(read_snapshot(table), "txn_id")
+    model = rows_by_key(read_snapshot(table), "txn_id")
     columns = list(next(iter(model.values())))
     df = spark.read.format("hudi").load(str(path)).select(*columns).limit(1)
     refusal = "cannot keep these metadata table partitions current: bloom_filters "
@@ -354,7 +296,7 @@ def test_a_refused_write_leaves_the_table_alone_and_metadata_enable_false_delete
     write(changed, str(path), {**options, "hoodie.metadata.enable": "false"})
     assert not (path / ".hoodie/metadata").exists()
     assert HudiTable.open(str(path)).config.metadata_partitions == ()
-    _assert_readers_agree(path, "txn_id", model | {row["txn_id"]: row})
+    assert_readers_agree(path, "txn_id", model | {row["txn_id"]: row})
 
 
 def _set_properties(path: Path, changes: dict[str, str]) -> None:

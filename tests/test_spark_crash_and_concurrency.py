@@ -1,4 +1,5 @@
-"""A writer killed at each step, and two writers at once (separate processes)."""
+"""A writer killed at each step (of the data commit and of the metadata table's
+deltacommit before it), and two writers at once (separate processes)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,15 @@ import pytest
 
 from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
+from hudi_sync.table.snapshot_read import read_snapshot
+from tests.metadata_checks import (
+    IndexModel,
+    StatsModel,
+    assert_files_partition,
+    assert_readers_agree,
+    rows_by_key,
+    write_options,
+)
 from tests.test_spark_writer import frame, hudi_rs, options, our_rows
 
 CHILD = textwrap.dedent(
@@ -122,3 +132,109 @@ def test_a_second_writer_of_the_same_file_group_fails_cleanly(spark, tmp_path) -
     assert hudi_rs(path, False) == our_rows(spark, path, False)
     timeline = HudiTable.open(str(path)).timeline
     assert not timeline.pending and any(i.action == "rollback" for i in timeline.instants)
+
+
+# -- the metadata table's steps ---------------------------------------------------------
+# A Hudi-written table with a metadata table, every partition kept (files, record_index,
+# secondary indexes, column_stats, partition_stats); the writer is killed at each step of
+# the metadata deltacommit that precedes the data commit.
+MDT_CHILD = textwrap.dedent(
+    """
+    import os, sys
+    from hudi_sync.spark import local_session
+    from hudi_sync.table.metadata_table.writer import MetadataTableWriter
+    from hudi_sync.table.write import timeline as timeline_module
+    import tests.test_spark_crash_and_concurrency as t
+
+    path, step = sys.argv[1], sys.argv[2]
+    append = MetadataTableWriter._append
+    deltacommit = MetadataTableWriter.deltacommit
+    complete_file = timeline_module.TimelineWriter._complete_file
+
+    def before_block(self, *args):
+        os._exit(9)
+
+    def after_block(self, *args):
+        append(self, *args)
+        os._exit(9)
+
+    def after_deltacommit(self, *args):
+        deltacommit(self, *args)
+        os._exit(9)
+
+    def before_completion(self, instant, action, data, after=None):
+        # The data timeline's writer has the metadata listener, the metadata table's none.
+        if (self.listener is not None) == (step == "before-data-completion"):
+            os._exit(9)
+        return complete_file(self, instant, action, data, after)
+
+    if step == "before-metadata-block":
+        MetadataTableWriter._append = before_block
+    elif step == "after-metadata-block":
+        MetadataTableWriter._append = after_block
+    elif step == "after-metadata-completion":
+        MetadataTableWriter.deltacommit = after_deltacommit
+    else:
+        timeline_module.TimelineWriter._complete_file = before_completion
+    t.upsert_new_key(local_session("child", cores=1), path, "KILLED")
+    os._exit(0)
+    """
+)
+MDT_STEPS = [
+    "before-metadata-block",
+    "after-metadata-block",
+    "before-metadata-completion",
+    "after-metadata-completion",
+    "before-data-completion",
+]
+
+
+def upsert_new_key(spark, path: str, new_key: str):  # type: ignore[no-untyped-def]
+    """Upsert a copy of the first row under ``new_key``; the written row."""
+    table = HudiTable.open(path)
+    model = rows_by_key(read_snapshot(table), "txn_id")
+    columns = list(next(iter(model.values())))
+    schema = spark.read.format("hudi").load(path).select(*columns).schema
+    row = dict(model[min(model)], txn_id=new_key, merchant_name=f"merchant of {new_key}")
+    frame = spark.createDataFrame([[row[c] for c in columns]], schema)
+    return write(frame, path, write_options(table, "upsert")), row
+
+
+@pytest.mark.parametrize("step", MDT_STEPS)
+def test_a_writer_killed_at_each_metadata_table_step_leaves_both_tables_consistent(  # type: ignore[no-untyped-def]
+    spark, fixture_copy, step
+) -> None:
+    path = fixture_copy("mor/avro/v9_txns_simple_meta")
+    before = rows_by_key(read_snapshot(HudiTable.open(str(path))), "txn_id")
+    index, stats = IndexModel(path), StatsModel(path)
+    stats.before_write()
+    child = subprocess.run(
+        [sys.executable, "-c", MDT_CHILD, str(path), step],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert child.returncode == 9, child.stderr[-2000:]
+    (failed,) = [i.requested_time for i in HudiTable.open(str(path)).timeline.pending]
+    mdt_timeline = path / ".hoodie/metadata/.hoodie/timeline"
+    assert len(list(mdt_timeline.glob(f"{failed}_*.deltacommit"))) == step.startswith(
+        ("after-metadata-completion", "before-data-completion")
+    )
+    # Both tables read as before the write: hudi-rs and our core, files and indexes.
+    assert_readers_agree(path, "txn_id", before)
+    assert_files_partition(path, None, skip_instant=failed)
+    index.check(failed)
+    assert "KILLED" not in index.records
+
+    # The next write rolls the dead one back on both tables, then commits.
+    result, row = upsert_new_key(spark, str(path), "AFTER")
+    assert result.rolled_back == [failed]
+    leftovers = [p for p in path.rglob(f"*{failed}*") if "timeline" not in p.parts]
+    assert leftovers == []
+    assert not list(mdt_timeline.glob(f"{failed}*"))
+    before[row["txn_id"]] = row
+    assert_readers_agree(path, "txn_id", before)
+    assert_files_partition(path, result.instant)
+    index.check(result.instant)
+    stats.after_write(result.instant, result.clean_instant)

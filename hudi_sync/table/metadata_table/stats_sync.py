@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -276,10 +277,20 @@ def _range_of(stats: ColumnStats, key: str) -> ColumnRange:
 
 
 def _partition_ranges(partition: str, ranges: Sequence[ColumnRange]) -> list[ColumnRange]:
-    """``partition_ranges``, where a file without values of a column (a log file of deletes
-    only: type NULL, counts 0) adds nothing to the other files' range of it."""
-    typed = {r.column for r in ranges if r.value_type != "NULL"}
-    kept = [r for r in ranges if r.value_type != "NULL" or r.column not in typed]
+    """``partition_ranges``, where a range without a value type (a log file of deletes only,
+    counts 0; an index version 1 record of a file whose values of the column are all null,
+    which has no bounds to tell its type) adds its counts to the typed ranges of the column,
+    as Hudi sums the counts of every file's range."""
+    typed: dict[str, tuple[str, str | None]] = {}
+    for item in ranges:
+        if item.value_type != "NULL":
+            typed.setdefault(item.column, (item.value_type, item.type_info))
+    kept = [
+        replace(r, value_type=typed[r.column][0], type_info=typed[r.column][1])
+        if r.value_type == "NULL" and r.column in typed
+        else r
+        for r in ranges
+    ]
     return column_stats.partition_ranges(partition, kept)
 
 

@@ -33,7 +33,7 @@ from hudi_sync.table.metadata_table.services import MetadataServicesSettings
 from hudi_sync.table.write.archiver import ArchivalPolicy, archive
 from hudi_sync.table.write.cleaner import clean
 from hudi_sync.table.write.create import partition_metadata_text
-from hudi_sync.table.write.lock import Heartbeat, TableLock, writer_is_gone
+from hudi_sync.table.write.lock import Heartbeat, TableLock, remove_heartbeat, writer_is_gone
 from hudi_sync.table.write.rollback import files_written_by, marker_folder, roll_back
 from hudi_sync.table.write.timeline import CommitRecord
 
@@ -191,6 +191,7 @@ class WriteTransaction:
                 self.settings.heartbeat_misses,
             ):
                 roll_back(self.location, self.timeline, pending.requested_time, pending.action)
+                remove_heartbeat(self.location, self.hoodie, pending.requested_time)
                 rolled_back.append(pending.requested_time)
         return rolled_back
 

@@ -181,6 +181,12 @@ class Heartbeat:
         self.stop()
 
 
+def remove_heartbeat(location: Location, hoodie_folder: str, instant: str) -> None:
+    """A dead writer's heartbeat file, deleted once its write is rolled back (as Hudi's
+    ``rollbackFailedWrites`` deletes it): nothing of the failed write stays behind."""
+    location.remove(f"{hoodie_folder.rstrip('/')}/{HEARTBEAT_FOLDER}/{instant}")
+
+
 def writer_is_gone(
     location: Location, hoodie_folder: str, instant: str, interval_ms: int, misses: int
 ) -> bool:
