@@ -32,7 +32,7 @@ from hudi_sync.table.snapshot_read import read_snapshot
 from hudi_sync.table.write.compaction import compact
 from hudi_sync.table.write.lock import TableLock
 from tests.metadata_checks import MDT_FIXTURES as FIXTURES
-from tests.metadata_checks import IndexModel, index_definitions
+from tests.metadata_checks import IndexModel, index_definitions, write_options
 
 # Another module keeps these current; disabled here with Hudi's own options.
 DISABLE_STATS = {
@@ -42,19 +42,7 @@ DISABLE_STATS = {
 
 
 def _options(table: HudiTable, operation: str) -> dict[str, str]:
-    config = table.config
-    return {
-        "hoodie.table.name": config.name,
-        "hoodie.datasource.write.recordkey.field": ",".join(config.record_key_fields),
-        "hoodie.datasource.write.partitionpath.field": ",".join(config.partition_fields),
-        "hoodie.datasource.write.hive_style_partitioning": str(
-            config.hive_style_partitioning
-        ).lower(),
-        "hoodie.datasource.write.precombine.field": config.ordering_fields[0],
-        "hoodie.datasource.write.table.type": config.table_type.value,
-        "hoodie.datasource.write.operation": operation,
-        **DISABLE_STATS,
-    }
+    return write_options(table, operation, **DISABLE_STATS)
 
 
 @pytest.mark.parametrize("fixture", FIXTURES)

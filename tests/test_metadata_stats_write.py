@@ -26,6 +26,7 @@ from tests.metadata_checks import (
     file_ranges,
     indexed_columns,
     rows_by_key,
+    write_options,
 )
 
 # Maintained elsewhere; disabled here with Hudi's own options.
@@ -36,20 +37,7 @@ DISABLE_OTHERS = {
 
 
 def _options(table: HudiTable, operation: str, **extra: str) -> dict[str, str]:
-    config = table.config
-    return {
-        "hoodie.table.name": config.name,
-        "hoodie.datasource.write.recordkey.field": ",".join(config.record_key_fields),
-        "hoodie.datasource.write.partitionpath.field": ",".join(config.partition_fields),
-        "hoodie.datasource.write.hive_style_partitioning": str(
-            config.hive_style_partitioning
-        ).lower(),
-        "hoodie.datasource.write.precombine.field": config.ordering_fields[0],
-        "hoodie.datasource.write.table.type": config.table_type.value,
-        "hoodie.datasource.write.operation": operation,
-        **DISABLE_OTHERS,
-        **extra,
-    }
+    return write_options(table, operation, **{**DISABLE_OTHERS, **extra})
 
 
 @pytest.mark.parametrize("fixture", MDT_FIXTURES)

@@ -43,6 +43,7 @@ from tests.metadata_checks import (
     listed_files,
     mdt_files,
     rows_by_key,
+    write_options,
 )
 
 # The partitions hudi_sync does not maintain yet, disabled with Hudi's own options.
@@ -114,19 +115,7 @@ def test_partitions_we_do_not_maintain_are_refused_or_dropped_as_hudi_drops_them
 
 
 def _options(table: HudiTable, operation: str) -> dict[str, str]:
-    config = table.config
-    return {
-        "hoodie.table.name": config.name,
-        "hoodie.datasource.write.recordkey.field": ",".join(config.record_key_fields),
-        "hoodie.datasource.write.partitionpath.field": ",".join(config.partition_fields),
-        "hoodie.datasource.write.hive_style_partitioning": str(
-            config.hive_style_partitioning
-        ).lower(),
-        "hoodie.datasource.write.precombine.field": config.ordering_fields[0],
-        "hoodie.datasource.write.table.type": config.table_type.value,
-        "hoodie.datasource.write.operation": operation,
-        **DISABLE_INDEXES,
-    }
+    return write_options(table, operation, **DISABLE_INDEXES)
 
 
 @pytest.mark.parametrize("fixture", MDT_FIXTURES)
