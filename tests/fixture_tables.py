@@ -64,3 +64,15 @@ def without_metadata_table(path: Path) -> Path:
         props.pop(key, None)
     properties.write_text(java_properties_text(props))
     return path
+
+
+def set_properties(path: Path, changes: dict[str, str]) -> None:
+    """Change keys of a fixture copy's hoodie.properties with our properties writer (a
+    setup step, e.g. declaring a metadata table partition hudi_sync does not keep)."""
+    from hudi_sync import config as cfg
+    from hudi_sync.table.properties import decode_properties, parse_java_properties
+    from hudi_sync.table.write.create import java_properties_text
+
+    properties = path / ".hoodie" / cfg.PROPERTIES_FILE
+    props = parse_java_properties(decode_properties(properties.read_bytes(), str(properties)))
+    properties.write_text(java_properties_text({**props, **changes}))

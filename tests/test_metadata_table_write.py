@@ -32,10 +32,9 @@ from hudi_sync.table.metadata_table.hfile import read_hfile
 from hudi_sync.table.metadata_table.partitions import prepare_metadata_table
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.metadata_table.sync import maintained_partitions
-from hudi_sync.table.properties import decode_properties, parse_java_properties
 from hudi_sync.table.snapshot_read import read_snapshot
-from hudi_sync.table.write.create import java_properties_text
 from hudi_sync.table.write.timeline import CommitRecord, TimelineWriter
+from tests.fixture_tables import set_properties
 from tests.metadata_checks import (
     MDT_FIXTURES,
     assert_readers_agree,
@@ -265,7 +264,7 @@ def test_a_refused_write_leaves_the_table_alone_and_metadata_enable_false_delete
     path = fixture_copy("cow/v9_txns_simple_meta")
     table = HudiTable.open(str(path))
     with_bloom = ",".join([*table.config.metadata_partitions, "bloom_filters"])
-    _set_properties(path, {cfg.METADATA_PARTITIONS.key: with_bloom})
+    set_properties(path, {cfg.METADATA_PARTITIONS.key: with_bloom})
     pristine = path.parent / "pristine"
     shutil.copytree(path, pristine)
     options = {k: v for k, v in _options(table, "upsert").items() if k not in DISABLE_INDEXES}
@@ -286,13 +285,6 @@ def test_a_refused_write_leaves_the_table_alone_and_metadata_enable_false_delete
     assert not (path / ".hoodie/metadata").exists()
     assert HudiTable.open(str(path)).config.metadata_partitions == ()
     assert_readers_agree(path, "txn_id", model | {row["txn_id"]: row})
-
-
-def _set_properties(path: Path, changes: dict[str, str]) -> None:
-    """Change keys of a copy's hoodie.properties (a setup step) with our properties writer."""
-    properties = path / ".hoodie" / cfg.PROPERTIES_FILE
-    props = parse_java_properties(decode_properties(properties.read_bytes(), str(properties)))
-    properties.write_text(java_properties_text({**props, **changes}))
 
 
 class _LateListener:

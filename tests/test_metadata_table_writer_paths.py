@@ -17,6 +17,7 @@ import pytest
 from hudi_sync.spark.writer import write, write_arrow
 from hudi_sync.table import HudiTable
 from hudi_sync.table.snapshot_read import read_snapshot
+from tests.fixture_tables import set_properties
 from tests.test_metadata_table_write import listed_files, mdt_files
 from tests.warehouse_rows import hudi_rs_rows
 
@@ -144,7 +145,7 @@ def test_a_v6_metadata_table_is_refused_or_deleted_by_hudis_switch(  # type: ign
     that switch the write goes on and the metadata table goes, as Hudi deletes it."""
     from hudi_sync import config as cfg
     from hudi_sync.errors import BadInputError
-    from tests.test_metadata_table_write import _options, _set_properties
+    from tests.test_metadata_table_write import _options
 
     path = fixture_copy("mor/avro/v6_trips_8i1u")
     (path / ".hoodie/metadata/.hoodie").mkdir(parents=True)
@@ -153,7 +154,7 @@ def test_a_v6_metadata_table_is_refused_or_deleted_by_hudis_switch(  # type: ign
         f"hoodie.table.name={table.config.name}_metadata\nhoodie.table.type=MERGE_ON_READ\n"
         "hoodie.table.version=6\n"
     )
-    _set_properties(path, {cfg.METADATA_PARTITIONS.key: "files"})
+    set_properties(path, {cfg.METADATA_PARTITIONS.key: "files"})
     pristine = sorted(p.relative_to(path) for p in path.rglob("*"))
     key = table.config.record_key_fields[0]
     ordering = table.config.ordering_fields[0]

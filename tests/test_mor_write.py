@@ -26,6 +26,7 @@ from hudi_sync.table import HudiTable
 from hudi_sync.table.snapshot_read import read_snapshot
 from hudi_sync.table.write.compaction import compact, pending_compactions, plan_compaction
 from hudi_sync.table.write.lock import TableLock
+from tests.fixture_tables import set_properties
 from tests.spark_model import TableModel, table_rows
 from tests.test_spark_writer import RandomWorkload, frame, hudi_rs, options, our_rows
 from tests.warehouse_rows import hudi_rs_rows
@@ -307,16 +308,21 @@ def test_table_type_mismatches_and_unsupported_tables_are_refused(  # type: igno
             str(mor),
             options("t", 8, "upsert", **{"hoodie.datasource.write.table.type": "COPY_ON_WRITE"}),
         )
-    # A metadata table partition hudi_sync does not keep current, not disabled.
+    # A metadata table partition hudi_sync does not keep current (Hudi's bloom filter
+    # index, declared on the copy as Hudi declares it), not disabled.
     hudi_written = fixture_copy("mor/avro/v8_trips_8i3u1d")
     config = HudiTable.open(str(hudi_written)).config
+    partitions = ",".join([*config.metadata_partitions, "bloom_filters"])
+    set_properties(hudi_written, {"hoodie.table.metadata.partitions": partitions})
     own = {
         "hoodie.datasource.write.recordkey.field": "uuid",
         "hoodie.datasource.write.partitionpath.field": "city",
         "hoodie.datasource.write.hive_style_partitioning": str(config.hive_style_partitioning),
         **MOR,
     }
-    with pytest.raises(BadInputError, match="metadata table partitions current: col") as refused:
+    with pytest.raises(
+        BadInputError, match="metadata table partitions current: bloom_filters"
+    ) as refused:
         trip = spark.createDataFrame([{"uuid": "u", "city": "c", "ts": 1}])
         write(trip, str(hudi_written), options(config.name, 8, "upsert", **own))
     assert "\n" not in str(refused.value)
