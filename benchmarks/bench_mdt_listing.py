@@ -37,6 +37,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.bench_objectstore import upload
+
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 MODES = ("mdt", "direct")
 
@@ -136,13 +138,6 @@ def run_child(uri: str, options: dict[str, Any]) -> dict[str, Any]:
     command.append(json.dumps(options))
     done = subprocess.run(command, check=True, capture_output=True, text=True)
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
-
-
-def upload(client: Any, local: Path, bucket: str, prefix: str) -> None:
-    client.create_bucket(Bucket=bucket)
-    for path in sorted(local.rglob("*")):
-        if path.is_file():
-            client.upload_file(str(path), bucket, f"{prefix}/{path.relative_to(local).as_posix()}")
 
 
 def main(argv: list[str] | None = None) -> int:
