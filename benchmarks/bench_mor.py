@@ -83,7 +83,7 @@ def child(step: str, table: str, incoming: str) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     from hudi_sync.spark import local_session, read, write
-    from hudi_sync.spark.compaction import spark_executor
+    from hudi_sync.spark.writing.compaction import spark_executor
     from hudi_sync.table import HudiTable
     from hudi_sync.table.write.compaction import compact
     from hudi_sync.table.write.lock import TableLock

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from benchmarks.bench_writer import RESULTS_DIR
 from hudi_sync.manifest.log_parquet import LOG_FOLDER
-from hudi_sync.spark.writer import write_arrow
+from hudi_sync.spark.writing.writer import write_arrow
 from hudi_sync.sync.job import sync_table
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 

@@ -1,4 +1,4 @@
-"""Hudi's bucket index on Merge-on-Read tables (``hudi_sync.spark.bucket_index``).
+"""Hudi's bucket index on Merge-on-Read tables (``hudi_sync.spark.writing.bucket_index``).
 
 Keys hash to buckets as Java does (``List<String>.hashCode()``, checked on strings whose
 Java hash codes are well known) over the values Hudi's ``KeyGenUtils`` reads out of a
@@ -21,13 +21,13 @@ import pyarrow as pa
 import pytest
 
 from hudi_sync.errors import BadInputError
-from hudi_sync.spark.bucket_index import (
+from hudi_sync.spark.writing.bucket_index import (
     bucket_ids,
     bucket_of_file_id,
     java_string_hashes,
     new_bucket_file_id,
 )
-from hudi_sync.spark.writer import write, write_arrow
+from hudi_sync.spark.writing.writer import write, write_arrow
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.snapshot_read import read_snapshot

@@ -568,7 +568,7 @@ def test_changes_command_prints_the_cdc_rows_and_show_table_the_mode(  # type: i
 def test_small_cdc_plans_read_on_the_driver_equal_the_worker_read(  # type: ignore[no-untyped-def]
     spark, tmp_path: Path, monkeypatch
 ) -> None:
-    from hudi_sync.spark import reader
+    from hudi_sync.spark.reading import reader
 
     path = tmp_path / "t"
     cdc = {"hoodie.table.cdc.enabled": "true"}

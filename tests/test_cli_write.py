@@ -14,7 +14,7 @@ import duckdb
 from typer.testing import CliRunner
 
 from hudi_sync.cli.app import app
-from hudi_sync.spark.options import META_SYNC
+from hudi_sync.spark.writing.options import META_SYNC
 from hudi_sync.sync.hook import DUCKDB_DATABASE, SYNC_TOOLS
 from tests.warehouse_rows import canonical, hudi_rs_rows
 

@@ -30,7 +30,7 @@ CHILD = textwrap.dedent(
     from hudi_sync.debezium import ingest as ingest_module
     from hudi_sync.debezium.kafka_source import KafkaSource
     from hudi_sync.spark import local_session
-    from hudi_sync.spark import writer as writer_module
+    from hudi_sync.spark.writing import writer as writer_module
     from hudi_sync.table.write.timeline import TimelineWriter
     from hudi_sync.warehouse.duckdb_target import DuckDBTarget
     from tests.test_debezium_crash import crash_config

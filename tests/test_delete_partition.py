@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from hudi_sync.cli.app import app
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark import write
-from hudi_sync.spark.options import PARTITIONS_TO_DELETE
+from hudi_sync.spark.writing.options import PARTITIONS_TO_DELETE
 from hudi_sync.table import HudiTable
 from tests import hudi_oracle
 from tests.warehouse_rows import hudi_rs_rows

@@ -248,11 +248,7 @@ def test_bigquery_snapshot_query_over_hostile_names(bigquery_emulator: BigQueryE
 
         def create(name: str, rows: list[dict[str, Any]]) -> str:
             selects = " UNION ALL ".join(
-                "SELECT "
-                + ", ".join(
-                    f"{_bigquery_value(v)} AS {q(c)}"
-                    for c, v in row.items()
-                )
+                "SELECT " + ", ".join(f"{_bigquery_value(v)} AS {q(c)}" for c, v in row.items())
                 for row in rows
             )
             client.query_and_wait(f"CREATE TABLE {q(f'{path}.{name}')} AS {selects}")
@@ -280,11 +276,7 @@ def test_snowflake_snapshot_query_over_hostile_names(emulation: EmulatedSnowflak
 
     def create(name: str, rows: list[dict[str, Any]]) -> str:
         selects = " UNION ALL ".join(
-            "SELECT "
-            + ", ".join(
-                f"{_snowflake_value(v)} AS {sql_name(c)}"
-                for c, v in row.items()
-            )
+            "SELECT " + ", ".join(f"{_snowflake_value(v)} AS {sql_name(c)}" for c, v in row.items())
             for row in rows
         )
         cursor.execute(f"CREATE OR REPLACE TABLE {sql_name(name)} AS {selects}")

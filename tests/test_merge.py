@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from hudi_sync.spark.merge import DELETE_FLAG, merge_file_group
+from hudi_sync.spark.writing.merge import DELETE_FLAG, merge_file_group
 from hudi_sync.table.schema import META_FIELDS
 
 SCHEMA = pa.schema(

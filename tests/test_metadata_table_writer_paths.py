@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from hudi_sync.spark.writer import write, write_arrow
+from hudi_sync.spark.writing.writer import write, write_arrow
 from hudi_sync.table import HudiTable
 from hudi_sync.table.snapshot_read import read_snapshot
 from tests.fixture_tables import set_properties

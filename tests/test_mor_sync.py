@@ -31,7 +31,7 @@ from hudi_sync.manifest.log_parquet import (
     folded_schema,
 )
 from hudi_sync.manifest.snapshot import PublishedLogs
-from hudi_sync.spark.writer import write
+from hudi_sync.spark.writing.writer import write
 from hudi_sync.sync.job import SNAPSHOT_VIEW_REFUSAL, sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.listing import StorageListing

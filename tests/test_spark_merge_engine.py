@@ -16,8 +16,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from hudi_sync.errors import WriteError
-from hudi_sync.spark import spark_merge, write
-from hudi_sync.spark.options import MERGE_ENGINE
+from hudi_sync.spark.writing import spark_merge, write
+from hudi_sync.spark.writing.options import MERGE_ENGINE
 from hudi_sync.table import HudiTable
 from tests.test_spark_writer import RandomWorkload, frame, hudi_rs, options
 from tests.warehouse_rows import hudi_rs_rows
@@ -181,7 +181,7 @@ def test_only_computed_columns_are_computed_before_the_timeline_is_touched(  # t
     """A frame that reads its columns as stored skips the pre-commit hash of every
     column (nothing in it can fail but the read); one computed column (here an ANSI
     cast that fails on one row) keeps it, and fails before the timeline is touched."""
-    from hudi_sync.spark.incoming import reads_plainly
+    from hudi_sync.spark.writing.incoming import reads_plainly
 
     path, source = tmp_path / "table", str(tmp_path / "incoming")
     _seed_table(spark, path)

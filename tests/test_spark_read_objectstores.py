@@ -19,7 +19,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from hudi_sync.cli.common import parse_storage_options
 from hudi_sync.errors import TableNotFoundError
-from hudi_sync.spark import read, reader, write
+from hudi_sync.spark import hadoop, read, write
+from hudi_sync.spark.reading import reader
 from hudi_sync.storage import open_location
 from hudi_sync.table import HudiTable
 from tests.fixture_tables import fixture_tables
@@ -243,12 +244,12 @@ def test_spark_cannot_open_the_store_itself_and_options_nest_like_the_cli(  # ty
     uri = s3_server.upload_dir(local, s3_server.make_bucket(), "t")
     with pytest.raises(Exception, match=r"(?i)no filesystem for scheme"):
         spark.read.parquet(uri).collect()
-    assert not reader.spark_opens(spark, HudiTable.open(uri, s3_server.storage_options).location)
+    assert not hadoop.spark_opens(spark, HudiTable.open(uri, s3_server.storage_options).location)
     # Without storage options Spark's Hadoop decides: no s3/s3a/gs file system here,
     # one for http (hadoop-common's); local files always.
     for scheme, opens in (("s3", False), ("s3a", False), ("gs", False), ("http", True)):
-        assert reader.spark_opens(spark, open_location(f"{scheme}://127.0.0.1/t")) is opens
-    assert reader.spark_opens(spark, HudiTable.open(local).location)
+        assert hadoop.spark_opens(spark, open_location(f"{scheme}://127.0.0.1/t")) is opens
+    assert hadoop.spark_opens(spark, HudiTable.open(local).location)
 
     pairs = [f"{k}={v}" for k, v in _flat(s3_server.storage_options)]
     read_options, storage = reader.split_options(

@@ -45,8 +45,8 @@ def write_command(
     def body() -> dict[str, Any]:
         from hudi_sync.errors import MetaSyncError
         from hudi_sync.spark import local_session, write
-        from hudi_sync.spark.files import check_sources, load_files, source_format
-        from hudi_sync.spark.options import WriteOptions
+        from hudi_sync.spark.writing.files import check_sources, load_files, source_format
+        from hudi_sync.spark.writing.options import WriteOptions
 
         WriteOptions.parse(options)  # bad options and sources fail before Spark starts
         check_sources(sources)

@@ -61,11 +61,11 @@ from hudi_sync.debezium.state import (
 )
 from hudi_sync.errors import BadInputError, HudiSyncError, TableNotFoundError, first_line
 from hudi_sync.gc_pause import cycle_collection_paused
-from hudi_sync.spark import options as opt
-from hudi_sync.spark.compaction import spark_executor
-from hudi_sync.spark.options import WriteOptions
-from hudi_sync.spark.reader import read
-from hudi_sync.spark.writer import write, write_arrow
+from hudi_sync.spark.reading.reader import read
+from hudi_sync.spark.writing import options as opt
+from hudi_sync.spark.writing.compaction import spark_executor
+from hudi_sync.spark.writing.options import WriteOptions
+from hudi_sync.spark.writing.writer import write, write_arrow
 from hudi_sync.sync.hook import run_post_commit_hook
 from hudi_sync.table import HudiTable
 from hudi_sync.table.schema import META_FIELDS

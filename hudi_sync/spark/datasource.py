@@ -43,8 +43,8 @@ from pyspark.sql.types import StructType
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
-from hudi_sync.spark.merge import align
-from hudi_sync.spark.reader import (
+from hudi_sync.spark.arrow_columns import align
+from hudi_sync.spark.reading.reader import (
     BEGIN,
     END,
     QUERY_TYPE,

@@ -15,7 +15,7 @@ Only values whose text is certain are keyed: strings and integers (Java prints t
 as Python does). Other key generators (timestamp-based, custom), a complex key
 generator over one field (its encoding changed between Hudi releases:
 ``hoodie.write.complex.keygen.new.encoding``) and key fields of other types are
-refused in one line. The writer's key columns (``hudi_sync.spark.keys``) share the
+refused in one line. The writer's key columns (``hudi_sync.spark.writing.keys``) share the
 constants.
 """
 

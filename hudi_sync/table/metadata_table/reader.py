@@ -55,6 +55,7 @@ class OpenedTable(Protocol):
     @property
     def timeline(self) -> Timeline: ...
 
+
 METADATA_FOLDER = ".hoodie/metadata"
 SOLO_COMMIT_TIMESTAMP = "00000000000000"  # MDT initialisation instants start with it
 PARTITION_FIELD = "partition"  # hudi-rs opens the MDT with this partition field

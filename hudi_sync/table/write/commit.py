@@ -14,7 +14,7 @@ A write's instant goes from requested to completed, or to a rollback:
 4. ``clean_and_archive`` (under the lock): the post-commit table services.
 
 The data files themselves, and the snapshot they were computed from, are the caller's
-(the Spark writer, ``hudi_sync.spark.writer``).
+(the Spark writer, ``hudi_sync.spark.writing.writer``).
 """
 
 from __future__ import annotations

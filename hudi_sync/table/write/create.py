@@ -30,7 +30,7 @@ _KEY_GENERATOR_CLASSES = {
     "NON_PARTITION": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
 }
 # The key generators whose record keys and partition paths the writer builds
-# (``hudi_sync.spark.keys``), by the type (v8+) or a class (v6; Spark's or Avro's) a
+# (``hudi_sync.spark.writing.keys``), by the type (v8+) or a class (v6; Spark's or Avro's) a
 # table names. Others (TIMESTAMP, CUSTOM, user classes) format values by rules the
 # writer does not apply.
 WRITABLE_KEY_GENERATORS = frozenset(

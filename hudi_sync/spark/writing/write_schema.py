@@ -18,7 +18,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, TableNotFoundError
-from hudi_sync.spark.options import WriteOptions
+from hudi_sync.spark.writing.options import WriteOptions
 from hudi_sync.storage import Location, reporting_storage_failures
 from hudi_sync.table import HudiTable
 from hudi_sync.table.metadata_table.create import create_metadata_table

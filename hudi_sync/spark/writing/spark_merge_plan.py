@@ -16,13 +16,13 @@ from collections.abc import Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
-from hudi_sync.spark import spark_merge
-from hudi_sync.spark.cdc_logs import DRIVER_BYTES, images_of, write_cdc_logs
-from hudi_sync.spark.file_groups import WriteTarget, new_key_buckets, uses_small_files
-from hudi_sync.spark.incoming import IncomingRows
-from hudi_sync.spark.merge import DELETE_FLAG, PARTITION_PATH, RECORD_KEY
-from hudi_sync.spark.spark_merge import Bucket
-from hudi_sync.spark.write_schema import json_schema
+from hudi_sync.spark.writing import spark_merge
+from hudi_sync.spark.writing.cdc_logs import DRIVER_BYTES, images_of, write_cdc_logs
+from hudi_sync.spark.writing.file_groups import WriteTarget, new_key_buckets, uses_small_files
+from hudi_sync.spark.writing.incoming import IncomingRows
+from hudi_sync.spark.writing.merge import DELETE_FLAG, PARTITION_PATH, RECORD_KEY
+from hudi_sync.spark.writing.spark_merge import Bucket
+from hudi_sync.spark.writing.write_schema import json_schema
 from hudi_sync.table.cdc_log import CdcMode
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.write.rollback import write_marker

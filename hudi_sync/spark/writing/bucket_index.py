@@ -33,16 +33,16 @@ import pyarrow.compute as pc
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
-from hudi_sync.spark.keys import (
+from hudi_sync.spark.writing.keys import (
     DEFAULT_PARTITION,
     EMPTY_KEY_VALUE,
     KEY_PARTS_SEPARATOR,
     KEY_VALUE_SEPARATOR,
     NULL_KEY_VALUE,
 )
-from hudi_sync.spark.log_append import AppendSpec, LogAppend, append_log
-from hudi_sync.spark.merge import DELETE_FLAG, PARTITION_PATH, RECORD_KEY
-from hudi_sync.spark.options import URL_ENCODE, WriteOptions
+from hudi_sync.spark.writing.log_append import AppendSpec, LogAppend, append_log
+from hudi_sync.spark.writing.merge import DELETE_FLAG, PARTITION_PATH, RECORD_KEY
+from hudi_sync.spark.writing.options import URL_ENCODE, WriteOptions
 from hudi_sync.storage import Location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.fs_view import FileSlice, FileSystemView

@@ -16,11 +16,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import MapType
 
 from hudi_sync.errors import BadInputError, WriteError, first_line
-from hudi_sync.spark import options as opt
-from hudi_sync.spark import spark_merge
-from hudi_sync.spark.keys import partition_path_column, record_key_column
-from hudi_sync.spark.merge import DELETE_FLAG, IS_DELETED, PARTITION_PATH, RECORD_KEY
-from hudi_sync.spark.options import WriteOptions
+from hudi_sync.spark.writing import options as opt
+from hudi_sync.spark.writing import spark_merge
+from hudi_sync.spark.writing.keys import partition_path_column, record_key_column
+from hudi_sync.spark.writing.merge import DELETE_FLAG, IS_DELETED, PARTITION_PATH, RECORD_KEY
+from hudi_sync.spark.writing.options import WriteOptions
 from hudi_sync.table.partition_encoding import CONTROL, control_character_refusal
 
 

@@ -19,8 +19,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from hudi_sync.spark.merge import PARTITION_PATH, RECORD_KEY
-from hudi_sync.spark.spark_merge import CDC_AFTER, CDC_BEFORE, CDC_OP, FILE_ID, WRITE_TOKEN
+from hudi_sync.spark.writing.merge import PARTITION_PATH, RECORD_KEY
+from hudi_sync.spark.writing.spark_merge import CDC_AFTER, CDC_BEFORE, CDC_OP, FILE_ID, WRITE_TOKEN
 from hudi_sync.storage import Location, open_location
 from hudi_sync.table.cdc_log import CdcChanges, CdcMode, cdc_log_name, encode_cdc_file
 from hudi_sync.table.schema import META_FIELDS

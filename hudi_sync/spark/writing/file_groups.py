@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from hudi_sync.spark.options import WriteOptions
-from hudi_sync.spark.spark_merge import Bucket
+from hudi_sync.spark.writing.options import WriteOptions
+from hudi_sync.spark.writing.spark_merge import Bucket
 from hudi_sync.storage import Location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action

@@ -15,8 +15,9 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema
 
+from hudi_sync.spark.arrow_columns import spark_ready
 from hudi_sync.spark.parallelism import default_parallelism
 from hudi_sync.storage import open_location
 from hudi_sync.table import HudiTable
@@ -48,12 +49,6 @@ def read_merged_slices(
         schema,
     )
     return numbers.mapInArrow(reader, from_arrow_schema(schema))
-
-
-def spark_ready(schema: pa.Schema) -> pa.Schema:
-    """Every column nullable and typed as Spark hands it to Python."""
-    nullable = pa.schema([field.with_nullable(True) for field in schema])
-    return to_arrow_schema(from_arrow_schema(nullable))
 
 
 def _slice_reader(

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hudi_sync.spark.arrow_columns import align
 from hudi_sync.table.cdc_log import CdcChanges, images_at
 from hudi_sync.table.schema import META_FIELDS
 
@@ -90,21 +91,6 @@ def cdc_changes(result: MergeResult) -> CdcChanges:
             result.table.select(data_columns), pa.array([c.after for c in changes], pa.int64())
         ),
     )
-
-
-def align(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` with exactly ``schema``'s columns: missing (newer, nullable) columns
-    become nulls, types are cast (e.g. a session's timestamp zone to UTC)."""
-    columns = []
-    for field in schema:
-        if field.name in table.column_names:
-            column = table.column(field.name)
-            if column.type != field.type:
-                column = column.cast(field.type)
-            columns.append(column)
-        else:
-            columns.append(pa.nulls(table.num_rows, field.type))
-    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _winning(incoming: pa.Array, stored: pa.Array) -> pa.Array:

@@ -56,15 +56,15 @@ from pyspark.sql import DataFrame, SparkSession
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, MetaSyncError, TableNotFoundError
-from hudi_sync.spark import python_merge, spark_merge_plan
-from hudi_sync.spark.bucket_index import append_buckets, key_buckets, keyed_rows
-from hudi_sync.spark.compaction import spark_executor
-from hudi_sync.spark.file_groups import WriteTarget, replaced_file_groups
-from hudi_sync.spark.incoming import IncomingRows, incoming_rows
-from hudi_sync.spark.log_append import AppendSpec
-from hudi_sync.spark.options import WriteOptions
-from hudi_sync.spark.reader import spark_opens
-from hudi_sync.spark.write_schema import (
+from hudi_sync.spark.hadoop import spark_opens
+from hudi_sync.spark.writing import python_merge, spark_merge_plan
+from hudi_sync.spark.writing.bucket_index import append_buckets, key_buckets, keyed_rows
+from hudi_sync.spark.writing.compaction import spark_executor
+from hudi_sync.spark.writing.file_groups import WriteTarget, replaced_file_groups
+from hudi_sync.spark.writing.incoming import IncomingRows, incoming_rows
+from hudi_sync.spark.writing.log_append import AppendSpec
+from hudi_sync.spark.writing.options import WriteOptions
+from hudi_sync.spark.writing.write_schema import (
     check_columns,
     evolved_schema,
     incoming_arrow_schema,

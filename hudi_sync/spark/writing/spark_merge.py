@@ -2,7 +2,7 @@
 
 Used by ``writer.write`` (``hudi_sync.write.merge.engine=spark``, the default) when
 Spark can open the table path (local tables, or a scheme its Hadoop has a file system
-for, see ``reader.spark_opens``); otherwise (or with
+for, see ``hadoop.spark_opens``); otherwise (or with
 ``hudi_sync.write.merge.engine=python``) Spark's Python workers merge each file group
 with pyarrow (``merge.merge_file_group``), which is also the reference for the rules
 here:
@@ -60,7 +60,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.window import Window
 
 from hudi_sync.errors import WriteError
-from hudi_sync.spark.merge import (
+from hudi_sync.spark.writing.merge import (
     COMMIT_TIME,
     DELETE_FLAG,
     FILE_NAME,

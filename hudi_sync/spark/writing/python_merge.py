@@ -29,10 +29,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from hudi_sync.spark import spark_merge
-from hudi_sync.spark.file_groups import WriteTarget, new_key_buckets, uses_small_files
-from hudi_sync.spark.log_append import AppendSpec, append_log
-from hudi_sync.spark.merge import (
+from hudi_sync.spark.parallelism import default_parallelism
+from hudi_sync.spark.writing import spark_merge
+from hudi_sync.spark.writing.file_groups import WriteTarget, new_key_buckets, uses_small_files
+from hudi_sync.spark.writing.log_append import AppendSpec, append_log
+from hudi_sync.spark.writing.merge import (
     DELETE_FLAG,
     FILE_NAME,
     PARTITION_PATH,
@@ -40,9 +41,8 @@ from hudi_sync.spark.merge import (
     cdc_changes,
     merge_file_group,
 )
-from hudi_sync.spark.parallelism import default_parallelism
-from hudi_sync.spark.spark_merge import FILE_ID, route
-from hudi_sync.spark.write_schema import json_schema
+from hudi_sync.spark.writing.spark_merge import FILE_ID, route
+from hudi_sync.spark.writing.write_schema import json_schema
 from hudi_sync.storage import Location, open_location
 from hudi_sync.table.cdc_log import CdcMode, cdc_log_name, encode_cdc_file
 from hudi_sync.table.metadata import WriteStat

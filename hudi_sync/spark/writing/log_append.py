@@ -17,14 +17,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_sync.spark.merge import (
+from hudi_sync.spark.arrow_columns import align
+from hudi_sync.spark.writing.merge import (
     COMMIT_TIME,
     DELETE_FLAG,
     FILE_NAME,
     PARTITION_PATH,
     RECORD_KEY,
     SEQNO,
-    align,
 )
 from hudi_sync.storage import Location
 from hudi_sync.table.metadata import WriteStat

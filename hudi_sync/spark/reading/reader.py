@@ -32,9 +32,10 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
-from hudi_sync.spark.merge import align
+from hudi_sync.spark.arrow_columns import align, spark_ready
+from hudi_sync.spark.hadoop import spark_opens
 from hudi_sync.spark.parallelism import default_parallelism
-from hudi_sync.spark.slice_read import read_merged_slices, spark_ready
+from hudi_sync.spark.reading.slice_read import read_merged_slices
 from hudi_sync.storage import Location, nest_option, open_location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.cdc_query import (
@@ -208,23 +209,6 @@ def _read_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice])
     else:
         return _read_in_workers(spark, location, relative)
     return spark.read.option("mergeSchema", "true").parquet(*uris)
-
-
-def spark_opens(spark: SparkSession, location: Location) -> bool:
-    """Whether Spark's own parquet reader can read ``location``: local files, or a
-    scheme Spark's Hadoop has a file system for when no storage options were given
-    (Spark would not see fsspec's endpoint and credentials)."""
-    if location.is_local:
-        return True
-    if location.storage_options or "://" not in location.uri:
-        return False
-    scheme = location.uri.split("://", 1)[0].lower()
-    try:  # classic sessions only (Spark Connect has no JVM here)
-        hadoop = spark._jvm.org.apache.hadoop.fs.FileSystem  # type: ignore[union-attr]
-        hadoop.getFileSystemClass(scheme, spark._jsc.hadoopConfiguration())
-    except Exception:  # no file system for the scheme (or no JVM): read in Python
-        return False
-    return True
 
 
 def _read_in_workers(spark: SparkSession, location: Location, relative: list[str]) -> DataFrame:
