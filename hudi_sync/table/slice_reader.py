@@ -269,13 +269,18 @@ def align(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
 def _read_base(
     location: Location, file_slice: FileSlice, columns: list[str] | None = None
 ) -> pa.Table:
-    """The slice's base file: all its columns, or those of ``columns`` it has."""
+    """The slice's base file: all its columns, or those of ``columns`` it has. A whole
+    file is fetched in one read (Parquet's many small reads through a file object cost
+    as much as the decoding)."""
     relative = file_slice.relative_base_path
     assert relative is not None
     uri = location.uri_of(relative)
     if not relative.endswith(".parquet"):
         raise UnsupportedTableError(f"{uri}: only Parquet base files are read")
     try:
+        if columns is None:
+            data = location.fs.cat_file(location.join(relative))
+            return pq.ParquetFile(pa.BufferReader(data)).read()
         with location.fs.open(location.join(relative), "rb") as handle:
             parquet = pq.ParquetFile(handle)
             if columns is None:
