@@ -139,7 +139,13 @@ def _read_part(location: Location, schema: pa.Schema, part: InputPartition) -> I
         return
     if isinstance(part, _SlicePart):
         table = read_file_slice(
-            location, part.file_slice, part.rules, part.committed, part.as_of, schema
+            location,
+            part.file_slice,
+            part.rules,
+            part.committed,
+            part.as_of,
+            schema,
+            in_file_order=False,
         )
     else:
         assert isinstance(part, _FilePart)

@@ -295,6 +295,29 @@ def _block_records(block: LogBlock, where: str, key_fields: Sequence[str]) -> li
     )
 
 
+def block_records(block: LogBlock, where: str, key_fields: Sequence[str] = ()) -> list[LogRecord]:
+    """The records of one applied data or delete block, as ``scan_slice_logs`` gives them."""
+    return _block_records(block, where, key_fields)
+
+
+def data_block_table(block: LogBlock, where: str) -> pa.Table | None:
+    """A data block's records as columns, never as Python objects: an Avro block decoded
+    column-wise (``LogBlock.avro_columns``), a Parquet block as read. None for an Avro
+    schema with a type that decoder lacks, and for other blocks (``block_records``
+    reads those, or refuses them)."""
+    if block.block_type == BlockType.AVRO_DATA:
+        try:
+            columns = block.avro_columns()
+        except CorruptTableError as exc:
+            raise CorruptTableError(f"{where}: {exc}") from None
+        except (ValueError, EOFError, KeyError, TypeError, IndexError) as exc:
+            raise CorruptTableError(f"{where}: cannot decode Avro log block: {exc}") from None
+        return None if columns is None else pa.Table.from_struct_array(columns)
+    if block.block_type == BlockType.PARQUET_DATA:
+        return _parquet_table(block.content, where)
+    return None
+
+
 def _data_records(
     rows: Iterable[dict[str, Any]], instant: str, where: str, key_fields: Sequence[str]
 ) -> list[LogRecord]:
@@ -317,16 +340,19 @@ def _data_records(
 
 
 def _parquet_rows(content: bytes, where: str) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = _parquet_table(content, where).to_pylist()
+    return rows
+
+
+def _parquet_table(content: bytes, where: str) -> pa.Table:
     """A Parquet data block's content is a whole Parquet file. (``ParquetFile``, not
     ``read_table``: pyarrow 26's dataset path over an in-memory buffer often aborts
     the interpreter at exit.)"""
     try:
-        table = pq.ParquetFile(pa.BufferReader(content)).read()
+        return pq.ParquetFile(pa.BufferReader(content)).read()
     except (pa.ArrowException, OSError) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise CorruptTableError(f"{where}: cannot read Parquet log block: {message}") from None
-    rows: list[dict[str, Any]] = table.to_pylist()
-    return rows
 
 
 def delete_keys(content: bytes, where: str) -> list[tuple[str, str | None, OrderingValue | None]]:

@@ -27,7 +27,14 @@ from hudi_sync.errors import CorruptTableError, UnsupportedTableError, first_lin
 from hudi_sync.storage import Location
 from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import comparable_instant
-from hudi_sync.table.log_records import LogRecord, LogScan, scan_slice_logs
+from hudi_sync.table.log_records import (
+    LogRecord,
+    applied_blocks,
+    block_records,
+    data_block_table,
+    delete_keys,
+)
+from hudi_sync.table.logfile import BlockType
 from hudi_sync.table.record_keys import check_key_types, record_keys
 from hudi_sync.table.record_merge import (
     SEQNO_FIELD,
@@ -36,9 +43,9 @@ from hudi_sync.table.record_merge import (
     MergeRules,
     fold_log_records,
     mark_first_base_rows,
-    merge_records,
 )
 from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.vector_merge import merge_slice
 
 _RECORD_KEY = META_FIELDS[2]
 _ARROW_ERRORS = (pa.ArrowException, OSError, ValueError, TypeError, OverflowError)
@@ -51,6 +58,7 @@ def read_file_slice(
     committed: Callable[[str], bool],
     as_of: str | None = None,
     schema: pa.Schema | None = None,
+    in_file_order: bool = True,
 ) -> pa.Table:
     """The rows of one file slice as of instant ``as_of`` (latest when None).
 
@@ -58,8 +66,10 @@ def read_file_slice(
     .is_committed``): blocks of other instants are leftovers of failed writes. The
     rows have ``schema`` (base rows and log rows aligned to it: missing columns null,
     types cast), by default the base file's; a slice without a base file needs one.
+    They come in Hudi's order (base file order, a log version in place of the row it
+    replaces, then new keys) unless ``in_file_order`` is False (a query: cheaper).
     """
-    return _merged_slice(location, file_slice, rules, committed, as_of, schema)[0]
+    return _merged_slice(location, file_slice, rules, committed, as_of, schema, in_file_order)[0]
 
 
 @dataclass(frozen=True)
@@ -91,23 +101,42 @@ def read_file_slice_counted(
 ) -> tuple[pa.Table, MergeCounts]:
     """The latest rows of one file slice (``read_file_slice``) and ``MergeCounts``:
     what a compaction of the slice reports."""
-    rows, base, scan = _merged_slice(location, file_slice, rules, committed, None, schema)
-    records = scan.records if scan is not None else []
+    rows, base, log = _merged_slice(location, file_slice, rules, committed, None, schema)
     base_keys = set(base.column(_RECORD_KEY).to_pylist()) if base is not None else set()
     written = set(rows.column(_RECORD_KEY).to_pylist())
-    logged = {record.key for record in records}
+    logged = log.keys() if log is not None else set()
     counts = MergeCounts(
         writes=rows.num_rows,
         updates=len(base_keys & logged & written),
         deletes=len(logged - written),  # a delete of a key without base row counts too
         inserts=len(written - base_keys),
-        log_records=sum(1 for record in records if record.values is not None),
+        log_records=log.rows.num_rows if log is not None else 0,
         log_keys=len(logged),
-        log_blocks=scan.blocks_read if scan is not None else 0,
-        rollback_blocks=scan.rollback_blocks if scan is not None else 0,
+        log_blocks=log.blocks_read if log is not None else 0,
+        rollback_blocks=log.rollback_blocks if log is not None else 0,
         log_files=len(file_slice.log_files),
     )
     return rows, counts
+
+
+@dataclass(frozen=True)
+class SliceLog:
+    """A file slice's applied log records, in merge order, as columns: the data
+    records' rows (aligned to the read's schema) and their keys (built from the key
+    fields when the table has no meta fields), every record as a ``LogEntry`` (a row
+    index, or a delete-block record), and what the scan read to get them."""
+
+    rows: pa.Table
+    row_keys: pa.Array
+    entries: list[LogEntry]
+    blocks_read: int
+    rollback_blocks: int
+
+    def keys(self) -> set[str]:
+        """The distinct keys of every log record, data and delete."""
+        found: set[str] = set(self.row_keys.to_pylist())
+        found.update(e.key for e in self.entries if isinstance(e, DeleteKey))
+        return found
 
 
 def _merged_slice(
@@ -117,9 +146,10 @@ def _merged_slice(
     committed: Callable[[str], bool],
     as_of: str | None,
     schema: pa.Schema | None,
-) -> tuple[pa.Table, pa.Table | None, LogScan | None]:
-    """The slice's merged rows, its aligned base rows and its log scan (None without
-    log files)."""
+    in_file_order: bool = True,
+) -> tuple[pa.Table, pa.Table | None, SliceLog | None]:
+    """The slice's merged rows, its aligned base rows and its log records (None
+    without log files)."""
     base = _read_base(location, file_slice) if file_slice.base_file is not None else None
     target = schema if schema is not None else base.schema if base is not None else None
     if target is None:
@@ -128,18 +158,18 @@ def _merged_slice(
         base = align(base, target, _base_uri(location, file_slice))
     if not file_slice.log_files:
         return (base if base is not None else target.empty_table()), base, None
-    scan = _log_scan(location, file_slice, committed, as_of, rules.key_fields)
-    log_rows, entries = _entries(scan.records, target, location, file_slice)
+    log = _slice_log(location, file_slice, committed, as_of, rules.key_fields, target)
     if not rules.key_fields:
-        return merge_records(base, log_rows, entries, rules), base, scan
+        return merge_slice(base, log.rows, log.entries, rules, in_file_order), base, log
     # Keys built from the key fields, in a key column added for the merge only.
     where = _base_uri(location, file_slice)
     check_key_types(target, rules.key_fields, where)
     keyed_base = None
     if base is not None:
         keyed_base = _keyed(base, record_keys(base, rules.key_fields, where))
-    keyed_log = _keyed(log_rows, _data_keys(scan.records))
-    return _unkeyed(merge_records(keyed_base, keyed_log, entries, rules)), base, scan
+    keyed_log = _keyed(log.rows, log.row_keys)
+    merged = merge_slice(keyed_base, keyed_log, log.entries, rules, in_file_order)
+    return _unkeyed(merged), base, log
 
 
 def read_folded_log(
@@ -154,12 +184,12 @@ def read_folded_log(
     with ``schema``'s columns: what a warehouse merges over the base file's rows to get
     the slice's snapshot. Of the base file only the keys and commit seqnos are read, to
     mark which base row a key with several meets (``mark_first_base_rows``)."""
-    records = _log_scan(location, file_slice, committed, as_of, rules.key_fields).records
-    log_rows, entries = _entries(records, schema, location, file_slice)
+    log = _slice_log(location, file_slice, committed, as_of, rules.key_fields, schema)
+    log_rows, entries = log.rows, log.entries
     where = _base_uri(location, file_slice)
     if rules.key_fields:  # the folded rows carry the built key as _hoodie_record_key
         check_key_types(schema, rules.key_fields, where)
-        log_rows = _keyed(log_rows, _data_keys(records)).drop_columns([_SHADOWED_KEY])
+        log_rows = _keyed(log_rows, log.row_keys).drop_columns([_SHADOWED_KEY])
     folded = fold_log_records(log_rows, entries, rules)
     base_rows = None
     if file_slice.base_file is not None and folded.num_rows:
@@ -195,21 +225,6 @@ def _unkeyed(rows: pa.Table) -> pa.Table:
     if position == rows.num_columns - 1:
         return rows.drop_columns([_SHADOWED_KEY])
     return rows.set_column(position, _RECORD_KEY, rows.column(_SHADOWED_KEY))
-
-
-def _data_keys(records: list[LogRecord]) -> pa.Array:
-    """The keys of the log's data records, in the order ``_entries`` makes their rows."""
-    keys = [r.key for r in records if not (r.is_delete or r.values is None)]
-    return pa.array(keys, pa.string())
-
-
-def _entries(
-    records: list[LogRecord], schema: pa.Schema, location: Location, file_slice: FileSlice
-) -> tuple[pa.Table, list[LogEntry]]:
-    """The slice's log data records as rows of ``schema``, and every log record in
-    merge order: a row index, or a delete."""
-    rows, entries = merge_entries(records)
-    return _log_table(rows, schema, location, file_slice), entries
 
 
 def merge_entries(records: list[LogRecord]) -> tuple[list[dict[str, Any]], list[LogEntry]]:
@@ -254,13 +269,18 @@ def align(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
 def _read_base(
     location: Location, file_slice: FileSlice, columns: list[str] | None = None
 ) -> pa.Table:
-    """The slice's base file: all its columns, or those of ``columns`` it has."""
+    """The slice's base file: all its columns, or those of ``columns`` it has. A whole
+    file is fetched in one read (Parquet's many small reads through a file object cost
+    as much as the decoding)."""
     relative = file_slice.relative_base_path
     assert relative is not None
     uri = location.uri_of(relative)
     if not relative.endswith(".parquet"):
         raise UnsupportedTableError(f"{uri}: only Parquet base files are read")
     try:
+        if columns is None:
+            data = location.fs.cat_file(location.join(relative))
+            return pq.ParquetFile(pa.BufferReader(data)).read()
         with location.fs.open(location.join(relative), "rb") as handle:
             parquet = pq.ParquetFile(handle)
             if columns is None:
@@ -275,15 +295,19 @@ def _read_base(
         ) from None
 
 
-def _log_scan(
+def _slice_log(
     location: Location,
     file_slice: FileSlice,
     committed: Callable[[str], bool],
     as_of: str | None,
-    key_fields: tuple[str, ...] = (),
-) -> LogScan:
-    """The slice's log records in merge order, from committed blocks at or before
-    ``as_of`` (keyed by ``key_fields`` when given); errors name the log file (its URI)."""
+    key_fields: tuple[str, ...],
+    schema: pa.Schema,
+) -> SliceLog:
+    """The slice's log records from committed blocks at or before ``as_of``, in merge
+    order (``applied_blocks``: rollbacks and log compaction applied), keyed by
+    ``key_fields`` when given; errors name the log file (its URI). Data blocks are
+    decoded column-wise where they can be (``data_block_table``), else record by
+    record."""
     limit = comparable_instant(as_of) if as_of is not None else None
 
     def applies(instant: str) -> bool:
@@ -298,7 +322,104 @@ def _log_scan(
         except FileNotFoundError:
             raise CorruptTableError(f"{uri}: log file of the snapshot is missing") from None
         files.append((data, uri))
-    return scan_slice_logs(files, applies, key_fields)
+    blocks = applied_blocks(files, applies)
+    tables: list[pa.Table] = []
+    keys: list[pa.Array] = []
+    entries: list[LogEntry] = []
+    count = 0
+    for block, where in blocks.blocks:
+        if block.block_type == BlockType.DELETE:
+            deleted = delete_keys(block.content, where)
+            entries.extend(DeleteKey(key, ordering) for key, _, ordering in deleted)
+            continue
+        rows, row_keys = _block_rows(block, where, key_fields, schema, location, file_slice)
+        tables.append(rows)
+        keys.append(row_keys)
+        entries.extend(range(count, count + rows.num_rows))
+        count += rows.num_rows
+    unaligned = schema.remove_metadata()
+    log_rows = pa.concat_tables(tables) if tables else unaligned.empty_table()
+    row_keys = pa.concat_arrays(keys) if keys else pa.array([], pa.string())
+    return SliceLog(log_rows, row_keys, entries, blocks.blocks_read, blocks.rollback_blocks)
+
+
+# Column types a log block's decoded column may be cast from to the read's type: the same
+# kind of value (a cast between kinds could succeed where the records do not fit).
+_SAME_KIND = (
+    pa.types.is_integer,
+    pa.types.is_floating,
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_binary,
+    pa.types.is_large_binary,
+    pa.types.is_timestamp,
+    pa.types.is_date,
+    pa.types.is_time,
+)
+
+
+def _block_rows(
+    block: Any,
+    where: str,
+    key_fields: tuple[str, ...],
+    schema: pa.Schema,
+    location: Location,
+    file_slice: FileSlice,
+) -> tuple[pa.Table, pa.Array]:
+    """A data block's records as rows of ``schema`` and their keys: column-wise, or
+    (a type the column decoder lacks, columns that do not plainly fit ``schema``, a
+    record without key) record by record, which decodes or refuses as Hudi's reader."""
+    decoded = data_block_table(block, where)
+    if decoded is not None:
+        rows = _fitted(decoded, schema)
+        keys = None if rows is None else _block_keys(rows, key_fields, where)
+        if rows is not None and keys is not None:
+            return rows, keys
+    records = block_records(block, where, key_fields)
+    rows = _log_table([r.values or {} for r in records], schema, location, file_slice)
+    return rows, pa.array([r.key for r in records], pa.string())
+
+
+def _fitted(decoded: pa.Table, schema: pa.Schema) -> pa.Table | None:
+    """``decoded`` with ``schema``'s columns (missing ones null), or None when a column
+    would need a cast between kinds of value, or a cast fails."""
+    columns = []
+    for field in schema:
+        if field.name not in decoded.column_names:
+            columns.append(pa.nulls(decoded.num_rows, field.type))
+            continue
+        column = decoded.column(field.name)
+        if column.type != field.type:
+            if not _castable(column.type, field.type):
+                return None
+            try:
+                column = column.cast(field.type)
+            except _ARROW_ERRORS:
+                return None
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=schema.remove_metadata())
+
+
+def _castable(source: pa.DataType, target: pa.DataType) -> bool:
+    if pa.types.is_decimal(source) and pa.types.is_decimal(target):
+        return bool(source.scale == target.scale)
+    return any(same(source) and same(target) for same in _SAME_KIND)
+
+
+def _block_keys(rows: pa.Table, key_fields: tuple[str, ...], where: str) -> pa.Array | None:
+    """The keys of a block's rows (built from ``key_fields`` when given), or None when
+    a row has none (the record-by-record read names the fault)."""
+    if key_fields:
+        try:
+            return record_keys(rows, key_fields, where)
+        except (CorruptTableError, UnsupportedTableError):
+            return None
+    if _RECORD_KEY not in rows.column_names:
+        return None
+    keys = rows.column(_RECORD_KEY).combine_chunks()
+    if not pa.types.is_string(keys.type) or keys.null_count:
+        return None
+    return keys
 
 
 def _log_table(

@@ -67,7 +67,9 @@ def _slice_reader(
         location = open_location(uri, storage_options)
         for batch in batches:
             for number in batch.column(0).to_pylist():
-                rows = read_file_slice(location, slices[number], rules, committed, as_of, schema)
+                rows = read_file_slice(
+                    location, slices[number], rules, committed, as_of, schema, in_file_order=False
+                )
                 yield from rows.to_batches()
 
     return read_batches
