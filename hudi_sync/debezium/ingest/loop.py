@@ -20,7 +20,9 @@ deltacommit (updates and deletes appended to log files) and inline compaction is
 unless ``hoodie.compact.inline`` says otherwise (every
 ``hoodie.compact.inline.max.delta.commits`` deltacommits, 5 by default). A compaction
 left pending by a killed run is finished when the next run starts; the checkpoint
-lives in the deltacommits, so a compaction never moves it.
+lives in the deltacommits, so a compaction never moves it. With ``continuous``, a
+bucket-index MOR table is compacted asynchronously (``compactor``): the ingest keeps
+committing while a compaction runs.
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from hudi_sync import config as cfg
 from hudi_sync.debezium.batch import Reduced, reduce_events
 from hudi_sync.debezium.columns import ColumnEvents, ColumnReduced, decode_columns, reduce_columns
 from hudi_sync.debezium.events import ChangeEvent, EventError, EventReader, EventSettings, Position
+from hudi_sync.debezium.ingest.compactor import AsyncCompactor
 from hudi_sync.debezium.ingest.options import IngestConfig
 from hudi_sync.debezium.ingest.writes import BatchWriter
 from hudi_sync.debezium.kafka_source import KafkaSource, Message, lag
@@ -108,6 +112,7 @@ class _Ingest:
             SchemaRegistry(config.registry_url, user_info=config.registry_user_info),
         )
         self.writer = BatchWriter(spark, config, lambda: self.reader.key_fields or ())
+        self.compactor: AsyncCompactor | None = None  # --continuous into MOR: beside the ingest
 
     def run(self) -> IngestSummary:
         self.writer.prepare_table()
@@ -147,6 +152,8 @@ class _Ingest:
                 if self.stop.is_set():
                     break  # abandon the batch: nothing was written, its offsets are not saved
                 state = self._commit(reduced, state, tombstones, batch.after)
+                if self.compactor is not None:
+                    self.compactor.after_commit()
                 source.commit_offsets(batch.after)
                 self.writer.store.remove_unreferenced(state.tombstone_files)
                 self.summary.keys_written += reduced.size
@@ -155,6 +162,8 @@ class _Ingest:
                 self.progress(self.summary)
         finally:
             prefetch.shutdown(wait=True, cancel_futures=True)
+            if self.compactor is not None:
+                self.compactor.close()
             source.close()
         self.summary.checkpoint = format_checkpoint(state.offsets)
         return self.summary
@@ -225,6 +234,14 @@ class _Ingest:
         tombstones: dict[str, str],
         after: dict[str, dict[int, int]],
     ) -> IngestState:
+        if self.compactor is None and self.writer.compacts_async():
+            self.compactor = AsyncCompactor(
+                self.spark,
+                self.path,
+                self.config.storage_options,
+                cfg.COMPACT_MAX_DELTA_COMMITS.read(self.writer.options),
+                self.writer.lock,
+            )
         new_state = self.writer.commit(reduced, state, tombstones, after)
         if new_state.instant is not None:
             self.summary.batches_committed += 1

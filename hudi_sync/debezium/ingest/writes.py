@@ -53,6 +53,8 @@ class BatchWriter:
         self.store = TombstoneStore(self.path, config.storage_options)
         self.options: dict[str, str] = dict(config.write_options)
         self._table_buckets: bool | None = None  # the table is written with the bucket index
+        self._mor = False
+        self._async: bool | None = None  # compactions run beside the ingest
 
     def commit(
         self,
@@ -133,6 +135,7 @@ class BatchWriter:
                     f"{table.uri}: {spec.key}={spec.read(options)} but the table is "
                     f"{table_type} (a table's type is fixed when it is created)"
                 )
+        self._mor = table_type == "MERGE_ON_READ"
         if table_type == "MERGE_ON_READ":
             if not cfg.COMPACT_INLINE.given(options):
                 options[cfg.COMPACT_INLINE.key] = "true"
@@ -146,16 +149,35 @@ class BatchWriter:
     def _finish_compactions(self, table: HudiTable, options: Mapping[str, str]) -> None:
         if not pending_compactions(table):
             return
-        lock = TableLock(
+        self.options = dict(options)
+        compact(table, self.lock(table), schedule=False, executor=spark_executor(self.spark))
+
+    def compacts_async(self) -> bool:
+        """``--continuous`` into a Merge-on-Read table written through the bucket index
+        compacts asynchronously (``compactor``), unless
+        ``hoodie.datasource.compaction.async.enable=false`` or ``hoodie.compact.inline=false``
+        (no compaction) say otherwise; the other tables compact inline."""
+        if self._async is None:
+            options = self.options
+            wanted = cfg.COMPACT_INLINE.read(options)
+            allowed = cfg.COMPACT_ASYNC.read(options) if cfg.COMPACT_ASYNC.given(options) else True
+            self._async = self.config.continuous and self._mor and wanted and allowed
+            self._async = self._async and self._buckets()
+        return self._async
+
+    def lock(self, table: HudiTable) -> TableLock:
+        return TableLock(
             table.location,
             table.location.join(".hoodie"),
-            wait_ms=cfg.LOCK_WAIT_MS.read(options),
-            expire_minutes=cfg.LOCK_EXPIRE_MINUTES.read(options),
+            wait_ms=cfg.LOCK_WAIT_MS.read(self.options),
+            expire_minutes=cfg.LOCK_EXPIRE_MINUTES.read(self.options),
         )
-        compact(table, lock, schedule=False, executor=spark_executor(self.spark))
 
     def write_options(self) -> dict[str, str]:
         options = dict(self.options)
+        if self._async:  # decided (compacts_async) before the first commit
+            options[cfg.COMPACT_INLINE.key] = "false"
+            options[cfg.COMPACT_ASYNC.key] = "true"
         key_fields = self.key_fields()
         options.setdefault(opt.TABLE_NAME, _default_table_name(self.config.kafka))
         options.update(

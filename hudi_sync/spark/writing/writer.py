@@ -327,8 +327,8 @@ def _finish_pending_compactions(
     snapshot (by Spark's workers, or in this process without ``spark``): a plan is never
     abandoned, and logs written beside a pending plan would be named for the wrong slice
     on version 6. Returns the table as it is then, and the instants completed."""
-    if not table.config.is_mor or not pending_compactions(table):
-        return table, []
+    if not table.config.is_mor or settings.async_compaction or not pending_compactions(table):
+        return table, []  # async: the compaction service executes them beside the writes
     executor = spark_executor(spark) if spark is not None else run_in_process
     lock = table_lock(table.location, settings)
     finished = compact(table, lock, schedule=False, executor=executor)
@@ -463,6 +463,7 @@ def _commit_settings(options: WriteOptions) -> CommitSettings:
         auto_clean=options.auto_clean,
         commits_retained=options.commits_retained,
         auto_archive=options.auto_archive,
+        async_compaction=cfg.COMPACT_ASYNC.read(options.raw),
         archival=options.archival,
         metadata_services=MetadataServicesSettings(
             cfg.METADATA_COMPACT_MAX_DELTA_COMMITS.read(options.raw),
