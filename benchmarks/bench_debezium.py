@@ -18,7 +18,9 @@ session:
 - **ours_mor_continuous**: the same with ``--continuous`` in batches of 20,000, so that
   the run holds several compactions, which run beside the ingest (asynchronously):
   reported with the longest gap between two commits against the median gap (a
-  batch's time); ``ours_mor`` reports the same for its inline compactions;
+  batch's time); ``ours_mor_continuous_inline`` is the same run with the compactions
+  inline (``hoodie.datasource.compaction.async.enable=false``), the stall it replaces;
+  ``ours_mor`` reports the same for its inline compactions;
 - **reference**: the same Kafka client reads the same messages in the same batches,
   orjson decodes the ``after`` rows, Spark appends them as parquet. No ordering, no
   deduplication, no upsert, no commit protocol: the floor of getting the rows in.
@@ -44,7 +46,7 @@ from typing import Any
 from benchmarks.bench_writer import RESULTS_DIR, PeakSampler
 
 PRESETS = {"small": [100_000], "full": [100_000, 1_000_000]}
-MODES = ("ours", "ours_mor", "ours_mor_continuous", "reference")
+MODES = ("ours", "ours_mor", "ours_mor_continuous", "ours_mor_continuous_inline", "reference")
 BATCH = 100_000
 CONTINUOUS_BATCH = 20_000
 PARTITIONS = 3
@@ -99,10 +101,16 @@ def child(mode: str, servers: str, topic: str, table: str, events: int) -> dict[
             from hudi_sync.debezium.ingest import IngestConfig, IngestSummary, ingest
 
             table_type = "COPY_ON_WRITE" if mode == "ours" else "MERGE_ON_READ"
-            continuous = mode == "ours_mor_continuous"
+            continuous = mode.startswith("ours_mor_continuous")
+            options = {
+                "hoodie.table.name": "bench",
+                "hoodie.datasource.write.table.type": table_type,
+            }
+            if mode == "ours_mor_continuous_inline":
+                options["hoodie.datasource.compaction.async.enable"] = "false"
             config = IngestConfig.from_options(
                 table,
-                {"hoodie.table.name": "bench", "hoodie.datasource.write.table.type": table_type},
+                options,
                 bootstrap_servers=servers,
                 topics=(topic,),
                 max_events=CONTINUOUS_BATCH if continuous else BATCH,
@@ -205,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"{run['median_gap_seconds']:.2f} s, {run['compactions']} compactions"
                     )
                 print(
-                    f"  {mode:<20} {run['seconds']:7.1f} s  {events / run['seconds']:9,.0f} "
+                    f"  {mode:<26} {run['seconds']:7.1f} s  {events / run['seconds']:9,.0f} "
                     f"events/s  peak {run['peak_rss_bytes'] / 2**30:.2f} GiB" + gaps
                 )
     shutil.rmtree(args.work, ignore_errors=True)
@@ -237,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
             if not isinstance(line, dict):
                 continue
             print(
-                f"  {int(events):>9,} events {mode:<19}: {line['events_per_second']:9,.0f} "
+                f"  {int(events):>9,} events {mode:<26}: {line['events_per_second']:9,.0f} "
                 f"events/s, {line['time_ratio']:.2f}x the append's time, "
                 f"{line['memory_ratio']:.2f}x its peak memory ({line['peak_rss_gib']:.2f} GiB)"
             )

@@ -87,3 +87,21 @@ def test_continuous_ingest_commits_while_a_compaction_runs(  # type: ignore[no-u
     assert all(instant > first for instant in beside)  # their logs joined its slice
     # The same rows by Spark, the table core and hudi-rs.
     assert table_state(spark, path) == final_state(history)
+
+
+def test_a_dataframe_write_refuses_asynchronous_compaction(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Only the bucket index's Arrow writes name their logs for a pending compaction's
+    slice: a DataFrame write asking to leave pending plans alone is refused."""
+    from hudi_sync.errors import BadInputError
+    from hudi_sync.spark import write
+
+    frame = spark.createDataFrame([(1, "a", 1)], "id int, name string, ts int")
+    options = {
+        "hoodie.table.name": "t",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+        "hoodie.datasource.compaction.async.enable": "true",
+    }
+    with pytest.raises(BadInputError, match=r"compaction\.async\.enable=true is supported"):
+        write(frame, str(tmp_path / "t"), options)

@@ -186,6 +186,11 @@ def _write(
     table = open_or_create(location, options, lambda: incoming_arrow_schema(df, data_columns))
     config = table.config
     settings = _commit_settings(options)
+    if settings.async_compaction and config.is_mor:
+        raise BadInputError(
+            f"{location.uri}: {cfg.COMPACT_ASYNC.key}=true is supported for Arrow writes "
+            f"through the bucket index (write_arrow, the Debezium ingest) only"
+        )
     table, finished = _finish_pending_compactions(table, settings, spark)
     if operation in REPLACE_OPERATIONS:
         action = Action.REPLACE_COMMIT

@@ -225,11 +225,13 @@ class WriteTransaction:
                 )
 
     def _after_compaction(self, requested: str, compacted: bool) -> bool:
-        """A compaction scheduled before this deltacommit started does not conflict with
-        it (Hudi's rule): the deltacommit's log files belong to the slice the compaction
-        creates (named for it on version 6, completed after it on 8 and later)."""
+        """With asynchronous compaction, a compaction scheduled before this deltacommit
+        started does not conflict with it (Hudi's rule): the deltacommit's log files
+        belong to the slice the compaction creates (named for it on version 6, completed
+        after it on 8 and later)."""
         return (
             compacted
+            and self.settings.async_compaction
             and self.action == Action.DELTA_COMMIT
             and comparable_instant(requested) < comparable_instant(self.instant)
         )
