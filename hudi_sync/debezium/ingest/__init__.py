@@ -1,6 +1,6 @@
 """Debezium topics into Hudi tables: ``ingest`` (one table, ``loop``), ``ingest_tables``
-(one table per topic, ``tables``), their settings (``options``) and the write paths of
-a batch (``writes``)."""
+(one table per topic, ``tables``), their settings (``options``), the write paths of a
+batch (``writes``) and the asynchronous compaction of ``--continuous`` (``compactor``)."""
 
 from hudi_sync.debezium.ingest.loop import IngestSummary, ProgressCallback, ingest
 from hudi_sync.debezium.ingest.options import IngestConfig
