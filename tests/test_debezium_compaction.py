@@ -33,19 +33,14 @@ def test_continuous_ingest_commits_while_a_compaction_runs(  # type: ignore[no-u
     # this never happens (the run is stopped at the end of the topic, then it proceeds).
     executing = threading.Event()
     go_on = threading.Event()
-    real = compactor_module.spark_executor
+    real = compactor_module.run_in_process
 
-    def gated(session: Any) -> Any:
-        run = real(session)
+    def gated(operations: Any, job: Any) -> Any:
+        executing.set()
+        go_on.wait(timeout=300)
+        return real(operations, job)
 
-        def execute(operations: Any, job: Any) -> Any:
-            executing.set()
-            go_on.wait(timeout=300)
-            return run(operations, job)
-
-        return execute
-
-    monkeypatch.setattr(compactor_module, "spark_executor", gated)
+    monkeypatch.setattr(compactor_module, "run_in_process", gated)
     beside: list[str] = []  # deltacommits completed while the first compaction was pending
     stop = threading.Event()
 

@@ -1,7 +1,10 @@
 """Asynchronous compaction for ``--continuous`` ingests into Merge-on-Read tables, as
 Hudi's streamer runs it: a plan is scheduled inline, between two commits (so every
-later deltacommit's instant is newer than the plan's), and executed by Spark's workers
-from a background thread while the ingest goes on committing deltacommits. The table
+later deltacommit's instant is newer than the plan's), and executed in a background
+thread while the ingest goes on committing deltacommits. It runs in this process, as
+the bucket index's writes and inline compactions do (``run_in_process``): a Spark job
+beside the ingest was measured to stall it more (its workers' start-up on the same
+CPUs) than the in-process merge does. The table
 lock is held to schedule, start and complete the compaction, not while its files are
 written; the writes leave the pending plan alone
 (``hoodie.datasource.compaction.async.enable``) and append their logs to the slice the
@@ -14,13 +17,11 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from pyspark.sql import SparkSession
-
-from hudi_sync.spark.writing.compaction import spark_executor
 from hudi_sync.table import HudiTable
 from hudi_sync.table.write.compaction import (
     delta_commits_since_compaction,
     run_compaction,
+    run_in_process,
     schedule_compaction,
 )
 from hudi_sync.table.write.lock import TableLock
@@ -32,13 +33,11 @@ class AsyncCompactor:
 
     def __init__(
         self,
-        spark: SparkSession,
         path: str,
         storage_options: Any,
         max_delta_commits: int,
         lock: Callable[[HudiTable], TableLock],
     ) -> None:
-        self.spark = spark
         self.path = path
         self.storage_options = storage_options
         self.max_delta_commits = max_delta_commits
@@ -62,9 +61,8 @@ class AsyncCompactor:
         if instant is None:
             return None
         self.scheduled.append(instant)
-        executor = spark_executor(self.spark)
         self._running = self._pool.submit(
-            run_compaction, table, self.lock(table), instant, executor
+            run_compaction, table, self.lock(table), instant, run_in_process
         )
         return instant
 

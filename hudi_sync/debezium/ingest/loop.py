@@ -236,7 +236,6 @@ class _Ingest:
     ) -> IngestState:
         if self.compactor is None and self.writer.compacts_async():
             self.compactor = AsyncCompactor(
-                self.spark,
                 self.path,
                 self.config.storage_options,
                 cfg.COMPACT_MAX_DELTA_COMMITS.read(self.writer.options),
