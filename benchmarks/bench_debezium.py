@@ -15,6 +15,12 @@ session:
 - **ours_mor**: the same into a Merge-on-Read table (``--table-type MERGE_ON_READ``:
   the bucket index, one log file per touched bucket, inline compaction every 5
   deltacommits);
+- **ours_mor_continuous**: the same with ``--continuous`` in batches of 20,000, so that
+  the run holds several compactions, which run beside the ingest (asynchronously):
+  reported with the longest gap between two commits against the median gap (a
+  batch's time); ``ours_mor_continuous_inline`` is the same run with the compactions
+  inline (``hoodie.datasource.compaction.async.enable=false``), the stall it replaces;
+  ``ours_mor`` reports the same for its inline compactions;
 - **reference**: the same Kafka client reads the same messages in the same batches,
   orjson decodes the ``after`` rows, Spark appends them as parquet. No ordering, no
   deduplication, no upsert, no commit protocol: the floor of getting the rows in.
@@ -28,6 +34,7 @@ show memory stays flat as the topic grows. Results go to
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import shutil
 import subprocess
@@ -39,8 +46,9 @@ from typing import Any
 from benchmarks.bench_writer import RESULTS_DIR, PeakSampler
 
 PRESETS = {"small": [100_000], "full": [100_000, 1_000_000]}
-MODES = ("ours", "ours_mor", "reference")
+MODES = ("ours", "ours_mor", "ours_mor_continuous", "ours_mor_continuous_inline", "reference")
 BATCH = 100_000
+CONTINUOUS_BATCH = 20_000
 PARTITIONS = 3
 
 
@@ -87,26 +95,57 @@ def child(mode: str, servers: str, topic: str, table: str, events: int) -> dict[
     result: dict[str, Any] = {"mode": mode, "events": events}
     with PeakSampler() as sampler:
         started = time.monotonic()
-        if mode in ("ours", "ours_mor"):
-            from hudi_sync.debezium.ingest import IngestConfig, ingest
+        if mode.startswith("ours"):
+            import threading
 
-            table_type = "MERGE_ON_READ" if mode == "ours_mor" else "COPY_ON_WRITE"
+            from hudi_sync.debezium.ingest import IngestConfig, IngestSummary, ingest
+
+            table_type = "COPY_ON_WRITE" if mode == "ours" else "MERGE_ON_READ"
+            continuous = mode.startswith("ours_mor_continuous")
+            options = {
+                "hoodie.table.name": "bench",
+                "hoodie.datasource.write.table.type": table_type,
+            }
+            if mode == "ours_mor_continuous_inline":
+                options["hoodie.datasource.compaction.async.enable"] = "false"
             config = IngestConfig.from_options(
                 table,
-                {"hoodie.table.name": "bench", "hoodie.datasource.write.table.type": table_type},
+                options,
                 bootstrap_servers=servers,
                 topics=(topic,),
-                max_events=BATCH,
+                max_events=CONTINUOUS_BATCH if continuous else BATCH,
+                continuous=continuous,
+                poll_interval_s=0.05,
             )
-            summary = ingest(spark, config)
+            commits: list[float] = []  # when each commit completed
+            stop = threading.Event()
+
+            def progress(summary: IngestSummary) -> None:
+                commits.append(time.monotonic())
+                if summary.events_read >= events:
+                    stop.set()  # --continuous: the topic is read
+
+            summary = ingest(spark, config, progress, stop)
             result["events_read"] = summary.events_read
             result["batches"] = summary.batches_committed
+            gaps = sorted(b - a for a, b in itertools.pairwise(commits))
+            result["longest_gap_seconds"] = gaps[-1] if gaps else 0.0
+            result["median_gap_seconds"] = gaps[len(gaps) // 2] if gaps else 0.0
+            result["compactions"] = _compactions(table) if table_type == "MERGE_ON_READ" else 0
         else:
             result["events_read"] = _plain_append(spark, servers, topic, table)
         result["seconds"] = time.monotonic() - started
     result["peak_rss_bytes"] = sampler.peak
     spark.stop()
     return result
+
+
+def _compactions(path: str) -> int:
+    from hudi_sync.table import HudiTable
+
+    table = HudiTable.open(path)
+    writes = table.timeline.completed_writes
+    return sum(1 for i in writes if table.timeline.commit_metadata(i).compacted)
 
 
 def _plain_append(spark: Any, servers: str, topic: str, out: str) -> int:
@@ -167,9 +206,15 @@ def main(argv: list[str] | None = None) -> int:
                 run = run_child(mode, broker.bootstrap_servers, topic, args.work / mode, events)
                 assert run["events_read"] == events, run
                 runs.append(run)
+                gaps = ""
+                if "longest_gap_seconds" in run and mode != "ours":
+                    gaps = (
+                        f"  longest gap {run['longest_gap_seconds']:.2f} s against a median "
+                        f"{run['median_gap_seconds']:.2f} s, {run['compactions']} compactions"
+                    )
                 print(
-                    f"  {mode:<10} {run['seconds']:7.1f} s  {events / run['seconds']:9,.0f} "
-                    f"events/s  peak {run['peak_rss_bytes'] / 2**30:.2f} GiB"
+                    f"  {mode:<26} {run['seconds']:7.1f} s  {events / run['seconds']:9,.0f} "
+                    f"events/s  peak {run['peak_rss_bytes'] / 2**30:.2f} GiB" + gaps
                 )
     shutil.rmtree(args.work, ignore_errors=True)
     by_size: dict[int, dict[str, Any]] = {}
@@ -182,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
                 "time_ratio": pair[mode]["seconds"] / pair["reference"]["seconds"],
                 "peak_rss_gib": pair[mode]["peak_rss_bytes"] / 2**30,
                 "memory_ratio": pair[mode]["peak_rss_bytes"] / pair["reference"]["peak_rss_bytes"],
+                "longest_gap_seconds": pair[mode].get("longest_gap_seconds"),
+                "median_gap_seconds": pair[mode].get("median_gap_seconds"),
+                "compactions": pair[mode].get("compactions"),
             }
             for mode in MODES
             if mode != "reference" and mode in pair
@@ -197,11 +245,11 @@ def main(argv: list[str] | None = None) -> int:
             if not isinstance(line, dict):
                 continue
             print(
-                f"  {int(events):>9,} events {mode:<9}: {line['events_per_second']:9,.0f} "
+                f"  {int(events):>9,} events {mode:<26}: {line['events_per_second']:9,.0f} "
                 f"events/s, {line['time_ratio']:.2f}x the append's time, "
                 f"{line['memory_ratio']:.2f}x its peak memory ({line['peak_rss_gib']:.2f} GiB)"
             )
-    print("  targets (MOR): >= 50,000 events/s, <= 1.5x the append's time and memory")
+    print("  targets (MOR): >= 50,000 events/s, <= 1.0x the append's time")
     return 0
 
 

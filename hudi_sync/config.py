@@ -186,6 +186,13 @@ COMPACT_INLINE = _boolean(
     "write",
     default=False,
 )
+COMPACT_ASYNC = _boolean(
+    "hoodie.datasource.compaction.async.enable",
+    "MERGE_ON_READ: pending compactions are executed by an asynchronous service beside the "
+    "writes (the Debezium ingest's --continuous), not finished by each write before it runs.",
+    "write",
+    default=False,
+)
 COMPACT_MAX_DELTA_COMMITS = _integer(
     "hoodie.compact.inline.max.delta.commits",
     "Delta commits since the last compaction that trigger an inline compaction.",

@@ -28,6 +28,7 @@ CHILD = textwrap.dedent(
     """
     import os, sys
     from hudi_sync.debezium import ingest as ingest_module
+    from hudi_sync.debezium.ingest import writes as writes_module
     from hudi_sync.debezium.kafka_source import KafkaSource
     from hudi_sync.spark import local_session
     from hudi_sync.spark.writing import writer as writer_module
@@ -41,7 +42,7 @@ CHILD = textwrap.dedent(
         os._exit(9)
 
     if step == "before-write":
-        ingest_module.write = die
+        writes_module.write = die
     elif step == "during-write":  # files written, the commit not completed
         TimelineWriter.complete = die
     elif step == "after-commit":  # completed, offsets not told to Kafka, no sync

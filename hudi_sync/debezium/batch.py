@@ -43,6 +43,11 @@ class Reduced:
     dropped: int = 0  # events older than a tombstone or a truncate
 
     @property
+    def size(self) -> int:
+        """Keys written: rows upserted or deleted."""
+        return len(self.final)
+
+    @property
     def deletes(self) -> dict[str, str]:
         """The tombstones this batch adds: deleted key -> position of its delete."""
         return {k: e.order for k, e in self.final.items() if e.op == "d"}
@@ -147,5 +152,26 @@ def to_table(
     return pa.table(arrays)
 
 
+def align_to_types(arrow: pa.Table, stored: Mapping[str, pa.DataType] | None) -> pa.Table:
+    """Arrow rows with the table's columns (``stored``; None: no table yet) they lack as
+    nulls and shared columns cast to the table's types, then their own new columns."""
+    if stored is None:
+        return arrow
+    columns, names = [], []
+    for name, kind in stored.items():
+        if name not in arrow.column_names:
+            columns.append(pa.nulls(arrow.num_rows, kind))
+        elif arrow.schema.field(name).type != kind:
+            columns.append(arrow.column(name).cast(kind))
+        else:
+            columns.append(arrow.column(name))
+        names.append(name)
+    for name in arrow.column_names:
+        if name not in stored:
+            columns.append(arrow.column(name))
+            names.append(name)
+    return pa.table(columns, names=names)
+
+
 _META_TYPES = {"string": pa.string(), "int64": pa.int64(), "int32": pa.int32()}
-__all__ = ["OP", "Reduced", "batch_columns", "reduce_events", "to_table"]
+__all__ = ["OP", "Reduced", "align_to_types", "batch_columns", "reduce_events", "to_table"]

@@ -133,7 +133,7 @@ class EventReader:
         self._placeholders = placeholders
         # Placeholders as they appear in message bytes (text, or base64 for binary
         # columns): a message without any needs no per-column check.
-        self._raw_placeholders = [p.encode() if isinstance(p, str) else p for p in placeholders]
+        self.raw_placeholders = [p.encode() if isinstance(p, str) else p for p in placeholders]
 
     def read(
         self, position: Position, key: bytes | None, value: bytes | None
@@ -149,7 +149,7 @@ class EventReader:
             raise EventError(f"{position}: {exc}") from None
 
     def _read(self, position: Position, key: bytes | None, value: bytes) -> ChangeEvent:
-        self._check_placeholders = any(p in value for p in self._raw_placeholders)
+        self._check_placeholders = any(p in value for p in self.raw_placeholders)
         payload, columns = self._decode(value, "value")
         if not isinstance(payload, dict):
             raise BadInputError("the value is not a Debezium event (not an object)")

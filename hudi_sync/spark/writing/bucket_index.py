@@ -55,6 +55,7 @@ from hudi_sync.table.partition_encoding import (
 )
 from hudi_sync.table.record_keys import built_keys
 from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.write.compaction import pending_compaction_groups
 
 IS_DELETED = "_hoodie_is_deleted"
 # Keys whose string form is the same in Java, Spark and Arrow (a column of nulls only:
@@ -373,6 +374,9 @@ def append_buckets(
     cuts = [0, *(np.flatnonzero(changes) + 1).tolist(), keyed.num_rows]
     partitions = [partition_column[start].as_py() for start in cuts[:-1]]
     layout = BucketLayout(table, sorted(set(partitions)), num_buckets)
+    # Version 6 names a log for its slice: a group under a pending compaction (executed
+    # asynchronously) takes the compaction's slice, as Hudi's writers do.
+    planned = pending_compaction_groups(table) if spec.table_version < 8 else {}
     jobs = [
         (partition, int(sorted_buckets[start]), keyed.slice(start, end - start))
         for partition, (start, end) in zip(partitions, itertools.pairwise(cuts), strict=True)
@@ -384,6 +388,8 @@ def append_buckets(
         file_id = existing.file_id if existing else new_bucket_file_id(bucket)
         base_file = existing.base_file.name if existing and existing.base_file else ""
         slice_instant = existing.base_instant if existing else spec.instant
+        if existing and (partition, file_id) in planned:
+            slice_instant, base_file = planned[(partition, file_id)], ""
         if existing is None:
             location.ensure_folder(location.join(partition) if partition else location.path)
         appended: list[LogAppend] = append_log(

@@ -186,6 +186,11 @@ def _write(
     table = open_or_create(location, options, lambda: incoming_arrow_schema(df, data_columns))
     config = table.config
     settings = _commit_settings(options)
+    if settings.async_compaction and config.is_mor:
+        raise BadInputError(
+            f"{location.uri}: {cfg.COMPACT_ASYNC.key}=true is supported for Arrow writes "
+            f"through the bucket index (write_arrow, the Debezium ingest) only"
+        )
     table, finished = _finish_pending_compactions(table, settings, spark)
     if operation in REPLACE_OPERATIONS:
         action = Action.REPLACE_COMMIT
@@ -327,8 +332,8 @@ def _finish_pending_compactions(
     snapshot (by Spark's workers, or in this process without ``spark``): a plan is never
     abandoned, and logs written beside a pending plan would be named for the wrong slice
     on version 6. Returns the table as it is then, and the instants completed."""
-    if not table.config.is_mor or not pending_compactions(table):
-        return table, []
+    if not table.config.is_mor or settings.async_compaction or not pending_compactions(table):
+        return table, []  # async: the compaction service executes them beside the writes
     executor = spark_executor(spark) if spark is not None else run_in_process
     lock = table_lock(table.location, settings)
     finished = compact(table, lock, schedule=False, executor=executor)
@@ -463,6 +468,7 @@ def _commit_settings(options: WriteOptions) -> CommitSettings:
         auto_clean=options.auto_clean,
         commits_retained=options.commits_retained,
         auto_archive=options.auto_archive,
+        async_compaction=cfg.COMPACT_ASYNC.read(options.raw),
         archival=options.archival,
         metadata_services=MetadataServicesSettings(
             cfg.METADATA_COMPACT_MAX_DELTA_COMMITS.read(options.raw),

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from hudi_sync.errors import HudiSyncError, WriteConflictError, WriteError, first_line
 from hudi_sync.storage import Location
 from hudi_sync.table import HudiTable
-from hudi_sync.table.instant import Action
+from hudi_sync.table.instant import Action, comparable_instant
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.metadata_table.keepers import data_timeline_writer
 from hudi_sync.table.metadata_table.services import MetadataServicesSettings
@@ -55,6 +55,9 @@ class CommitSettings:
     archival: ArchivalPolicy  # hoodie.keep.min.commits / hoodie.keep.max.commits
     # the metadata table's own services (hoodie.metadata.compact.max.delta.commits...)
     metadata_services: MetadataServicesSettings = field(default_factory=MetadataServicesSettings)
+    # hoodie.datasource.compaction.async.enable: pending compactions are left to the
+    # asynchronous service (a write neither finishes them first nor conflicts with them)
+    async_compaction: bool = False
 
 
 def table_lock(location: Location, settings: CommitSettings) -> TableLock:
@@ -206,6 +209,8 @@ class WriteTransaction:
             if instant.requested_time in seen:
                 continue
             metadata = fresh.commit_metadata(instant)
+            if self._after_compaction(instant.requested_time, metadata.compacted):
+                continue
             theirs = {(s.partition_path, s.file_id) for s in metadata.write_stats}
             theirs |= {
                 (p, f) for p, ids in metadata.partition_to_replace_file_ids.items() for f in ids
@@ -218,6 +223,18 @@ class WriteTransaction:
                     f"{instant.requested_time}, which changed {len(overlap)} of the same file "
                     f"groups (e.g. {partition}/{file_id}); retry the write"
                 )
+
+    def _after_compaction(self, requested: str, compacted: bool) -> bool:
+        """With asynchronous compaction, a compaction scheduled before this deltacommit
+        started does not conflict with it (Hudi's rule): the deltacommit's log files
+        belong to the slice the compaction creates (named for it on version 6, completed
+        after it on 8 and later)."""
+        return (
+            compacted
+            and self.settings.async_compaction
+            and self.action == Action.DELTA_COMMIT
+            and comparable_instant(requested) < comparable_instant(self.instant)
+        )
 
     def _discard_unreported_files(self, stats: Sequence[WriteStat]) -> None:
         """Files of retried Spark task attempts: announced by a marker, not in the stats."""

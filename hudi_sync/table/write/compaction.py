@@ -289,6 +289,71 @@ def compact(
     return instants
 
 
+def schedule_compaction(table: HudiTable, lock: TableLock) -> str | None:
+    """Under the table lock: request a compaction of the file groups with log files
+    (none while one is pending); its instant, or None. Hudi schedules between writes,
+    so every later write's instant is newer than the plan's."""
+    with lock:
+        table = HudiTable.open(table.uri, table.location.storage_options)
+        if pending_compactions(table):
+            return None
+        operations = plan_compaction(table)
+        if not operations:
+            return None
+        instant = _timeline(table).new_instant_time()
+        _timeline(table).request_compaction(instant, plan_bytes(operations))
+        return instant
+
+
+def run_compaction(
+    table: HudiTable, lock: TableLock, instant: str, executor: Executor = run_in_process
+) -> None:
+    """Execute a scheduled compaction beside the writes (Hudi's asynchronous
+    compaction): the lock is held to start and to complete it, not while its files are
+    written, so deltacommits go on meanwhile (their logs join the slice it creates)."""
+    table = HudiTable.open(table.uri, table.location.storage_options)
+    timeline = _timeline(table)
+    with lock:
+        operations = _stored_plan(table, instant)
+        remove_written_files(table.location, instant)
+        timeline.mark_compaction_inflight(instant)
+    stats = executor(operations, _job(table, instant, operations))
+    commit = CommitRecord(COMPACT_OPERATION, json.dumps(table.avro_schema), stats, compacted=True)
+    with lock:
+        timeline.complete(instant, Action.COMMIT, commit)
+        table.location.remove_tree(marker_folder(table.location, instant))
+
+
+def pending_compaction_groups(table: HudiTable) -> dict[tuple[str, str], str]:
+    """(partition, file id) -> instant of the pending compaction planned over it: on
+    version 6 a log appended to such a group is named for that instant's slice."""
+    groups: dict[tuple[str, str], str] = {}
+    for instant in pending_compactions(table):
+        for operation in _stored_plan(table, instant):
+            groups[(operation.partition_path, operation.file_id)] = instant
+    return groups
+
+
+def _timeline(table: HudiTable) -> TimelineWriter:
+    location = table.location
+    version = table.config.version
+    folder = location.join(".hoodie") if version == 6 else location.join(".hoodie", "timeline")
+    return data_timeline_writer(
+        location, folder, version, table.config.raw, table.config.metadata_partitions
+    )
+
+
+def _job(table: HudiTable, instant: str, operations: list[CompactionOperation]) -> CompactionJob:
+    return CompactionJob(
+        table.uri,
+        dict(table.location.storage_options),
+        instant,
+        merge_rules(table.config, table.uri),
+        table.view.committed_instants,
+        snapshot_schema(table, [op.file_slice() for op in operations]),
+    )
+
+
 def _stored_plan(table: HudiTable, instant: str) -> list[CompactionOperation]:
     name = table.timeline.find_file(instant, f"{Action.COMPACTION}.requested")
     if name is None:
