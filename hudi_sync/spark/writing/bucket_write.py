@@ -4,21 +4,24 @@ A batch too big for the driver (``hudi_sync.write.bucket.driver.max.bytes``, aga
 Spark's size estimate of the DataFrame) is written in two Spark jobs, by the same rules
 as the driver's Arrow path (``bucket_index``), so both write the same table:
 
-1. Before the timeline is touched, Python workers key each Arrow batch
-   (``keyed_columns``: record key, partition path, delete flag) and hash it to its
+1. Before the timeline is touched, Python workers key each Arrow batch of the columns
+   the record key and partition path are made of (``keyed_columns``) and hash it to its
    bucket (``bucket_ids``: Java's hash codes, in numpy; Spark's own hash is murmur3);
-   each row keeps its arrival (``monotonically_increasing_id``: the partition, then the
-   row in it, which is the order ``toArrow`` collects rows in). The keyed rows are
-   cached; the driver collects only the (partition, bucket) groups and their row counts
-   (a refused key fails here, with nothing written).
+   the driver collects only the (partition, bucket) groups and their row counts (a
+   refused key fails here, with nothing written).
 2. The driver lists the touched partitions once (``BucketLayout``) and names every
    group's file group, a new bucket's id drawn here, so a retried task appends to the
-   same file group. Inside the deltacommit, each (partition, bucket) group goes to one
-   Python worker, which keeps one row per key (ordering value, then arrival: ties to
-   the later row) and appends the group's log file through the table's ``Location``
-   rebuilt from its URI and storage options, after a marker named with the task's
-   attempt (``append_log``): files of a failed attempt are discarded at commit by their
-   markers, and a failed write is rolled back by them, as for ``python_merge``.
+   same file group. Inside the deltacommit, the workers key every row again (nothing is
+   cached: the first job read only the key columns), each row keeping its arrival
+   (``monotonically_increasing_id``: the Spark partition, then the row in it, the order
+   ``toArrow`` collects rows in); each (partition, bucket) group goes to one Python
+   worker, which keeps one row per key (ordering value, then arrival: ties to the later
+   row) and appends the group's log file through the table's ``Location`` rebuilt from
+   its URI and storage options, after a marker named with the task's attempt
+   (``append_log``): files of a failed attempt are discarded at commit by their
+   markers, and a failed write is rolled back by them, as for ``python_merge``. The
+   DataFrame is read twice, so it must give the same rows both times (a group the plan
+   lacks fails the write).
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
@@ -79,68 +81,62 @@ def on_executors(df: DataFrame, options: WriteOptions) -> bool:
 
 @dataclasses.dataclass
 class KeyedBatch:
-    """The batch keyed and bucketed by the executors (cached), and its groups."""
+    """The batch and the (partition, bucket) groups the executors found in it."""
 
-    rows: DataFrame
+    rows: DataFrame  # the data columns
     groups: dict[tuple[str, int], int]  # (partition, bucket) -> incoming rows
 
     @property
     def partitions(self) -> list[str]:
         return sorted({partition for partition, _ in self.groups})
 
-    def release(self) -> None:
-        self.rows.unpersist()
-
 
 def keyed_batch(df: DataFrame, options: WriteOptions, where: str) -> KeyedBatch:
-    """Job 1: key and bucket every row on the executors, and collect the groups."""
+    """Job 1: key and bucket every row on the executors, reading only the columns the
+    key and the partition path are made of, and collect the groups."""
     data_columns = [c for c in df.columns if c not in META_FIELDS]
-    arriving = df.select(*data_columns).withColumn(ARRIVAL, F.monotonically_increasing_id())
+    rows = df.select(*data_columns)
+    needed = {*options.record_key_fields, *options.partition_fields}
+    keys = rows.select(*[c for c in data_columns if c in needed])
     schema = StructType(
         [
-            *arriving.schema.fields,
-            StructField(RECORD_KEY, StringType(), False),
             StructField(PARTITION_PATH, StringType(), False),
-            StructField(DELETE_FLAG, BooleanType(), False),
             StructField(BUCKET, LongType(), False),
         ]
     )
-    keyed = arriving.mapInArrow(_keyer(options, where), schema)
-    keyed = keyed.persist(StorageLevel.MEMORY_AND_DISK)
+    bucketed = keys.mapInArrow(_keyer(options, where, groups_only=True), schema)
     try:
-        counted = keyed.groupBy(PARTITION_PATH, BUCKET).count().collect()
-    except BaseException as exc:
-        keyed.unpersist()
+        counted = bucketed.groupBy(PARTITION_PATH, BUCKET).count().collect()
+    except Exception as exc:
         refusal = _REFUSAL.search(str(exc))
         if refusal:
             raise BadInputError(refusal.group(1).strip()) from None
-        if isinstance(exc, Exception):
-            raise WriteError(
-                f"{where}: computing the rows to write failed, nothing was written: "
-                f"{first_line(exc)}"
-            ) from exc
-        raise
+        raise WriteError(
+            f"{where}: computing the rows to write failed, nothing was written: {first_line(exc)}"
+        ) from exc
     groups = {(str(r[0]), int(r[1])): int(r[2]) for r in counted}
-    return KeyedBatch(keyed, groups)
+    return KeyedBatch(rows, groups)
 
 
 def _keyer(
-    options: WriteOptions, where: str
+    options: WriteOptions, where: str, groups_only: bool = False
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """What Python workers run on each Arrow batch: ``keyed_columns`` and the bucket."""
+    """What Python workers run on each Arrow batch: ``keyed_columns`` and the bucket
+    (``groups_only``: the partition path and the bucket alone)."""
 
     def key(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            rows = pa.Table.from_batches([batch])
-            keyed = keyed_columns(rows, options, where)
-            buckets = key_buckets(keyed, options, where)
-            keyed = keyed.append_column(BUCKET, pa.array(buckets, pa.int64()))
-            yield from keyed.to_batches()
+            keyed = keyed_columns(pa.Table.from_batches([batch]), options, where)
+            buckets = pa.array(key_buckets(keyed, options, where), pa.int64())
+            if groups_only:
+                keyed = keyed.select([PARTITION_PATH])
+            yield from keyed.append_column(BUCKET, buckets).to_batches()
 
     return key
 
 
 def append_groups(
+    where: str,
     table: HudiTable,
     batch: KeyedBatch,
     spec: AppendSpec,
@@ -172,8 +168,19 @@ def append_groups(
     appender = _appender(
         location.uri, dict(location.storage_options), spec, plan, options.ordering_field, stored
     )
+    arriving = batch.rows.withColumn(ARRIVAL, F.monotonically_increasing_id())
+    schema = StructType(
+        [
+            *arriving.schema.fields,
+            StructField(RECORD_KEY, StringType(), False),
+            StructField(PARTITION_PATH, StringType(), False),
+            StructField(DELETE_FLAG, BooleanType(), False),
+            StructField(BUCKET, LongType(), False),
+        ]
+    )
+    keyed = arriving.mapInArrow(_keyer(options, where), schema)
     stats_schema = StructType([StructField("stat", StringType(), False)])
-    written = batch.rows.groupBy(PARTITION_PATH, BUCKET).applyInArrow(appender, stats_schema)
+    written = keyed.groupBy(PARTITION_PATH, BUCKET).applyInArrow(appender, stats_schema)
     return [_stat(json.loads(row[0])) for row in written.collect()]
 
 
@@ -194,7 +201,13 @@ def _appender(
         location = open_location(base, storage_options)
         partition = str(rows.column(PARTITION_PATH)[0].as_py())
         bucket = int(rows.column(BUCKET)[0].as_py())
-        file_id, base_file, slice_instant, new_group = plan[f"{partition}\0{bucket}"]
+        planned = plan.get(f"{partition}\0{bucket}")
+        if planned is None:  # the keys differ from the first read's
+            raise WriteError(
+                f"{base}: the DataFrame gave other rows when read again (bucket {bucket} of "
+                f"partition {partition!r} was not in them): write a deterministic DataFrame"
+            )
+        file_id, base_file, slice_instant, new_group = planned
         keyed = one_per_key(rows.drop_columns([BUCKET]), ordering, ARRIVAL)
         keyed = stored_timestamps(keyed, stored)
         context = TaskContext.get()

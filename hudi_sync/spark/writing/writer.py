@@ -320,26 +320,22 @@ def _write_buckets(
         keyed = stored_timestamps(keyed_rows(rows, options, where), stored)
         buckets = key_buckets(keyed, options, where)
         incoming = keyed.select(data_columns).schema
-    try:
-        schema = evolved_schema(location, incoming, stored, operation)
-        transaction = WriteTransaction(table, Action.DELTA_COMMIT, operation.upper(), settings)
-        rolled_back = transaction.start()
-        with transaction.inflight():
-            spec = append_spec(
-                transaction.instant, schema, _merge_ordering(options, table), table, options
-            )
-            if isinstance(rows, DataFrame):
-                stats = bucket_write.append_groups(table, batch, spec, options, stored)
-            else:
-                stats = append_buckets(table, keyed, buckets, spec, options.num_buckets)
-            transaction.write_partition_metadata({s.partition_path for s in stats})
-            commit = CommitRecord(
-                operation.upper(), json_schema(schema, table.config.name), stats, {}, extra_metadata
-            )
-            transaction.complete(commit)
-    finally:
+    schema = evolved_schema(location, incoming, stored, operation)
+    transaction = WriteTransaction(table, Action.DELTA_COMMIT, operation.upper(), settings)
+    rolled_back = transaction.start()
+    with transaction.inflight():
+        spec = append_spec(
+            transaction.instant, schema, _merge_ordering(options, table), table, options
+        )
         if isinstance(rows, DataFrame):
-            batch.release()
+            stats = bucket_write.append_groups(where, table, batch, spec, options, stored)
+        else:
+            stats = append_buckets(table, keyed, buckets, spec, options.num_buckets)
+        transaction.write_partition_metadata({s.partition_path for s in stats})
+        commit = CommitRecord(
+            operation.upper(), json_schema(schema, table.config.name), stats, {}, extra_metadata
+        )
+        transaction.complete(commit)
     result = WriteResult(
         transaction.instant, Action.DELTA_COMMIT, operation, stats, {}, rolled_back
     )
