@@ -8,9 +8,9 @@ small driver memory, a bucket-index MOR table (4 buckets a day) takes an upsert 
 stored as parquet by the executors: updates of existing keys and new keys, several
 days). Measured: the write's time and the peak RSS of the driver alone, its Python
 process and its JVM (sampled every 0.1 s), not the executors or their Python workers
-(the JVM's child processes). Each size runs in a fresh process; the write goes to the
-driver or the executors by its estimated size, as ``write`` chooses
-(``hudi_sync.write.bucket.driver.max.bytes``). Target: a flat driver peak.
+(the JVM's child processes). Each size runs in a fresh process. The executors write
+(``hudi_sync.write.bucket.driver.max.bytes=0``); with ``--size-switch`` the write goes
+where ``write`` sends it by the batch's estimated size. Target: a flat driver peak.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class DriverPeak:
         self.sample()
 
 
-def child(rows: int, work: str, driver_memory: str) -> dict[str, Any]:
+def child(rows: int, work: str, driver_memory: str, switch: bool) -> dict[str, Any]:
     """One fresh cluster: the base table, the incoming rows, then the measured upsert."""
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
@@ -110,13 +110,18 @@ def child(rows: int, work: str, driver_memory: str) -> dict[str, Any]:
     table, incoming = os.path.join(work, "table"), os.path.join(work, "incoming")
     per_day = rows // DAYS
     # The table holds the batch's keys once; the batch updates half and adds as many.
-    write(_rows(spark.range(rows // 2), per_day, 1), table, {**write_options("insert"), **BUCKET})
+    executors = {"hudi_sync.write.bucket.driver.max.bytes": "0"}  # nothing kept in the driver
+    insert = {**write_options("insert"), **BUCKET, **executors}
+    write(_rows(spark.range(rows // 2), per_day, 1), table, insert)
     _rows(spark.range(rows), per_day, 2).withColumn("amount", F.col("amount") + 1).write.parquet(
         incoming
     )
     with DriverPeak() as peak:
         started = time.monotonic()
-        result = write(spark.read.parquet(incoming), table, {**write_options("upsert"), **BUCKET})
+        options = {**write_options("upsert"), **BUCKET}
+        if not switch:
+            options |= executors
+        result = write(spark.read.parquet(incoming), table, options)
         seconds = time.monotonic() - started
     on_executors = any(not s.path.endswith("_0-0-0") for s in result.stats)
     spark.stop()
@@ -137,17 +142,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--driver-memory", default="512m")
     parser.add_argument("--work", type=Path, default=RESULTS_DIR / "bucket_rss_work")
     parser.add_argument("--results", type=Path, default=RESULTS_DIR / "bucket_rss.json")
-    parser.add_argument("--child", nargs=3, metavar=("ROWS", "WORK", "DRIVER_MEMORY"))
+    parser.add_argument("--size-switch", action="store_true")
+    parser.add_argument("--child", nargs=4, metavar=("ROWS", "WORK", "DRIVER_MEMORY", "SWITCH"))
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(child(int(args.child[0]), args.child[1], args.child[2])))
+        rows, work, memory, switch = args.child
+        print(json.dumps(child(int(rows), work, memory, switch == "switch")))
         return 0
     runs = []
     for rows in (args.rows, args.rows * args.growth):
         shutil.rmtree(args.work, ignore_errors=True)
         args.work.mkdir(parents=True)
         run = run_benchmark_child(
-            "benchmarks.bench_bucket_rss", [str(rows), str(args.work), args.driver_memory]
+            "benchmarks.bench_bucket_rss",
+            [
+                str(rows),
+                str(args.work),
+                args.driver_memory,
+                "switch" if args.size_switch else "executors",
+            ],
         )
         runs.append(run)
         print(
