@@ -13,8 +13,8 @@ upserts and deletes to a new log file (``log_append``): a new bucket's file grou
 log files only until a compaction writes its base file, as Hudi's bucket index writes
 them. This module runs in the driver without Spark jobs, on an Arrow table of rows: it
 is what makes a stream of small batches cheap (the Debezium ingest). ``write`` routes a
-DataFrame here when its options ask for the bucket index, collecting its rows to the
-driver (a batch must fit in its memory).
+small DataFrame here, collecting its rows to the driver; a large one is keyed, hashed
+and appended by Spark's executors by the same rules (``bucket_write``).
 
 Readers and compaction merge the logs by the table's rules, as for any MOR table.
 hudi-rs 0.5 reads such log-only file groups too (its reader spec says it may not).
