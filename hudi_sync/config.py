@@ -204,7 +204,7 @@ INDEX_TYPE = _choice(
     "hoodie.index.type",
     "How a write finds the file group of a key: SIMPLE (and BLOOM, which finds the same) "
     "look keys up in base files; BUCKET hashes each key to its bucket's file group "
-    "(MERGE_ON_READ only, appended without Spark jobs).",
+    "(MERGE_ON_READ only; small batches appended in the driver, large ones by the executors).",
     "write",
     default="SIMPLE",
     choices=("SIMPLE", "BLOOM", "BUCKET"),
@@ -221,6 +221,14 @@ BUCKET_INDEX_HASH_FIELD = _list(
     "BUCKET index: the record key fields a key's bucket is hashed from, a subset of them "
     "(default: all); fixed for the table's life.",
     "write",
+)
+BUCKET_DRIVER_MAX_BYTES = _integer(
+    "hudi_sync.write.bucket.driver.max.bytes",
+    "BUCKET index: a DataFrame Spark estimates at most this many bytes is appended in the "
+    "driver (Arrow, no Spark jobs); a larger one, or one Spark cannot size, by the executors.",
+    "write",
+    default=32 * 1024 * 1024,
+    minimum=0,
 )
 COMPACT_TRIGGER = _choice(
     "hoodie.compact.inline.trigger.strategy",

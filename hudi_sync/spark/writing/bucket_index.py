@@ -13,8 +13,8 @@ upserts and deletes to a new log file (``log_append``): a new bucket's file grou
 log files only until a compaction writes its base file, as Hudi's bucket index writes
 them. This module runs in the driver without Spark jobs, on an Arrow table of rows: it
 is what makes a stream of small batches cheap (the Debezium ingest). ``write`` routes a
-DataFrame here when its options ask for the bucket index, collecting its rows to the
-driver (a batch must fit in its memory).
+small DataFrame here, collecting its rows to the driver; a large one is keyed, hashed
+and appended by Spark's executors by the same rules (``bucket_write``).
 
 Readers and compaction merge the logs by the table's rules, as for any MOR table.
 hudi-rs 0.5 reads such log-only file groups too (its reader spec says it may not).
@@ -235,18 +235,31 @@ def keyed_rows(rows: pa.Table, options: WriteOptions, where: str) -> pa.Table:
     row per key (the highest ordering value, ties to the later row), as the Spark path's
     ``incoming_rows`` makes them; a key Hudi's key generators refuse, or a key type
     whose text differs between Java and Arrow, is refused in one line."""
-    fields = options.record_key_fields
-    for name in fields:
-        if name not in rows.column_names:
+    check_key_types(rows.schema, options, where)
+    return one_per_key(keyed_columns(rows, options, where), options.ordering_field)
+
+
+def check_key_types(schema: pa.Schema, options: WriteOptions, where: str) -> None:
+    """Refuse a missing record key field, or one whose text differs between Java and
+    Arrow (the bucket hash is taken over that text)."""
+    for name in options.record_key_fields:
+        if name not in schema.names:
             raise BadInputError(f"{where}: the rows have no record key field {name!r}")
-        kind = rows.schema.field(name).type
+        kind = schema.field(name).type
         if not any(accepts(kind) for accepts in _KEY_TYPES):
             raise BadInputError(
                 f"{where}: record key field {name} is {kind}; the bucket index takes "
                 "string and integer keys"
             )
+
+
+def keyed_columns(rows: pa.Table, options: WriteOptions, where: str) -> pa.Table:
+    """The rows' data columns with the record key, partition path and delete flag
+    (every row, in arrival order: ``one_per_key`` keeps one per key)."""
     data = rows.select([c for c in rows.column_names if c not in META_FIELDS])
-    keyed = data.append_column(RECORD_KEY, built_keys(data, fields, where, BadInputError))
+    keyed = data.append_column(
+        RECORD_KEY, built_keys(data, options.record_key_fields, where, BadInputError)
+    )
     partitions = _partition_paths(data, options)
     if not options.url_encode_partitions:
         unsafe = pc.match_substring_regex(partitions, CONTROL_PATTERN)
@@ -254,8 +267,7 @@ def keyed_rows(rows: pa.Table, options: WriteOptions, where: str) -> pa.Table:
             partition = str(partitions.filter(unsafe)[0].as_py())
             raise BadInputError(control_character_refusal(partition, where, URL_ENCODE))
     keyed = keyed.append_column(PARTITION_PATH, partitions)
-    keyed = keyed.append_column(DELETE_FLAG, _delete_flags(data, options))
-    return _one_per_key(keyed, options.ordering_field)
+    return keyed.append_column(DELETE_FLAG, _delete_flags(data, options))
 
 
 def _partition_paths(data: pa.Table, options: WriteOptions) -> pa.Array:
@@ -289,10 +301,12 @@ def _delete_flags(data: pa.Table, options: WriteOptions) -> pa.Array:
     return pa.array([False] * count)
 
 
-def _one_per_key(keyed: pa.Table, ordering: str | None) -> pa.Table:
-    """The last row of each (partition, key) in (ordering value, arrival) order."""
-    sequence = "__hudi_sync_sequence"
-    keyed = keyed.append_column(sequence, pa.array(np.arange(keyed.num_rows)))
+def one_per_key(keyed: pa.Table, ordering: str | None, sequence: str | None = None) -> pa.Table:
+    """The last row of each (partition, key) in (ordering value, arrival) order; arrival
+    is the rows' order, or the ``sequence`` column's values (dropped) when given."""
+    if sequence is None:
+        sequence = "__hudi_sync_sequence"
+        keyed = keyed.append_column(sequence, pa.array(np.arange(keyed.num_rows)))
     sort: list[tuple[str, ...]] = [(PARTITION_PATH, "ascending"), (RECORD_KEY, "ascending")]
     if ordering is not None and ordering in keyed.column_names:
         sort.append((ordering, "ascending", "at_start"))  # a missing value orders lowest
@@ -308,6 +322,39 @@ def _one_per_key(keyed: pa.Table, ordering: str | None) -> pa.Table:
     )
     last = pa.concat_arrays([differs, pa.array([True])])
     return ordered.filter(last).drop_columns([sequence])
+
+
+def stored_timestamps(rows: pa.Table, stored: pa.Schema | None) -> pa.Table:
+    """Timestamp columns as the table stores them, with or without a time zone: Spark
+    hands every TIMESTAMP over in UTC (the sessions run in UTC), so a column the table
+    keeps as local time (Avro ``local-timestamp-*``) arrives zoned. Other types are
+    the schema check's to judge."""
+    if stored is None:
+        return rows
+    for index, column in enumerate(rows.schema):
+        kind = _stored_timestamp_type(column, stored)
+        if kind is not None:
+            rows = rows.set_column(index, column.name, rows.column(index).cast(kind))
+    return rows
+
+
+def stored_timestamp_schema(schema: pa.Schema, stored: pa.Schema | None) -> pa.Schema:
+    """``schema`` as ``stored_timestamps`` leaves rows of it."""
+    if stored is None:
+        return schema
+    for index, column in enumerate(schema):
+        kind = _stored_timestamp_type(column, stored)
+        if kind is not None:
+            schema = schema.set(index, column.with_type(kind))
+    return schema
+
+
+def _stored_timestamp_type(column: pa.Field, stored: pa.Schema) -> pa.DataType | None:
+    if column.name not in stored.names:
+        return None
+    kind = stored.field(column.name).type
+    timestamps = pa.types.is_timestamp(column.type) and pa.types.is_timestamp(kind)
+    return kind if timestamps and (column.type.tz is None) != (kind.tz is None) else None
 
 
 class BucketLayout:

@@ -57,8 +57,15 @@ from pyspark.sql import DataFrame, SparkSession
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, MetaSyncError, TableNotFoundError
 from hudi_sync.spark.hadoop import spark_opens
-from hudi_sync.spark.writing import python_merge, spark_merge_plan
-from hudi_sync.spark.writing.bucket_index import append_buckets, key_buckets, keyed_rows
+from hudi_sync.spark.writing import bucket_write, python_merge, spark_merge_plan
+from hudi_sync.spark.writing.bucket_index import (
+    append_buckets,
+    check_key_types,
+    key_buckets,
+    keyed_rows,
+    stored_timestamp_schema,
+    stored_timestamps,
+)
 from hudi_sync.spark.writing.compaction import spark_executor
 from hudi_sync.spark.writing.file_groups import WriteTarget, replaced_file_groups
 from hudi_sync.spark.writing.incoming import IncomingRows, incoming_rows
@@ -159,8 +166,9 @@ def write(
     location = open_location(table_uri(path), dict(storage_options or {}))
     with reporting_storage_failures(location):  # a refusal mid-write: one line
         write_options = _with_table_index(write_options, location)
-        if write_options.index_type == "BUCKET":  # appended in the driver: see bucket_index
-            rows = df.toArrow()
+        if write_options.index_type == "BUCKET":  # see bucket_index, bucket_write
+            # A small batch is appended in the driver; a large one by the executors.
+            rows = df if bucket_write.on_executors(df, write_options) else df.toArrow()
             result = _write_buckets(rows, location, write_options, dict(extra_metadata or {}))
         else:
             result = _write(df, location, write_options, dict(extra_metadata or {}))
@@ -271,8 +279,14 @@ def _with_table_index(options: WriteOptions, location: Location) -> WriteOptions
 
 
 def _write_buckets(
-    rows: pa.Table, location: Location, options: WriteOptions, extra_metadata: dict[str, str]
+    rows: pa.Table | DataFrame,
+    location: Location,
+    options: WriteOptions,
+    extra_metadata: dict[str, str],
 ) -> WriteResult:
+    """A bucket-index deltacommit of Arrow rows (keyed and appended in the driver,
+    ``bucket_index``) or of a DataFrame (by the executors, ``bucket_write``): the same
+    checks, the same table, the same commit protocol."""
     operation = options.operation
     where = location.uri
     if cfg.INDEX_TYPE.given(options.raw):  # asked for another index: refused before opening
@@ -282,9 +296,16 @@ def _write_buckets(
             f"{where}: {cfg.OPERATION.key}={operation} is not supported with "
             f"{cfg.INDEX_TYPE.key}=BUCKET (it takes {', '.join(BUCKET_OPERATIONS)})"
         )
-    check_columns(rows.column_names, options)
-    data_columns = [c for c in rows.column_names if c not in META_FIELDS]
-    table = open_or_create(location, options, lambda: rows.select(data_columns).schema)
+    columns = rows.columns if isinstance(rows, DataFrame) else rows.column_names
+    check_columns(columns, options)
+    data_columns = [c for c in columns if c not in META_FIELDS]
+
+    def incoming_schema() -> pa.Schema:
+        if isinstance(rows, DataFrame):
+            return incoming_arrow_schema(rows, data_columns)
+        return rows.select(data_columns).schema
+
+    table = open_or_create(location, options, incoming_schema)
     options = options.for_table(table.config)  # a bucket table's own index settings
     _require_buckets(options, where)
     if not table.config.is_mor:
@@ -293,11 +314,17 @@ def _write_buckets(
             f"(this one is {table.config.table_type.value})"
         )
     settings = _commit_settings(options)
-    table, finished = _finish_pending_compactions(table, settings, None)
+    spark = rows.sparkSession if isinstance(rows, DataFrame) else None
+    table, finished = _finish_pending_compactions(table, settings, spark)
     stored = _stored_schema(table)
-    keyed = _stored_timestamps(keyed_rows(rows, options, where), stored)
-    buckets = key_buckets(keyed, options, where)
-    incoming = keyed.select(data_columns).schema
+    if isinstance(rows, DataFrame):  # keyed by the executors, before the timeline is touched
+        check_key_types(incoming_schema(), options, where)
+        batch = bucket_write.keyed_batch(rows, options, where)
+        incoming = stored_timestamp_schema(incoming_schema(), stored)
+    else:
+        keyed = stored_timestamps(keyed_rows(rows, options, where), stored)
+        buckets = key_buckets(keyed, options, where)
+        incoming = keyed.select(data_columns).schema
     schema = evolved_schema(location, incoming, stored, operation)
     transaction = WriteTransaction(table, Action.DELTA_COMMIT, operation.upper(), settings)
     rolled_back = transaction.start()
@@ -305,7 +332,10 @@ def _write_buckets(
         spec = append_spec(
             transaction.instant, schema, _merge_ordering(options, table), table, options
         )
-        stats = append_buckets(table, keyed, buckets, spec, options.num_buckets)
+        if isinstance(rows, DataFrame):
+            stats = bucket_write.append_groups(where, table, batch, spec, options, stored)
+        else:
+            stats = append_buckets(table, keyed, buckets, spec, options.num_buckets)
         transaction.write_partition_metadata({s.partition_path for s in stats})
         commit = CommitRecord(
             operation.upper(), json_schema(schema, table.config.name), stats, {}, extra_metadata
@@ -314,7 +344,7 @@ def _write_buckets(
     result = WriteResult(
         transaction.instant, Action.DELTA_COMMIT, operation, stats, {}, rolled_back
     )
-    return _after_commit(result, transaction, finished, options, settings, None)
+    return _after_commit(result, transaction, finished, options, settings, spark)
 
 
 def _require_buckets(options: WriteOptions, where: str) -> None:
@@ -367,23 +397,6 @@ def _after_commit(
     if options.meta_sync:
         result.sync = run_post_commit_hook(location.uri, options.raw, location.storage_options)
     return result
-
-
-def _stored_timestamps(rows: pa.Table, stored: pa.Schema | None) -> pa.Table:
-    """Timestamp columns as the table stores them, with or without a time zone: Spark
-    hands every TIMESTAMP over in UTC (the sessions run in UTC), so a column the table
-    keeps as local time (Avro ``local-timestamp-*``) arrives zoned. Other types are
-    the schema check's to judge."""
-    if stored is None:
-        return rows
-    for index, column in enumerate(rows.schema):
-        if column.name not in stored.names:
-            continue
-        kind = stored.field(column.name).type
-        timestamps = pa.types.is_timestamp(column.type) and pa.types.is_timestamp(kind)
-        if timestamps and (column.type.tz is None) != (kind.tz is None):
-            rows = rows.set_column(index, column.name, rows.column(index).cast(kind))
-    return rows
 
 
 def _stored_schema(table: HudiTable) -> pa.Schema | None:
