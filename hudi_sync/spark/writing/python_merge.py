@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -101,23 +100,10 @@ def write_file_groups(
                 return _append_logs(target, found, updates, cdc_mode, log_appends)
             # One new file group with most of the rows: one task reads them all.
             one_task = sum(incoming.row_counts.values()) <= 2 * sum(found.new_keys.values())
-            # The inserts' Spark job runs while the driver appends the updates to logs
-            # (the one task writing a large new file group leaves cores idle).
-            with ThreadPoolExecutor(max_workers=1) as pool:
-                written = pool.submit(
-                    spark_merge.write_new_file_groups,
-                    target.location,
-                    inserts,
-                    target.schema,
-                    target.instant,
-                    buckets,
-                    one_task,
-                )
-                try:
-                    appended = _append_logs(target, found, updates, cdc_mode, log_appends)
-                finally:
-                    new_groups = written.result()  # waited for, and raised, either way
-            return appended + new_groups
+            appended = _append_logs(target, found, updates, cdc_mode, log_appends)
+            return appended + spark_merge.write_new_file_groups(
+                target.location, inserts, target.schema, target.instant, buckets, one_task
+            )
         routed = route(spark, inserts, buckets) if buckets else None
         parts = [frame for frame in (updates, routed) if frame is not None]
         if not parts:
