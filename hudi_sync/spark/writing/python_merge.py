@@ -131,16 +131,16 @@ def _append_logs(
     rows = updates.toArrow()
     order = pc.sort_indices(rows, [(PARTITION_PATH, "ascending"), (FILE_ID, "ascending")])
     rows = rows.take(order)
-    # In first-seen order, which the sort makes the rows' order.
-    groups = pa.table({"p": rows.column(PARTITION_PATH), "f": rows.column(FILE_ID)})
-    counts = groups.group_by(["p", "f"], use_threads=False).aggregate([([], "count_all")])
+    # The sorted rows' runs of one (partition, file id) each.
+    pairs = list(
+        zip(rows.column(PARTITION_PATH).to_pylist(), rows.column(FILE_ID).to_pylist(), strict=True)
+    )
+    starts = [i for i in range(len(pairs)) if i == 0 or pairs[i] != pairs[i - 1]]
     stats: list[WriteStat] = []
-    start = 0
-    for number, (partition, file_id, count) in enumerate(
-        zip(*(counts.column(i).to_pylist() for i in range(3)), strict=True)
-    ):
-        group = rows.slice(start, count)
-        start += count
+    for number, start in enumerate(starts):
+        end = starts[number + 1] if number + 1 < len(starts) else len(pairs)
+        partition, file_id = pairs[start]
+        group = rows.slice(start, end - start)
         stored = target.snapshot[(partition, file_id)]
         token = f"{number}-0-0"  # one per file group: its seqnos stay apart
         appended = append_log(target.location, spec, group, partition, file_id, stored, token)
