@@ -1,9 +1,10 @@
 """The Python merge engine: Spark's Python workers merge each file group with pyarrow.
 
-Spark tags each incoming key with the file group that stores it (a join against the
-snapshot's ``_hoodie_record_key``) and routes new keys into file groups
-(``file_groups``); then Spark's Python workers merge each touched file group with
-pyarrow (``merge.merge_file_group``) and write it under its Hudi name, after a marker.
+Spark tags each incoming key with the file group that stores it (Hudi's simple
+index: one job joins the stored keys of the touched partitions with the incoming keys,
+``key_lookup``) and routes new keys into file groups (``file_groups``); then Spark's
+Python workers merge each touched file group with pyarrow (``merge.merge_file_group``)
+and write it under its Hudi name, after a marker.
 
 Used where Spark cannot open the table itself (object stores without a Hadoop
 connector), with CDC logging (each rewritten file group logs its changes), for
@@ -18,24 +19,21 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from hudi_sync.spark.parallelism import default_parallelism
-from hudi_sync.spark.writing import spark_merge
+from hudi_sync.spark.writing import key_lookup, spark_merge
+from hudi_sync.spark.writing.cdc_logs import DRIVER_BYTES
 from hudi_sync.spark.writing.file_groups import WriteTarget, new_key_buckets, uses_small_files
+from hudi_sync.spark.writing.incoming import IncomingRows
 from hudi_sync.spark.writing.log_append import AppendSpec, append_log
 from hudi_sync.spark.writing.merge import (
-    DELETE_FLAG,
-    FILE_NAME,
     PARTITION_PATH,
     RECORD_KEY,
     cdc_changes,
@@ -73,71 +71,81 @@ _STATS = pa.schema(
 def write_file_groups(
     spark: SparkSession,
     target: WriteTarget,
-    rows: DataFrame,
+    incoming: IncomingRows,
     cdc_mode: CdcMode | None,
     log_appends: AppendSpec | None = None,
     spark_writes_inserts: bool = False,
 ) -> list[WriteStat]:
-    """Merge the keyed, deduplicated incoming ``rows`` into the file groups they touch
-    and write them; returns their write stats. With ``log_appends`` (a Merge-on-Read
-    deltacommit) stored file groups get their changes as a new log file instead, and
-    new keys go to new file groups only (small files take no inserts: Hudi's index
-    would not find keys written to their logs); with ``spark_writes_inserts`` (Spark can
-    open the table) Spark's parquet writer writes those new file groups."""
+    """Merge the keyed, deduplicated (cached) incoming rows into the file groups they
+    touch and write them; returns their write stats. The stored keys are looked up
+    once (``key_lookup``). With ``log_appends`` (a Merge-on-Read deltacommit) stored
+    file groups get their changes as a new log file instead, and new keys go to new
+    file groups only (small files take no inserts: Hudi's index would not find keys
+    written to their logs); with ``spark_writes_inserts`` (Spark can open the table)
+    Spark's parquet writer writes those new file groups."""
+    rows = incoming.rows
+    assert rows is not None  # keyed by incoming_rows
     operation = target.options.operation
     if operation in ("upsert", "delete"):
-        tagged = _tag(spark, target, rows)
+        found = key_lookup.lookup(spark, target, rows, incoming.upserts, incoming.row_counts)
     else:
-        tagged = rows.withColumn(FILE_ID, F.lit(None).cast("string"))
-    # Computed once: routing counts the inserts, then the merge job reads it again.
-    tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
+        found = key_lookup.no_lookup(incoming.upserts)
     try:
-        updates = tagged.where(F.col(FILE_ID).isNotNull())
-        inserts = tagged.where(F.col(FILE_ID).isNull() & ~F.col(DELETE_FLAG))
-        counts = {r[0]: int(r[1]) for r in inserts.groupBy(PARTITION_PATH).count().collect()}
+        updates = found.updates(rows)
+        inserts = found.inserts(rows)
         small_files = uses_small_files(operation) and log_appends is None
-        buckets = new_key_buckets(target, counts, small_files)
+        buckets = new_key_buckets(target, found.new_keys, small_files)
         if log_appends is not None and spark_writes_inserts:
-            appended = _merge_groups(target, updates, cdc_mode, log_appends)
+            if not buckets:
+                return _append_logs(target, found, updates, cdc_mode, log_appends)
+            # One new file group with most of the rows: one task reads them all.
+            one_task = sum(incoming.row_counts.values()) <= 2 * sum(found.new_keys.values())
+            appended = _append_logs(target, found, updates, cdc_mode, log_appends)
             return appended + spark_merge.write_new_file_groups(
-                target.location, inserts, target.schema, target.instant, buckets
+                target.location, inserts, target.schema, target.instant, buckets, one_task
             )
-        to_write = updates.unionByName(route(spark, inserts, buckets))
+        routed = route(spark, inserts, buckets) if buckets else None
+        parts = [frame for frame in (updates, routed) if frame is not None]
+        if not parts:
+            return []
+        to_write = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
         return _merge_groups(target, to_write, cdc_mode, log_appends)
     finally:
-        tagged.unpersist()
+        found.release()
 
 
-def _tag(spark: SparkSession, target: WriteTarget, rows: DataFrame) -> DataFrame:
-    """Each incoming key's file group: a join against the stored keys."""
-    location = target.location
-    files = [
-        location.join(p, name) for (p, _), name in target.snapshot.items() if p in target.partitions
-    ]
-    if not files:
-        return rows.withColumn(FILE_ID, F.lit(None).cast("string"))
-    if location.is_local:
-        stored = spark.read.parquet(*files).select(
-            F.col(PARTITION_PATH).alias("__stored_partition"),
-            F.col(RECORD_KEY).alias("__stored_key"),
-            F.split(F.col(FILE_NAME), "_").getItem(0).alias(FILE_ID),
-        )
-    else:
-        # Spark cannot open object-store paths without Hadoop connectors: the
-        # Python workers read the stored keys through fsspec.
-        paths = spark.createDataFrame([(f,) for f in files], "path string")
-        slices = max(1, min(len(files), default_parallelism(spark)))
-        stored = paths.repartition(slices).mapInArrow(
-            _key_reader(location.uri, dict(location.storage_options)),
-            f"__stored_partition string, __stored_key string, {FILE_ID} string",
-        )
-    joined = rows.join(
-        stored,
-        (rows[PARTITION_PATH] == stored["__stored_partition"])
-        & (rows[RECORD_KEY] == stored["__stored_key"]),
-        "left",
+def _append_logs(
+    target: WriteTarget,
+    found: key_lookup.KeyLookup,
+    updates: DataFrame | None,
+    cdc_mode: CdcMode | None,
+    spec: AppendSpec,
+) -> list[WriteStat]:
+    """Each stored file group's updates and deletes appended as a log file: by the
+    driver when they are few (``DRIVER_BYTES`` at the stored files' row size), with no
+    Python workers to start, else by one Python worker per file group."""
+    if updates is None:
+        return []
+    if found.matched_rows * found.row_bytes > DRIVER_BYTES:
+        return _merge_groups(target, updates, cdc_mode, spec)
+    rows = updates.toArrow()
+    order = pc.sort_indices(rows, [(PARTITION_PATH, "ascending"), (FILE_ID, "ascending")])
+    rows = rows.take(order)
+    # The sorted rows' runs of one (partition, file id) each.
+    pairs = list(
+        zip(rows.column(PARTITION_PATH).to_pylist(), rows.column(FILE_ID).to_pylist(), strict=True)
     )
-    return joined.drop("__stored_partition", "__stored_key")
+    starts = [i for i in range(len(pairs)) if i == 0 or pairs[i] != pairs[i - 1]]
+    stats: list[WriteStat] = []
+    for number, start in enumerate(starts):
+        end = starts[number + 1] if number + 1 < len(starts) else len(pairs)
+        partition, file_id = pairs[start]
+        group = rows.slice(start, end - start)
+        stored = target.snapshot[(partition, file_id)]
+        token = f"{number}-0-0"  # one per file group: its seqnos stay apart
+        appended = append_log(target.location, spec, group, partition, file_id, stored, token)
+        stats += [log.stat(partition, file_id) for log in appended]
+    return stats
 
 
 def _merge_groups(
@@ -183,29 +191,6 @@ def _read_parquet(location: Location, path: str, columns: list[str] | None = Non
     if location.is_local:
         return pq.read_table(path, columns=columns)
     return pq.read_table(path, columns=columns, filesystem=location.fs)
-
-
-def _key_reader(
-    base_uri: str, storage_options: Mapping[str, Any]
-) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
-    """The function Python workers run to read stored files' keys (``_tag``)."""
-
-    def read(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        location = open_location(base_uri, storage_options)
-        for batch in batches:
-            for path in batch.column(0).to_pylist():
-                stored = _read_parquet(location, path, [PARTITION_PATH, RECORD_KEY, FILE_NAME])
-                file_ids = pc.list_element(pc.split_pattern(stored.column(FILE_NAME), "_"), 0)
-                keys = pa.table(
-                    {
-                        "__stored_partition": stored.column(PARTITION_PATH).cast(pa.string()),
-                        "__stored_key": stored.column(RECORD_KEY).cast(pa.string()),
-                        FILE_ID: file_ids.cast(pa.string()),
-                    }
-                )
-                yield from keys.to_batches()
-
-    return read
 
 
 def _group_merger(

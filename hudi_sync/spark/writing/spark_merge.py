@@ -692,17 +692,22 @@ def write_new_file_groups(
     schema: pa.Schema,
     instant: str,
     buckets: Sequence[Bucket],
+    one_task: bool = False,
 ) -> list[WriteStat]:
     """New keys only (keyed incoming rows), written as the new file groups ``buckets``
     route them to, by Spark's parquet writer: a Merge-on-Read write's inserts, which
-    touch no stored file. Returns their write stats."""
+    touch no stored file. ``one_task``: one new file group takes most of the rows, so
+    one task reads them all rather than have them shuffled to it. Returns their write
+    stats."""
     routed = route(rows.sparkSession, _inserts(rows, schema, F.lit(instant)), buckets)
     groups = {b.file_id: b.partition for b in buckets}
     for file_id, partition in groups.items():
         write_marker(location, instant, partition, base_file_name(file_id, instant))
-    published = write_file_groups(
-        location, by_file_group(routed, len(groups)), schema, instant, groups
-    )
+    if one_task and len(groups) == 1:
+        routed = routed.coalesce(1)
+    else:
+        routed = by_file_group(routed, len(groups))
+    published = write_file_groups(location, routed, schema, instant, groups)
     return [
         write_stat(groups[file_id], file_id, path, count, size, None, 0, None)
         for file_id, (path, count, size) in published.items()

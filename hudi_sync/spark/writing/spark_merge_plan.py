@@ -267,14 +267,20 @@ class _SparkMergePlan:
         threshold, but at least ``MERGE_BROADCAST_BYTES`` (Hudi's merge handle holds a
         file group's incoming records in memory likewise). A threshold of -1 (broadcasts
         off) is kept."""
-        threshold = _size_setting(
-            self.spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB") or "10MB"
-        )
+        threshold = broadcast_limit(self.spark)
         if threshold <= 0 or not stored:
             return False
-        threshold = max(threshold, MERGE_BROADCAST_BYTES)
         row_bytes = max(self._stored_file(path).row_bytes for path in stored)
         return incoming * row_bytes <= threshold
+
+
+def broadcast_limit(spark: SparkSession) -> int:
+    """The most bytes a write broadcasts to meet stored rows: Spark's threshold, but at
+    least ``MERGE_BROADCAST_BYTES``; 0 when broadcasts are off (a threshold of -1)."""
+    threshold = _size_setting(
+        spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB") or "10MB"
+    )
+    return max(threshold, MERGE_BROADCAST_BYTES) if threshold > 0 else 0
 
 
 def _size_setting(value: str) -> int:

@@ -422,15 +422,13 @@ def _write_file_groups(
     replaced = replaced_file_groups(operation, target.snapshot, target.partitions)
     if operation == "delete_partition":
         return [], replaced
-    rows = incoming.rows
-    assert rows is not None  # keyed by incoming_rows
     if spark_merges:
         stats = spark_merge_plan.write_file_groups(spark, target, incoming, cdc_mode)
         return stats, replaced
     # Merge-on-Read: Spark's own writer takes the new file groups where it can.
     spark_inserts = target.options.merge_engine == "spark" and spark_opens(spark, target.location)
     stats = python_merge.write_file_groups(
-        spark, target, rows, cdc_mode, log_appends, spark_writes_inserts=spark_inserts
+        spark, target, incoming, cdc_mode, log_appends, spark_writes_inserts=spark_inserts
     )
     return stats, replaced
 
