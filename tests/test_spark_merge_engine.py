@@ -16,7 +16,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from hudi_sync.errors import WriteError
-from hudi_sync.spark.writing import spark_merge, write
+from hudi_sync.spark import write
+from hudi_sync.spark.writing import spark_merge
 from hudi_sync.spark.writing.options import MERGE_ENGINE
 from hudi_sync.table import HudiTable
 from tests.test_spark_writer import RandomWorkload, frame, hudi_rs, options
