@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from hudi_sync.spark.writing import key_lookup, spark_merge
+from hudi_sync.spark.writing import key_lookup, spark_files
 from hudi_sync.spark.writing.cdc_logs import DRIVER_BYTES
 from hudi_sync.spark.writing.file_groups import WriteTarget, new_key_buckets, uses_small_files
 from hudi_sync.spark.writing.incoming import IncomingRows
@@ -101,7 +101,7 @@ def write_file_groups(
             # One new file group with most of the rows: one task reads them all.
             one_task = sum(incoming.row_counts.values()) <= 2 * sum(found.new_keys.values())
             appended = _append_logs(target, found, updates, cdc_mode, log_appends)
-            return appended + spark_merge.write_new_file_groups(
+            return appended + spark_files.write_new_file_groups(
                 target.location, inserts, target.schema, target.instant, buckets, one_task
             )
         routed = route(spark, inserts, buckets) if buckets else None

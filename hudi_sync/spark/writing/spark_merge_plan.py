@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
-from hudi_sync.spark.writing import spark_merge
+from hudi_sync.spark.writing import spark_files, spark_merge
 from hudi_sync.spark.writing.cdc_logs import DRIVER_BYTES, images_of, write_cdc_logs
 from hudi_sync.spark.writing.file_groups import WriteTarget, new_key_buckets, uses_small_files
 from hudi_sync.spark.writing.incoming import IncomingRows
@@ -66,7 +66,7 @@ class _SparkMergePlan:
         self.location = target.location
         self.incoming = incoming
         self.rows: DataFrame = incoming.rows
-        self._stored_files: dict[str, spark_merge.StoredFile] = {}  # path -> its footer's facts
+        self._stored_files: dict[str, spark_files.StoredFile] = {}  # path -> its footer's facts
 
     def write(self) -> list[WriteStat]:
         target, location, incoming = self.target, self.location, self.incoming
@@ -109,7 +109,7 @@ class _SparkMergePlan:
         if not groups:
             return []
         for file_id, partition in groups.items():
-            name = spark_merge.base_file_name(file_id, instant)
+            name = spark_files.base_file_name(file_id, instant)
             write_marker(location, instant, partition, name)
         new_groups = sum(1 for k in touched if k not in snapshot)
         whole_files = 0
@@ -137,7 +137,7 @@ class _SparkMergePlan:
             to_write = spark_merge.by_file_group(
                 spark_merge.route(self.spark, merged, buckets), len(groups)
             )
-        published = spark_merge.write_file_groups(
+        published = spark_files.write_file_groups(
             location, to_write, schema, instant, groups, whole_files
         )
         logs = self._cdc_logs(rows, rewritten, buckets, tagging, in_place, profiles)
@@ -213,14 +213,14 @@ class _SparkMergePlan:
             if file_id in published:
                 relative, num_rows, size = published[file_id]
             elif stored is not None:  # every row deleted: the group keeps an empty file
-                name = spark_merge.base_file_name(file_id, instant)
+                name = spark_files.base_file_name(file_id, instant)
                 relative, num_rows = f"{partition}/{name}".lstrip("/"), 0
-                size = spark_merge.write_empty(location, schema, relative)
+                size = spark_files.write_empty(location, schema, relative)
             else:
                 continue  # a new group no key hashed to
             stored_count = self._stored_file(location.join(partition, stored)).rows if stored else 0
             stats.append(
-                spark_merge.write_stat(
+                spark_files.write_stat(
                     partition,
                     file_id,
                     relative,
@@ -255,10 +255,10 @@ class _SparkMergePlan:
         """The path of each file group's base file."""
         return [self.location.join(partition, name) for (partition, _), name in groups.items()]
 
-    def _stored_file(self, path: str) -> spark_merge.StoredFile:
+    def _stored_file(self, path: str) -> spark_files.StoredFile:
         """A stored base file's footer facts, read once per write."""
         if path not in self._stored_files:
-            self._stored_files[path] = spark_merge.stored_file(self.location, path)
+            self._stored_files[path] = spark_files.stored_file(self.location, path)
         return self._stored_files[path]
 
     def _fits_broadcast(self, incoming: int, stored: Sequence[str]) -> bool:
