@@ -4,6 +4,7 @@ cannot express are left to the row path (None), never read differently."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import random
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from hudi_sync.debezium.batch import align_to_types, reduce_events, to_table
 from hudi_sync.debezium.columns import ColumnReduced, decode_columns, reduce_columns
 from hudi_sync.debezium.events import EventReader, EventSettings, Position
 from hudi_sync.debezium.ingest.writes import _zoned_timestamps
+from hudi_sync.errors import BadInputError
 from tests.debezium_events import ITEM_FIELDS, MySqlLog, PostgresLog
 
 Message = tuple[bytes | None, bytes | None]  # key, value
@@ -348,3 +350,29 @@ def test_real_debezium_events_decode_the_same_in_columns(broker) -> None:  # typ
     same(schema_less, less, decode_types=less)
     money = _captured(broker, "cols.public.money")
     assert columnar(money, {}, None, None) is None  # decimals: the row path
+
+
+def test_a_schema_less_date_is_stored_as_the_tables_date() -> None:
+    """Without schemas a Debezium ``Date`` arrives as days since the epoch, a JSON
+    number; a table that keeps the column as a date stores those days as dates (Arrow
+    casts no integer to a date directly)."""
+    log = PostgresLog(fields=list(WIDE_FIELDS), schemas=False)
+    days = [-1706, 0, 19000, None]
+    messages = [log.snapshot({"id": key, "name": "n", "born": day}) for key, day in enumerate(days)]
+    rows, _, _, _ = row_path(messages, {}, None, {**SCHEMA_LESS, "born": pa.date32()})
+    by_key = dict(zip(rows.column("id").to_pylist(), rows.column("born").to_pylist(), strict=True))
+    epoch = datetime.date(1970, 1, 1)
+    expected = {
+        k: None if d is None else epoch + datetime.timedelta(days=d) for k, d in enumerate(days)
+    }
+    assert by_key == expected
+
+
+def test_values_the_tables_type_cannot_hold_are_refused_naming_the_column() -> None:
+    log = PostgresLog(fields=list(WIDE_FIELDS), schemas=False)
+    messages = [log.snapshot({"id": 1, "name": "not a number"})]
+    with pytest.raises(BadInputError) as refused:
+        row_path(messages, {}, None, {**SCHEMA_LESS, "name": pa.int64()})
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith("column name: the events' string values cannot be stored")

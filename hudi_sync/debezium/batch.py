@@ -28,7 +28,7 @@ import pyarrow as pa
 from hudi_sync import config as cfg
 from hudi_sync.debezium.events import META_COLUMNS, OP, ChangeEvent, EventError
 from hudi_sync.debezium.types import ColumnType, infer, to_arrow
-from hudi_sync.errors import BadInputError
+from hudi_sync.errors import BadInputError, first_line
 
 TRUNCATE_POLICIES = cfg.TRUNCATE_POLICY.choices
 
@@ -162,7 +162,7 @@ def align_to_types(arrow: pa.Table, stored: Mapping[str, pa.DataType] | None) ->
         if name not in arrow.column_names:
             columns.append(pa.nulls(arrow.num_rows, kind))
         elif arrow.schema.field(name).type != kind:
-            columns.append(arrow.column(name).cast(kind))
+            columns.append(_stored_as(name, arrow.column(name), kind))
         else:
             columns.append(arrow.column(name))
         names.append(name)
@@ -171,6 +171,21 @@ def align_to_types(arrow: pa.Table, stored: Mapping[str, pa.DataType] | None) ->
             columns.append(arrow.column(name))
             names.append(name)
     return pa.table(columns, names=names)
+
+
+def _stored_as(name: str, column: pa.ChunkedArray, kind: pa.DataType) -> pa.ChunkedArray:
+    """``column`` as the table stores it: a schema-less event's date is its days since
+    the epoch (Debezium's ``Date``), other values cast as Arrow casts them; values the
+    table's type cannot hold are refused in one line naming the column."""
+    try:
+        if pa.types.is_integer(column.type) and pa.types.is_date32(kind):
+            return column.cast(pa.int32()).cast(kind)
+        return column.cast(kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise BadInputError(
+            f"column {name}: the events' {column.type} values cannot be stored as the "
+            f"table's {kind} ({first_line(exc)})"
+        ) from None
 
 
 _META_TYPES = {"string": pa.string(), "int64": pa.int64(), "int32": pa.int32()}
