@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from hudi_sync.spark.parallelism import default_parallelism
 from hudi_sync.spark.writing.file_groups import WriteTarget
 from hudi_sync.spark.writing.merge import DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
+from hudi_sync.spark.writing.spark_files import footer
 from hudi_sync.spark.writing.spark_merge import FILE_ID
 from hudi_sync.spark.writing.spark_merge_plan import broadcast_limit
 from hudi_sync.storage import Location, open_location
@@ -150,7 +151,7 @@ def _row_bytes(location: Location, files: Sequence[str]) -> tuple[int, int]:
     partition, file name) and of all their columns."""
     keys, rows = 0, 0
     for path in files:
-        meta = _footer(location, path)
+        meta = footer(location, path)
         count = max(1, meta.num_rows)
         key_total, total = 0, 0
         for group in range(meta.num_row_groups):
@@ -163,13 +164,6 @@ def _row_bytes(location: Location, files: Sequence[str]) -> tuple[int, int]:
         keys = max(keys, -(-key_total // count))
         rows = max(rows, -(-total // count))
     return keys + _ROW_OVERHEAD, rows + _ROW_OVERHEAD
-
-
-def _footer(location: Location, path: str) -> pq.FileMetaData:
-    if location.is_local:
-        return pq.read_metadata(path)
-    with location.fs.open(path, "rb") as handle:
-        return pq.read_metadata(handle)
 
 
 def _stored_keys(spark: SparkSession, location: Location, files: Sequence[str]) -> DataFrame:

@@ -120,7 +120,7 @@ def write_file_groups(
         partition = groups[file_id]
         relative = f"{partition}/{base_file_name(file_id, instant)}".lstrip("/")
         target = location.join(relative)
-        meta = _footer(location, parts[0])
+        meta = footer(location, parts[0])
         location.fs.makedirs(location.join(partition), exist_ok=True)
         location.fs.mv(parts[0], target)
         published[file_id] = (relative, meta.num_rows, location.size(target))
@@ -164,7 +164,8 @@ def write_empty(location: Location, schema: pa.Schema, relative: str) -> int:
     return len(data)
 
 
-def _footer(location: Location, path: str) -> pq.FileMetaData:
+def footer(location: Location, path: str) -> pq.FileMetaData:
+    """A stored parquet file's footer, through the table's file system."""
     if location.is_local:
         return pq.read_metadata(path)
     with location.fs.open(path, "rb") as handle:
@@ -181,7 +182,7 @@ class StoredFile:
 
 def stored_file(location: Location, path: str) -> StoredFile:
     """A stored base file's rows and uncompressed bytes per row, from its footer."""
-    meta = _footer(location, path)
+    meta = footer(location, path)
     total = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
     rows = int(meta.num_rows)
     return StoredFile(rows, max(1, int(total) // max(1, rows)))
