@@ -142,8 +142,8 @@ def test_failed_sync_leaves_previous_objects(fixture_copy, tmp_path: Path, monke
 def test_a_new_snapshot_replaces_only_the_manifest_view(
     fixture_copy, tmp_path: Path, delta_commits: int
 ) -> None:  # type: ignore[no-untyped-def]
-    """Binding a view over the history reads every footer: only the first sync (or a
-    changed history SQL) creates it; later syncs swap the manifest view."""
+    """Only the first sync (or a changed history SQL: a new column) creates the history
+    and the view; later syncs swap the manifest view."""
     from tests.timeline_files import HeldBackCommits
 
     path = fixture_copy("cow/v9_txns_simple_meta")

@@ -199,11 +199,10 @@ class HudiTable:
 
     # -- schema --------------------------------------------------------------------------
     @cached_property
-    def avro_schema(self) -> dict[str, Any]:
-        """The latest commit's schema, else ``hoodie.table.create.schema``, else a parquet
-        footer (other base formats' files are never read for it)."""
-        # Imported here: listing a table needs no pyarrow (~50 MB of memory).
-        from hudi_sync.table.schema import parse_avro_schema, schema_from_parquet_footer
+    def declared_avro_schema(self) -> dict[str, Any] | None:
+        """The latest commit's schema, else ``hoodie.table.create.schema``; None when the
+        table declares neither (only its files then tell its columns)."""
+        from hudi_sync.table.schema import parse_avro_schema
 
         for instant in reversed(self.timeline.completed_writes):
             schema = self.timeline.commit_metadata(instant).schema
@@ -213,6 +212,17 @@ class HudiTable:
             return parse_avro_schema(
                 self.config.create_schema, f"{self.uri}: {cfg.CREATE_SCHEMA.key}"
             )
+        return None
+
+    @cached_property
+    def avro_schema(self) -> dict[str, Any]:
+        """The declared schema (``declared_avro_schema``), else a parquet footer (other
+        base formats' files are never read for it)."""
+        # Imported here: listing a table needs no pyarrow (~50 MB of memory).
+        from hudi_sync.table.schema import schema_from_parquet_footer
+
+        if self.declared_avro_schema is not None:
+            return self.declared_avro_schema
         if self.config.base_file_format != "PARQUET":
             raise UnsupportedTableError(
                 f"{self.uri}: no schema in commit metadata or {cfg.CREATE_SCHEMA.key}, "

@@ -40,10 +40,10 @@ from typing import TYPE_CHECKING, Any
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
 from hudi_sync.manifest.log_parquet import FILE_ID_COLUMN, SOURCE_COLUMN
-from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest, timeline_tail
+from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest
 from hudi_sync.table import HudiTable
 from hudi_sync.table.record_merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
-from hudi_sync.table.schema import PartitionField, parse_avro_schema, partition_fields
+from hudi_sync.table.schema import PartitionField, partition_fields
 from hudi_sync.warehouse.bigquery_schema import partition_key_type, table_schema
 from hudi_sync.warehouse.common import (
     ObjectNames,
@@ -51,6 +51,7 @@ from hudi_sync.warehouse.common import (
     SyncMarker,
     SyncPlan,
     SyncResult,
+    declared_schema,
     ordering_kind,
     settled_plan,
     snapshot_query,
@@ -618,17 +619,12 @@ def bigquery_client(config: BigQuerySyncConfig, api_endpoint: str | None = None)
 
 
 def snapshot_avro_schema(table: HudiTable, instant: str | None) -> dict[str, Any]:
-    """``table.avro_schema`` (the newest write's schema) read from the timeline's tail at
-    the synced snapshot's ``instant``: the whole active timeline (thousands of instants
-    on a large table) is not parsed when a write at or after it has the schema. The
-    table's own (a cached property) when it was read already."""
-    if instant is not None and "avro_schema" not in vars(table):
-        tail = timeline_tail(table, instant, ())
-        for write in reversed(tail.completed_writes):
-            schema = tail.commit_metadata(write).schema
-            if schema:
-                return parse_avro_schema(schema, f"{table.uri}: {write.file_name}")
-    return table.avro_schema
+    """``table.avro_schema`` when it was read already (a cached property), else the
+    declared schema (``declared_schema``: from the timeline's tail at the synced
+    snapshot's ``instant``), else ``table.avro_schema`` (a parquet footer)."""
+    if "avro_schema" in vars(table):
+        return table.avro_schema
+    return declared_schema(table, instant) or table.avro_schema
 
 
 def history_uris(table: HudiTable, base: str) -> list[str]:

@@ -6,7 +6,7 @@ import re
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hudi_sync.errors import BadInputError
 from hudi_sync.manifest.log_parquet import FILE_ID_COLUMN, SOURCE_COLUMN
@@ -22,6 +22,7 @@ from hudi_sync.table.record_merge import (
 
 if TYPE_CHECKING:
     from hudi_sync.manifest.snapshot import PublishedLogs
+    from hudi_sync.table import HudiTable
 
 MARKER_PREFIX = "hudi_sync"
 # The instant a marker records for objects created empty, before the table's first
@@ -285,3 +286,21 @@ def ordering_at_least(spelling: SnapshotQuery, ordering: str, kind: str | None, 
         f"WHEN {log} IS NULL OR {base} IS NULL THEN {spelling.fail(f'{message} || {key}')} "
         f"ELSE {compared} END"
     )
+
+
+def declared_schema(table: HudiTable, instant: str | None) -> dict[str, Any] | None:
+    """``table.declared_avro_schema`` (the newest write's schema, else
+    ``hoodie.table.create.schema``; None when the table declares none), read from the
+    timeline's tail at the synced snapshot's ``instant`` when a write there has it: a
+    sync after one commit does not parse the whole active timeline (thousands of
+    instants on a large table) for it."""
+    from hudi_sync.manifest.snapshot import timeline_tail
+    from hudi_sync.table.schema import parse_avro_schema
+
+    if instant is not None and "declared_avro_schema" not in vars(table):
+        tail = timeline_tail(table, instant, ())
+        for write in reversed(tail.completed_writes):
+            schema = tail.commit_metadata(write).schema
+            if schema:
+                return parse_avro_schema(schema, f"{table.uri}: {write.file_name}")
+    return table.declared_avro_schema

@@ -1,9 +1,10 @@
 """DuckDB target: the three objects in a local DuckDB database file.
 
 ``<t>_manifest`` reads the published manifest CSV, ``<t>_history`` every parquet base
-file under the table's partition folders (never ``.hoodie``), and the view ``<t>``
-keeps the history rows whose file is in the manifest. All statements of a sync run in
-one transaction, so a failure leaves the previous objects as they were.
+file under the table's partition folders (never ``.hoodie``), its columns bound from the
+table's schema (creating it opens no file), and the view ``<t>`` keeps the history rows
+whose file is in the manifest. All statements of a sync run in one transaction, so a
+failure leaves the previous objects as they were.
 
 Before the table's first commit there is no file to read: the manifest and history are
 typed selects without rows (the history's columns from the table's Avro schema, typed
@@ -24,7 +25,12 @@ import pyarrow.compute as pc
 
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
 from hudi_sync.manifest.file_set import FileSet
-from hudi_sync.manifest.log_parquet import EXTRA_COLUMNS, FILE_ID_COLUMN, PARTITION_FIELD
+from hudi_sync.manifest.log_parquet import (
+    EXTRA_COLUMNS,
+    FILE_ID_COLUMN,
+    PARTITION_FIELD,
+    SOURCE_COLUMN,
+)
 from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest
 from hudi_sync.table import HudiTable
 from hudi_sync.table.log_records import RECORD_KEY_FIELD
@@ -42,6 +48,7 @@ from hudi_sync.warehouse.common import (
     SyncMarker,
     SyncPlan,
     SyncResult,
+    declared_schema,
     ordering_kind,
     settled_plan,
     snapshot_query,
@@ -241,10 +248,11 @@ class DuckDBTarget:
             f"SELECT * EXCLUDE ({SOURCE_FILE_COLUMN}) FROM {quote_identifier(names.history)} "
             f"WHERE {file_column} IN (SELECT filename FROM {quote_identifier(names.manifest)})"
         )
-        # Creating a view over the history binds it, which reads every base file's
-        # footer: the history and the view are re-created only when their SQL changed
-        # (its digest is kept in their comments); a new snapshot replaces the manifest
-        # view alone, and the view reads it by name.
+        # The history and the view are re-created only when their SQL changed (its
+        # digest is kept in their comments: a new column re-binds the history); a new
+        # snapshot replaces the manifest view alone, and the view reads it by name. A
+        # history read by name (``union_by_name``) reads every base file's footer when
+        # it is created.
         views: list[tuple[str, str | None]] = [
             (names.manifest, manifest_sql),
             (names.history, history_sql),
@@ -287,7 +295,8 @@ class DuckDBTarget:
             "header = false, columns = {'filename': 'VARCHAR'}, auto_detect = false)"
         )
         glob = quote_literal(glob_literal(logs.folder_uri.rstrip("/")) + "/*.parquet")
-        history_sql = f"SELECT * FROM read_parquet({glob}, union_by_name = true)"
+        schema = schema_map(log_columns(logs.schema))
+        history_sql = f"SELECT * FROM read_parquet({glob}, schema = {schema})"
         return [
             (names.log_manifest, manifest_sql),
             (names.log_history, history_sql),
@@ -301,17 +310,26 @@ class DuckDBTarget:
             depths = published.manifest.depths()
         globs = partition_globs(table.location.uri, depths)
         if not globs:  # no base file yet (an empty table): typed, no rows
-            columns = ", ".join(
+            typed = ", ".join(
                 f"CAST(NULL AS {sql_type}) AS {quote_identifier(name)}"
                 for name, sql_type in empty_history_columns(table)
             )
-            return f"SELECT {columns}, CAST(NULL AS VARCHAR) AS {SOURCE_FILE_COLUMN} WHERE false"
+            return f"SELECT {typed}, CAST(NULL AS VARCHAR) AS {SOURCE_FILE_COLUMN} WHERE false"
         hive = table.config.hive_style_partitioning and table.config.drop_partition_columns
         sources = "[" + ", ".join(quote_literal(g) for g in globs) + "]"
         source_column = quote_literal(SOURCE_FILE_COLUMN)
+        columns = None if hive else bound_columns(table, published.manifest.instant)
+        if columns is None:  # only the files tell the columns
+            return (
+                f"SELECT * FROM read_parquet({sources}, filename = {source_column}, "
+                f"union_by_name = true, hive_partitioning = {str(hive).lower()})"
+            )
+        # Bound from the table's schema: creating the view opens no file, a file without
+        # a column (written before it was added) reads it as NULL.
+        schema = schema_map(columns)
         return (
             f"SELECT * FROM read_parquet({sources}, filename = {source_column}, "
-            f"union_by_name = true, hive_partitioning = {str(hive).lower()})"
+            f"hive_partitioning = false, schema = {schema})"
         )
 
 
@@ -442,14 +460,62 @@ def partition_globs(base_uri: str, depths: Sequence[int]) -> list[str]:
     return ["/".join([base, *(["[!.]*"] * depth), "[!.]*.parquet"]) for depth in depths]
 
 
-def empty_history_columns(table: HudiTable) -> list[tuple[str, str]]:
-    """The history's columns and DuckDB types while the snapshot has no base file (before
-    the table's first commit): what ``read_parquet`` gives for the files Hudi writes with
-    the table's Avro schema. Meta fields first (Hudi writes them even when it does not
-    populate them), then the schema's fields; partition columns dropped from the files
-    come from the path, last (typed by the schema here; DuckDB infers them from the
-    values once there are files)."""
-    fields: list[Any] = table.avro_schema.get("fields", [])
+def bound_columns(table: HudiTable, instant: str | None) -> list[tuple[str, str]] | None:
+    """The history's columns from the table's declared schema (``declared_schema`` at the
+    synced ``instant``), or None where only the files can tell them (the history then
+    reads every file's footer, by name): a table that declares no schema, or one with a
+    type ``duckdb_type`` does not map. A table whose hive partition columns are dropped
+    from its files is never bound (DuckDB takes no ``schema`` beside
+    ``hive_partitioning``)."""
+    avro = declared_schema(table, instant)
+    if avro is None:
+        return None
+    try:
+        return empty_history_columns(table, avro)
+    except UnsupportedTableError:
+        return None
+
+
+def schema_map(columns: Sequence[tuple[str, str]]) -> str:
+    """``read_parquet``'s ``schema`` argument for ``columns`` (name, DuckDB type): each
+    file's columns are matched by name (Hudi's files have no field ids) and cast to the
+    type; a column a file lacks reads NULL, a column the map lacks is left out."""
+    entries = ", ".join(
+        f"{quote_literal(name)}: {{name: {quote_literal(name)}, type: {quote_literal(sql_type)}, "
+        "default_value: NULL}"
+        for name, sql_type in columns
+    )
+    return f"MAP {{{entries}}}"
+
+
+def arrow_columns(schema: pa.Schema) -> list[tuple[str, str]]:
+    """The columns and DuckDB types of parquet files pyarrow writes with ``schema`` (the
+    folded log files), as DuckDB reads Arrow: its Arrow and parquet readers agree on the
+    types pyarrow writes."""
+    with duckdb.connect() as con:
+        relation = con.from_arrow(schema.empty_table())
+        return [(str(n), str(t)) for n, t in zip(relation.columns, relation.types, strict=True)]
+
+
+def log_columns(schema: pa.Schema) -> list[tuple[str, str]]:
+    """The folded log files' columns (``PublishedLogs.schema``) in the order the files
+    hold them (``folded_file_rows`` appends the file group and the file name last)."""
+    columns = arrow_columns(schema)
+    last = [c for c in columns if c[0] in (FILE_ID_COLUMN, SOURCE_COLUMN)]
+    return [c for c in columns if c not in last] + last
+
+
+def empty_history_columns(
+    table: HudiTable, avro: dict[str, Any] | None = None
+) -> list[tuple[str, str]]:
+    """The history's columns and DuckDB types: what ``read_parquet`` gives for the files
+    Hudi writes with the table's Avro schema (the history's bound schema, and its typed
+    select without rows before the table's first commit). Meta fields first (Hudi writes
+    them even when it does not populate them), then the schema's fields; partition
+    columns dropped from the files come from the path, last (typed by the schema here;
+    DuckDB infers them from the values once there are files). ``avro``: the table's
+    schema when already read."""
+    fields: list[Any] = (avro or table.avro_schema).get("fields", [])
     columns = [(name, "VARCHAR") for name in META_FIELDS]
     named: dict[str, Any] = {}
     columns += [
