@@ -136,6 +136,7 @@ class LogParquetStore:
         # Worker processes folding new slices (``fold_processes``; 1: in this process).
         self.processes = fold_processes(processes)
         self.min_slices_per_process = max(1, min_slices_per_process)
+        self.workers_used = 0  # worker processes the last publish started
 
     def path(self, *parts: str) -> str:
         return "/".join([self.folder, *parts])
@@ -320,9 +321,11 @@ class LogParquetStore:
             for first in range(0, len(missing), size)
         ]
         if workers <= 1:
+            self.workers_used = 0
             for job in jobs:
                 fold_batch(job, location)
             return
+        self.workers_used = workers
         run_fold_workers(jobs, workers)
 
     def _write_lists(self, folder: str, names: tuple[str, ...]) -> None:
