@@ -4,6 +4,8 @@ folded log file holds what folding its slice alone gives."""
 
 from __future__ import annotations
 
+import math
+import random
 import re
 import shutil
 from pathlib import Path
@@ -18,8 +20,10 @@ from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.manifest.log_parquet import LOG_FOLDER, LogParquetStore
 from hudi_sync.spark.writing.writer import write_arrow
 from hudi_sync.table import HudiTable
+from hudi_sync.table.record_merge import DeleteKey, MergeMode, MergeRules, fold_log_records
 from hudi_sync.table.slice_reader import read_folded_log, read_folded_logs
 from hudi_sync.table.snapshot_read import slice_merge_rules, snapshot_schema
+from hudi_sync.table.vector_merge import columnar_fold
 
 PARTITIONS = 30  # x 4 buckets: 120 slices
 
@@ -127,3 +131,51 @@ def test_the_process_count_option_is_read_strictly() -> None:
     assert cfg.LOG_FOLD_PROCESSES.read({"hudi_sync.sync.log.fold.processes": "3"}) == 3
     with pytest.raises(BadInputError, match=re.escape(cfg.LOG_FOLD_PROCESSES.key)):
         cfg.LOG_FOLD_PROCESSES.read({"hudi_sync.sync.log.fold.processes": "-1"})
+
+
+KEY = "_hoodie_record_key"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_column_wise_fold_keeps_what_folding_record_by_record_keeps(seed: int) -> None:
+    chooser = random.Random(seed)
+    kinds: list[tuple[pa.DataType, list[Any]]] = [
+        (pa.float64(), [math.nan, -math.inf, -1.5, -0.0, 0.0, 1.5, math.inf]),
+        (pa.int32(), [None, -1, 0, 1, 2]),
+        (pa.int64(), [-(2**40), 0, 3, 2**40]),
+        (pa.string(), ["a", "ab", "b", "é", "z"]),
+    ]
+    ts_type, values = kinds[seed % len(kinds)]
+    schema = pa.schema([(KEY, pa.string()), ("ts", ts_type), ("v", pa.string())])
+    keys = [f"k{i}" for i in range(6)]
+    log = pa.Table.from_pylist(
+        [
+            {KEY: chooser.choice(keys), "ts": chooser.choice(values), "v": f"log{i}"}
+            for i in range(25)
+        ],
+        schema=schema,
+    )
+    entries = list(range(log.num_rows))
+    for rules in (
+        MergeRules(MergeMode.EVENT_TIME_ORDERING, "ts"),
+        MergeRules(MergeMode.COMMIT_TIME_ORDERING),
+    ):
+        fast = columnar_fold(log, entries, rules)
+        assert fast is not None, "the common shape is folded column-wise"
+        exact = fold_log_records(log, entries, rules)
+        assert fast.schema == exact.schema
+        assert repr(fast.to_pylist()) == repr(exact.to_pylist())  # NaN, -0.0 told apart
+
+
+def test_deletes_are_folded_record_by_record() -> None:
+    schema = pa.schema([(KEY, pa.string()), ("ts", pa.int64()), ("_hoodie_is_deleted", pa.bool_())])
+    log = pa.Table.from_pylist(
+        [
+            {KEY: "a", "ts": 1, "_hoodie_is_deleted": False},
+            {KEY: "a", "ts": 2, "_hoodie_is_deleted": True},
+        ],
+        schema=schema,
+    )
+    rules = MergeRules(MergeMode.EVENT_TIME_ORDERING, "ts")
+    assert columnar_fold(log, [0, 1], rules) is None
+    assert columnar_fold(log.slice(0, 1), [0, DeleteKey("a")], rules) is None

@@ -321,11 +321,16 @@ def data_block_table(block: LogBlock, where: str) -> pa.Table | None:
     return None
 
 
-def data_block_tables(blocks: Sequence[tuple[LogBlock, str]]) -> list[pa.Table | None]:
+def data_block_tables(
+    blocks: Sequence[tuple[LogBlock, str]],
+    fit: Callable[[pa.Table], pa.Table | None] | None = None,
+) -> list[pa.Table | None]:
     """``data_block_table`` of each ``(block, where)`` (None for a delete block), the
     Avro blocks of one schema decoded in one call: the column decoder's cost is mostly
     per column, not per row, and a slice's blocks hold few rows. Where the joint decode
-    fails, each block of the group is decoded alone, so an error names its block."""
+    fails, each block of the group is decoded alone, so an error names its block.
+    ``fit``: applied to each joint decode before it is split per block, where it does
+    not answer None (a caller's per-block conversion, done once)."""
     tables: list[pa.Table | None] = [None] * len(blocks)
     groups: dict[str, list[int]] = {}
     for index, (block, where) in enumerate(blocks):
@@ -335,7 +340,7 @@ def data_block_tables(blocks: Sequence[tuple[LogBlock, str]]) -> list[pa.Table |
         elif block.block_type != BlockType.DELETE:
             tables[index] = data_block_table(block, where)
     for schema_text, indices in groups.items():
-        joint = _joint_avro_tables([blocks[i][0] for i in indices], schema_text)
+        joint = _joint_avro_tables([blocks[i][0] for i in indices], schema_text, fit)
         if joint is _UNSUPPORTED:
             continue  # None for each: their records are read one by one
         for position, index in enumerate(indices):
@@ -347,7 +352,11 @@ def data_block_tables(blocks: Sequence[tuple[LogBlock, str]]) -> list[pa.Table |
 _UNSUPPORTED: list[pa.Table] = []  # the schema has a type the column decoder lacks
 
 
-def _joint_avro_tables(blocks: Sequence[LogBlock], schema_text: str) -> list[pa.Table] | None:
+def _joint_avro_tables(
+    blocks: Sequence[LogBlock],
+    schema_text: str,
+    fit: Callable[[pa.Table], pa.Table | None] | None,
+) -> list[pa.Table] | None:
     """The records of Avro blocks of one schema decoded as one run of datums and split
     back per block; ``_UNSUPPORTED`` when the decoder lacks a type of the schema, None
     when any block does not decode (each is then decoded alone)."""
@@ -377,6 +386,8 @@ def _joint_avro_tables(blocks: Sequence[LogBlock], schema_text: str) -> list[pa.
     if columns is None:
         return _UNSUPPORTED
     table = pa.Table.from_struct_array(columns)
+    fitted = fit(table) if fit is not None else None
+    table = fitted if fitted is not None else table
     split, first = [], 0
     for count in counts:
         split.append(table.slice(first, count))

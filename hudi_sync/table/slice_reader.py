@@ -47,7 +47,7 @@ from hudi_sync.table.record_merge import (
     mark_first_base_rows,
 )
 from hudi_sync.table.schema import META_FIELDS
-from hudi_sync.table.vector_merge import merge_slice
+from hudi_sync.table.vector_merge import columnar_fold, merge_slice
 
 _RECORD_KEY = META_FIELDS[2]
 _ARROW_ERRORS = (pa.ArrowException, OSError, ValueError, TypeError, OverflowError)
@@ -203,7 +203,9 @@ def read_folded_logs(
     slice by slice. Memory holds every slice's log files: callers pass a bounded
     batch."""
     applied = [_applied(location, s, committed, as_of) for s in slices]
-    decoded = data_block_tables([pair for blocks in applied for pair in blocks.blocks])
+    decoded = data_block_tables(
+        [pair for blocks in applied for pair in blocks.blocks], lambda t: _fitted(t, schema)
+    )
     first = 0
     for file_slice, blocks in zip(slices, applied, strict=True):
         own = decoded[first : first + len(blocks.blocks)]
@@ -225,7 +227,9 @@ def _folded(
     if rules.key_fields:  # the folded rows carry the built key as _hoodie_record_key
         check_key_types(schema, rules.key_fields, where)
         log_rows = _keyed(log_rows, log.row_keys).drop_columns([_SHADOWED_KEY])
-    folded = fold_log_records(log_rows, entries, rules)
+    folded = columnar_fold(log_rows, entries, rules)
+    if folded is None:  # not the common shape: record by record
+        folded = fold_log_records(log_rows, entries, rules)
     base_rows = None
     if file_slice.base_file is not None and folded.num_rows:
         if rules.key_fields:
@@ -448,6 +452,8 @@ def _block_rows(
 def _fitted(decoded: pa.Table, schema: pa.Schema) -> pa.Table | None:
     """``decoded`` with ``schema``'s columns (missing ones null), or None when a column
     would need a cast between kinds of value, or a cast fails."""
+    if decoded.schema.equals(schema.remove_metadata(), check_metadata=True):
+        return decoded  # already fitted (``read_folded_logs`` fits a batch at once)
     columns = []
     for field in schema:
         if field.name not in decoded.column_names:
