@@ -33,6 +33,7 @@ import pyarrow as pa
 
 from benchmarks.bench_writer import RESULTS_DIR
 from hudi_sync.manifest.log_parquet import LOG_FOLDER
+from hudi_sync.manifest.snapshot import MANIFEST_FOLDER
 from hudi_sync.spark.writing.writer import write_arrow
 from hudi_sync.sync.job import sync_table
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
@@ -89,6 +90,7 @@ def measure(
         _written(work, partitions)
     else:
         shutil.copytree(_written(tables, partitions), table)
+        shutil.rmtree(table / MANIFEST_FOLDER, ignore_errors=True)  # a synced copy's
     database = work / f"w{partitions}.duckdb"
     target = DuckDBTarget(str(database), "t")
     started = time.perf_counter()

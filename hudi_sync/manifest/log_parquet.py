@@ -300,12 +300,13 @@ class LogParquetStore:
         """Write the folded log file of each ``(name, slice)``, in batches
         (``fold_batch``): in this process, or, when there are enough slices to repay
         starting them, in ``processes`` worker processes (``run_fold_workers``)."""
+        self.workers_used = 0
         if not missing:
             return
         location = self.table.location
         workers = min(self.processes, len(missing) // self.min_slices_per_process)
-        if isinstance(location.fs, MemoryFileSystem):  # another process cannot see it
-            workers = 1
+        if isinstance(location.fs, MemoryFileSystem) or not sys.executable:
+            workers = 1  # another process cannot see the store, or there is no interpreter
         size = max(1, min(_BATCH_SLICES, -(-len(missing) // (4 * max(workers, 1)))))
         jobs = [
             FoldJob(
@@ -321,7 +322,6 @@ class LogParquetStore:
             for first in range(0, len(missing), size)
         ]
         if workers <= 1:
-            self.workers_used = 0
             for job in jobs:
                 fold_batch(job, location)
             return
