@@ -99,8 +99,8 @@ FORMAT = 3
 EXTRA_COLUMNS = (FILE_ID_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN, BASE_ROW_COLUMN, SOURCE_COLUMN)
 # Slices folded together (their data blocks decoded in one call), at most.
 _BATCH_SLICES = 256
-# Worker processes start only when each gets at least this many slices: a spawned
-# worker's start (an interpreter importing pyarrow) costs what folding a few hundred
+# Worker processes start only when each gets at least this many slices: a worker's
+# start (an interpreter importing pyarrow and hudi_sync) costs what folding a few hundred
 # slices does.
 MIN_SLICES_PER_PROCESS = 500
 # Threads writing a batch's files (a local write waits on fsync, an object store's on
