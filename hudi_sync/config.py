@@ -364,6 +364,15 @@ DELTA_COMMITS = _integer(
     default=0,
     minimum=0,
 )
+LOG_FOLD_PROCESSES = _integer(
+    "hudi_sync.sync.log.fold.processes",
+    "Merge-on-Read tables: worker processes folding the slices with new log files into "
+    "the Parquet files of the _rt view (0: one per CPU; 1: in the syncing process). "
+    "Workers start only when each gets at least 500 slices (a first sync).",
+    "sync",
+    default=0,
+    minimum=0,
+)
 SKIP_RO_SUFFIX = _boolean(
     "hoodie.datasource.hive_sync.skip_ro_suffix",
     "Merge-on-Read tables: name the read-optimized view <t> instead of <t>_ro "

@@ -118,6 +118,7 @@ class SyncRun:
         command. A bad delta-commits value fails first, before the table is opened."""
         own = {DELTA_COMMITS_OPTION: self.delta_commits}
         delta_commits = exit_on_error(lambda: delta_commits_option(self.options(flags=own)))
+        processes = exit_on_error(lambda: cfg.LOG_FOLD_PROCESSES.read(self.options()))
 
         def body() -> SyncReport:
             table = HudiTable.open(uri, parse_storage_options(self.storage_option))
@@ -129,6 +130,7 @@ class SyncRun:
                 force=self.force,
                 dry_run=self.dry_run,
                 delta_commits=delta_commits,
+                fold_processes=processes,
             )
 
         report = exit_on_error(body)

@@ -42,14 +42,20 @@ import datetime as dt
 import hashlib
 import io
 import json
+import os
+import pickle
+import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from fsspec.implementations.memory import MemoryFileSystem
 
 from hudi_sync.errors import UnsupportedTableError
 from hudi_sync.manifest.file_set import lines_bytes, string_array
@@ -60,13 +66,20 @@ from hudi_sync.manifest.snapshot import (
     timeline_tail,
     why_not_incremental,
 )
+from hudi_sync.storage import Location, open_location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.log_records import RECORD_KEY_FIELD
-from hudi_sync.table.record_merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
-from hudi_sync.table.slice_reader import read_folded_log
+from hudi_sync.table.record_merge import (
+    BASE_ROW_COLUMN,
+    DELETED_COLUMN,
+    LOG_WINS_COLUMN,
+    MergeRules,
+)
+from hudi_sync.table.slice_reader import read_folded_logs
 from hudi_sync.table.snapshot_read import slice_merge_rules, snapshot_schema, table_merge_rules
+from hudi_sync.table.visibility import CommittedInstants
 
 LOG_FOLDER = f"{MANIFEST_FOLDER}/logs"
 FILE_ID_COLUMN = "_hudi_sync_file_id"
@@ -84,15 +97,46 @@ PARTITION_FIELD = "_hoodie_partition_path"
 FORMAT = 3
 # Added to the table's columns in every folded log file, in this order.
 EXTRA_COLUMNS = (FILE_ID_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN, BASE_ROW_COLUMN, SOURCE_COLUMN)
+# Slices folded together (their data blocks decoded in one call), at most.
+_BATCH_SLICES = 256
+# Worker processes start only when each gets at least this many slices: a worker's
+# start (an interpreter importing pyarrow and hudi_sync) costs what folding a few hundred
+# slices does.
+MIN_SLICES_PER_PROCESS = 500
+# Threads writing a batch's files (a local write waits on fsync, an object store's on
+# the network).
+_WRITER_THREADS = 8
+
+
+def fold_processes(setting: int) -> int:
+    """The worker processes a fold may use: ``setting`` (the option
+    ``hudi_sync.sync.log.fold.processes``), 0 meaning one per CPU this process may
+    run on."""
+    if setting > 0:
+        return setting
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on every platform
+        return max(1, os.cpu_count() or 1)
 
 
 class LogParquetStore:
     """Converts and publishes a MOR table's folded logs under ``.hoodie/manifest/logs``."""
 
-    def __init__(self, table: HudiTable, keep: int) -> None:
+    def __init__(
+        self,
+        table: HudiTable,
+        keep: int,
+        processes: int = 0,
+        min_slices_per_process: int = MIN_SLICES_PER_PROCESS,
+    ) -> None:
         self.table = table
         self.keep = keep
         self.folder = table.location.join(LOG_FOLDER)
+        # Worker processes folding new slices (``fold_processes``; 1: in this process).
+        self.processes = fold_processes(processes)
+        self.min_slices_per_process = max(1, min_slices_per_process)
+        self.workers_used = 0  # worker processes the last publish started
 
     def path(self, *parts: str) -> str:
         return "/".join([self.folder, *parts])
@@ -128,17 +172,7 @@ class LogParquetStore:
         existing = set() if dry_run else self._existing()
         missing = [(name, s) for name, s in named.items() if name not in existing]
         if not dry_run:
-            committed = table.view.committed_instants
-
-            def convert(item: tuple[str, FileSlice]) -> None:
-                name, file_slice = item
-                folded = read_folded_log(
-                    table.location, file_slice, rules, committed, schema, instant if as_of else None
-                )
-                self._write(name, file_slice, folded)
-
-            with ThreadPoolExecutor(max_workers=4) as pool:
-                list(pool.map(convert, missing))
+            self._fold(missing, rules, schema, instant if as_of else None)
         names = tuple(sorted(name for _, _, name in groups))
         folder = snapshot_folder(instant)
         if not dry_run:
@@ -256,13 +290,43 @@ class LogParquetStore:
             return set()
         return {str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries}
 
-    def _write(self, name: str, file_slice: FileSlice, folded: pa.Table) -> None:
-        rows = folded_file_rows(folded, file_slice.partition_path, file_slice.file_id, name)
-        buffer = io.BytesIO()
-        # No column statistics: they leave NaN out, and DuckDB folds isnan() and
-        # comparisons by them (a NaN ordering value would compare as no NaN).
-        pq.write_table(rows, buffer, write_statistics=False)
-        self.table.location.write_file(self.path("parquet", name), buffer.getvalue())
+    def _fold(
+        self,
+        missing: list[tuple[str, FileSlice]],
+        rules: MergeRules,
+        schema: pa.Schema,
+        as_of: str | None,
+    ) -> None:
+        """Write the folded log file of each ``(name, slice)``, in batches
+        (``fold_batch``): in this process, or, when there are enough slices to repay
+        starting them, in ``processes`` worker processes (``run_fold_workers``)."""
+        self.workers_used = 0
+        if not missing:
+            return
+        location = self.table.location
+        workers = min(self.processes, len(missing) // self.min_slices_per_process)
+        if isinstance(location.fs, MemoryFileSystem) or not sys.executable:
+            workers = 1  # another process cannot see the store, or there is no interpreter
+        size = max(1, min(_BATCH_SLICES, -(-len(missing) // (4 * max(workers, 1)))))
+        jobs = [
+            FoldJob(
+                location.uri,
+                dict(location.storage_options),
+                self.folder,
+                tuple(missing[first : first + size]),
+                rules,
+                self.table.view.committed_instants,
+                schema,
+                as_of,
+            )
+            for first in range(0, len(missing), size)
+        ]
+        if workers <= 1:
+            for job in jobs:
+                fold_batch(job, location)
+            return
+        self.workers_used = workers
+        run_fold_workers(jobs, workers)
 
     def _write_lists(self, folder: str, names: tuple[str, ...]) -> None:
         fs = self.table.location.fs
@@ -314,6 +378,116 @@ class LogParquetStore:
         except FileNotFoundError:
             return set()
         return {line for line in data.decode().splitlines() if line}
+
+
+@dataclass(frozen=True)
+class FoldJob:
+    """A batch of slices to fold, as plain data a worker process can take: the table's
+    location (URI and storage options, so a worker reaches an object store as the
+    driver does), the folded logs' folder, ``(name, slice)`` pairs and how to read
+    them."""
+
+    uri: str
+    storage_options: dict[str, Any]
+    folder: str
+    slices: tuple[tuple[str, FileSlice], ...]
+    rules: MergeRules
+    committed: CommittedInstants
+    schema: pa.Schema
+    as_of: str | None
+
+
+def fold_batch(job: FoldJob, location: Location | None = None) -> int:
+    """Fold and write one batch's slices (``read_folded_logs``); how many were written.
+    ``location``: the table's, in the driver (a worker opens its own from the job).
+    Writes run on threads: a local file's fsync waits on the disk, not the CPU."""
+    if location is None:
+        location = open_location(job.uri, job.storage_options)
+    pairs = list(job.slices)
+    folded = read_folded_logs(
+        location, [s for _, s in pairs], job.rules, job.committed, job.schema, job.as_of
+    )
+    with ThreadPoolExecutor(max_workers=_WRITER_THREADS) as pool:
+        pending = [
+            pool.submit(
+                location.write_file,
+                f"{job.folder}/parquet/{name}",
+                folded_file_bytes(rows, file_slice.partition_path, file_slice.file_id, name),
+            )
+            for (name, file_slice), rows in zip(pairs, folded, strict=True)
+        ]
+        for future in pending:
+            future.result()
+    return len(pairs)
+
+
+# A worker's start: the parent's import path first (hudi_sync may be importable only
+# through it), then its jobs; results go to the original stdout, anything a module
+# prints to stderr.
+_WORKER_MAIN = (
+    "import os, pickle, sys\n"
+    "results = os.fdopen(os.dup(1), 'wb')\n"
+    "os.dup2(2, 1)\n"
+    "sys.path[:] = pickle.load(sys.stdin.buffer)\n"
+    "from hudi_sync.manifest.log_parquet import serve_fold_jobs\n"
+    "serve_fold_jobs(sys.stdin.buffer, results)\n"
+)
+
+
+def run_fold_workers(jobs: Sequence[FoldJob], workers: int) -> None:
+    """Run ``jobs`` in ``workers`` fresh interpreters (``python -c``), each its share.
+    Not ``multiprocessing``: its spawn and forkserver start methods import the caller's
+    main module again in every worker (a script without a ``__main__`` guard would run
+    twice), and a fork copies a process mid-flight (the sync runs inside PySpark
+    drivers, with a JVM and threads). A worker's error is raised here as it was
+    raised there."""
+    shares = [list(jobs[i::workers]) for i in range(workers)]
+
+    def run(share: list[FoldJob]) -> None:
+        payload = pickle.dumps(list(sys.path)) + pickle.dumps(share)
+        process = subprocess.run(
+            [sys.executable, "-c", _WORKER_MAIN], input=payload, capture_output=True
+        )
+        try:
+            outcome = pickle.loads(process.stdout)
+        except Exception:  # the worker died before answering
+            detail = process.stderr.decode(errors="replace").strip().splitlines()
+            raise RuntimeError(
+                f"log fold worker exited with code {process.returncode}: "
+                f"{detail[-1] if detail else 'no output'}"
+            ) from None
+        if isinstance(outcome, BaseException):
+            raise outcome
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for future in [pool.submit(run, share) for share in shares if share]:
+            future.result()
+
+
+def serve_fold_jobs(jobs: BinaryIO, results: BinaryIO) -> None:
+    """A fold worker's body (``run_fold_workers``): fold the pickled jobs read from
+    ``jobs``; write how many slices were folded, or the error, pickled to ``results``."""
+    outcome: object
+    try:
+        outcome = sum(fold_batch(job) for job in pickle.load(jobs))
+    except Exception as exc:  # the driver raises it
+        try:
+            pickle.dumps(exc)
+            outcome = exc
+        except Exception:
+            outcome = RuntimeError(f"{type(exc).__name__}: {exc}")
+    results.write(pickle.dumps(outcome))
+    results.flush()
+
+
+def folded_file_bytes(folded: pa.Table, partition: str, file_id: str, name: str) -> bytes:
+    """A slice's folded log file (``folded_file_rows``) as Parquet bytes."""
+    rows = folded_file_rows(folded, partition, file_id, name)
+    buffer = io.BytesIO()
+    # No column statistics: they leave NaN out, and DuckDB folds isnan() and
+    # comparisons by them (a NaN ordering value would compare as no NaN).
+    pq.write_table(rows, buffer, write_statistics=False)
+    return buffer.getvalue()
 
 
 def folded_file_rows(folded: pa.Table, partition: str, file_id: str, name: str) -> pa.Table:

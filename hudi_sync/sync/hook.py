@@ -82,7 +82,12 @@ def run_post_commit_hook(
         keep = cfg.MANIFEST_KEEP.read(options)
         delta_commits = delta_commits_option(options)
         return sync_table(
-            table, targets, keep=keep, continue_on_error=True, delta_commits=delta_commits
+            table,
+            targets,
+            keep=keep,
+            continue_on_error=True,
+            delta_commits=delta_commits,
+            fold_processes=cfg.LOG_FOLD_PROCESSES.read(options),
         )
     except (HudiSyncError, OSError, ValueError) as exc:
         return SyncReport.failed(base_path, "hook", str(exc))

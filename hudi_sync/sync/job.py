@@ -144,12 +144,18 @@ SNAPSHOT_VIEW_REFUSAL = "_rt"
 
 
 def publish_logs(
-    table: HudiTable, published: PublishedManifest, as_of: str | None, keep: int, dry_run: bool
+    table: HudiTable,
+    published: PublishedManifest,
+    as_of: str | None,
+    keep: int,
+    dry_run: bool,
+    fold_processes: int = 0,
 ) -> tuple[PublishedManifest, str | None]:
     """A Merge-on-Read table's folded log files beside its manifest, so targets can
     create the snapshot view ``<t>_rt``; or, when a view cannot express the table's
-    merge rules, the one-line reason (the read-optimized objects still sync)."""
-    store = LogParquetStore(table, keep)
+    merge rules, the one-line reason (the read-optimized objects still sync).
+    ``fold_processes``: ``hudi_sync.sync.log.fold.processes``."""
+    store = LogParquetStore(table, keep, processes=fold_processes)
     refusal = store.rules_refusal()
     if refusal is not None:
         return published, f"{refusal}: no _rt view; the read-optimized objects are synced"
@@ -218,6 +224,7 @@ def sync_table(
     dry_run: bool = False,
     continue_on_error: bool = False,
     delta_commits: int = 0,
+    fold_processes: int = 0,
 ) -> SyncReport:
     """Publish the manifest, then sync each target in turn. With ``continue_on_error``
     (the post-commit hook) a failing target is recorded in ``errors`` and the others
@@ -235,7 +242,9 @@ def sync_table(
     first commit fills the objects in place.
 
     ``delta_commits`` > 0 publishes delta manifests when every target can read them
-    (``supports_delta_manifests``), else full ones."""
+    (``supports_delta_manifests``), else full ones. ``fold_processes``: the worker
+    processes folding a Merge-on-Read table's new log files
+    (``hudi_sync.sync.log.fold.processes``; 0: one per CPU, 1: in this process)."""
     if isinstance(table, str):
         table = HudiTable.open(table, storage_options)
     errors: dict[str, str] = {}
@@ -262,7 +271,9 @@ def sync_table(
     )
     snapshot_refusal = None
     if table.config.is_mor and readers:
-        published, snapshot_refusal = publish_logs(table, published, as_of, keep, dry_run)
+        published, snapshot_refusal = publish_logs(
+            table, published, as_of, keep, dry_run, fold_processes
+        )
         if snapshot_refusal is not None:
             errors[SNAPSHOT_VIEW_REFUSAL] = snapshot_refusal
     plans: list[SyncPlan] = []

@@ -20,16 +20,19 @@ is ordered by commit time instead.
 from __future__ import annotations
 
 import io
+import json
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import fastavro
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
+from hudi_sync.table.avro_arrow import datum_bounds, decode_rows
 from hudi_sync.table.logfile import BlockType, HeaderKey, LogBlock, read_blocks
 from hudi_sync.table.record_keys import record_key
 
@@ -316,6 +319,80 @@ def data_block_table(block: LogBlock, where: str) -> pa.Table | None:
     if block.block_type == BlockType.PARQUET_DATA:
         return _parquet_table(block.content, where)
     return None
+
+
+def data_block_tables(
+    blocks: Sequence[tuple[LogBlock, str]],
+    fit: Callable[[pa.Table], pa.Table | None] | None = None,
+) -> list[pa.Table | None]:
+    """``data_block_table`` of each ``(block, where)`` (None for a delete block), the
+    Avro blocks of one schema decoded in one call: the column decoder's cost is mostly
+    per column, not per row, and a slice's blocks hold few rows. Where the joint decode
+    fails, each block of the group is decoded alone, so an error names its block.
+    ``fit``: applied to each joint decode before it is split per block, where it does
+    not answer None (a caller's per-block conversion, done once)."""
+    tables: list[pa.Table | None] = [None] * len(blocks)
+    groups: dict[str, list[int]] = {}
+    for index, (block, where) in enumerate(blocks):
+        schema_text = block.header.get(HeaderKey.SCHEMA)
+        if block.block_type == BlockType.AVRO_DATA and schema_text is not None:
+            groups.setdefault(schema_text, []).append(index)
+        elif block.block_type != BlockType.DELETE:
+            tables[index] = data_block_table(block, where)
+    for schema_text, indices in groups.items():
+        joint = _joint_avro_tables([blocks[i][0] for i in indices], schema_text, fit)
+        if joint is _UNSUPPORTED:
+            continue  # None for each: their records are read one by one
+        for position, index in enumerate(indices):
+            block, where = blocks[index]
+            tables[index] = data_block_table(block, where) if joint is None else joint[position]
+    return tables
+
+
+_UNSUPPORTED: list[pa.Table] = []  # the schema has a type the column decoder lacks
+
+
+def _joint_avro_tables(
+    blocks: Sequence[LogBlock],
+    schema_text: str,
+    fit: Callable[[pa.Table], pa.Table | None] | None,
+) -> list[pa.Table] | None:
+    """The records of Avro blocks of one schema decoded as one run of datums and split
+    back per block; ``_UNSUPPORTED`` when the decoder lacks a type of the schema, None
+    when any block does not decode (each is then decoded alone)."""
+    if len(blocks) < 2:
+        return None
+    contents, starts, ends, counts = [], [], [], []
+    offset = 0
+    try:
+        for block in blocks:
+            content, count = block.content, block.record_count
+            if struct.unpack_from(">i", content, 0)[0] < 1:
+                return None
+            begin, end = datum_bounds(content, 8, count)
+            contents.append(content)
+            starts.append(begin + offset)
+            ends.append(end + offset)
+            counts.append(count)
+            offset += len(content)
+        columns = decode_rows(
+            json.loads(schema_text),
+            b"".join(contents),
+            np.concatenate(starts),
+            np.concatenate(ends),
+        )
+    except Exception:  # any fault: decoded alone, the block's own error names it
+        return None
+    if columns is None:
+        return _UNSUPPORTED
+    table = pa.Table.from_struct_array(columns)
+    fitted = fit(table) if fit is not None else None
+    table = fitted if fitted is not None else table
+    split, first = [], 0
+    for count in counts:
+        split.append(table.slice(first, count))
+        first += count
+    return split
 
 
 def _data_records(

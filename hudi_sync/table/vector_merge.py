@@ -30,7 +30,9 @@ import pyarrow.compute as pc
 from hudi_sync.table.log_records import RECORD_KEY_FIELD
 from hudi_sync.table.record_merge import (
     DELETE_OPERATIONS,
+    DELETED_COLUMN,
     IS_DELETED_FIELD,
+    LOG_WINS_COLUMN,
     OPERATION_FIELD,
     LogEntry,
     MergeMode,
@@ -127,6 +129,45 @@ def columnar_merge(
     order[met_rows[wins]] = base.num_rows + met_logs[wins]
     order = np.concatenate([order, base.num_rows + added])
     return pa.concat_tables([base, log_rows]).take(pa.array(order, pa.int64()))
+
+
+def columnar_fold(
+    log_rows: pa.Table, entries: Sequence[LogEntry], rules: MergeRules
+) -> pa.Table | None:
+    """The rows ``fold_log_records`` gives, computed column-wise; None when the records
+    are not of the common shape (module docstring). Each key's surviving version, keys
+    in the order of their first record, none deleted, and each replacing the base row
+    whatever the ordering values only under commit-time ordering."""
+    count = log_rows.num_rows
+    if not count or len(entries) != count or RECORD_KEY_FIELD not in log_rows.column_names:
+        return None
+    try:
+        in_order = np.array(entries, dtype=np.int64)
+    except (TypeError, ValueError):  # a delete-block record among them
+        return None
+    if not np.array_equal(in_order, np.arange(count, dtype=np.int64)):
+        return None
+    if _may_delete(log_rows, rules):
+        return None
+    keys = log_rows.column(RECORD_KEY_FIELD)
+    if keys.null_count:
+        return None
+    keys = _text(keys)
+    log_order: pa.Array | None = None
+    if rules.mode is MergeMode.EVENT_TIME_ORDERING and rules.ordering_field is not None:
+        if rules.ordering_field not in log_rows.column_names:
+            return None
+        log_order = _order_values(log_rows.column(rules.ordering_field))
+        if log_order is None:
+            return None
+    unique = pc.unique(keys)  # in the order of each key's first record
+    ids = pc.index_in(keys, value_set=unique).to_numpy(zero_copy_only=False).astype(np.int64)
+    survivors = _survivors(ids, log_order)  # the winning log row of key id i
+    schema = pa.schema([f.with_nullable(True) for f in log_rows.schema])
+    rows = log_rows.take(pa.array(survivors, pa.int64())).cast(schema)
+    always = rules.mode is MergeMode.COMMIT_TIME_ORDERING
+    rows = rows.append_column(DELETED_COLUMN, pa.array(np.zeros(len(survivors), dtype=bool)))
+    return rows.append_column(LOG_WINS_COLUMN, pa.array(np.full(len(survivors), always)))
 
 
 def _survivors(ids: np.ndarray[Any, Any], order: pa.Array | None) -> np.ndarray[Any, Any]:

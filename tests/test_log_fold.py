@@ -1,0 +1,181 @@
+"""The first sync of a Merge-on-Read table folds every slice with logs: in batches whose
+Avro blocks decode together, in worker processes when there are many. Either way each
+folded log file holds what folding its slice alone gives."""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hudi_sync import config as cfg
+from hudi_sync.errors import BadInputError, CorruptTableError
+from hudi_sync.manifest.log_parquet import LOG_FOLDER, LogParquetStore
+from hudi_sync.spark.writing.writer import write_arrow
+from hudi_sync.table import HudiTable
+from hudi_sync.table.record_merge import DeleteKey, MergeMode, MergeRules, fold_log_records
+from hudi_sync.table.slice_reader import read_folded_log, read_folded_logs
+from hudi_sync.table.snapshot_read import slice_merge_rules, snapshot_schema
+from hudi_sync.table.vector_merge import columnar_fold
+
+PARTITIONS = 30  # x 4 buckets: 120 slices
+
+
+def _options(operation: str = "upsert") -> dict[str, object]:
+    return {
+        "hoodie.table.name": "fold",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.partitionpath.field": "p",
+        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+        "hoodie.index.type": "BUCKET",
+        "hoodie.bucket.index.num.buckets": 4,
+        "hoodie.write.table.version": 8,
+        "hoodie.datasource.write.operation": operation,
+    }
+
+
+def _rows(ids: list[int], ts: int) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "p": pa.array([f"p{i % PARTITIONS:02d}" for i in ids]),
+            "name": pa.array([f"n{ts}-{i}" for i in ids]),
+            "ts": pa.array([ts + i % 3 for i in ids], pa.int64()),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def many_slices(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """120 slices with logs: inserts, updates some of them late (lower ordering values),
+    then deletes (delete blocks)."""
+    path = tmp_path_factory.mktemp("fold") / "t"
+    ids = list(range(PARTITIONS * 12))
+    write_arrow(_rows(ids, 10), str(path), _options())
+    write_arrow(_rows(ids[::2], 9), str(path), _options())
+    write_arrow(_rows(ids[::5], 20), str(path), _options("delete"))
+    return path
+
+
+def _folded_files(path: Path, store: LogParquetStore) -> dict[str, list[dict[str, Any]]]:
+    instant = store.table.timeline.latest_completed_write()
+    assert instant is not None
+    store.publish(instant.requested_time)
+    folder = path / LOG_FOLDER / "parquet"
+    return {f.name: pq.read_table(f).to_pylist() for f in sorted(folder.iterdir())}
+
+
+def _clear(path: Path) -> None:
+    for folder in ("parquet", "snapshots"):
+        for item in sorted((path / LOG_FOLDER / folder).glob("**/*"), reverse=True):
+            item.rmdir() if item.is_dir() else item.unlink()
+
+
+def test_worker_processes_fold_what_the_syncing_process_folds(many_slices: Path) -> None:
+    in_process = LogParquetStore(HudiTable.open(str(many_slices)), keep=5, processes=1)
+    alone = _folded_files(many_slices, in_process)
+    assert in_process.workers_used == 0
+    assert len(alone) == PARTITIONS * 4
+    assert any(any(r["_hudi_sync_deleted"] for r in rows) for rows in alone.values())
+    _clear(many_slices)
+    workers = LogParquetStore(
+        HudiTable.open(str(many_slices)), keep=5, processes=2, min_slices_per_process=10
+    )
+    assert _folded_files(many_slices, workers) == alone
+    assert workers.workers_used == 2
+
+
+def test_a_batch_folds_each_slice_as_folding_it_alone(many_slices: Path) -> None:
+    table = HudiTable.open(str(many_slices))
+    instant = table.timeline.latest_completed_write()
+    assert instant is not None
+    slices = [s for s in table.view.slices_as_of(instant.requested_time) if s.log_files]
+    assert all(len(s.log_files) >= 1 for s in slices) and len(slices) == PARTITIONS * 4
+    rules, schema = slice_merge_rules(table, slices), snapshot_schema(table, slices)
+    committed = table.view.committed_instants
+    batched = list(read_folded_logs(table.location, slices, rules, committed, schema))
+    for file_slice, rows in zip(slices, batched, strict=True):
+        alone = read_folded_log(table.location, file_slice, rules, committed, schema)
+        assert rows.to_pylist() == alone.to_pylist()
+        assert rows.schema == alone.schema
+
+
+def test_a_worker_error_is_raised_by_the_sync_naming_the_file(
+    many_slices: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "t"
+    shutil.copytree(many_slices, copy)
+    _clear(copy)
+    table = HudiTable.open(str(copy))
+    instant = table.timeline.latest_completed_write()
+    assert instant is not None
+    victim = next(s for s in table.view.slices_as_of(instant.requested_time) if s.log_files)
+    broken = copy / victim.relative_path(victim.log_files[-1].name)
+    broken.write_bytes(broken.read_bytes()[:40])  # cut inside its first block
+    store = LogParquetStore(table, keep=5, processes=2, min_slices_per_process=10)
+    with pytest.raises(CorruptTableError, match=re.escape(broken.name)):
+        store.publish(instant.requested_time)
+    assert store.workers_used == 2
+
+
+def test_the_process_count_option_is_read_strictly() -> None:
+    assert cfg.LOG_FOLD_PROCESSES.read({}) == 0
+    assert cfg.LOG_FOLD_PROCESSES.read({"hudi_sync.sync.log.fold.processes": "3"}) == 3
+    with pytest.raises(BadInputError, match=re.escape(cfg.LOG_FOLD_PROCESSES.key)):
+        cfg.LOG_FOLD_PROCESSES.read({"hudi_sync.sync.log.fold.processes": "-1"})
+
+
+KEY = "_hoodie_record_key"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_column_wise_fold_keeps_what_folding_record_by_record_keeps(seed: int) -> None:
+    chooser = random.Random(seed)
+    kinds: list[tuple[pa.DataType, list[Any]]] = [
+        (pa.float64(), [math.nan, -math.inf, -1.5, -0.0, 0.0, 1.5, math.inf]),
+        (pa.int32(), [None, -1, 0, 1, 2]),
+        (pa.int64(), [-(2**40), 0, 3, 2**40]),
+        (pa.string(), ["a", "ab", "b", "é", "z"]),
+    ]
+    ts_type, values = kinds[seed % len(kinds)]
+    schema = pa.schema([(KEY, pa.string()), ("ts", ts_type), ("v", pa.string())])
+    keys = [f"k{i}" for i in range(6)]
+    log = pa.Table.from_pylist(
+        [
+            {KEY: chooser.choice(keys), "ts": chooser.choice(values), "v": f"log{i}"}
+            for i in range(25)
+        ],
+        schema=schema,
+    )
+    entries = list(range(log.num_rows))
+    for rules in (
+        MergeRules(MergeMode.EVENT_TIME_ORDERING, "ts"),
+        MergeRules(MergeMode.COMMIT_TIME_ORDERING),
+    ):
+        fast = columnar_fold(log, entries, rules)
+        assert fast is not None, "the common shape is folded column-wise"
+        exact = fold_log_records(log, entries, rules)
+        assert fast.schema == exact.schema
+        assert repr(fast.to_pylist()) == repr(exact.to_pylist())  # NaN, -0.0 told apart
+
+
+def test_deletes_are_folded_record_by_record() -> None:
+    schema = pa.schema([(KEY, pa.string()), ("ts", pa.int64()), ("_hoodie_is_deleted", pa.bool_())])
+    log = pa.Table.from_pylist(
+        [
+            {KEY: "a", "ts": 1, "_hoodie_is_deleted": False},
+            {KEY: "a", "ts": 2, "_hoodie_is_deleted": True},
+        ],
+        schema=schema,
+    )
+    rules = MergeRules(MergeMode.EVENT_TIME_ORDERING, "ts")
+    assert columnar_fold(log, [0, 1], rules) is None
+    assert columnar_fold(log.slice(0, 1), [0, DeleteKey("a")], rules) is None
