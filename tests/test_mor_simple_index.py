@@ -53,10 +53,22 @@ def _rows(path: Path) -> list[tuple[Any, ...]]:
     return sorted(row[:4] for row in hudi_rs(path, False))
 
 
-def _sql_plans(spark: SparkSession) -> list[str]:
-    """The physical plan of every SQL execution of the session so far."""
+def _execution_ids(spark: SparkSession) -> dict[int, Any]:
+    """The SQL executions the session's status store holds, by id. Only the new ones'
+    plans are described: the store holds up to a thousand executions of the run's one
+    session, and describing a plan is a round trip to the JVM."""
     executions = spark._jsparkSession.sharedState().statusStore().executionsList()
-    return [executions.apply(i).physicalPlanDescription() for i in range(executions.size())]
+    found = {}
+    for i in range(executions.size()):
+        execution = executions.apply(i)
+        found[int(execution.executionId())] = execution
+    return found
+
+
+def _sql_plans_after(spark: SparkSession, last_id: int) -> list[str]:
+    """The physical plan of every SQL execution after execution ``last_id``."""
+    executions = _execution_ids(spark)
+    return [executions[i].physicalPlanDescription() for i in sorted(executions) if i > last_id]
 
 
 @pytest.mark.parametrize("version", [6, 8])
@@ -103,9 +115,9 @@ def test_driver_and_worker_log_appends_write_tables_hudi_rs_reads_alike(  # type
 def test_a_small_merge_on_read_upsert_starts_no_python_workers(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "table"
     write(frame(spark, _base_rows(), False), str(path), options("t", 8, "insert", **MOR))
-    before = len(_sql_plans(spark))
+    before = max(_execution_ids(spark), default=-1)
     result = write(frame(spark, _upserts(), False), str(path), options("t", 8, "upsert", **MOR))
-    plans = _sql_plans(spark)[before:]
+    plans = _sql_plans_after(spark, before)
     assert plans and not [p for p in plans if any(node in p for node in PYTHON_NODES)]
     assert any(s.log_files for s in result.stats)
     assert _rows(path) == _expected(False)
