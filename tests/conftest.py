@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,60 @@ os.environ.setdefault(
     f"--conf spark.driver.extraJavaOptions={_QUICK_JVM} "
     f"--conf spark.executor.extraJavaOptions={_QUICK_JVM} pyspark-shell",
 )
+
+
+# Each test's last call duration, kept in pytest's cache (.pytest_cache) by every run, so
+# that `scripts/test.sh --quick` can leave out the tests that took longer than
+# HUDI_SYNC_QUICK_SLOW seconds when they last ran (docs/testing.md).
+_DURATIONS_KEY = "hudi_sync/durations"
+_durations: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call":  # under xdist the controller sees every worker's reports
+        _durations[report.nodeid] = round(report.duration, 2)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    cache = getattr(session.config, "cache", None)
+    if cache is None or hasattr(session.config, "workerinput") or not _durations:
+        return  # no cache (-p no:cacheprovider), or an xdist worker: the controller writes
+    known = cache.get(_DURATIONS_KEY, {})
+    known.update(_durations)
+    cache.set(_DURATIONS_KEY, known)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    limit = os.environ.get("HUDI_SYNC_QUICK_SLOW")
+    cache = getattr(config, "cache", None)
+    if not limit or cache is None:
+        return
+    known = cache.get(_DURATIONS_KEY, {})
+    slow = {item for item in items if known.get(item.nodeid, 0.0) > float(limit)}
+    if slow:
+        config.hook.pytest_deselected(items=list(slow))
+        items[:] = [item for item in items if item not in slow]
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Say what the quick run left out (xdist workers deselect silently)."""
+    limit = os.environ.get("HUDI_SYNC_QUICK_SLOW")
+    cache = getattr(config, "cache", None)
+    if not limit or cache is None or hasattr(config, "workerinput"):
+        return
+    known = cache.get(_DURATIONS_KEY, {})
+    left_out = [
+        nodeid
+        for nodeid, seconds in known.items()
+        if seconds > float(limit)
+        and nodeid not in _durations
+        and any(nodeid.startswith(arg.split("::")[0]) for arg in config.args)
+    ]
+    if left_out:
+        terminalreporter.write_line(
+            f"--quick left out {len(left_out)} tests that took over {limit} s when they last "
+            "ran (HUDI_SYNC_QUICK_SLOW); ./scripts/test.sh without --quick runs them"
+        )
 
 
 @pytest.fixture(scope="session")
