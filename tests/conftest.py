@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,11 +16,126 @@ from tests.objectstores import gcs_server, s3_server  # noqa: F401  (session fix
 # sequence 79 s -> 44 s, tests/test_spark_writer.py 218 s -> 165 s. Set here so that child
 # processes inherit it; a PYSPARK_SUBMIT_ARGS of your own wins.
 _QUICK_JVM = "-XX:TieredStopAtLevel=1"
-os.environ.setdefault(
-    "PYSPARK_SUBMIT_ARGS",
-    f"--conf spark.driver.extraJavaOptions={_QUICK_JVM} "
-    f"--conf spark.executor.extraJavaOptions={_QUICK_JVM} pyspark-shell",
-)
+_REPO = Path(__file__).resolve().parents[1]
+# What the JVM that dumps the class archive runs: a session, a shuffle, a parquet round trip.
+_ARCHIVE_JOB = """
+import sys, tempfile
+from hudi_sync.spark import local_session
+spark = local_session("hudi_sync-tests-class-archive")
+with tempfile.TemporaryDirectory() as tmp:
+    spark.range(100).selectExpr("id", "cast(id % 7 as string) AS s").write.parquet(tmp + "/t")
+    spark.read.parquet(tmp + "/t").groupBy("s").count().collect()
+spark.stop()
+"""
+
+
+def _class_archive() -> Path | None:
+    """Spark's classes as a class-data-sharing archive (made once per Spark install and
+    Java, under the temp dir), which every JVM the tests start maps instead of loading and
+    verifying some 10,000 classes from jars: a session with one small job measured 13.8 ->
+    8.0 CPU-s. The first pytest process (not an xdist worker) makes it with a tiny session
+    that dumps its classes at exit; a JVM ignores an archive that does not match it."""
+    import hashlib
+    import importlib.util
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    spec = importlib.util.find_spec("pyspark")
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if spec is None or spec.origin is None or java is None:
+        return None
+    jars = sorted(p.name for p in (Path(spec.origin).parent / "jars").glob("*.jar"))
+    key = hashlib.sha256(f"{os.path.realpath(java)}\n{jars}".encode()).hexdigest()[:16]
+    archive = Path(tempfile.gettempdir()) / f"hudi_sync-tests-spark-{key}.jsa"
+    if not archive.exists() and "PYTEST_XDIST_WORKER" not in os.environ:
+        partial = archive.with_suffix(f".{os.getpid()}.partial")
+        options = f"{_QUICK_JVM} -XX:ArchiveClassesAtExit={partial}"
+        env = dict(
+            os.environ,
+            PYSPARK_SUBMIT_ARGS=f"--conf 'spark.driver.extraJavaOptions={options}' pyspark-shell",
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", _ARCHIVE_JOB],
+            cwd=_REPO,
+            env=env,
+            capture_output=True,
+            check=False,
+            timeout=900,
+        )
+        if done.returncode == 0 and partial.exists():
+            os.replace(partial, archive)  # whole or not at all: other runs may read it
+        partial.unlink(missing_ok=True)
+    return archive if archive.exists() else None
+
+
+def _jvm_options() -> str:
+    archive = _class_archive()
+    return f"{_QUICK_JVM} -XX:SharedArchiveFile={archive}" if archive else _QUICK_JVM
+
+
+if "PYSPARK_SUBMIT_ARGS" not in os.environ:
+    _options = _jvm_options()
+    os.environ["PYSPARK_SUBMIT_ARGS"] = (
+        f"--conf 'spark.driver.extraJavaOptions={_options}' "
+        f"--conf 'spark.executor.extraJavaOptions={_options}' pyspark-shell"
+    )
+
+
+# Each test's last call duration, kept in pytest's cache (.pytest_cache) by every run, so
+# that `scripts/test.sh --quick` can leave out the tests that took longer than
+# HUDI_SYNC_QUICK_SLOW seconds when they last ran (docs/testing.md).
+_DURATIONS_KEY = "hudi_sync/durations"
+_durations: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call":  # under xdist the controller sees every worker's reports
+        _durations[report.nodeid] = round(report.duration, 2)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    cache = getattr(session.config, "cache", None)
+    if cache is None or hasattr(session.config, "workerinput") or not _durations:
+        return  # no cache (-p no:cacheprovider), or an xdist worker: the controller writes
+    known = cache.get(_DURATIONS_KEY, {})
+    known.update(_durations)
+    cache.set(_DURATIONS_KEY, known)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    limit = os.environ.get("HUDI_SYNC_QUICK_SLOW")
+    cache = getattr(config, "cache", None)
+    if not limit or cache is None:
+        return
+    known = cache.get(_DURATIONS_KEY, {})
+    slow = {item for item in items if known.get(item.nodeid, 0.0) > float(limit)}
+    if slow:
+        config.hook.pytest_deselected(items=list(slow))
+        items[:] = [item for item in items if item not in slow]
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Say what the quick run left out (xdist workers deselect silently)."""
+    limit = os.environ.get("HUDI_SYNC_QUICK_SLOW")
+    cache = getattr(config, "cache", None)
+    if not limit or cache is None or hasattr(config, "workerinput"):
+        return
+    known = cache.get(_DURATIONS_KEY, {})
+    left_out = [
+        nodeid
+        for nodeid, seconds in known.items()
+        if seconds > float(limit)
+        and nodeid not in _durations
+        and any(nodeid.startswith(arg.split("::")[0]) for arg in config.args)
+    ]
+    if left_out:
+        terminalreporter.write_line(
+            f"--quick left out {len(left_out)} tests that took over {limit} s when they last "
+            "ran (HUDI_SYNC_QUICK_SLOW); ./scripts/test.sh without --quick runs them"
+        )
 
 
 @pytest.fixture(scope="session")
