@@ -2,10 +2,14 @@
 multi-process cluster, run by ``tests/test_bucket_write_cluster.py`` in a subprocess.
 
 ``local-cluster[2,1,1024]`` (two executor JVMs with their own Python workers) with
-``spark.driver.memory=512m``. The batch is ~1.3 GB of incompressible text (wide rows: few
+``spark.driver.memory=256m``. The batch is ~650 MB of incompressible text (wide rows: few
 of them, each a long random string), generated and stored as parquet by the executors,
-so Spark's size estimate of it is its real size. A small insert makes some buckets
-first; the upsert then both updates stored keys and adds new ones. Usage::
+so Spark's size estimate of it is its real size. The size is the point, but only against
+the driver's heap: a 256 MB heap (Spark's reserve for its own bookkeeping lowered from
+300 MB, which would leave a heap that small no room) and half of the data prove what a
+512 MB heap and twice the data do, for half the generating, writing and reading. A
+small insert makes some buckets first; the upsert then both updates stored keys and adds
+new ones. Usage::
 
     python -m tests.bucket_cluster_job TABLE_URI WORK_FOLDER
 
@@ -25,7 +29,8 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-ROWS = 2600
+DRIVER_MEMORY_MB = 256
+ROWS = 1300
 PAYLOAD_BYTES = 512 * 1024  # text: half as many random bytes, hex-encoded
 FIRST_KEYS = [*range(0, ROWS, 7), *range(ROWS, ROWS + 40)]  # stored before the upsert
 
@@ -47,7 +52,9 @@ def session() -> SparkSession:
     return (
         SparkSession.builder.master("local-cluster[2,1,1024]")
         .appName("hudi_sync bucket cluster test")
-        .config("spark.driver.memory", "512m")
+        .config("spark.driver.memory", f"{DRIVER_MEMORY_MB}m")
+        # Spark refuses a heap under 1.5 x its reserve (300 MB by default).
+        .config("spark.testing.reservedMemory", str(64 * 2**20))
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.log.level", "ERROR")

@@ -3,6 +3,7 @@ deltacommit before it), and two writers at once (separate processes)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hudi_sync.spark import read, write
+from hudi_sync.spark import write
 from hudi_sync.table import HudiTable
 from hudi_sync.table.snapshot_read import read_snapshot
 from tests.metadata_checks import (
@@ -75,16 +76,28 @@ def _child(path: Path, mode: str, flag: Path | None = None) -> subprocess.Popen[
     )
 
 
-def _seed(spark, path: Path) -> list:  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="module")
+def seeded(spark, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """One seeded table for the module and the rows our reader reads from it; each test
+    kills or races a writer on its own copy (the seed is the same three-row upsert)."""
+    path = tmp_path_factory.mktemp("seed") / "t"
     rows = [{"id": i, "p": p, "name": f"n{i}", "ts": 1} for i, p in enumerate("aab")]
     write(frame(spark, rows, False), str(path), options("t", 6, "upsert"))
-    return our_rows(spark, path, False)
+    return path, our_rows(spark, path, False)
+
+
+def _seed(seeded, tmp_path: Path) -> tuple[Path, list]:  # type: ignore[no-untyped-def, type-arg]
+    source, before = seeded
+    path = tmp_path / "t"
+    shutil.copytree(source, path)
+    return path, before
 
 
 @pytest.mark.parametrize("step", ["after-requested", "after-files", "before-completion"])
-def test_a_writer_killed_at_each_step_leaves_the_previous_snapshot(spark, tmp_path, step) -> None:  # type: ignore[no-untyped-def]
-    path = tmp_path / "t"
-    before = _seed(spark, path)
+def test_a_writer_killed_at_each_step_leaves_the_previous_snapshot(  # type: ignore[no-untyped-def]
+    spark, seeded, tmp_path, step
+) -> None:
+    path, before = _seed(seeded, tmp_path)
     child = _child(path, step)
     _, err = child.communicate(timeout=300)
     assert child.returncode == 9, err[-2000:]
@@ -101,16 +114,16 @@ def test_a_writer_killed_at_each_step_leaves_the_previous_snapshot(spark, tmp_pa
     assert result.rolled_back == pending
     leftovers = [p for p in path.rglob(f"*_{pending[0]}.parquet")]
     assert leftovers == []
-    assert hudi_rs(path, False) == our_rows(spark, path, False)
-    assert {r[2] for r in our_rows(spark, path, False)} == {"n0", "n1", "after"}
+    after = our_rows(spark, path, False)
+    assert hudi_rs(path, False) == after
+    assert {r[2] for r in after} == {"n0", "n1", "after"}
 
 
-def test_a_second_writer_of_the_same_file_group_fails_cleanly(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_second_writer_of_the_same_file_group_fails_cleanly(spark, seeded, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Optimistic concurrency: the slow writer (a separate process) has written its
     files when the fast one commits an update of the same file group; at its own
     commit the slow one detects the overlap, rolls back and fails."""
-    path = tmp_path / "t"
-    _seed(spark, path)
+    path, _ = _seed(seeded, tmp_path)
     flag = tmp_path / "go"
     slow = _child(path, "slow", flag)
     deadline = time.monotonic() + 300
@@ -127,9 +140,9 @@ def test_a_second_writer_of_the_same_file_group_fails_cleanly(spark, tmp_path) -
     out, err = slow.communicate(timeout=300)
     assert slow.returncode == 3, err[-2000:]
     assert "conflicts with commit " + fast.instant in out
-    rows = {r["id"]: r["name"] for r in read(spark, str(path)).toArrow().to_pylist()}
-    assert rows == {0: "n0", 1: "fast", 2: "n2"}
-    assert hudi_rs(path, False) == our_rows(spark, path, False)
+    ours = our_rows(spark, path, False)  # (id, p, name, ts, commit time)
+    assert {r[0]: r[2] for r in ours} == {0: "n0", 1: "fast", 2: "n2"}
+    assert hudi_rs(path, False) == ours
     timeline = HudiTable.open(str(path)).timeline
     assert not timeline.pending and any(i.action == "rollback" for i in timeline.instants)
 

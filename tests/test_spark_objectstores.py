@@ -56,26 +56,47 @@ def rows(keys: range, partition_of: str = "abc", name: str = "n", ts: int = 1) -
     ]
 
 
+SEQUENCE: list[tuple[str, list[dict[str, Any]]]] = [
+    ("insert", rows(range(40))),
+    ("upsert", rows(range(30, 50), name="u", ts=2)),
+    ("delete", [r for r in rows(range(0, 40, 3))]),
+    ("insert_overwrite", rows(range(100, 106), partition_of="b", name="o")),
+]
+
+
+@pytest.fixture(scope="module")
+def local_sequence(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The same write sequence on a local table, once per table version for the module
+    (both stores compare with it): hudi-rs's rows after each step, without commit times."""
+    cache: dict[int, list[list[Any]]] = {}
+
+    def rows_after_each_step(version: int) -> list[list[Any]]:
+        if version not in cache:
+            local = tmp_path_factory.mktemp(f"local-v{version}") / "t"
+            seen = []
+            for operation, batch in SEQUENCE:
+                opts = options(f"t{version}", version, operation)
+                write(frame(spark, batch, False), str(local), opts)
+                seen.append(without_commit_times(local_rows(local)))
+            cache[version] = seen
+        return cache[version]
+
+    return rows_after_each_step
+
+
 @pytest.mark.parametrize("store_name", STORES)
 @pytest.mark.parametrize("version", [6, 8])
 def test_a_write_sequence_on_an_object_store_matches_a_local_table(  # type: ignore[no-untyped-def]
-    spark: SparkSession, store_name: str, version: int, request, tmp_path: Path
+    spark: SparkSession, store_name: str, version: int, request, local_sequence
 ) -> None:
     store: ObjectStore = request.getfixturevalue(store_name)
     uri = f"{store.scheme}://{store.make_bucket()}/tables/t"
-    local = tmp_path / "t"
     model = TableModel()
-    steps: list[tuple[str, list[dict[str, Any]]]] = [
-        ("insert", rows(range(40))),
-        ("upsert", rows(range(30, 50), name="u", ts=2)),
-        ("delete", [r for r in rows(range(0, 40, 3))]),
-        ("insert_overwrite", rows(range(100, 106), partition_of="b", name="o")),
-    ]
-    for operation, batch in steps:
+    steps = SEQUENCE
+    for (operation, batch), seen_locally in zip(steps, local_sequence(version), strict=True):
         df = frame(spark, batch, False)
         opts = options(f"t{version}", version, operation)
         result = write(df, uri, opts, storage_options=store.storage_options)
-        write(df, str(local), opts)
         if operation == "insert":
             model.insert(batch, result.instant)
         elif operation == "upsert":
@@ -86,7 +107,7 @@ def test_a_write_sequence_on_an_object_store_matches_a_local_table(  # type: ign
             model.overwrite_partitions(batch, result.instant)
         remote = remote_rows(uri, store)
         assert remote == model.snapshot(), operation
-        assert without_commit_times(remote) == without_commit_times(local_rows(local))
+        assert without_commit_times(remote) == seen_locally
     # Our own table core reads it too, and nothing was left pending or half-written.
     table = HudiTable.open(uri, store.storage_options)
     assert not table.timeline.pending
