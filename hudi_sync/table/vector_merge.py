@@ -71,33 +71,12 @@ def columnar_merge(
     ``in_file_order``: in the order ``merge_records`` gives them (a log version in
     place of the base row it replaces), else the same rows as the base rows kept, then
     the log's (filtering the base costs far less than gathering every row)."""
-    count = log_rows.num_rows
-    if not count or len(entries) != count or RECORD_KEY_FIELD not in log_rows.column_names:
-        return None
     if base is not None and base.schema != log_rows.schema:
         return None
-    try:
-        in_order = np.array(entries, dtype=np.int64)
-    except (TypeError, ValueError):  # a delete-block record among them
+    folded = _log_survivors(log_rows, entries, rules)
+    if folded is None:
         return None
-    if not np.array_equal(in_order, np.arange(count, dtype=np.int64)):
-        return None
-    if _may_delete(log_rows, rules):
-        return None
-    keys = log_rows.column(RECORD_KEY_FIELD)
-    if keys.null_count:
-        return None
-    keys = _text(keys)
-    log_order: pa.Array | None = None
-    if rules.mode is MergeMode.EVENT_TIME_ORDERING and rules.ordering_field is not None:
-        if rules.ordering_field not in log_rows.column_names:
-            return None
-        log_order = _order_values(log_rows.column(rules.ordering_field))
-        if log_order is None:
-            return None
-    unique = pc.unique(keys)
-    ids = pc.index_in(keys, value_set=unique).to_numpy(zero_copy_only=False).astype(np.int64)
-    survivors = _survivors(ids, log_order)  # the winning log row of key id i
+    unique, survivors, log_order = folded
     if base is None or not base.num_rows:
         return log_rows.take(pa.array(np.sort(survivors), pa.int64()))
     if RECORD_KEY_FIELD not in base.column_names:
@@ -138,6 +117,24 @@ def columnar_fold(
     are not of the common shape (module docstring). Each key's surviving version, keys
     in the order of their first record, none deleted, and each replacing the base row
     whatever the ordering values only under commit-time ordering."""
+    folded = _log_survivors(log_rows, entries, rules)
+    if folded is None:
+        return None
+    _, survivors, _ = folded
+    schema = pa.schema([f.with_nullable(True) for f in log_rows.schema])
+    rows = log_rows.take(pa.array(survivors, pa.int64())).cast(schema)
+    always = rules.mode is MergeMode.COMMIT_TIME_ORDERING
+    rows = rows.append_column(DELETED_COLUMN, pa.array(np.zeros(len(survivors), dtype=bool)))
+    return rows.append_column(LOG_WINS_COLUMN, pa.array(np.full(len(survivors), always)))
+
+
+def _log_survivors(
+    log_rows: pa.Table, entries: Sequence[LogEntry], rules: MergeRules
+) -> tuple[pa.Array, np.ndarray[Any, Any], pa.Array | None] | None:
+    """Whether the log is of the common shape (module docstring), and if so its keys
+    (each once, in the order of its first record), the log row each key's records fold
+    to (row of key id i) and the ordering values compared (None under commit-time
+    ordering); None when the exact merge must decide."""
     count = log_rows.num_rows
     if not count or len(entries) != count or RECORD_KEY_FIELD not in log_rows.column_names:
         return None
@@ -162,12 +159,7 @@ def columnar_fold(
             return None
     unique = pc.unique(keys)  # in the order of each key's first record
     ids = pc.index_in(keys, value_set=unique).to_numpy(zero_copy_only=False).astype(np.int64)
-    survivors = _survivors(ids, log_order)  # the winning log row of key id i
-    schema = pa.schema([f.with_nullable(True) for f in log_rows.schema])
-    rows = log_rows.take(pa.array(survivors, pa.int64())).cast(schema)
-    always = rules.mode is MergeMode.COMMIT_TIME_ORDERING
-    rows = rows.append_column(DELETED_COLUMN, pa.array(np.zeros(len(survivors), dtype=bool)))
-    return rows.append_column(LOG_WINS_COLUMN, pa.array(np.full(len(survivors), always)))
+    return unique, _survivors(ids, log_order), log_order
 
 
 def _survivors(ids: np.ndarray[Any, Any], order: pa.Array | None) -> np.ndarray[Any, Any]:
