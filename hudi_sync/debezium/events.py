@@ -165,9 +165,9 @@ class EventReader:
     # -- decoding ------------------------------------------------------------------------
     def _decode(self, raw: bytes, what: str) -> tuple[Any, Mapping[str, ColumnType] | None]:
         if is_wire_format(raw):
-            record, writer = self.registry.decode(raw)
             if what != "value":
-                return record, None
+                return self._wire_format_key(raw), None
+            record, writer = self.registry.decode(raw)
             schema_id = int.from_bytes(raw[1:5], "big")
             if schema_id not in self._avro_columns:
                 self._avro_columns[schema_id] = avro_row_columns(writer)
@@ -330,6 +330,19 @@ class EventReader:
             for name in unavailable:
                 row[name] = None
         return ChangeEvent(op, key, row, meta, order, database, columns, position, unavailable)
+
+    def _wire_format_key(self, raw: bytes) -> Any:
+        """A key shaped like Avro in Confluent wire format, decoded; when it cannot be
+        (no registry, an unknown schema), the error says that the key can come from the
+        row instead: an opaque key may only look like that format."""
+        try:
+            return self.registry.decode(raw)[0]
+        except RegistryError:  # the registry at fault, not the key: stays as it is
+            raise
+        except BadInputError as exc:
+            raise BadInputError(
+                f"the key: {exc} (or set {RECORD_KEY_HINT} to take the key from the row)"
+            ) from None
 
     def _key(self, row: Mapping[str, Any], key_payload: Any) -> str:
         if self.key_fields is None:
