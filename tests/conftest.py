@@ -15,7 +15,8 @@ from tests.objectstores import gcs_server, s3_server  # noqa: F401  (session fix
 # far less CPU compiling than C2 would win back. Measured on 2 CPUs: a local-cluster write
 # sequence 79 s -> 44 s, tests/test_spark_writer.py 218 s -> 165 s. Set here so that child
 # processes inherit it; a PYSPARK_SUBMIT_ARGS of your own wins.
-_QUICK_JVM = "-XX:TieredStopAtLevel=1"
+# JVM warnings go to stderr, not the JVM's default stdout: CLI children print JSON there.
+_QUICK_JVM = "-XX:TieredStopAtLevel=1 -Xlog:disable -Xlog:all=warning:stderr"
 _REPO = Path(__file__).resolve().parents[1]
 # What the JVM that dumps the class archive runs: a session, a shuffle, a parquet round trip.
 _ARCHIVE_JOB = """
@@ -47,7 +48,9 @@ def _class_archive() -> Path | None:
     java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
     if spec is None or spec.origin is None or java is None:
         return None
-    jars = sorted(p.name for p in (Path(spec.origin).parent / "jars").glob("*.jar"))
+    # The archive holds the class path it was made with, directories included: a JVM
+    # whose jars sit elsewhere (another clone's venv) cannot use it, so they make the key.
+    jars = sorted(str(p) for p in (Path(spec.origin).resolve().parent / "jars").glob("*.jar"))
     key = hashlib.sha256(f"{os.path.realpath(java)}\n{jars}".encode()).hexdigest()[:16]
     archive = Path(tempfile.gettempdir()) / f"hudi_sync-tests-spark-{key}.jsa"
     if not archive.exists() and "PYTEST_XDIST_WORKER" not in os.environ:
