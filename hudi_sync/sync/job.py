@@ -16,6 +16,7 @@ from hudi_sync.errors import (
     TimeTravelError,
     UnsupportedTableError,
 )
+from hudi_sync.manifest.change_feed import ChangeFeedStore, feed_enabled
 from hudi_sync.manifest.delta import DeltaStore
 from hudi_sync.manifest.log_parquet import LogParquetStore
 from hudi_sync.manifest.snapshot import (
@@ -169,6 +170,17 @@ def publish_logs(
     return replace(published, logs=logs), None
 
 
+def publish_changes(
+    table: HudiTable, published: PublishedManifest, keep: int, dry_run: bool
+) -> PublishedManifest:
+    """A CDC table's change feed beside its manifest (each published commit's changes
+    once, ``hudi_sync.manifest.change_feed``), so targets can create ``<t>_changes``."""
+    store = ChangeFeedStore(table, keep)
+    with reporting_storage_failures(table.location):
+        changes = store.publish(published.manifest.instant, dry_run=dry_run)
+    return replace(published, changes=changes)
+
+
 def built_keys_refusal(table: HudiTable, target: Target) -> str | None:
     """Why ``target`` gets no snapshot view of a table without meta fields (one line),
     or None: its view must build each base row's record key from the key fields and
@@ -276,6 +288,9 @@ def sync_table(
         )
         if snapshot_refusal is not None:
             errors[SNAPSHOT_VIEW_REFUSAL] = snapshot_refusal
+    feed_readers = [t for t in readers if getattr(t, "supports_change_feed", False)]
+    if feed_readers and as_of is None and feed_enabled(table):
+        published = publish_changes(table, published, keep, dry_run)
     plans: list[SyncPlan] = []
     results: list[SyncResult] = []
     for target in readers:

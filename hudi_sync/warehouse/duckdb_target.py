@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
+from hudi_sync.manifest.change_feed import DATE_KEY, FIXED_COLUMNS, TIME_KEY, PublishedChanges
 from hudi_sync.manifest.file_set import FileSet
 from hudi_sync.manifest.log_parquet import (
     EXTRA_COLUMNS,
@@ -86,6 +87,8 @@ class DuckDBTarget:
     supports_built_keys = True
     # The history view is built on read_parquet; ORC, HFile and Lance tables are refused.
     base_file_formats: frozenset[str] = frozenset({"PARQUET"})
+    # A CDC table gets ``<t>_changes`` over its change feed (change_feed.py).
+    supports_change_feed = True
 
     def __init__(self, database: str, table_name: str, skip_ro_suffix: bool = False) -> None:
         self.database = database
@@ -118,6 +121,7 @@ class DuckDBTarget:
             published.manifest.instant if as_of else None,
             merge_on_read=table.config.is_mor,
             skip_ro_suffix=self.skip_ro_suffix,
+            change_feed=published.changes is not None,
         )
 
     def _comments(self, names: ObjectNames) -> dict[str, str]:
@@ -257,6 +261,8 @@ class DuckDBTarget:
             (names.manifest, manifest_sql),
             (names.history, history_sql),
         ]
+        if names.changes is not None and published.changes is not None:
+            views.append((names.changes, changes_select(published.changes)))
         views.append((names.view, view_sql))
         switched = {names.manifest}  # re-created every sync: the next snapshot's list
         if names.snapshot_view is not None and published.logs is not None:
@@ -272,7 +278,9 @@ class DuckDBTarget:
             digest = hashlib.sha256(create.encode()).hexdigest()[:16]
             if name in switched or f"sql={digest}" not in current.get(name, ""):
                 statements.append(create)
-            comment = quote_literal(f"{marker.render()} sql={digest}")
+            feed = published.changes if name == names.changes else None
+            described = f"; {feed.description()}" if feed is not None else ""
+            comment = quote_literal(f"{marker.render()} sql={digest}{described}")
             statements.append(f"COMMENT ON VIEW {quote_identifier(name)} IS {comment}")
         return statements
 
@@ -362,6 +370,25 @@ def snapshot_select(names: ObjectNames, logs: PublishedLogs, base_rows: str | No
         logs.ordering_field,
         ordering_kind(logs),
         base_rows,
+    )
+
+
+def changes_select(changes: PublishedChanges) -> str:
+    """``<t>_changes``: the change files the feed lists, each commit's rows once, with
+    the hive columns ``commit_date`` and ``commit_time`` (a filter on ``commit_time``
+    opens only the files of later commits)."""
+    if not changes.names:
+        columns = ", ".join(
+            f"CAST(NULL AS VARCHAR) AS {quote_identifier(f.name)}" for f in FIXED_COLUMNS
+        )
+        return (
+            f"SELECT {columns}, CAST(NULL AS DATE) AS {DATE_KEY}, "
+            f"CAST(NULL AS VARCHAR) AS {TIME_KEY} WHERE false"
+        )
+    files = ", ".join(_source(uri) for uri in changes.uris())
+    return (
+        f"SELECT * FROM read_parquet([{files}], hive_partitioning = true, "
+        f"hive_types = {{'{DATE_KEY}': DATE, '{TIME_KEY}': VARCHAR}}, union_by_name = true)"
     )
 
 

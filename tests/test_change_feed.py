@@ -1,0 +1,230 @@
+"""The change feed (``<t>_changes``): each synced commit's CDC rows once, in DuckDB.
+
+Proof against the CDC query (itself checked against hudi-rs snapshots in test_cdc.py),
+commit by commit, on a Hudi-written Merge-on-Read table with CDC switched on (Hudi infers
+its changes from the log files) and on Copy-on-Write tables our writer logged CDC for.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from hudi_sync.manifest.change_feed import CHANGES_FOLDER, ChangeFeedStore, change_file
+from hudi_sync.sync.job import sync_table
+from hudi_sync.table import HudiTable
+from hudi_sync.table.cdc_log import json_value
+from hudi_sync.table.cdc_query import change_rows, plan_changes
+from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from tests.fixture_tables import fixture_tables
+from tests.test_cdc import _subset, _with_cdc_enabled, run_sequence
+from tests.timeline_files import HeldBackCommits
+from tests.warehouse_rows import hudi_rs_rows
+
+REPO = Path(__file__).resolve().parents[1]
+FEED_COLUMNS = ("op", "ts_ms", "before", "after")
+
+
+def _feed(database: Path, where: str = "true") -> list[dict[str, Any]]:
+    with duckdb.connect(str(database), read_only=True) as con:
+        return con.sql(f"SELECT * FROM t_changes WHERE {where}").to_arrow_table().to_pylist()
+
+
+def _rows(rows: list[dict[str, Any]]) -> Counter[str]:
+    """The rows as the CDC query gives them (images compared as parsed JSON)."""
+    return Counter(
+        json.dumps(
+            [
+                r["op"],
+                r["ts_ms"],
+                json.loads(r["before"]) if r["before"] else None,
+                json.loads(r["after"]) if r["after"] else None,
+            ],
+            sort_keys=True,
+        )
+        for r in rows
+    )
+
+
+def _cdc_query(path: Path, begin: str, end: str) -> list[dict[str, Any]]:
+    table = HudiTable.open(str(path))
+    plan = plan_changes(table, begin, end)
+    return list(change_rows(table.location, plan.splits).to_pylist())
+
+
+def _sync(path: Path, database: Path) -> str | None:
+    report = sync_table(str(path), [DuckDBTarget(str(database), "t")])
+    assert report.ok, report.errors
+    return report.instant
+
+
+def _follow_commit_by_commit(path: Path, database: Path) -> list[str]:
+    """Sync after each commit; after each, the feed equals the CDC query from the
+    start, and the new commit's rows (by the hive column ``commit_time``) equal the
+    CDC query of that commit alone. Returns the instants synced."""
+    held = HeldBackCommits(path, keep=1)
+    synced = [_sync(path, database)]
+    while held.complete_next() is not None:
+        instant = _sync(path, database)
+        assert instant is not None and instant != synced[-1]
+        assert _rows(_feed(database)) == _rows(_cdc_query(path, "earliest", instant))
+        newest = _feed(database, f"commit_time = '{instant}'")
+        assert _rows(newest) == _rows(_cdc_query(path, synced[-1] or "earliest", instant))
+        synced.append(instant)
+    return [s for s in synced if s is not None]
+
+
+def _trips_with_cdc(unpack_table, target: Path) -> Path:  # type: ignore[no-untyped-def]
+    """A Hudi-written MOR table (inserts, updates, a delete) with CDC switched on."""
+    (fixture,) = [t for t in fixture_tables() if t.name.endswith("mor/avro/v8_trips_8i3u1d")]
+    return _with_cdc_enabled(unpack_table(fixture), target)
+
+
+def test_a_merge_on_read_table_feed_follows_every_commit_and_replays_to_the_snapshot(  # type: ignore[no-untyped-def]
+    unpack_table, tmp_path: Path
+) -> None:
+    path = _trips_with_cdc(unpack_table, tmp_path / "t")
+    database = tmp_path / "w.duckdb"
+    synced = _follow_commit_by_commit(path, database)
+    assert len(synced) > 3
+    feed = _feed(database)
+    assert {r["op"] for r in feed} == {"i", "u", "d"}
+    # The typed columns are the JSON images' values; the key is the record key field's.
+    for row in feed:
+        for side in ("before", "after"):
+            image = json.loads(row[side]) if row[side] else {}
+            assert row[f"{side}_uuid"] == image.get("uuid")
+            assert row[f"{side}_fare"] == image.get("fare")
+        assert row["record_key"] == json.loads(row["after"] or row["before"])["uuid"]
+    # Replaying the feed on the first commit's snapshot gives the latest snapshot.
+    table = HudiTable.open(str(path))
+    key = table.config.record_key_fields[0]
+    fields = [f["name"] for f in table.avro_schema["fields"] if f["name"] not in META_FIELDS]
+
+    def snapshot(instant: str | None) -> dict[Any, Any]:
+        rows = hudi_rs_rows(str(path), as_of=instant).to_pylist()
+        return {r[key]: json_value({k: r[k] for k in fields}) for r in rows}
+
+    state = snapshot(synced[0])
+    later = [r for r in feed if r["ts_ms"] != synced[0]]
+    for commit in sorted({r["ts_ms"] for r in later}):
+        rows = [r for r in later if r["ts_ms"] == commit]
+        for row in rows:  # a commit's deletes, then its inserts and updates
+            if row["op"] == "d":
+                state.pop(json.loads(row["before"])[key])
+        for row in rows:
+            if row["op"] != "d":
+                state[json.loads(row["after"])[key]] = _subset(row["after"], fields)
+    assert state == snapshot(None)
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_a_copy_on_write_cdc_table_feed_equals_the_cdc_query_commit_by_commit(  # type: ignore[no-untyped-def]
+    spark, tmp_path: Path, version: int
+) -> None:
+    path = tmp_path / "t"
+    cdc = {"hoodie.table.cdc.enabled": "true"}
+    run_sequence(spark, path, version, cdc)  # upserts, a late event, deletes, overwrites
+    synced = _follow_commit_by_commit(path, tmp_path / "w.duckdb")
+    assert len(synced) == 8
+    feed = _feed(tmp_path / "w.duckdb")
+    assert {r["op"] for r in feed} == {"i", "u", "d"}
+    assert all(r["after_id"] == json.loads(r["after"])["id"] for r in feed if r["after"])
+    assert all(r["record_key"] == str(json.loads(r["after"] or r["before"])["id"]) for r in feed)
+
+
+def test_reruns_and_time_travel_write_no_changes_twice(  # type: ignore[no-untyped-def]
+    unpack_table, tmp_path: Path
+) -> None:
+    path = _trips_with_cdc(unpack_table, tmp_path / "t")
+    database = tmp_path / "w.duckdb"
+    table = HudiTable.open(str(path))
+    commits = [c.requested_time for c in table.completed_commits()]
+    # A time-travel sync writes no change file.
+    sync_table(str(path), [DuckDBTarget(str(database), "t")], as_of=commits[1])
+    assert not (path / CHANGES_FOLDER).exists()
+    latest = _sync(path, database)
+    files = {p: p.stat().st_mtime_ns for p in (path / CHANGES_FOLDER).rglob("changes.parquet")}
+    before = _rows(_feed(database))
+    assert _sync(path, database) == latest  # a rerun: no file rewritten, the same rows
+    assert {p: p.stat().st_mtime_ns for p in files} == files
+    assert _rows(_feed(database)) == before
+    store = ChangeFeedStore(HudiTable.open(str(path)), keep=2)
+    assert sorted(store.existing()) == sorted(
+        change_file(c.requested_time) for c in plan_changes(table, "earliest", latest).instants
+    )
+
+
+def test_a_table_without_cdc_gets_no_change_feed(fixture_copy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = fixture_copy("mor/avro/v8_trips_8i3u1d")
+    database = tmp_path / "w.duckdb"
+    _sync(path, database)
+    assert not (path / CHANGES_FOLDER).exists()
+    with duckdb.connect(str(database), read_only=True) as con:
+        views = {r[0] for r in con.sql("SELECT view_name FROM duckdb_views()").fetchall()}
+    assert "t_rt" in views and "t_changes" not in views
+
+
+KILLER = textwrap.dedent(
+    """
+    import os, sys
+    from hudi_sync.sync.job import sync_table
+    from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+
+    table, database, stop_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    moves = 0
+    replace = os.replace
+
+    def dying_replace(source, destination):  # every local file is published by a rename
+        global moves
+        if moves == stop_at:
+            os._exit(9)
+        moves += 1
+        replace(source, destination)
+
+    os.replace = dying_replace
+    sync_table(table, [DuckDBTarget(database, "t")])
+    """
+)
+
+
+def test_a_sync_killed_at_each_file_it_publishes_leaves_no_gap_or_duplicate(  # type: ignore[no-untyped-def]
+    unpack_table, tmp_path: Path
+) -> None:
+    """Killed before each file it moves into place (change files, their lists, the
+    manifests), the sync leaves the feed as it was, and the rerun gives every commit's
+    changes once."""
+    path = _trips_with_cdc(unpack_table, tmp_path / "t")
+    database = tmp_path / "w.duckdb"
+    held = HeldBackCommits(path, keep=2)
+    first = _sync(path, database)
+    before = _rows(_feed(database))
+    held.complete_all()
+    latest = HudiTable.open(str(path)).latest_instant()
+    expected = _rows(_cdc_query(path, "earliest", latest))  # type: ignore[arg-type]
+    killed_at = 0
+    while True:
+        killed = subprocess.run(
+            [sys.executable, "-c", KILLER, str(path), str(database), str(killed_at)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
+        if killed.returncode == 0:  # the sync ran past its last file: nothing left to kill
+            break
+        assert killed.returncode == 9, killed.stderr[-2000:]
+        feed = _rows(_feed(database))
+        assert feed in (before, expected), f"killed at file {killed_at}: a torn feed"
+        killed_at += 1
+    assert killed_at > 4, "the sync published fewer files than the commits' changes"
+    assert first != latest and _rows(_feed(database)) == expected
+    assert _sync(path, database) == latest and _rows(_feed(database)) == expected
