@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 import pytest
 
+from hudi_sync.errors import UnsupportedTableError
 from hudi_sync.manifest.change_feed import CHANGES_FOLDER, ChangeFeedStore, change_file
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
@@ -228,3 +229,81 @@ def test_a_sync_killed_at_each_file_it_publishes_leaves_no_gap_or_duplicate(  # 
     assert killed_at > 4, "the sync published fewer files than the commits' changes"
     assert first != latest and _rows(_feed(database)) == expected
     assert _sync(path, database) == latest and _rows(_feed(database)) == expected
+
+
+def _net_changes(rows: list[dict[str, Any]], fields: list[str]) -> dict[str, Any]:
+    """A commit's feed rows as their net effect by record key (a replaced group's ``d``
+    and the ``i`` of the same key are one update)."""
+    net: dict[str, list[Any]] = {}
+    for row in sorted(rows, key=lambda r: r["op"] != "d"):
+        entry = net.setdefault(row["record_key"], [_subset(row["before"], fields), None])
+        if row["op"] != "d":
+            entry[1] = _subset(row["after"], fields)
+    return {k: (b, a) for k, (b, a) in net.items()}
+
+
+@pytest.mark.parametrize(
+    "suffix",
+    ["cow/v9_txns_simple_meta", "cow/v6_complexkeygen_hivestyle", "mor/avro/v6_trips_8i3d"],
+)
+def test_a_table_without_cdc_gets_an_inferred_feed_when_asked(  # type: ignore[no-untyped-def]
+    fixture_copy, tmp_path: Path, suffix: str
+) -> None:
+    """``hudi_sync.sync.change.feed=on``: Copy-on-Write changes by comparing base file
+    versions, Merge-on-Read ones from the log files; each commit's net changes equal
+    the difference of hudi-rs's snapshots before and after it."""
+    path = fixture_copy(suffix)
+    table = HudiTable.open(str(path))
+    assert not table.config.cdc_enabled
+    fields = [f["name"] for f in table.avro_schema["fields"] if f["name"] not in META_FIELDS]
+    database = tmp_path / "w.duckdb"
+    report = sync_table(str(path), [DuckDBTarget(str(database), "t")], change_feed="on")
+    assert report.ok, report.errors
+
+    def snapshot(instant: str | None) -> dict[str, tuple[str, Any]]:
+        """hudi-rs's rows by key: the commit that wrote each, and its data."""
+        if instant is None:
+            return {}
+        rows = hudi_rs_rows(str(path), as_of=instant).to_pylist()
+        return {
+            r["_hoodie_record_key"]: (
+                r["_hoodie_commit_time"],
+                json_value({k: r[k] for k in fields}),
+            )
+            for r in rows
+        }
+
+    previous = None
+    commits = [c.requested_time for c in table.completed_commits()]
+    for instant in commits:
+        before, after = snapshot(previous), snapshot(instant)
+        # A key changes when the commit wrote its row or removed it. Merge-on-Read
+        # inference compares the merged rows, so a rewrite to equal values is none there.
+        want = {}
+        for key in before.keys() | after.keys():
+            old, new = before.get(key), after.get(key)
+            if (new is not None and new[0] == instant) or (new is None and old is not None):
+                images = (old[1] if old else None, new[1] if new else None)
+                if images[0] != images[1] or not table.config.is_mor:
+                    want[key] = images
+        assert _net_changes(_feed(database, f"commit_time = '{instant}'"), fields) == want
+        previous = instant
+    assert len(commits) > 1 and _feed(database)
+
+
+def test_a_feed_that_cannot_be_inferred_is_refused_in_one_line(  # type: ignore[no-untyped-def]
+    fixture_copy, tmp_path: Path
+) -> None:
+    path = fixture_copy("cow/v8_simplekeygen_hivestyle_no_metafields")
+    database = tmp_path / "w.duckdb"
+    with pytest.raises(UnsupportedTableError, match=r"hoodie\.table\.cdc\.enabled") as refused:
+        sync_table(str(path), [DuckDBTarget(str(database), "t")], change_feed="on")
+    assert "\n" not in str(refused.value)
+    with duckdb.connect(str(database), read_only=True) as con:  # the other objects synced
+        views = {r[0] for r in con.sql("SELECT view_name FROM duckdb_views()").fetchall()}
+    assert "t" in views and "t_changes" not in views
+    # The hook records the refusal and syncs the rest.
+    report = sync_table(
+        str(path), [DuckDBTarget(str(database), "t")], change_feed="on", continue_on_error=True
+    )
+    assert list(report.errors) == ["_changes"]

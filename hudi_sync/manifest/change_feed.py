@@ -107,6 +107,8 @@ class ChangeFeedStore:
     def __init__(self, table: HudiTable, keep: int) -> None:
         self.table = table
         self.keep = keep
+        # A table without CDC has its changes inferred (``plan_changes(infer=True)``).
+        self.infer = not table.config.cdc_enabled
         self.folder = table.location.join(CHANGES_FOLDER)
 
     def path(self, *parts: str) -> str:
@@ -119,7 +121,11 @@ class ChangeFeedStore:
         """Write the change file of every commit in the feed's range that has none yet,
         then the snapshot's lists (unless ``dry_run``: nothing is written)."""
         table = self.table
-        plan = plan_changes(table, "earliest", instant) if instant is not None else None
+        plan = (
+            plan_changes(table, "earliest", instant, infer=self.infer)
+            if instant is not None
+            else None
+        )
         commits = list(plan.instants) if plan is not None else []
         by_commit: dict[str, list[ChangeSplit]] = defaultdict(list)
         for split in plan.splits if plan is not None else ():
@@ -335,9 +341,10 @@ def _json_type(kind: pa.DataType) -> pa.DataType:
     return kind
 
 
-def feed_enabled(table: HudiTable) -> bool:
-    """Whether syncs publish the table's change feed: CDC tables (``hoodie.table.cdc.enabled``)."""
-    return bool(table.config.cdc_enabled)
+def feed_enabled(table: HudiTable, setting: str) -> bool:
+    """Whether syncs publish the table's change feed (``hudi_sync.sync.change.feed``):
+    ``auto`` for CDC tables (``hoodie.table.cdc.enabled``), ``on`` for every table."""
+    return setting == "on" or (setting == "auto" and bool(table.config.cdc_enabled))
 
 
 __all__ = [

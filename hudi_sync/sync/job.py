@@ -142,6 +142,8 @@ def _publish_manifest(
 
 # The key of ``SyncReport.errors`` that says why a MOR table got no snapshot view.
 SNAPSHOT_VIEW_REFUSAL = "_rt"
+# The key of ``SyncReport.errors`` that says why a table got no change feed.
+CHANGE_FEED_REFUSAL = "_changes"
 
 
 def publish_logs(
@@ -237,6 +239,7 @@ def sync_table(
     continue_on_error: bool = False,
     delta_commits: int = 0,
     fold_processes: int = 0,
+    change_feed: str = "auto",
 ) -> SyncReport:
     """Publish the manifest, then sync each target in turn. With ``continue_on_error``
     (the post-commit hook) a failing target is recorded in ``errors`` and the others
@@ -256,7 +259,9 @@ def sync_table(
     ``delta_commits`` > 0 publishes delta manifests when every target can read them
     (``supports_delta_manifests``), else full ones. ``fold_processes``: the worker
     processes folding a Merge-on-Read table's new log files
-    (``hudi_sync.sync.log.fold.processes``; 0: one per CPU, 1: in this process)."""
+    (``hudi_sync.sync.log.fold.processes``; 0: one per CPU, 1: in this process).
+    ``change_feed``: ``hudi_sync.sync.change.feed`` (auto, on, off); a feed that cannot
+    be made is recorded like a refused snapshot view (``CHANGE_FEED_REFUSAL``)."""
     if isinstance(table, str):
         table = HudiTable.open(table, storage_options)
     errors: dict[str, str] = {}
@@ -289,8 +294,13 @@ def sync_table(
         if snapshot_refusal is not None:
             errors[SNAPSHOT_VIEW_REFUSAL] = snapshot_refusal
     feed_readers = [t for t in readers if getattr(t, "supports_change_feed", False)]
-    if feed_readers and as_of is None and feed_enabled(table):
-        published = publish_changes(table, published, keep, dry_run)
+    feed_refusal = None
+    if feed_readers and as_of is None and feed_enabled(table, change_feed):
+        try:
+            published = publish_changes(table, published, keep, dry_run)
+        except UnsupportedTableError as exc:
+            feed_refusal = f"{exc}: no change feed; the other objects are synced"
+            errors[CHANGE_FEED_REFUSAL] = feed_refusal
     plans: list[SyncPlan] = []
     results: list[SyncResult] = []
     for target in readers:
@@ -314,6 +324,8 @@ def sync_table(
         results.append(result)
     if snapshot_refusal is not None and not continue_on_error:
         raise UnsupportedTableError(snapshot_refusal)  # after the read-optimized objects
+    if feed_refusal is not None and not continue_on_error:
+        raise UnsupportedTableError(feed_refusal)
     return SyncReport(
         table.uri,
         published.manifest.instant,

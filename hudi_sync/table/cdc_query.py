@@ -14,6 +14,10 @@ range into a ``ChangeSplit`` by Hudi's inference cases:
   rules, for the keys the commit's log records name. One split per file group and
   commit, however many log files the commit rolled over to.
 - ``REPLACE_COMMIT``: every row of a file group a replacecommit replaced is ``d``.
+- ``BASE_FILE_DIFF`` (only when inferring the changes of a table without CDC, which
+  Hudi's CDC query refuses): a base file rewritten without a CDC log, compared with the
+  version it replaced by record key: its rows this commit wrote are ``i`` or ``u``, the
+  keys it no longer holds ``d``. Reads both files.
 
 Reading (``read_split``) runs wherever the files can be opened (Spark's Python
 workers), one split at a time, and yields rows ``op``, ``ts_ms`` (the commit's
@@ -64,6 +68,7 @@ from hudi_sync.table.table import HudiTable
 
 BEGIN = config.BEGIN.key
 END = config.END.key
+COMMIT_TIME = META_FIELDS[0]
 RECORD_KEY = META_FIELDS[2]
 CHANGE_SCHEMA = pa.schema(
     [
@@ -85,6 +90,7 @@ class InferenceCase(StrEnum):
     BASE_FILE_DELETE = "BASE_FILE_DELETE"
     LOG_FILE = "LOG_FILE"
     REPLACE_COMMIT = "REPLACE_COMMIT"
+    BASE_FILE_DIFF = "BASE_FILE_DIFF"
 
 
 @dataclass(frozen=True)
@@ -151,18 +157,31 @@ class ChangePlan:
         return None if any(size is None for size in sizes) else sum(s or 0 for s in sizes)
 
 
-def plan_changes(table: HudiTable, begin: str | None, end: str | None = None) -> ChangePlan:
+def plan_changes(
+    table: HudiTable, begin: str | None, end: str | None = None, infer: bool = False
+) -> ChangePlan:
     """Check a CDC query's range against the table and plan its splits.
 
     ``begin`` is exclusive (``earliest``, ``0``, ``000`` or any time before the first
     commit: from the oldest commit still readable),
-    ``end`` inclusive (``None``: the latest commit)."""
+    ``end`` inclusive (``None``: the latest commit). ``infer``: a table without CDC is
+    planned too, its changes inferred from log files and base file versions
+    (``BASE_FILE_DIFF``); it needs the record key meta field."""
     if not table.config.cdc_enabled:
-        raise BadInputError(
-            f"{table.uri} is not a CDC table ({config.CDC_ENABLED.key} is not true); "
-            "use the latest_state incremental query"
-        )
-    mode = parse_cdc_mode(table.config.cdc_logging_mode, f"{table.uri}: hoodie.properties")
+        if not infer:
+            raise BadInputError(
+                f"{table.uri} is not a CDC table ({config.CDC_ENABLED.key} is not true); "
+                "use the latest_state incremental query"
+            )
+        if not table.config.populate_meta_fields:
+            raise UnsupportedTableError(
+                f"{table.uri}: {config.CDC_ENABLED.key} is not true and "
+                f"{config.POPULATE_META_FIELDS.key}=false: its changes cannot be inferred "
+                "without the record key in its files"
+            )
+        mode = CdcMode.DATA_BEFORE_AFTER
+    else:
+        mode = parse_cdc_mode(table.config.cdc_logging_mode, f"{table.uri}: hoodie.properties")
     boundary = _earliest_valid_begin(table)
     begin_time, end_time = table.incremental_range(begin, end)
     if begin_time is None:
@@ -178,7 +197,7 @@ def plan_changes(table: HudiTable, begin: str | None, end: str | None = None) ->
     if begin_time and end_time and comparable_instant(begin_time) > comparable_instant(end_time):
         raise BadInputError(f"{table.uri}: {BEGIN}={begin} is after {END}={end}")
     instants = tuple(_changing_commits(table, begin_time, end_time))
-    planner = _Planner(table, mode)
+    planner = _Planner(table, mode, inferred=not table.config.cdc_enabled)
     splits = [s for instant in instants for s in planner.splits_of(instant)]
     return ChangePlan(begin_time, end_time, instants, tuple(splits))
 
@@ -232,9 +251,10 @@ def _changing_commits(table: HudiTable, begin: str | None, end: str | None) -> I
 
 
 class _Planner:
-    def __init__(self, table: HudiTable, mode: CdcMode) -> None:
+    def __init__(self, table: HudiTable, mode: CdcMode, inferred: bool = False) -> None:
         self.table = table
         self.mode = mode
+        self.inferred = inferred  # a table without CDC logs: rewrites are diffed
         writes = table.timeline.completed_writes
         self.committed = tuple(i.requested_time for i in writes)
         self._slices: dict[str, dict[tuple[str, str], FileSlice]] = {}
@@ -313,6 +333,13 @@ class _Planner:
             return split(
                 InferenceCase.BASE_FILE_DELETE,
                 before_file=previous,
+            )
+        if self.inferred:
+            return split(
+                InferenceCase.BASE_FILE_DIFF,
+                read_bytes=None,
+                before_file=previous,
+                after_file=stat.path,
             )
         raise CorruptTableError(
             f"{self.table.uri}: commit {ts} rewrote file group {stat.file_id} "
@@ -542,7 +569,27 @@ def _split_changes(location: Location, split: ChangeSplit) -> list[Change]:
         return [("d", row, None) for row in merged.values()]
     if case is InferenceCase.LOG_FILE:
         return _log_file_changes(location, split)
+    if case is InferenceCase.BASE_FILE_DIFF:
+        return _base_file_diff(location, split)
     return _as_is_changes(location, split)
+
+
+def _base_file_diff(location: Location, split: ChangeSplit) -> list[Change]:
+    """BASE_FILE_DIFF: the rewritten base file against its previous version, by record
+    key: rows the commit wrote (their commit time is its instant) are ``i`` or ``u``,
+    keys only the previous version holds ``d``; rows copied over unchanged (a record
+    that lost by ordering value keeps its old commit time) are no change."""
+    before = {str(row[RECORD_KEY]): row for row in _rows(location, split.before_file)}
+    changes: list[Change] = []
+    kept: set[str] = set()
+    for row in _rows(location, split.after_file):
+        key = str(row[RECORD_KEY])
+        kept.add(key)
+        if row[COMMIT_TIME] == split.instant:
+            old = before.get(key)
+            changes.append(("u", old, row) if old is not None else ("i", None, row))
+    changes += [("d", row, None) for key, row in before.items() if key not in kept]
+    return changes
 
 
 def _as_is_changes(location: Location, split: ChangeSplit) -> list[Change]:

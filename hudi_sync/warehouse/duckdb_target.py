@@ -159,7 +159,9 @@ class DuckDBTarget:
         settled = settled_plan(target, names.marked(published.logs), current, marker, force)
         if settled is not None:
             return settled
-        steps = self._statements(table, published, names, marker, comments if not force else {})
+        steps = self._statements(
+            table, published, names, marker, comments if not force else {}, live=not as_of
+        )
         return SyncPlan(target, "create" if current is None else "update", steps)
 
     def sync(
@@ -231,7 +233,9 @@ class DuckDBTarget:
         names: ObjectNames,
         marker: SyncMarker,
         current: dict[str, str],
+        live: bool = True,
     ) -> list[str]:
+        """The sync's statements; ``live``: not a time-travel sync's ``_as_of_`` objects."""
         if published.delta is not None:
             manifest_sql = delta_manifest_select(published)
         elif published.manifest.files:
@@ -263,6 +267,8 @@ class DuckDBTarget:
         ]
         if names.changes is not None and published.changes is not None:
             views.append((names.changes, changes_select(published.changes)))
+        elif live:  # the feed was turned off (hudi_sync.sync.change.feed): drop it
+            views.append((self._feed_name(table), None))
         views.append((names.view, view_sql))
         switched = {names.manifest}  # re-created every sync: the next snapshot's list
         if names.snapshot_view is not None and published.logs is not None:
@@ -283,6 +289,17 @@ class DuckDBTarget:
             comment = quote_literal(f"{marker.render()} sql={digest}{described}")
             statements.append(f"COMMENT ON VIEW {quote_identifier(name)} IS {comment}")
         return statements
+
+    def _feed_name(self, table: HudiTable) -> str:
+        """``<t>_changes`` of the live objects, whether or not this sync makes it."""
+        names = ObjectNames.for_table(
+            self.table_name,
+            merge_on_read=table.config.is_mor,
+            skip_ro_suffix=self.skip_ro_suffix,
+            change_feed=True,
+        )
+        assert names.changes is not None
+        return names.changes
 
     def _snapshot_views(
         self, table: HudiTable, names: ObjectNames, logs: PublishedLogs
