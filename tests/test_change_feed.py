@@ -19,7 +19,12 @@ import duckdb
 import pytest
 
 from hudi_sync.errors import UnsupportedTableError
-from hudi_sync.manifest.change_feed import CHANGES_FOLDER, ChangeFeedStore, change_file
+from hudi_sync.manifest.change_feed import (
+    CHANGES_FOLDER,
+    ChangeFeedStore,
+    change_file,
+    schema_digest,
+)
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.cdc_log import json_value
@@ -154,15 +159,21 @@ def test_reruns_and_time_travel_write_no_changes_twice(  # type: ignore[no-untyp
     sync_table(str(path), [DuckDBTarget(str(database), "t")], as_of=commits[1])
     assert not (path / CHANGES_FOLDER).exists()
     latest = _sync(path, database)
-    files = {p: p.stat().st_mtime_ns for p in (path / CHANGES_FOLDER).rglob("changes.parquet")}
+    files = {p: p.stat().st_mtime_ns for p in (path / CHANGES_FOLDER).rglob("changes-*.parquet")}
     before = _rows(_feed(database))
     assert _sync(path, database) == latest  # a rerun: no file rewritten, the same rows
     assert {p: p.stat().st_mtime_ns for p in files} == files
     assert _rows(_feed(database)) == before
     store = ChangeFeedStore(HudiTable.open(str(path)), keep=2)
-    assert sorted(store.existing()) == sorted(
-        change_file(c.requested_time) for c in plan_changes(table, "earliest", latest).instants
-    )
+    changing = plan_changes(table, "earliest", latest).instants
+    existing = store.existing()
+    assert existing == {
+        change_file(c.requested_time, schema_digest(n))
+        for c, n in zip(changing, sorted(existing), strict=True)
+    }
+    assert sorted(n.split("/")[1] for n in existing) == [
+        f"commit_time={c.requested_time}" for c in changing
+    ]
 
 
 def test_a_table_without_cdc_gets_no_change_feed(fixture_copy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -307,3 +318,68 @@ def test_a_feed_that_cannot_be_inferred_is_refused_in_one_line(  # type: ignore[
         str(path), [DuckDBTarget(str(database), "t")], change_feed="on", continue_on_error=True
     )
     assert list(report.errors) == ["_changes"]
+
+
+# What a dbt ``incremental`` model runs against the feed: the changes after the newest
+# commit it has merged, the last change of each key winning (the docs show this query).
+INCREMENTAL_QUERY = """
+SELECT record_key, op, after_uuid, after_fare, ts_ms
+FROM t_changes
+WHERE commit_time > ?
+QUALIFY row_number() OVER (PARTITION BY record_key ORDER BY ts_ms DESC, op = 'd') = 1
+"""
+
+
+def test_the_cli_reports_the_feed_and_an_incremental_model_catches_up(  # type: ignore[no-untyped-def]
+    unpack_table, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from hudi_sync.cli.app import app
+
+    path = _trips_with_cdc(unpack_table, tmp_path / "t")
+    database = tmp_path / "w.duckdb"
+    held = HeldBackCommits(path, keep=2)
+    args = ["sync", "duckdb", str(path), "--database", str(database), "--table", "t", "--json"]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    report = json.loads(first.output)
+    assert report["changes"]["commits"] == report["changes"]["written"] == 2
+    assert report["changes"]["through"] == report["instant"]
+    merged_through = report["instant"]
+    model: dict[str, Any] = {}  # the model's first full build: the feed so far, in order
+    for row in sorted(_feed(database), key=lambda r: (r["ts_ms"], r["op"] != "d")):
+        if row["op"] == "d":
+            model.pop(row["record_key"], None)
+        else:
+            model[row["record_key"]] = row
+    held.complete_all()
+    second = CliRunner().invoke(app, args)
+    assert second.exit_code == 0, second.output
+    changing = plan_changes(HudiTable.open(str(path)), "earliest").instants
+    assert json.loads(second.output)["changes"]["written"] == len(changing) - 2
+    with duckdb.connect(str(database), read_only=True) as con:
+        latest = con.sql(INCREMENTAL_QUERY, params=[merged_through]).to_arrow_table().to_pylist()
+    for row in latest:  # the model's MERGE
+        if row["op"] == "d":
+            model.pop(row["record_key"], None)
+        else:
+            model[row["record_key"]] = row
+    snapshot = {r["uuid"]: r["fare"] for r in hudi_rs_rows(str(path)).to_pylist()}
+    assert {k: r["after_fare"] for k, r in model.items()} == snapshot
+
+
+def test_a_query_for_recent_changes_opens_only_their_files(  # type: ignore[no-untyped-def]
+    unpack_table, tmp_path: Path
+) -> None:
+    """A filter on ``commit_time`` prunes the feed's files by their hive folders: with the
+    oldest change file made unreadable, the recent changes still read, all of them not."""
+    path = _trips_with_cdc(unpack_table, tmp_path / "t")
+    database = tmp_path / "w.duckdb"
+    latest = _sync(path, database)
+    oldest = sorted((path / CHANGES_FOLDER).rglob("changes-*.parquet"))[0]
+    oldest.write_bytes(b"not parquet")
+    recent = _feed(database, f"commit_time = '{latest}'")
+    assert recent and {r["ts_ms"] for r in recent} == {latest}
+    with pytest.raises(duckdb.Error, match=r"changes-\w+\.parquet"):
+        _feed(database)

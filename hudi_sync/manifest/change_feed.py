@@ -3,11 +3,12 @@ so warehouses can serve ``<t>_changes`` to incremental models.
 
 Layout under ``<table>/.hoodie/manifest/changes/``:
 
-- ``commit_date=<YYYY-MM-DD>/commit_time=<instant>/changes.parquet`` — the rows the CDC
-  query (``hudi_sync.table.cdc_query``) gives for that one commit, written once (under
-  a temporary name, then moved into place) and never rewritten: a rerun or a sync
+- ``commit_date=<YYYY-MM-DD>/commit_time=<instant>/changes-<schema>.parquet`` — the rows
+  the CDC query (``hudi_sync.table.cdc_query``) gives for that one commit, written once
+  (under a temporary name, then moved into place) and never rewritten: a rerun or a sync
   after a crash finds it and reuses it. Hive-style folders, so a warehouse prunes by
-  commit date and time.
+  commit date and time; ``<schema>`` is a digest of the file's columns, so a reader can
+  bind each group of equal files from one footer (``schema_digest``).
 - ``snapshots/<instant>/files.csv`` and ``uris.csv`` — the change files the feed holds
   as of that snapshot (relative to ``changes/``, and as absolute URIs). Written before
   the warehouse objects switch to the snapshot, which read exactly the files listed:
@@ -28,6 +29,7 @@ types ``typed_columns`` can parse from the JSON exactly (the rest are in the JSO
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import time
 from collections import defaultdict
@@ -50,7 +52,7 @@ from hudi_sync.table.schema import META_FIELDS, parse_avro_schema
 from hudi_sync.table.snapshot_read import avro_to_arrow
 
 CHANGES_FOLDER = ".hoodie/manifest/changes"
-CHANGE_FILE = "changes.parquet"
+CHANGE_FILE_PREFIX = "changes-"
 # Hive partition keys of the change files' folders.
 DATE_KEY = "commit_date"
 TIME_KEY = "commit_time"
@@ -88,17 +90,48 @@ class PublishedChanges:
     def uris(self) -> list[str]:
         return [f"{self.folder_uri.rstrip('/')}/{name}" for name in self.names]
 
+    def summary(self) -> dict[str, Any]:
+        """The feed in a sync's ``--json`` report."""
+        return {
+            "commits": len(self.names),
+            "after": self.after,
+            "through": self.through,
+            "written": self.written,
+            "uris_uri": self.uris_uri,
+        }
+
     def description(self) -> str:
         """What range the feed holds, for the warehouse object's description."""
         start = f"after {self.after}" if self.after else "from the first commit"
         return f"changes of the commits {start} through {self.through or '(none)'}"
 
 
-def change_file(instant: str) -> str:
+def change_file(instant: str, digest: str) -> str:
     """A commit's change file, relative to ``changes/``: hive folders of its date and
-    instant (``YYYYMMDD...`` → ``commit_date=YYYY-MM-DD``)."""
+    instant (``YYYYMMDD...`` → ``commit_date=YYYY-MM-DD``), named by its schema's digest."""
     day = f"{instant[:4]}-{instant[4:6]}-{instant[6:8]}"
-    return f"{DATE_KEY}={day}/{TIME_KEY}={instant}/{CHANGE_FILE}"
+    return f"{DATE_KEY}={day}/{TIME_KEY}={instant}/{CHANGE_FILE_PREFIX}{digest}.parquet"
+
+
+def schema_digest(name: str) -> str:
+    """The schema digest in a change file's name: files with the same one have the same
+    columns."""
+    return name.rsplit("/", 1)[-1].removeprefix(CHANGE_FILE_PREFIX).removesuffix(".parquet")
+
+
+def feed_schema(typed: pa.Schema) -> pa.Schema:
+    """A change file's columns: ``FIXED_COLUMNS``, then each typed column's before and
+    after images."""
+    images = [
+        pa.field(f"{side}_{field.name}", field.type)
+        for field in typed
+        for side in ("before", "after")
+    ]
+    return pa.schema([*FIXED_COLUMNS, *images])
+
+
+def _digest(schema: pa.Schema) -> str:
+    return hashlib.sha256(schema.to_string(show_schema_metadata=False).encode()).hexdigest()[:12]
 
 
 class ChangeFeedStore:
@@ -130,7 +163,10 @@ class ChangeFeedStore:
         by_commit: dict[str, list[ChangeSplit]] = defaultdict(list)
         for split in plan.splits if plan is not None else ():
             by_commit[split.instant].append(split)
-        names = tuple(change_file(commit.requested_time) for commit in commits)
+        names = tuple(
+            change_file(commit.requested_time, _digest(feed_schema(self.typed_at(commit))))
+            for commit in commits
+        )
         written = 0
         if not dry_run:
             fs = table.location.fs
@@ -165,7 +201,7 @@ class ChangeFeedStore:
             partition = pa.array([split.partition_path] * rows.num_rows, pa.string())
             parts.append(rows.append_column("partition_path", partition))
         rows = pa.concat_tables(parts) if parts else None
-        columns = typed_columns(self.schema_at(commit))
+        columns = self.typed_at(commit)
         before = typed_images(rows.column("before") if rows else None, columns, where)
         after = typed_images(rows.column("after") if rows else None, columns, where)
         count = rows.num_rows if rows is not None else 0
@@ -181,7 +217,11 @@ class ChangeFeedStore:
         for name in columns.names:
             out[f"before_{name}"] = before.column(name)
             out[f"after_{name}"] = after.column(name)
-        return pa.table(out)
+        return pa.table(out, schema=feed_schema(columns))
+
+    def typed_at(self, commit: Instant) -> pa.Schema:
+        """The typed image columns of the commit's change file (``typed_columns``)."""
+        return typed_columns(self.schema_at(commit))
 
     def schema_at(self, commit: Instant) -> pa.Schema:
         """The table's columns as the commit wrote them (its commit metadata's schema,
@@ -259,7 +299,13 @@ class ChangeFeedStore:
         except FileNotFoundError:
             return set()
         relative = (str(p)[len(root) + 1 :] for p in found if str(p).startswith(root + "/"))
-        return {r for r in relative if r.startswith(f"{DATE_KEY}=") and r.endswith(CHANGE_FILE)}
+        return {
+            r
+            for r in relative
+            if r.startswith(f"{DATE_KEY}=")
+            and r.rsplit("/", 1)[-1].startswith(CHANGE_FILE_PREFIX)
+            and r.endswith(".parquet")
+        }
 
     def _prune(self, current: str, current_names: set[str]) -> None:
         """Keep the newest ``keep`` lists up to ``current``; remove change files no kept
@@ -353,6 +399,8 @@ __all__ = [
     "PublishedChanges",
     "change_file",
     "feed_enabled",
+    "feed_schema",
+    "schema_digest",
     "typed_columns",
     "typed_images",
 ]

@@ -16,7 +16,7 @@ from hudi_sync.errors import (
     TimeTravelError,
     UnsupportedTableError,
 )
-from hudi_sync.manifest.change_feed import ChangeFeedStore, feed_enabled
+from hudi_sync.manifest.change_feed import ChangeFeedStore, PublishedChanges, feed_enabled
 from hudi_sync.manifest.delta import DeltaStore
 from hudi_sync.manifest.log_parquet import LogParquetStore
 from hudi_sync.manifest.snapshot import (
@@ -65,6 +65,8 @@ class SyncReport:
     plans: tuple[SyncPlan, ...]
     results: tuple[SyncResult, ...]
     errors: Mapping[str, str] = field(default_factory=dict)
+    # The change feed this sync published (``hudi_sync.manifest.change_feed``), if any.
+    changes: PublishedChanges | None = None
 
     @property
     def ok(self) -> bool:
@@ -86,6 +88,7 @@ class SyncReport:
             "manifest_files": self.manifest_files,
             "incremental": self.incremental,
             "results": [r.to_json() for r in self.results],
+            "changes": self.changes.summary() if self.changes is not None else None,
             "plans": [
                 {"target": p.target, "action": p.action, "steps": p.steps} for p in self.plans
             ],
@@ -334,4 +337,5 @@ def sync_table(
         tuple(plans),
         tuple(results),
         errors,
+        published.changes,
     )

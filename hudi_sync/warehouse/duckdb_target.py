@@ -24,7 +24,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
-from hudi_sync.manifest.change_feed import DATE_KEY, FIXED_COLUMNS, TIME_KEY, PublishedChanges
+from hudi_sync.manifest.change_feed import (
+    DATE_KEY,
+    FIXED_COLUMNS,
+    TIME_KEY,
+    PublishedChanges,
+    schema_digest,
+)
 from hudi_sync.manifest.file_set import FileSet
 from hudi_sync.manifest.log_parquet import (
     EXTRA_COLUMNS,
@@ -392,8 +398,10 @@ def snapshot_select(names: ObjectNames, logs: PublishedLogs, base_rows: str | No
 
 def changes_select(changes: PublishedChanges) -> str:
     """``<t>_changes``: the change files the feed lists, each commit's rows once, with
-    the hive columns ``commit_date`` and ``commit_time`` (a filter on ``commit_time``
-    opens only the files of later commits)."""
+    the hive columns ``commit_date`` and ``commit_time``. One ``read_parquet`` per group
+    of files with the same columns (``schema_digest``), newest file first: binding the
+    view reads one footer a group, and a filter on ``commit_time`` opens only the files
+    of the commits it keeps. Groups are unioned by name (newest first: its column order)."""
     if not changes.names:
         columns = ", ".join(
             f"CAST(NULL AS VARCHAR) AS {quote_identifier(f.name)}" for f in FIXED_COLUMNS
@@ -402,11 +410,19 @@ def changes_select(changes: PublishedChanges) -> str:
             f"SELECT {columns}, CAST(NULL AS DATE) AS {DATE_KEY}, "
             f"CAST(NULL AS VARCHAR) AS {TIME_KEY} WHERE false"
         )
-    files = ", ".join(_source(uri) for uri in changes.uris())
-    return (
-        f"SELECT * FROM read_parquet([{files}], hive_partitioning = true, "
-        f"hive_types = {{'{DATE_KEY}': DATE, '{TIME_KEY}': VARCHAR}}, union_by_name = true)"
+    groups: dict[str, list[str]] = {}
+    newest_first = sorted(
+        zip(changes.names, changes.uris(), strict=True), key=lambda pair: pair[0], reverse=True
     )
+    for name, uri in newest_first:
+        groups.setdefault(schema_digest(name), []).append(uri)
+    hive_types = f"{{'{DATE_KEY}': DATE, '{TIME_KEY}': VARCHAR}}"
+    reads = [
+        f"SELECT * FROM read_parquet([{', '.join(_source(uri) for uri in uris)}], "
+        f"hive_partitioning = true, hive_types = {hive_types})"
+        for uris in groups.values()
+    ]
+    return " UNION ALL BY NAME ".join(reads)
 
 
 def built_key_rows(table: HudiTable, names: ObjectNames) -> str | None:
