@@ -192,3 +192,32 @@ def restore_to(table: HudiTable, instant: str) -> str:
     # The completed file last, named as the table's version names it.
     writer._complete_file(restore, Action.RESTORE, avro_bytes(RESTORE_SCHEMA, metadata))
     return restore
+
+
+def roll_back_latest_commit(table: HudiTable) -> str:
+    """Roll back the table's latest completed write as Hudi's ``rollback`` of a commit
+    does: its files deleted, a completed ``<R>.rollback`` (``HoodieRollbackMetadata``
+    naming it in ``commitsRollback`` and ``instantsRollback``), its instant files
+    removed. Returns the rollback instant."""
+    timeline = table.timeline
+    location = table.location
+    latest = timeline.completed_writes[-1]
+    kept_files = {
+        stat.path
+        for write in timeline.completed_writes[:-1]
+        for stat in timeline.commit_metadata(write).write_stats
+    }
+    writer = TimelineWriter(location, timeline.folder, table.config.version)
+    started = time.time()
+    deleted: dict[str, list[str]] = {}
+    for stat in timeline.commit_metadata(latest).write_stats:
+        assert stat.path not in kept_files, f"{stat.path}: appended to a kept file"
+        if location.remove(location.join(stat.path)):
+            deleted.setdefault(stat.partition_path, []).append(stat.path)
+    rollback = writer.rollback(latest.requested_time, latest.action, deleted, started)
+    folder = timeline.folder.rstrip("/")
+    for name in location.names(folder):
+        parsed = parse_instant_file_name(name)
+        if parsed is not None and parsed.requested_time == latest.requested_time:
+            location.remove(f"{folder}/{name}")
+    return rollback

@@ -27,16 +27,17 @@ from hudi_sync.table.timeline import undone_by_record
 from hudi_sync.warehouse.common import ObjectNames, SyncMarker, restore_reason
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 from tests.fixture_tables import fixture_tables, without_metadata_table
-from tests.hudi_restore import restore_to
+from tests.hudi_restore import restore_to, roll_back_latest_commit
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
 
-# COW and MOR, table versions 6 and 8 (the v8 MOR table loses its metadata table first:
+# COW and MOR, table versions 6, 8 and 9 (tables with a metadata table lose it first:
 # the restore helper does not restore one).
 RESTORED = [
     "cow/v6_simplekeygen_nonhivestyle",
     "cow/v8_simplekeygen_nonhivestyle",
     "mor/parquet/v6_simplekeygen_nonhivestyle",
     "quickstart_trips_table/mor/avro/v8_trips_8i3u1d",
+    "cow/v9_txns_simple_meta",
 ]
 MODES = pytest.mark.parametrize("delta_commits", [0, 3], ids=["full", "delta"])
 
@@ -155,6 +156,25 @@ def test_the_post_commit_hook_follows_a_restore(unpack_table, tmp_path: Path) ->
     assert marker is not None and marker.instant == commits[-2]
     _assert_view_is_hudi_rs(database, path)
     assert _pointer(path, "delta.json") == commits[-2]
+
+
+@pytest.mark.parametrize("suffix", [RESTORED[0], RESTORED[3]], ids=["cow-v6", "mor-v8"])
+def test_duckdb_follows_a_rollback_of_the_latest_commit(  # type: ignore[no-untyped-def]
+    suffix: str, unpack_table, tmp_path: Path
+) -> None:
+    path = _copy(unpack_table, tmp_path, suffix)
+    database = tmp_path / "w.duckdb"
+    target = DuckDBTarget(str(database), "t")
+    commits = _commits(path)
+    assert sync_table(str(path), [target]).instant == commits[-1]
+    rollback = roll_back_latest_commit(HudiTable.open(str(path)))
+    report = sync_table(str(path), [target])
+    assert report.instant == commits[-2]
+    assert [r.action for r in report.results] == ["restored"]
+    assert f"which rollback {rollback} undid: moved back to {commits[-2]}" in (
+        report.results[0].reason
+    )
+    _assert_view_is_hudi_rs(database, path)
 
 
 def _remove_commit_by_hand(path: Path, instant: str) -> None:
