@@ -86,7 +86,8 @@ class SyncReport:
             "incremental": self.incremental,
             "results": [r.to_json() for r in self.results],
             "plans": [
-                {"target": p.target, "action": p.action, "steps": p.steps} for p in self.plans
+                {"target": p.target, "action": p.action, "reason": p.reason, "steps": p.steps}
+                for p in self.plans
             ],
         }
 
