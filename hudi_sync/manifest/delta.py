@@ -256,14 +256,19 @@ class DeltaStore:
 
     def _write(self, delta: DeltaManifest) -> None:
         """The changes file (immutable), then the pointer, unless a concurrent
-        publication already moved it past this instant."""
+        publication already moved it past this instant to a commit still on the
+        timeline (one a restore or rollback removed is followed back from)."""
         for (partition, file_id), name in delta.changes.items():
             for checked in (file_id, name):  # before anything is written
                 check_path(partition, checked, self.table.uri)
         changes = _changes_csv(delta.changes).encode()
         self.store.write_once(self._changes_path(delta.base, delta.instant), changes)
         current = self._pointer_instant()
-        if current is not None and comparable_instant(current) > comparable_instant(delta.instant):
+        if (
+            current is not None
+            and comparable_instant(current) > comparable_instant(delta.instant)
+            and self.store.still_committed(current)
+        ):
             return
         pointer = json.dumps(delta.pointer()).encode()
         self.store.write_atomic(self.store.path(DELTA_POINTER), pointer)

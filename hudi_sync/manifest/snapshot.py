@@ -438,6 +438,13 @@ class ManifestStore:
     def snapshot_instants(self) -> list[str]:
         return [f for f in self.snapshot_folders() if f != EMPTY_SNAPSHOT]
 
+    def still_committed(self, instant: str) -> bool:
+        """Whether ``instant`` is a completed write on a fresh read of the timeline's
+        tail from it: a restore or rollback since removes it, and a pointer naming it
+        then follows the table back."""
+        fresh = Timeline(self.table.location, self.table.config, since=instant)
+        return any(i.requested_time == instant for i in fresh.completed_writes)
+
     def _newest_snapshot(self, own: str) -> str:
         """The newest complete snapshot at or after ``own`` (a folder) whose instant is
         a completed write on a fresh read of the timeline (a restore can remove a newer

@@ -90,7 +90,8 @@ class SyncReport:
             "results": [r.to_json() for r in self.results],
             "changes": self.changes.summary() if self.changes is not None else None,
             "plans": [
-                {"target": p.target, "action": p.action, "steps": p.steps} for p in self.plans
+                {"target": p.target, "action": p.action, "reason": p.reason, "steps": p.steps}
+                for p in self.plans
             ],
         }
 

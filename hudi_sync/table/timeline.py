@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
 from typing import Any
@@ -54,6 +54,32 @@ def _modification_instant(info: dict[str, Any], zone: dt.tzinfo | None) -> str |
         except ValueError:
             return None
     return format_instant(moment.astimezone(zone))
+
+
+def undone_by_record(record: Mapping[str, Any]) -> frozenset[str]:
+    """The instants a rollback or restore record names as undone. Hudi's
+    ``HoodieRollbackMetadata`` lists them in ``commitsRollback`` (and, with their
+    actions, ``instantsRollback``); ``HoodieRestoreMetadata`` in ``instantsToRollback``,
+    ``restoreInstantInfo`` and the rollback metadata of each (``hoodieRestoreMetadata``,
+    instant -> rollbacks). Any one of them is enough."""
+    undone: set[str] = set()
+
+    def add(names: Any) -> None:
+        for name in names or ():
+            if isinstance(name, str):
+                undone.add(name)
+            elif isinstance(name, Mapping) and isinstance(name.get("commitTime"), str):
+                undone.add(name["commitTime"])
+
+    add(record.get("commitsRollback"))
+    add(record.get("instantsRollback"))
+    add(record.get("instantsToRollback"))
+    add(record.get("restoreInstantInfo"))
+    for rollbacks in (record.get("hoodieRestoreMetadata") or {}).values():
+        for rollback in rollbacks or ():
+            if isinstance(rollback, Mapping):
+                undone |= undone_by_record(rollback)
+    return frozenset(undone)
 
 
 class Timeline:
@@ -260,6 +286,26 @@ class Timeline:
             return RollbackMetadata((), {})
         return RollbackMetadata.from_record(decode_instant_record(data, self._where(instant)))
 
+    def undone_instants(self, instant: Instant) -> frozenset[str]:
+        """The instants a completed rollback or restore undid, as its Avro metadata lists
+        them (``undone_by_record``); none for an empty file."""
+        data = self.read_bytes(instant)
+        if not data:
+            return frozenset()
+        return undone_by_record(decode_instant_record(data, self._where(instant)))
+
+    def undone_by(self, requested_time: str) -> Instant | None:
+        """The completed rollback or restore (requested after ``requested_time``) that
+        lists it among the instants it undid, None when none does: what explains a
+        published instant that left the timeline. Only rollbacks and restores are read."""
+        since = comparable_instant(requested_time)
+        for candidate in reversed(self.completed([Action.ROLLBACK, Action.RESTORE])):
+            if comparable_instant(candidate.requested_time) <= since:
+                break
+            if requested_time in self.undone_instants(candidate):
+                return candidate
+        return None
+
     def latest_clean(self) -> Instant | None:
         cleans = self.completed([Action.CLEAN])
         return cleans[-1] if cleans else None
@@ -279,4 +325,4 @@ class Timeline:
         return replaced
 
 
-__all__ = ["Instant", "State", "Timeline", "format_instant"]
+__all__ = ["Instant", "State", "Timeline", "format_instant", "undone_by_record"]

@@ -51,8 +51,10 @@ from hudi_sync.warehouse.common import (
     SyncMarker,
     SyncPlan,
     SyncResult,
+    changing_plan,
     declared_schema,
     ordering_kind,
+    restore_reason,
     settled_plan,
     snapshot_query,
 )
@@ -288,8 +290,10 @@ class BigQueryTarget:
                 f"{self._id(foreign[0])} exists and was not created by hudi_sync; "
                 "drop it or use --force"
             )
-        current = markers.get(names.marked(published.logs))
-        settled = settled_plan(target, names.marked(published.logs), current, marker, force)
+        marked = names.marked(published.logs)
+        current = markers.get(marked)
+        restored = restore_reason(table, marked, current, marker)
+        settled = settled_plan(target, marked, current, marker, force, restored=restored)
         if settled is not None:
             return settled, []
         same_objects = marker.same_objects(current)
@@ -323,7 +327,7 @@ class BigQueryTarget:
             if gone and existing.get(table_id) is not None:
                 steps.append(_Step("delete", self._id(table_id)))
         action = "create" if current is None else ("update" if same_objects else "recreate")
-        return SyncPlan(target, action, [s.render() for s in steps]), steps
+        return changing_plan(target, action, [s.render() for s in steps], restored), steps
 
     def _base_uri(self, table: HudiTable) -> str:
         base = (self.config.source_uri_prefix or table.uri).rstrip("/")

@@ -141,7 +141,7 @@ class SyncPlan:
     """What a sync will do: statements or API calls, in order, for ``--dry-run``."""
 
     target: str
-    action: str  # "create", "update", "noop", "skip-older"
+    action: str  # "create", "update", "recreate", "restored", "noop", "skip-older"
     steps: list[str] = field(default_factory=list)
     reason: str = ""
 
@@ -153,6 +153,31 @@ class SyncPlan:
         return SyncResult(self.target, instant, action, objects, self.reason)
 
 
+def restore_reason(
+    table: HudiTable, view: str, current: SyncMarker | None, wanted: SyncMarker
+) -> str | None:
+    """Why the objects follow the table back from the newer instant they show to
+    ``wanted``: that instant is no completed write of the table's timeline any more, and
+    a completed restore or rollback on it lists the instant as undone. None otherwise
+    (not older, other objects, or a backwards move nothing explains: another table at
+    the same path, a folder copied back, commit files removed by hand)."""
+    if current is None or current.is_empty or not current.same_objects(wanted):
+        return None
+    if comparable_instant(current.instant) <= comparable_instant(wanted.instant):
+        return None
+    timeline = table.timeline
+    if any(i.requested_time == current.instant for i in timeline.completed_writes):
+        return None  # still a commit: this sync is the one behind
+    undone_by = timeline.undone_by(current.instant)
+    if undone_by is None:
+        return None
+    shown = "the empty table" if wanted.is_empty else wanted.instant
+    return (
+        f"{view} showed {current.instant}, which {undone_by.action} "
+        f"{undone_by.requested_time} undid: moved back to {shown}"
+    )
+
+
 def settled_plan(
     target: str,
     view: str,
@@ -160,20 +185,30 @@ def settled_plan(
     wanted: SyncMarker,
     force: bool,
     unchanged: bool = True,
+    restored: str | None = None,
 ) -> SyncPlan | None:
     """The plan when the objects stay as they are: the view already shows ``wanted``
     (and its definitions are ``unchanged``), or the same objects show a newer instant,
-    which a sync never moves back from without ``force``. None when they must change."""
+    which a sync never moves back from without ``force`` unless a restore or rollback
+    undid it (``restored``: ``restore_reason``). None when they must change."""
     if force or current is None:
         return None
     if current == wanted and unchanged:
         shown = "the empty table (no commit yet)" if wanted.is_empty else wanted.instant
         return SyncPlan(target, "noop", [], f"{view} already shows {shown}")
     newer = comparable_instant(current.instant) > comparable_instant(wanted.instant)
-    if current.same_objects(wanted) and newer:
+    if current.same_objects(wanted) and newer and restored is None:
         reason = f"{view} shows newer {current.instant}; use --force"
         return SyncPlan(target, "skip-older", [], reason)
     return None
+
+
+def changing_plan(target: str, action: str, steps: list[str], restored: str | None) -> SyncPlan:
+    """The plan of a sync that changes the objects; one that follows a restore or
+    rollback back (``restore_reason``) is ``restored`` and says why."""
+    if restored is not None:
+        return SyncPlan(target, "restored", steps, restored)
+    return SyncPlan(target, action, steps)
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,10 @@ from hudi_sync.warehouse.common import (
     SyncMarker,
     SyncPlan,
     SyncResult,
+    changing_plan,
     declared_schema,
     ordering_kind,
+    restore_reason,
     settled_plan,
     snapshot_query,
 )
@@ -162,13 +164,15 @@ class DuckDBTarget:
         comments = self._comments(names)
         current = SyncMarker.parse(comments.get(names.marked(published.logs)))
         target = self.name
-        settled = settled_plan(target, names.marked(published.logs), current, marker, force)
+        marked = names.marked(published.logs)
+        restored = restore_reason(table, marked, current, marker)
+        settled = settled_plan(target, marked, current, marker, force, restored=restored)
         if settled is not None:
             return settled
         steps = self._statements(
             table, published, names, marker, comments if not force else {}, live=not as_of
         )
-        return SyncPlan(target, "create" if current is None else "update", steps)
+        return changing_plan(target, "create" if current is None else "update", steps, restored)
 
     def sync(
         self,

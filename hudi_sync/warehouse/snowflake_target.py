@@ -52,7 +52,9 @@ from hudi_sync.warehouse.common import (
     SyncMarker,
     SyncPlan,
     SyncResult,
+    changing_plan,
     ordering_kind,
+    restore_reason,
     settled_plan,
     snapshot_query,
 )
@@ -420,7 +422,8 @@ class SnowflakeTarget:
         same_objects = marker.same_objects(current)
         unchanged = (state.history_digest, state.view_digest) == (history_digest, view_digest)
         unchanged = unchanged and (state.logs_digest, state.rt_digest) == (logs_digest, rt_digest)
-        settled = settled_plan(target, marked, current, marker, force, unchanged)
+        restored = restore_reason(table, marked, current, marker)
+        settled = settled_plan(target, marked, current, marker, force, unchanged, restored)
         if settled is not None:
             return settled, []
         statements = self._stage_statements(state, url, same_objects, force)
@@ -451,7 +454,7 @@ class SnowflakeTarget:
                 view_unchanged=keep and state.rt_digest == rt_digest,
             )
         action = "create" if current is None else ("update" if same_objects else "recreate")
-        return SyncPlan(target, action, [s.shown for s in statements]), statements
+        return changing_plan(target, action, [s.shown for s in statements], restored), statements
 
     def _stage_statements(
         self, state: _State, url: str, same_objects: bool, force: bool
