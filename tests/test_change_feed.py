@@ -383,3 +383,28 @@ def test_a_query_for_recent_changes_opens_only_their_files(  # type: ignore[no-u
     assert recent and {r["ts_ms"] for r in recent} == {latest}
     with pytest.raises(duckdb.Error, match=r"changes-\w+\.parquet"):
         _feed(database)
+
+
+def test_a_restore_takes_the_undone_commits_out_of_the_feed(  # type: ignore[no-untyped-def]
+    unpack_table, tmp_path: Path
+) -> None:
+    """After a restore (written as Hudi writes one, ``tests.hudi_restore``: Hudi's jars
+    cannot run here) the feed holds the changes of the commits still on the table only,
+    and the commits written after the restore are added once."""
+    from tests.fixture_tables import without_metadata_table
+    from tests.hudi_restore import restore_to
+
+    path = without_metadata_table(_trips_with_cdc(unpack_table, tmp_path / "t"))
+    database = tmp_path / "w.duckdb"
+    table = HudiTable.open(str(path))
+    changing = [i.requested_time for i in plan_changes(table, "earliest").instants]
+    latest = _sync(path, database)
+    assert {r["ts_ms"] for r in _feed(database)} == set(changing)
+    kept = changing[-3]
+    restore_to(table, kept)
+    restored = HudiTable.open(str(path))
+    assert _sync(path, database) == restored.latest_instant()
+    feed = _feed(database)
+    assert {r["ts_ms"] for r in feed} == {c for c in changing if c <= kept}
+    assert _rows(feed) == _rows(_cdc_query(path, "earliest", restored.latest_instant()))
+    assert latest not in {r["ts_ms"] for r in feed}
