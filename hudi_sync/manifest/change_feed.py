@@ -45,7 +45,13 @@ from hudi_sync.errors import CorruptTableError
 from hudi_sync.manifest.file_set import lines_bytes
 from hudi_sync.storage import modified_time
 from hudi_sync.table import HudiTable
-from hudi_sync.table.cdc_query import ChangeSplit, change_rows, plan_changes
+from hudi_sync.table.cdc_query import (
+    ChangePlan,
+    ChangeSplit,
+    change_rows,
+    earliest_valid_begin,
+    plan_changes,
+)
 from hudi_sync.table.instant import Instant, comparable_instant
 from hudi_sync.table.record_keys import built_keys, key_fields
 from hudi_sync.table.schema import META_FIELDS, parse_avro_schema
@@ -113,6 +119,11 @@ def change_file(instant: str, digest: str) -> str:
     return f"{DATE_KEY}={day}/{TIME_KEY}={instant}/{CHANGE_FILE_PREFIX}{digest}.parquet"
 
 
+def _commit_of(name: str) -> str:
+    """The instant of a change file (its ``commit_time=`` folder)."""
+    return name.split("/")[1].removeprefix(f"{TIME_KEY}=")
+
+
 def schema_digest(name: str) -> str:
     """The schema digest in a change file's name: files with the same one have the same
     columns."""
@@ -154,30 +165,29 @@ class ChangeFeedStore:
         """Write the change file of every commit in the feed's range that has none yet,
         then the snapshot's lists (unless ``dry_run``: nothing is written)."""
         table = self.table
-        plan = (
-            plan_changes(table, "earliest", instant, infer=self.infer)
-            if instant is not None
-            else None
-        )
+        boundary = earliest_valid_begin(table) if instant is not None else None
+        kept, plan = self._plan(instant, boundary) if instant is not None else ([], None)
         commits = list(plan.instants) if plan is not None else []
         by_commit: dict[str, list[ChangeSplit]] = defaultdict(list)
         for split in plan.splits if plan is not None else ():
             by_commit[split.instant].append(split)
-        names = tuple(
+        new = [
             change_file(commit.requested_time, _digest(feed_schema(self.typed_at(commit))))
             for commit in commits
-        )
+        ]
+        names = (*kept, *new)
         written = 0
         if not dry_run:
             fs = table.location.fs
-            for commit, name in zip(commits, names, strict=True):
+            for commit, name in zip(commits, new, strict=True):
                 if fs.exists(self.path(name)):
                     continue  # immutable: written by an earlier (perhaps interrupted) sync
                 rows = self.commit_rows(commit, by_commit.get(commit.requested_time, []))
                 self._write_parquet(self.path(name), rows)
                 written += 1
             if instant is not None:
-                self._write_lists(instant, names)
+                pending = sorted(i.requested_time for i in table.timeline.pending)
+                self._write_lists(instant, names, pending)
                 self._prune(instant, set(names))
         folder = instant or "empty"
         return PublishedChanges(
@@ -186,10 +196,53 @@ class ChangeFeedStore:
             self.uri("snapshots", folder, "files.csv"),
             self.uri("snapshots", folder, "uris.csv"),
             self.uri(),
-            plan.begin if plan is not None else None,
+            boundary,
             instant,
             written,
         )
+
+    def _plan(self, instant: str, boundary: str | None) -> tuple[list[str], ChangePlan]:
+        """The change files the previous list holds that stay (their commits still on
+        the timeline and readable), and the plan of the commits after it: a sync after
+        one commit plans that commit alone. Without a usable previous list (the first
+        sync, a restore that undid its last commit, cleaning past it) every readable
+        commit is planned."""
+        table = self.table
+        folder = self._previous_folder(instant)
+        previous = self._listed(folder) if folder is not None else set()
+        completed = {i.requested_time for i in table.timeline.completed_writes}
+        by_commit = {_commit_of(name): name for name in previous}
+        last = max(by_commit, key=comparable_instant) if by_commit else None
+        readable = boundary is None or (
+            last is not None and comparable_instant(last) >= comparable_instant(boundary)
+        )
+        completed_since = folder is not None and bool(self._pending(folder) & completed)
+        if last is not None and last in completed and readable and not completed_since:
+            kept = [
+                name
+                for commit, name in sorted(
+                    by_commit.items(), key=lambda c: comparable_instant(c[0])
+                )
+                if commit in completed
+                and (boundary is None or comparable_instant(commit) > comparable_instant(boundary))
+            ]
+            return kept, plan_changes(table, last, instant, infer=self.infer)
+        return [], plan_changes(table, "earliest", instant, infer=self.infer)
+
+    def _previous_folder(self, instant: str) -> str | None:
+        """The newest complete list folder before ``instant`` (None: no earlier list)."""
+        key = comparable_instant(instant)
+        older = [f for f in self.snapshot_folders() if comparable_instant(f) < key]
+        fs = self.table.location.fs
+        complete = [f for f in older if fs.exists(self.path("snapshots", f, "files.csv"))]
+        return complete[-1] if complete else None
+
+    def _pending(self, folder: str) -> set[str]:
+        try:
+            data = self.table.location.read_file(self.path("snapshots", folder, "pending.csv"))
+        except FileNotFoundError:
+            return set()
+        return {line for line in data.decode("utf-8").splitlines() if line}
 
     def commit_rows(self, commit: Instant, splits: list[ChangeSplit]) -> pa.Table:
         """One commit's change rows with their keys, partitions and typed images."""
@@ -264,11 +317,19 @@ class ChangeFeedStore:
         pq.write_table(rows, sink, compression="zstd")
         self.table.location.write_file(path, sink.getvalue())
 
-    def _write_lists(self, instant: str, names: tuple[str, ...]) -> None:
+    def _write_lists(self, instant: str, names: tuple[str, ...], pending: list[str]) -> None:
+        """``files.csv`` (written last: a list folder without it is incomplete),
+        ``uris.csv`` and ``pending.csv``, the writes pending at this publication (one
+        that completes later, requested before the last listed commit, is planned by a
+        full plan at the next sync)."""
         location = self.table.location
         files = self.path("snapshots", instant, "files.csv")
         if location.fs.exists(files):  # immutable: a rerun of the same snapshot
             return
+        location.write_file(
+            self.path("snapshots", instant, "pending.csv"),
+            lines_bytes(pa.array(pending, pa.string()), ""),
+        )
         listed = pa.array(list(names), pa.string())
         location.write_file(
             self.path("snapshots", instant, "uris.csv"), lines_bytes(listed, self.uri() + "/")

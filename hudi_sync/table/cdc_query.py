@@ -182,7 +182,7 @@ def plan_changes(
         mode = CdcMode.DATA_BEFORE_AFTER
     else:
         mode = parse_cdc_mode(table.config.cdc_logging_mode, f"{table.uri}: hoodie.properties")
-    boundary = _earliest_valid_begin(table)
+    boundary = earliest_valid_begin(table)
     begin_time, end_time = table.incremental_range(begin, end)
     if begin_time is None:
         begin_time = boundary
@@ -213,7 +213,7 @@ def _before_first_write(table: HudiTable, begin_time: str) -> bool:
     )
 
 
-def _earliest_valid_begin(table: HudiTable) -> str | None:
+def earliest_valid_begin(table: HudiTable) -> str | None:
     """The oldest ``begin`` whose every later commit can still be read: not before the
     last clean's earliest retained commit (older file versions may be gone), nor before
     the newest archived commit (older commit metadata left the active timeline)."""
@@ -828,6 +828,7 @@ __all__ = [
     "InferenceCase",
     "change_rows",
     "divide_splits",
+    "earliest_valid_begin",
     "plan_changes",
     "read_split",
 ]
