@@ -116,15 +116,16 @@ def test_sync_duckdb_takes_props_and_conf_like_the_other_syncs(
     )
 
 
-def test_watch_json_prints_one_json_line_per_sync(fixture_copy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_watch_json_prints_one_json_line_per_event(fixture_copy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     path = fixture_copy("cow/v6_nonpartitioned")
     database = tmp_path / "w.duckdb"
     args = ["watch", str(path), "-c", "hoodie.meta.sync.client.tool.class=duckdb"]
     args += ["-c", f"hoodie.duckdb.sync.database={database}", "--max-syncs", "1", "--json"]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    (line,) = result.stdout.splitlines()
-    report = json.loads(line)
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [e["event"] for e in events] == ["sync", "stopped"]
+    report = events[0]
     assert report["instant"] == hudi_oracle.completed_instants(str(path))[-1][0]
     assert report["errors"] == {} and report["results"][0]["action"] == "create"
 

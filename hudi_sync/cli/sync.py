@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
+from types import FrameType
 from typing import Annotated, Any, get_type_hints
 
 import typer
@@ -27,12 +32,13 @@ from hudi_sync.cli.common import (
     exit_on_error,
     parse_storage_options,
 )
+from hudi_sync.errors import BadInputError
 from hudi_sync.manifest.delta import DELTA_COMMITS_OPTION, delta_commits_option
 from hudi_sync.manifest.snapshot import DEFAULT_KEEP, manifest_summary
 from hudi_sync.sync.backfill import backfill, discover_tables
 from hudi_sync.sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, build_target, target_names
 from hudi_sync.sync.job import SyncReport, Target, publish_manifest, sync_table
-from hudi_sync.sync.watch import watch
+from hudi_sync.sync.watch import DEFAULT_INTERVAL, DEFAULT_MAX_BACKOFF, WatchEvent, watch
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.bigquery_target import PREFIX as BIGQUERY_PREFIX
 from hudi_sync.warehouse.bigquery_target import BigQueryTarget
@@ -317,34 +323,116 @@ def _hook_options(
     return options, storage
 
 
+def _watch_settings(
+    uris: list[str],
+    root: str | None,
+    interval: float,
+    max_backoff: float | None,
+    max_syncs: int | None,
+) -> float:
+    """Refuse, before the first poll, a watch that could not run as asked; return the
+    backoff cap (by default 300 s, or the interval when that is longer)."""
+    if not uris and root is None:
+        raise BadInputError("watch needs a table URI or --root")
+    if not math.isfinite(interval) or interval <= 0:
+        raise BadInputError(f"--interval {interval:g}: must be a number of seconds above 0")
+    if max_backoff is not None and (not math.isfinite(max_backoff) or max_backoff < interval):
+        raise BadInputError(
+            f"--max-backoff {max_backoff:g}: must be a number of seconds not below "
+            f"--interval ({interval:g})"
+        )
+    if max_syncs is not None and max_syncs < 1:
+        raise BadInputError(f"--max-syncs {max_syncs}: must be at least 1")
+    return max(DEFAULT_MAX_BACKOFF, interval) if max_backoff is None else max_backoff
+
+
+def _checked_sync_options(options: dict[str, Any]) -> None:
+    """The hook options every sync reads, parsed once up front: a bad value would fail
+    every poll the same way, so it is a bad option, not a transient error."""
+    target_names(options)
+    delta_commits_option(options)
+    cfg.MANIFEST_KEEP.read(options)
+    cfg.LOG_FOLD_PROCESSES.read(options)
+
+
+@contextmanager
+def _stopped_by_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM and SIGINT set ``stop`` (the sync in progress finishes, the wait between
+    polls wakes at once) instead of killing the process; the old handlers come back after."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
 def watch_command(
-    uri: Annotated[str, typer.Argument(help="Table base path or URI")],
+    uris: Annotated[
+        list[str] | None,
+        typer.Argument(help="Table base paths or URIs", metavar="URI", show_default=False),
+    ] = None,
+    root: Annotated[
+        str | None,
+        typer.Option(
+            "--root",
+            help="Also watch every Hudi table under this folder or URI, re-listed each poll "
+            "(warehouse names as backfill gives them).",
+        ),
+    ] = None,
     props: PropsOption = None,
     conf: ConfOption = None,
-    interval: Annotated[float, typer.Option("--interval", help="Seconds between polls.")] = 10.0,
-    max_syncs: Annotated[
-        int | None, typer.Option("--max-syncs", help="Stop after this many syncs.")
+    interval: Annotated[
+        float, typer.Option("--interval", help="Seconds between polls.")
+    ] = DEFAULT_INTERVAL,
+    max_backoff: Annotated[
+        float | None,
+        typer.Option(
+            "--max-backoff",
+            help="Most seconds before retrying a failing table (the wait doubles per "
+            f"failure); default {DEFAULT_MAX_BACKOFF:g}, or --interval when longer.",
+            show_default=False,
+        ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON line per sync.")] = False,
+    max_syncs: Annotated[
+        int | None, typer.Option("--max-syncs", help="Stop after this many successful syncs.")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object per line and event.")
+    ] = False,
     storage_option: StorageOption = None,
 ) -> None:
-    """Poll the timeline; on each new commit run the configured sync targets (the hook's
-    options: hoodie.meta.sync.client.tool.class=duckdb,bigquery and theirs)."""
+    """Run as a service: poll the tables' timelines; when a table's latest completed
+    commit changes, run the configured sync targets (the hook's options:
+    hoodie.meta.sync.client.tool.class=duckdb,bigquery and theirs). Errors are reported
+    one line each and retried with backoff; SIGTERM or SIGINT stops it (exit 0) after the
+    sync in progress. Exit 2 only for bad options, before the first poll."""
+    tables = list(uris or [])
+    cap = exit_on_error(lambda: _watch_settings(tables, root, interval, max_backoff, max_syncs))
     options, storage = _hook_options(props, conf, storage_option)
-    failures = 0
+    exit_on_error(lambda: _checked_sync_options(options))
 
-    def report(result: SyncReport) -> None:
-        nonlocal failures
-        failures += 0 if result.ok else 1
-        if as_json:
-            typer.echo(json.dumps(result.to_json(), default=str))
-        else:
-            status = "ok" if result.ok else result.error_summary()
-            typer.echo(f"{result.table} {result.instant}: {status}")
+    def report(event: WatchEvent) -> None:
+        line = json.dumps(event.to_json(), default=str) if as_json else event.line()
+        typer.echo(line)
 
-    exit_on_error(lambda: watch(uri, options, storage, interval, max_syncs, report))
-    if failures:
-        raise typer.Exit(1)
+    stop = threading.Event()
+    with _stopped_by_signals(stop):
+        watch(
+            tables,
+            options,
+            storage,
+            interval,
+            max_syncs,
+            roots=[root] if root is not None else [],
+            max_backoff=cap,
+            stop=stop,
+            on_event=report,
+        )
 
 
 def backfill_command(

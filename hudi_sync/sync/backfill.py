@@ -43,6 +43,15 @@ def warehouse_name(root_uri: str, table_uri: str) -> str:
     return re.sub(r"\W", "_", relative)
 
 
+def discovered_table_options(
+    root_uri: str, table_uri: str, options: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The hook options of a table found under a root: its warehouse name set for every
+    target that takes one (``backfill`` and ``watch --root`` name tables alike)."""
+    name = warehouse_name(root_uri, table_uri)
+    return {**options, cfg.DUCKDB_TABLE.key: name, cfg.BIGQUERY_TABLE_NAME.key: name}
+
+
 def backfill(
     root: str,
     options: Mapping[str, Any],
@@ -53,8 +62,7 @@ def backfill(
     location = open_location(root, storage_options)
     reports = []
     for uri in discover_tables(root, storage_options):
-        name = warehouse_name(location.uri, uri)
-        table_options = {**options, cfg.DUCKDB_TABLE.key: name, cfg.BIGQUERY_TABLE_NAME.key: name}
+        table_options = discovered_table_options(location.uri, uri, options)
         report = run_post_commit_hook(uri, table_options, storage_options)
         on_table(uri, report)
         reports.append((uri, report))

@@ -1,41 +1,209 @@
-"""``hudi-sync watch``: poll a table's timeline and run the post-commit hook on each new
-commit, for tables written by engines that cannot call the hook themselves."""
+"""``hudi-sync watch``: a long-running service that polls tables' timelines and runs the
+post-commit hook whenever a table's latest completed instant changes, for tables written
+by engines that cannot call the hook themselves.
+
+A service must outlive the faults of what it watches: an error opening, listing or
+syncing a table (a storage hiccup, ``hoodie.properties`` briefly absent, a warehouse
+down) is reported as an event and that table alone is retried with exponential backoff;
+nothing but a stop request ends the loop. The waits between polls wait on a
+``threading.Event``, so a stop request (a signal's handler sets it) wakes them at once.
+"""
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from hudi_sync.errors import BadInputError, HudiSyncError, first_line
+from hudi_sync.storage import open_location
+from hudi_sync.sync.backfill import discover_tables, discovered_table_options
 from hudi_sync.sync.hook import run_post_commit_hook
 from hudi_sync.sync.job import SyncReport
 from hudi_sync.table import HudiTable
 
+DEFAULT_INTERVAL = 10.0
+DEFAULT_MAX_BACKOFF = 300.0
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """One thing the watcher did: ``sync`` (a table synced), ``error`` (opening, listing
+    or syncing failed; retried in ``retry_in`` seconds), ``discovered`` (a new table
+    under a root) or ``stopped`` (the loop ended; ``reason`` says why)."""
+
+    event: str
+    table: str | None = None
+    instant: str | None = None
+    error: str | None = None
+    retry_in: float | None = None
+    reason: str | None = None
+    syncs: int | None = None
+    report: SyncReport | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The event as one JSON object: ``event``, ``table``, ``instant``, ``error`` and
+        ``retry_in`` always (null when they do not apply), plus a sync's report fields."""
+        record: dict[str, Any] = {
+            "event": self.event,
+            "table": self.table,
+            "instant": self.instant,
+            "error": self.error,
+            "retry_in": self.retry_in,
+        }
+        if self.reason is not None:
+            record["reason"] = self.reason
+        if self.syncs is not None:
+            record["syncs"] = self.syncs
+        if self.report is not None:
+            report = self.report.to_json()
+            report.pop("table")
+            report.pop("instant")
+            record.update(report)
+        return record
+
+    def line(self) -> str:
+        """The event as one line of text."""
+        where = self.table or ""
+        if self.event == "sync":
+            return f"sync {where} {self.instant}: ok"
+        if self.event == "error":
+            at = f" {self.instant}" if self.instant else ""
+            return f"error {where}{at}: {self.error} (retry in {self.retry_in:g} s)"
+        if self.event == "stopped":
+            return f"stopped ({self.reason}) after {self.syncs} syncs"
+        return f"{self.event} {where}".rstrip()
+
+
+@dataclass
+class _Watched:
+    """A table (or a root) the loop polls: what it last synced and its backoff state."""
+
+    uri: str
+    options: Mapping[str, Any]
+    synced: str | None = None
+    failures: int = 0
+    due: float = field(default=0.0)
+
+
+def backoff(interval: float, failures: int, max_backoff: float) -> float:
+    """The wait after ``failures`` consecutive failures: the interval doubled per failure,
+    capped at ``max_backoff`` (never below the interval)."""
+    return max(interval, min(interval * 2.0 ** min(failures, 64), max_backoff))
+
+
+def _message(exc: BaseException) -> str:
+    """One line naming the failure; errors not raised on purpose carry their type."""
+    text = first_line(exc)
+    return text if isinstance(exc, HudiSyncError) else f"{type(exc).__name__}: {text}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
 
 def watch(
-    base_path: str,
-    options: Mapping[str, Any],
+    base_path: str | Sequence[str] = (),
+    options: Mapping[str, Any] | None = None,
     storage_options: Mapping[str, Any] | None = None,
-    interval: float = 10.0,
+    interval: float = DEFAULT_INTERVAL,
     max_syncs: int | None = None,
     on_report: Callable[[SyncReport], None] = lambda report: None,
     should_stop: Callable[[], bool] = lambda: False,
+    *,
+    roots: Sequence[str] = (),
+    max_backoff: float = DEFAULT_MAX_BACKOFF,
+    stop: threading.Event | None = None,
+    on_event: Callable[[WatchEvent], None] = lambda event: None,
 ) -> int:
-    """Sync whenever the latest completed commit changes; return the number of syncs.
+    """Watch tables (``base_path``: one URI or several) and every table under ``roots``
+    (re-listed each poll; warehouse names as ``backfill`` gives them); sync each table
+    whose latest completed instant differs from the one it last synced (newer or older).
+    Return the number of successful syncs.
 
-    A failed sync is retried at the next poll (the instant is not marked as synced).
+    ``on_report`` gets every sync's report, ``on_event`` every event. The loop ends when
+    ``stop`` is set (its waits wake at once), ``should_stop()`` is true (checked between
+    tables) or after ``max_syncs`` successful syncs; a sync in progress always finishes.
     """
-    synced: str | None = None
+    paths = [base_path] if isinstance(base_path, str) else list(base_path)
+    if not paths and not roots:
+        raise BadInputError("watch needs a table URI or a root to watch")
+    hook_options: Mapping[str, Any] = options or {}
+    stop_event = stop or threading.Event()
+    tables = {uri: _Watched(uri, hook_options) for uri in paths}
+    watched_roots = [_Watched(root, hook_options) for root in roots]
     syncs = 0
-    while not should_stop() and (max_syncs is None or syncs < max_syncs):
-        latest = HudiTable.open(base_path, storage_options).latest_instant()
-        if latest is not None and latest != synced:
-            report = run_post_commit_hook(base_path, options, storage_options)
-            on_report(report)
-            syncs += 1
-            if report.ok:
-                synced = report.instant
-        if max_syncs is not None and syncs >= max_syncs:
+
+    def stopping() -> bool:
+        return stop_event.is_set() or should_stop()
+
+    def done() -> bool:
+        return max_syncs is not None and syncs >= max_syncs
+
+    def failed(
+        item: _Watched, instant: str | None, error: str, report: SyncReport | None = None
+    ) -> None:
+        item.failures += 1
+        retry_in = backoff(interval, item.failures, max_backoff)
+        item.due = time.monotonic() + retry_in
+        on_event(WatchEvent("error", item.uri, instant, _one_line(error), retry_in, report=report))
+
+    def list_root(root: _Watched) -> None:
+        try:
+            found = discover_tables(root.uri, storage_options)
+            root_uri = open_location(root.uri, storage_options).uri
+        except Exception as exc:  # a service outlives any listing fault
+            failed(root, None, _message(exc))
+            return
+        root.failures, root.due = 0, time.monotonic() + interval
+        for uri in found:
+            if uri not in tables:
+                table_options = discovered_table_options(root_uri, uri, hook_options)
+                tables[uri] = _Watched(uri, table_options)
+                on_event(WatchEvent("discovered", uri))
+
+    def poll_table(item: _Watched) -> None:
+        nonlocal syncs
+        latest: str | None = None
+        try:
+            latest = HudiTable.open(item.uri, storage_options).latest_instant()
+            if latest is None or latest == item.synced:
+                item.failures, item.due = 0, time.monotonic() + interval
+                return
+            report = run_post_commit_hook(item.uri, item.options, storage_options)
+        except Exception as exc:  # a service outlives any table's fault
+            failed(item, latest, _message(exc))
+            return
+        on_report(report)
+        if not report.ok:
+            failed(item, report.instant or latest, report.error_summary(), report)
+            return
+        item.synced, item.failures, item.due = report.instant, 0, time.monotonic() + interval
+        syncs += 1
+        on_event(WatchEvent("sync", item.uri, report.instant, report=report))
+
+    reason = "stop requested"
+    while True:
+        for root in watched_roots:
+            if stopping():
+                break
+            if root.due <= time.monotonic():
+                list_root(root)
+        for item in list(tables.values()):
+            if stopping() or done():
+                break
+            if item.due <= time.monotonic():
+                poll_table(item)
+        if done():
+            reason = "max syncs"
             break
-        time.sleep(interval)
+        if stopping():
+            break
+        next_due = min(w.due for w in [*watched_roots, *tables.values()]) if tables or roots else 0
+        stop_event.wait(max(0.0, min(next_due - time.monotonic(), interval)))
+        if stopping():
+            break
+    on_event(WatchEvent("stopped", reason=reason, syncs=syncs))
     return syncs
