@@ -166,7 +166,9 @@ class ChangeFeedStore:
         then the snapshot's lists (unless ``dry_run``: nothing is written)."""
         table = self.table
         boundary = earliest_valid_begin(table) if instant is not None else None
-        kept, plan = self._plan(instant, boundary) if instant is not None else ([], None)
+        kept, plan, full = (
+            self._plan(instant, boundary) if instant is not None else ([], None, True)
+        )
         commits = list(plan.instants) if plan is not None else []
         by_commit: dict[str, list[ChangeSplit]] = defaultdict(list)
         for split in plan.splits if plan is not None else ():
@@ -188,7 +190,7 @@ class ChangeFeedStore:
             if instant is not None:
                 pending = sorted(i.requested_time for i in table.timeline.pending)
                 self._write_lists(instant, names, pending)
-                self._prune(instant, set(names))
+                self._prune(instant, set(names), scan=full)
         folder = instant or "empty"
         return PublishedChanges(
             instant,
@@ -201,12 +203,13 @@ class ChangeFeedStore:
             written,
         )
 
-    def _plan(self, instant: str, boundary: str | None) -> tuple[list[str], ChangePlan]:
+    def _plan(self, instant: str, boundary: str | None) -> tuple[list[str], ChangePlan, bool]:
         """The change files the previous list holds that stay (their commits still on
-        the timeline and readable), and the plan of the commits after it: a sync after
-        one commit plans that commit alone. Without a usable previous list (the first
-        sync, a restore that undid its last commit, cleaning past it) every readable
-        commit is planned."""
+        the timeline and readable), the plan of the commits after it (a sync after one
+        commit plans that commit alone), and whether the plan is a full one: without a
+        usable previous list (the first sync, a restore that undid its last commit,
+        cleaning past it, a pending write completed since) every readable commit is
+        planned."""
         table = self.table
         folder = self._previous_folder(instant)
         previous = self._listed(folder) if folder is not None else set()
@@ -226,8 +229,8 @@ class ChangeFeedStore:
                 if commit in completed
                 and (boundary is None or comparable_instant(commit) > comparable_instant(boundary))
             ]
-            return kept, plan_changes(table, last, instant, infer=self.infer)
-        return [], plan_changes(table, "earliest", instant, infer=self.infer)
+            return kept, plan_changes(table, last, instant, self.infer, boundary), False
+        return [], plan_changes(table, "earliest", instant, self.infer, boundary), True
 
     def _previous_folder(self, instant: str) -> str | None:
         """The newest complete list folder before ``instant`` (None: no earlier list)."""
@@ -368,10 +371,12 @@ class ChangeFeedStore:
             and r.endswith(".parquet")
         }
 
-    def _prune(self, current: str, current_names: set[str]) -> None:
-        """Keep the newest ``keep`` lists up to ``current``; remove change files no kept
-        list names (commits rolled back, restored away, or past the CDC retention). A
-        file no list ever named may be a concurrent sync's and goes only when old."""
+    def _prune(self, current: str, current_names: set[str], scan: bool) -> None:
+        """Keep the newest ``keep`` lists up to ``current``; remove the change files the
+        lists it drops named and no kept list names. With ``scan`` (after a full plan:
+        the feed may have lost commits to a restore or to cleaning) every change file
+        is listed, and those no list names go too; a file no list ever named may be a
+        concurrent sync's, and goes only when old."""
         location = self.table.location
         older = [
             f
@@ -386,7 +391,8 @@ class ChangeFeedStore:
         for folder in self.snapshot_folders():
             named |= self._listed(folder)
         deadline = time.time() - _UNNAMED_GRACE_SECONDS
-        for name in self.existing() - named:
+        candidates = self.existing() if scan else released
+        for name in candidates - named:
             path = self.path(name)
             with contextlib.suppress(FileNotFoundError):
                 if name in released or modified_time(location.fs.info(path)) < deadline:

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -158,7 +158,11 @@ class ChangePlan:
 
 
 def plan_changes(
-    table: HudiTable, begin: str | None, end: str | None = None, infer: bool = False
+    table: HudiTable,
+    begin: str | None,
+    end: str | None = None,
+    infer: bool = False,
+    boundary: str | Literal["unknown"] | None = "unknown",
 ) -> ChangePlan:
     """Check a CDC query's range against the table and plan its splits.
 
@@ -166,7 +170,8 @@ def plan_changes(
     commit: from the oldest commit still readable),
     ``end`` inclusive (``None``: the latest commit). ``infer``: a table without CDC is
     planned too, its changes inferred from log files and base file versions
-    (``BASE_FILE_DIFF``); it needs the record key meta field."""
+    (``BASE_FILE_DIFF``); it needs the record key meta field. ``boundary``: the
+    table's ``earliest_valid_begin`` when the caller has it already."""
     if not table.config.cdc_enabled:
         if not infer:
             raise BadInputError(
@@ -182,7 +187,8 @@ def plan_changes(
         mode = CdcMode.DATA_BEFORE_AFTER
     else:
         mode = parse_cdc_mode(table.config.cdc_logging_mode, f"{table.uri}: hoodie.properties")
-    boundary = earliest_valid_begin(table)
+    if boundary == "unknown":
+        boundary = earliest_valid_begin(table)
     begin_time, end_time = table.incremental_range(begin, end)
     if begin_time is None:
         begin_time = boundary
@@ -350,12 +356,34 @@ class _Planner:
         """The base file the commit rewrote (the one ``prevCommit`` wrote)."""
         if stat.prev_commit is None:
             return None
-        name = stat.prev_base_file or self._base_files.get(
-            (stat.partition_path, stat.file_id, stat.prev_commit)
+        name = (
+            stat.prev_base_file
+            or self._written_by_previous(stat)
+            or self._base_files.get((stat.partition_path, stat.file_id, stat.prev_commit))
         )
         if name is None:
             return None
         return f"{stat.partition_path}/{name}" if stat.partition_path else name
+
+    def _written_by_previous(self, stat: WriteStat) -> str | None:
+        """The base file ``prevCommit`` wrote for the stat's file group, from that
+        commit's write stats: no listing of the table (None when the commit is no longer
+        on the active timeline, or wrote no base file of the group)."""
+        previous = self._writes_by_time.get(stat.prev_commit or "")
+        if previous is None:
+            return None
+        for earlier in self.table.timeline.commit_metadata(previous).write_stats:
+            if (
+                earlier.file_id == stat.file_id
+                and earlier.partition_path == stat.partition_path
+                and not earlier.file_name.startswith(".")
+            ):
+                return earlier.file_name
+        return None
+
+    @cached_property
+    def _writes_by_time(self) -> dict[str, Instant]:
+        return {i.requested_time: i for i in self.table.timeline.completed_writes}
 
     @cached_property
     def _base_files(self) -> dict[tuple[str, str, str], str]:
