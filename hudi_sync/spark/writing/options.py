@@ -231,15 +231,9 @@ class WriteOptions:
         return mismatches
 
     def for_table(self, config: TableConfig) -> WriteOptions:
-        """These options with the table's own partition encoding and index settings (a
-        table written with the bucket index is written with it, whatever the options
-        leave unsaid)."""
-        if not cfg.URL_ENCODE_PARTITIONS.given(self.raw):
-            encoded = config.url_encode_partitions
-            return dataclasses.replace(self, url_encode_partitions=encoded)._for_index(config)
-        return self._for_index(config)
-
-    def _for_index(self, config: TableConfig) -> WriteOptions:
+        """These options with the table's own index settings (a table written with the
+        bucket index is written with it, whatever the options leave unsaid; the table's
+        other settings come with ``parse``)."""
         if not cfg.INDEX_TYPE.given(config.raw) or cfg.INDEX_TYPE.read(config.raw) != "BUCKET":
             return self
         # What the options say must match the table (``check_table``); the rest is the table's.
