@@ -43,7 +43,8 @@ def _streamer(name: str) -> dict[str, Any]:
 # --- table: set when a table is created, then fixed ---------------------------------
 TABLE_NAME = _string(
     "hoodie.table.name",
-    "The table's name (required to write; stored in hoodie.properties, which a write must match).",
+    "The table's name (required to create a table; an existing table's when unsaid, else it "
+    "must match).",
     "table",
 )
 TABLE_VERSION = _integer(
@@ -69,24 +70,39 @@ CDC_MODE = _string(
 # --- write ---------------------------------------------------------------------------
 RECORD_KEY = _list(
     "hoodie.datasource.write.recordkey.field",
-    "Record key fields, comma-separated (required to write).",
+    "Record key fields, comma-separated (required to create a table; an existing table's "
+    "when unsaid).",
     "write",
 )
 ORDERING = _string(
     "hoodie.datasource.write.precombine.field",
-    "Ordering field: of two rows with one key, the one with the larger value wins.",
+    "Ordering field: of two rows with one key, the one with the larger value wins (an "
+    "existing table's when unsaid).",
     "write",
 )
 PARTITION_PATH = _list(
     "hoodie.datasource.write.partitionpath.field",
-    "Partition fields, comma-separated; none for an unpartitioned table.",
+    "Partition fields, comma-separated; none for an unpartitioned table (an existing "
+    "table's when unsaid).",
     "write",
 )
 HIVE_STYLE = _boolean(
     "hoodie.datasource.write.hive_style_partitioning",
-    "Partition folders named field=value (stored in hoodie.properties).",
+    "Partition folders named field=value (stored in hoodie.properties; an existing table's "
+    "when unsaid).",
     "write",
     default=False,
+)
+KEY_GENERATOR_OPTION = _string(
+    "hoodie.datasource.write.keygenerator.class",
+    "Key generator class; the writer builds SIMPLE, COMPLEX and NON_PARTITION keys, chosen by "
+    "the numbers of key and partition fields (a stated one must be that, or the table's).",
+    "write",
+)
+KEY_GENERATOR_TYPE_OPTION = _string(
+    "hoodie.datasource.write.keygenerator.type",
+    "Key generator type (SIMPLE, COMPLEX, NON_PARTITION), checked as the class option is.",
+    "write",
 )
 OPERATION = _choice(
     "hoodie.datasource.write.operation",
@@ -161,7 +177,7 @@ MERGE_ENGINE = _choice(
 )
 WRITE_TABLE_TYPE = _choice(
     "hoodie.datasource.write.table.type",
-    "Table type of a new table (an existing table's type must match).",
+    "Table type of a new table (an existing table's when unsaid, else it must match).",
     "write",
     default="COPY_ON_WRITE",
     choices=("COPY_ON_WRITE", "MERGE_ON_READ"),

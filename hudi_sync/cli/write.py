@@ -48,7 +48,7 @@ def write_command(
         from hudi_sync.spark.writing.files import check_sources, load_files, source_format
         from hudi_sync.spark.writing.options import WriteOptions
 
-        WriteOptions.parse(options)  # bad options and sources fail before Spark starts
+        WriteOptions.precheck(options)  # bad options and sources fail before Spark starts
         check_sources(sources)
         kind = source_format(sources, file_format)
         spark = local_session("hudi-sync write")

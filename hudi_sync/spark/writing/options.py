@@ -1,4 +1,12 @@
-"""Write options, by Hudi's names, parsed once and checked against the table."""
+"""Write options, by Hudi's names, parsed once and checked against the table.
+
+Into an existing table, what the options leave unsaid is the table's, as in Hudi's Spark
+writer: it fills the record key, partition path, key generator, ordering (precombine)
+field and table type from ``hoodie.properties`` and lays the table's other properties
+(``hoodie.table.name``, hive-style partitioning, partition url-encoding) under the
+options (``HoodieSparkSqlWriter.mergeParamsAndGetHoodieConfig``); a stated value that
+disagrees with the table is refused (``HoodieWriterUtils.validateTableConfig``).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +21,17 @@ from hudi_sync.table.properties import TableConfig
 from hudi_sync.table.record_merge import MergeMode, merge_rules, requested_merge_mode
 from hudi_sync.table.write.archiver import ArchivalPolicy
 from hudi_sync.table.write.create import WRITABLE_KEY_GENERATORS
+
+# The key generators the writer builds keys for (``keys``), by their types and classes
+# (Spark's and Avro's); the type follows from the numbers of key and partition fields.
+_KEY_GENERATOR_TYPES = {
+    "SimpleKeyGenerator": "SIMPLE",
+    "SimpleAvroKeyGenerator": "SIMPLE",
+    "ComplexKeyGenerator": "COMPLEX",
+    "ComplexAvroKeyGenerator": "COMPLEX",
+    "NonpartitionedKeyGenerator": "NON_PARTITION",
+    "NonpartitionedAvroKeyGenerator": "NON_PARTITION",
+}
 
 # The keys by the names the writer uses; each is declared (default, type, doc) in
 # hudi_sync.config.
@@ -102,15 +121,35 @@ class WriteOptions:
     raw: Mapping[str, str]
 
     @classmethod
-    def parse(cls, options: Mapping[str, object]) -> WriteOptions:
-        raw = {str(k): str(v) for k, v in options.items()}
+    def parse(cls, options: Mapping[str, object], table: TableConfig | None = None) -> WriteOptions:
+        """The options of a write into the table ``table`` describes (what they leave
+        unsaid is the table's, ``inherited``), or, without ``table``, of a write that
+        creates its table (a table name and record key are then required, and a stated
+        key generator must be the one the writer builds)."""
+        return cls._parse(inherited(options, table), creates=table is None)
+
+    @classmethod
+    def precheck(cls, options: Mapping[str, object]) -> None:
+        """Refuse bad values before a table is opened: what an existing table may
+        supply (name, record key, ordering field) is not required yet."""
+        stated = {str(k): str(v) for k, v in options.items()}
+        hashed = cfg.BUCKET_INDEX_HASH_FIELD.read(stated)  # a subset of the record key
+        placeholders = {TABLE_NAME: "-", RECORD_KEY: ",".join(hashed) or "-", ORDERING: "-"}
+        unsaid = {k: v for k, v in placeholders.items() if not cfg.option(k).given(stated)}
+        cls._parse({**unsaid, **stated}, creates=False)
+
+    @classmethod
+    def _parse(cls, raw: dict[str, str], creates: bool) -> WriteOptions:
         operation = cfg.OPERATION.read(raw)
         name = cfg.TABLE_NAME.read(raw)
         if not name:
-            raise BadInputError(f"{TABLE_NAME} is required")
+            raise BadInputError(f"{TABLE_NAME} is required to create a table")
         keys = cfg.RECORD_KEY.read(raw)
         if not keys:
-            raise BadInputError(f"{RECORD_KEY} is required")
+            raise BadInputError(f"{RECORD_KEY} is required to create a table")
+        partitions = cfg.PARTITION_PATH.read(raw)
+        if creates:
+            _check_new_key_generator(raw, keys, partitions)
         commits_retained = cfg.COMMITS_RETAINED.read(raw)
         archival = ArchivalPolicy(cfg.KEEP_MIN_COMMITS.read(raw), cfg.KEEP_MAX_COMMITS.read(raw))
         auto_archive = cfg.AUTO_ARCHIVE.read(raw)
@@ -131,7 +170,7 @@ class WriteOptions:
             table_name=name,
             record_key_fields=keys,
             ordering_field=cfg.ORDERING.read(raw),
-            partition_fields=cfg.PARTITION_PATH.read(raw),
+            partition_fields=partitions,
             hive_style_partitioning=cfg.HIVE_STYLE.read(raw),
             url_encode_partitions=cfg.URL_ENCODE_PARTITIONS.read(raw),
             operation=operation,
@@ -192,15 +231,9 @@ class WriteOptions:
         return mismatches
 
     def for_table(self, config: TableConfig) -> WriteOptions:
-        """These options with the table's own partition encoding and index settings (a
-        table written with the bucket index is written with it, whatever the options
-        leave unsaid)."""
-        if not cfg.URL_ENCODE_PARTITIONS.given(self.raw):
-            encoded = config.url_encode_partitions
-            return dataclasses.replace(self, url_encode_partitions=encoded)._for_index(config)
-        return self._for_index(config)
-
-    def _for_index(self, config: TableConfig) -> WriteOptions:
+        """These options with the table's own index settings (a table written with the
+        bucket index is written with it, whatever the options leave unsaid; the table's
+        other settings come with ``parse``)."""
         if not cfg.INDEX_TYPE.given(config.raw) or cfg.INDEX_TYPE.read(config.raw) != "BUCKET":
             return self
         # What the options say must match the table (``check_table``); the rest is the table's.
@@ -248,6 +281,7 @@ class WriteOptions:
             if self.merge_mode != table_mode:
                 mismatches.append(f"merge mode {self.merge_mode} (table: {table_mode})")
         mismatches += self._cdc_mismatches(config)
+        mismatches += self._key_generator_mismatches(config)
         mismatches += self._index_mismatches(config)
         if cfg.WRITE_TABLE_TYPE.given(self.raw) and self.table_type != config.table_type.value:
             mismatches.append(f"{TABLE_TYPE}={self.table_type} (table: {config.table_type.value})")
@@ -261,6 +295,20 @@ class WriteOptions:
             )
         if mismatches:
             raise BadInputError(f"{where}: options do not match the table: {'; '.join(mismatches)}")
+
+    def _key_generator_mismatches(self, config: TableConfig) -> list[str]:
+        """A stated key generator must be the table's (the one its fields imply when
+        ``hoodie.properties`` names none)."""
+        stated = _stated_key_generator(self.raw)
+        if stated is None:
+            return []
+        spec, value = stated
+        table = config.key_generator or built_key_generator(
+            tuple(config.record_key_fields), tuple(config.partition_fields)
+        )
+        if key_generator_type(value) == key_generator_type(table):
+            return []
+        return [f"{spec.key}={value} (table: {table})"]
 
     def _cdc_mismatches(self, config: TableConfig) -> list[str]:
         """CDC settings are fixed when the table is created; a write may repeat them."""
@@ -295,3 +343,71 @@ def bucket_hash_fields(options: Mapping[str, str], record_key: tuple[str, ...]) 
             "a subset of the record key"
         )
     return tuple(f for f in record_key if f in named)
+
+
+def inherited(options: Mapping[str, object], table: TableConfig | None) -> dict[str, str]:
+    """``options`` as text, with what they leave unsaid taken from an existing table's
+    ``hoodie.properties`` as Hudi's writer takes it: the table name, record key,
+    partition fields, ordering field, hive-style partitioning, partition url-encoding
+    and table type (a stated key generator is checked against the table's,
+    ``check_table``; its bucket index settings come with ``for_table``)."""
+    raw = {str(k): str(v) for k, v in options.items()}
+    if table is None:
+        return raw
+    ordering = table.ordering_fields[0] if table.ordering_fields else None
+    from_table = (
+        (cfg.TABLE_NAME, table.name),
+        (cfg.RECORD_KEY, ",".join(table.record_key_fields) or None),
+        (cfg.PARTITION_PATH, ",".join(table.partition_fields) or None),
+        (cfg.ORDERING, ordering),
+        (cfg.HIVE_STYLE, str(table.hive_style_partitioning).lower()),
+        (cfg.URL_ENCODE_PARTITIONS, str(table.url_encode_partitions).lower()),
+        (cfg.WRITE_TABLE_TYPE, table.table_type.value),
+    )
+    for spec, value in from_table:
+        if value is not None and not spec.given(raw):
+            raw[spec.key] = value
+    return raw
+
+
+def key_generator_type(name: str) -> str:
+    """A key generator's type (``SIMPLE``...) from its type or class name; another class
+    as its short name."""
+    short = name.strip().rsplit(".", 1)[-1]
+    return _KEY_GENERATOR_TYPES.get(short, short.upper())
+
+
+def built_key_generator(record_key: tuple[str, ...], partitions: tuple[str, ...]) -> str:
+    """The key generator whose keys and partition paths the writer builds for these
+    fields (what a table it creates stores, ``TableSettings.key_generator_type``)."""
+    if not partitions:
+        return "NON_PARTITION"
+    return "COMPLEX" if len(record_key) > 1 or len(partitions) > 1 else "SIMPLE"
+
+
+def _stated_key_generator(raw: Mapping[str, str]) -> tuple[cfg.OptionSpec[str | None], str] | None:
+    """The key generator option the write states (the type before the class), if any."""
+    for spec in (cfg.KEY_GENERATOR_TYPE_OPTION, cfg.KEY_GENERATOR_OPTION):
+        value = spec.read(raw)
+        if value and value.strip():
+            return spec, value.strip()
+    return None
+
+
+def _check_new_key_generator(
+    raw: Mapping[str, str], record_key: tuple[str, ...], partitions: tuple[str, ...]
+) -> None:
+    """A table the write creates stores the key generator the writer builds keys with;
+    a stated other one (TIMESTAMP, CUSTOM, a user class...) cannot be honoured."""
+    stated = _stated_key_generator(raw)
+    if stated is None:
+        return
+    spec, value = stated
+    built = built_key_generator(record_key, partitions)
+    if key_generator_type(value) != built:
+        raise BadInputError(
+            f"{spec.key}={value}: the writer builds the keys and partition paths of the "
+            f"SIMPLE, COMPLEX and NON_PARTITION key generators, by the numbers of fields "
+            f"({RECORD_KEY}={','.join(record_key)}, {PARTITION_PATH}={','.join(partitions)}: "
+            f"{built})"
+        )

@@ -161,11 +161,11 @@ def write(
     A post-commit sync that fails raises ``MetaSyncError`` after the commit (which
     stands), as Hudi's writer fails the job; ``hoodie.meta.sync.ignore_exceptions=true``
     returns the result with the failures in ``result.sync.errors`` instead."""
-    write_options = WriteOptions.parse(options)
+    WriteOptions.precheck(options)  # bad values refused before the table is opened
     # Plain and picklable: the Python workers open the table with them.
     location = open_location(table_uri(path), dict(storage_options or {}))
     with reporting_storage_failures(location):  # a refusal mid-write: one line
-        write_options = _with_table_index(write_options, location)
+        write_options = _resolved(options, location)
         if write_options.index_type == "BUCKET":  # see bucket_index, bucket_write
             # A small batch is appended in the driver; a large one by the executors.
             rows = df if bucket_write.on_executors(df, write_options) else df.toArrow()
@@ -262,20 +262,22 @@ def write_arrow(
     (``hoodie.index.type=BUCKET``, ``bucket_index``): upsert, insert or delete, in
     this process, without Spark jobs. The same table as ``write`` writes, and the same
     commit protocol, services and hook (a failed sync raises as in ``write``)."""
-    write_options = WriteOptions.parse(options)
+    WriteOptions.precheck(options)
     location = open_location(table_uri(path), dict(storage_options or {}))
     with reporting_storage_failures(location):
+        write_options = _resolved(options, location)
         result = _write_buckets(rows, location, write_options, dict(extra_metadata or {}))
     return _synced(result, options)
 
 
-def _with_table_index(options: WriteOptions, location: Location) -> WriteOptions:
-    """The options with an existing table's index (``WriteOptions.for_table``)."""
+def _resolved(options: Mapping[str, object], location: Location) -> WriteOptions:
+    """The write's options: into an existing table, what they leave unsaid is the
+    table's (``WriteOptions.parse``), its index settings too (``for_table``)."""
     try:
         table = HudiTable.open(location.uri, location.storage_options)
     except TableNotFoundError:
-        return options
-    return options.for_table(table.config)
+        return WriteOptions.parse(options)
+    return WriteOptions.parse(options, table.config).for_table(table.config)
 
 
 def _write_buckets(
