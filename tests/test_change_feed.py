@@ -408,3 +408,56 @@ def test_a_restore_takes_the_undone_commits_out_of_the_feed(  # type: ignore[no-
     assert {r["ts_ms"] for r in feed} == {c for c in changing if c <= kept}
     assert _rows(feed) == _rows(_cdc_query(path, "earliest", restored.latest_instant()))
     assert latest not in {r["ts_ms"] for r in feed}
+
+
+def test_bigquery_changes_table_lists_the_feed_and_reads_the_same_rows(  # type: ignore[no-untyped-def]
+    unpack_table, gcs_server, client, dataset, tmp_path: Path
+) -> None:
+    """``<t>_changes`` in the BigQuery emulator: a PARQUET external table whose file set
+    is the feed's list (manifest file) with hive keys ``commit_date``/``commit_time``.
+    The emulator's external tables read no file, so the stored configuration is checked
+    exactly, then materialised with its own load job over the listed files, and read
+    through BigQuery SQL: the rows equal the CDC query's, commit by commit."""
+    from hudi_sync.warehouse.bigquery_target import (
+        MANIFEST_FILE_SET,
+        BigQuerySyncConfig,
+        BigQueryTarget,
+    )
+    from tests.bigquery_emulator import materialise
+
+    # Non-partitioned: the emulator cannot create the views over hive-partitioned external
+    # tables before they are materialised (it does not add the hive keys as columns).
+    (fixture,) = [t for t in fixture_tables() if t.name.endswith("mor/parquet/v6_nonpartitioned")]
+    local = _with_cdc_enabled(unpack_table(fixture), tmp_path / "t")
+    uri = gcs_server.upload_dir(local, gcs_server.make_bucket(), "lake/t")
+    table = HudiTable.open(uri, gcs_server.storage_options)
+    config = BigQuerySyncConfig.from_options(
+        {"project_id": client.project, "dataset_name": dataset, "table_name": "t"}
+    )
+    report = sync_table(table, [BigQueryTarget(config, client)])
+    assert report.ok, report.errors
+    assert "t_changes" in report.results[0].objects
+    table_id = f"{client.project}.{dataset}.t_changes"
+    stored = client.get_table(table_id)
+    external = dict(stored.external_data_configuration.to_api_repr())
+    changes = f"{uri}/.hoodie/manifest/changes"
+    assert external["sourceUris"] == [f"{changes}/snapshots/{report.instant}/uris.csv"]
+    assert external["fileSetSpecType"] == MANIFEST_FILE_SET
+    assert external["hivePartitioningOptions"]["sourceUriPrefix"] == (
+        f"{changes}/{{commit_date:DATE}}/{{commit_time:STRING}}"
+    )
+    assert f"through {report.instant}" in stored.description
+    listed = gcs_server.fs().cat_file(external["sourceUris"][0].removeprefix("gs://"))
+    uris = listed.decode().split()
+    assert len(uris) == len(plan_changes(table, "earliest").instants)
+    materialise(client, table_id, uris=uris)
+    rows = client.query_and_wait(f"SELECT * FROM `{table_id}`").to_arrow().to_pylist()
+    assert _rows(rows) == _rows(_cdc_query(local, "earliest", report.instant))  # type: ignore[arg-type]
+    assert {str(r["commit_time"]) for r in rows} == {r["ts_ms"] for r in rows}
+    typed = [c for c in rows[0] if c.startswith("after_")]
+    assert len(typed) > 3
+    for row in rows:  # the typed columns are the JSON images' values
+        image = json.loads(row["after"]) if row["after"] else {}
+        for column in typed:
+            value = image.get(column.removeprefix("after_"))
+            assert json_value(row[column]) == value, column

@@ -91,6 +91,8 @@ class PublishedChanges:
     folder_uri: str
     after: str | None  # the feed holds commits after this one (None: from the first)
     through: str | None
+    # The newest change file's columns (``feed_schema``): what a warehouse declares.
+    schema: pa.Schema = FIXED_COLUMNS
     written: int = 0  # change files this publication wrote (the rest were reused)
 
     def uris(self) -> list[str]:
@@ -178,6 +180,8 @@ class ChangeFeedStore:
             for commit in commits
         ]
         names = (*kept, *new)
+        newest = commits[-1] if commits else self._commit_instant(kept[-1]) if kept else None
+        schema = feed_schema(self.typed_at(newest)) if newest is not None else FIXED_COLUMNS
         written = 0
         if not dry_run:
             fs = table.location.fs
@@ -200,6 +204,7 @@ class ChangeFeedStore:
             self.uri(),
             boundary,
             instant,
+            schema,
             written,
         )
 
@@ -231,6 +236,13 @@ class ChangeFeedStore:
             ]
             return kept, plan_changes(table, last, instant, self.infer, boundary), False
         return [], plan_changes(table, "earliest", instant, self.infer, boundary), True
+
+    def _commit_instant(self, name: str) -> Instant | None:
+        """The completed write a change file holds the changes of."""
+        commit = _commit_of(name)
+        return next(
+            (i for i in self.table.timeline.completed_writes if i.requested_time == commit), None
+        )
 
     def _previous_folder(self, instant: str) -> str | None:
         """The newest complete list folder before ``instant`` (None: no earlier list)."""

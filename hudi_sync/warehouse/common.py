@@ -78,6 +78,12 @@ class ObjectNames:
             changes,
         )
 
+    @property
+    def feed(self) -> str:
+        """``<t>_changes``, whether or not this sync makes it (a target drops a feed
+        that is no longer published)."""
+        return self.manifest.removesuffix("_manifest") + "_changes"
+
     def marked(self, logs: PublishedLogs | None) -> str:
         """The object whose marker says which instant the objects show: the one a
         sync updates last (the snapshot view of a MOR table, when it gets one)."""

@@ -26,7 +26,6 @@ import pyarrow.compute as pc
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
 from hudi_sync.manifest.change_feed import (
     DATE_KEY,
-    FIXED_COLUMNS,
     TIME_KEY,
     PublishedChanges,
     schema_digest,
@@ -278,7 +277,7 @@ class DuckDBTarget:
         if names.changes is not None and published.changes is not None:
             views.append((names.changes, changes_select(published.changes)))
         elif live:  # the feed was turned off (hudi_sync.sync.change.feed): drop it
-            views.append((self._feed_name(table), None))
+            views.append((names.feed, None))
         views.append((names.view, view_sql))
         switched = {names.manifest}  # re-created every sync: the next snapshot's list
         if names.snapshot_view is not None and published.logs is not None:
@@ -299,17 +298,6 @@ class DuckDBTarget:
             comment = quote_literal(f"{marker.render()} sql={digest}{described}")
             statements.append(f"COMMENT ON VIEW {quote_identifier(name)} IS {comment}")
         return statements
-
-    def _feed_name(self, table: HudiTable) -> str:
-        """``<t>_changes`` of the live objects, whether or not this sync makes it."""
-        names = ObjectNames.for_table(
-            self.table_name,
-            merge_on_read=table.config.is_mor,
-            skip_ro_suffix=self.skip_ro_suffix,
-            change_feed=True,
-        )
-        assert names.changes is not None
-        return names.changes
 
     def _snapshot_views(
         self, table: HudiTable, names: ObjectNames, logs: PublishedLogs
@@ -408,7 +396,8 @@ def changes_select(changes: PublishedChanges) -> str:
     of the commits it keeps. Groups are unioned by name (newest first: its column order)."""
     if not changes.names:
         columns = ", ".join(
-            f"CAST(NULL AS VARCHAR) AS {quote_identifier(f.name)}" for f in FIXED_COLUMNS
+            f"CAST(NULL AS {kind}) AS {quote_identifier(name)}"
+            for name, kind in arrow_columns(changes.schema)
         )
         return (
             f"SELECT {columns}, CAST(NULL AS DATE) AS {DATE_KEY}, "
