@@ -33,6 +33,7 @@ from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 from tests.fixture_tables import fixture_tables
 from tests.test_cdc import _subset, _with_cdc_enabled, run_sequence
+from tests.test_snowflake_target import emulation  # noqa: F401  (the fixture)
 from tests.timeline_files import HeldBackCommits
 from tests.warehouse_rows import hudi_rs_rows
 
@@ -461,3 +462,50 @@ def test_bigquery_changes_table_lists_the_feed_and_reads_the_same_rows(  # type:
         for column in typed:
             value = image.get(column.removeprefix("after_"))
             assert json_value(row[column]) == value, column
+
+
+@pytest.mark.usefixtures("emulation")
+def test_snowflake_changes_view_reads_the_listed_change_files(  # type: ignore[no-untyped-def]
+    unpack_table, s3_server, tmp_path: Path
+) -> None:
+    """``<t>_changes`` in Snowflake: an external table over the change files (partitioned
+    by ``commit_date``/``commit_time`` from the path), one over the snapshot's list, and a
+    view of the listed files' rows. fakesnow cannot run external tables; the emulation
+    (``tests/snowflake_emulation.py``) runs their own DDL over the real files in S3. The
+    rows equal the CDC query's, and a sync after more commits shows theirs too."""
+    import snowflake.connector
+
+    from hudi_sync.warehouse.snowflake_target import SnowflakeTarget
+    from tests.test_snowflake_target import DATABASE, SCHEMA, _options
+
+    local = _trips_with_cdc(unpack_table, tmp_path / "t")
+    held = HeldBackCommits(local, keep=3)
+    uri = s3_server.upload_dir(local, s3_server.make_bucket(), "tables/t")
+
+    def sync() -> str | None:
+        table = HudiTable.open(uri, s3_server.storage_options)
+        target = SnowflakeTarget.from_options(_options(), "trips", environ={})
+        report = sync_table(table, [target])
+        assert report.ok, report.errors
+        assert "trips_changes" in report.results[0].objects
+        return report.instant
+
+    def feed() -> list[dict[str, Any]]:
+        connection = snowflake.connector.connect(database=DATABASE, schema=SCHEMA)
+        cursor = connection.cursor()
+        cursor.execute("SELECT op, ts_ms, before, after, commit_time FROM trips_changes")
+        names = [d[0].lower() for d in cursor.description]
+        rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        connection.close()
+        return rows
+
+    first = sync()
+    assert first is not None
+    shown = feed()
+    assert _rows(shown) == _rows(_cdc_query(local, "earliest", first))
+    assert all(r["commit_time"] == r["ts_ms"] for r in shown)
+    held.complete_all()
+    s3_server.upload_dir(local, uri.removeprefix("s3://").split("/")[0], "tables/t")
+    latest = sync()
+    assert latest != first
+    assert _rows(feed()) == _rows(_cdc_query(local, "earliest", latest))  # type: ignore[arg-type]
