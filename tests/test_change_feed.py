@@ -90,6 +90,32 @@ def _follow_commit_by_commit(path: Path, database: Path) -> list[str]:
     return [s for s in synced if s is not None]
 
 
+def _assert_replay_gives_the_latest_snapshot(
+    path: Path, first: str, feed: list[dict[str, Any]]
+) -> None:
+    """Replaying the feed's commits after ``first`` on hudi-rs's snapshot at ``first``
+    (each commit's deletes, then its inserts and updates) gives its latest snapshot."""
+    table = HudiTable.open(str(path))
+    key = table.config.record_key_fields[0]
+    fields = [f["name"] for f in table.avro_schema["fields"] if f["name"] not in META_FIELDS]
+
+    def snapshot(instant: str | None) -> dict[Any, Any]:
+        rows = hudi_rs_rows(str(path), as_of=instant).to_pylist()
+        return {r[key]: json_value({k: r[k] for k in fields}) for r in rows}
+
+    state = snapshot(first)
+    later = [r for r in feed if r["ts_ms"] > first]
+    for commit in sorted({r["ts_ms"] for r in later}):
+        rows = [r for r in later if r["ts_ms"] == commit]
+        for row in rows:
+            if row["op"] == "d":
+                state.pop(json.loads(row["before"])[key])
+        for row in rows:
+            if row["op"] != "d":
+                state[json.loads(row["after"])[key]] = _subset(row["after"], fields)
+    assert state == snapshot(None)
+
+
 def _trips_with_cdc(unpack_table, target: Path) -> Path:  # type: ignore[no-untyped-def]
     """A Hudi-written MOR table (inserts, updates, a delete) with CDC switched on."""
     (fixture,) = [t for t in fixture_tables() if t.name.endswith("mor/avro/v8_trips_8i3u1d")]
@@ -112,39 +138,33 @@ def test_a_merge_on_read_table_feed_follows_every_commit_and_replays_to_the_snap
             assert row[f"{side}_uuid"] == image.get("uuid")
             assert row[f"{side}_fare"] == image.get("fare")
         assert row["record_key"] == json.loads(row["after"] or row["before"])["uuid"]
-    # Replaying the feed on the first commit's snapshot gives the latest snapshot.
-    table = HudiTable.open(str(path))
-    key = table.config.record_key_fields[0]
-    fields = [f["name"] for f in table.avro_schema["fields"] if f["name"] not in META_FIELDS]
-
-    def snapshot(instant: str | None) -> dict[Any, Any]:
-        rows = hudi_rs_rows(str(path), as_of=instant).to_pylist()
-        return {r[key]: json_value({k: r[k] for k in fields}) for r in rows}
-
-    state = snapshot(synced[0])
-    later = [r for r in feed if r["ts_ms"] != synced[0]]
-    for commit in sorted({r["ts_ms"] for r in later}):
-        rows = [r for r in later if r["ts_ms"] == commit]
-        for row in rows:  # a commit's deletes, then its inserts and updates
-            if row["op"] == "d":
-                state.pop(json.loads(row["before"])[key])
-        for row in rows:
-            if row["op"] != "d":
-                state[json.loads(row["after"])[key]] = _subset(row["after"], fields)
-    assert state == snapshot(None)
+    _assert_replay_gives_the_latest_snapshot(path, synced[0], feed)
 
 
-@pytest.mark.parametrize("version", [6, 8])
-def test_a_copy_on_write_cdc_table_feed_equals_the_cdc_query_commit_by_commit(  # type: ignore[no-untyped-def]
-    spark, tmp_path: Path, version: int
+@pytest.mark.parametrize(
+    ("table_type", "version"),
+    [("COPY_ON_WRITE", 6), ("COPY_ON_WRITE", 8), ("MERGE_ON_READ", 8)],
+)
+def test_a_table_our_writer_logged_feeds_the_cdc_query_commit_by_commit(  # type: ignore[no-untyped-def]
+    spark, tmp_path: Path, table_type: str, version: int
 ) -> None:
+    """Upserts, a late event, a soft delete, deletes, re-inserts, insert_overwrite,
+    delete_partition, insert_overwrite_table; Merge-on-Read with inline compaction."""
     path = tmp_path / "t"
-    cdc = {"hoodie.table.cdc.enabled": "true"}
-    run_sequence(spark, path, version, cdc)  # upserts, a late event, deletes, overwrites
+    cdc: dict[str, Any] = {
+        "hoodie.table.cdc.enabled": "true",
+        "hoodie.datasource.write.table.type": table_type,
+    }
+    if table_type == "MERGE_ON_READ":
+        cdc |= {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": 2}
+    run_sequence(spark, path, version, cdc)
+    if table_type == "MERGE_ON_READ":  # compactions: commits without changes in the feed
+        assert any(i.action == "commit" for i in HudiTable.open(str(path)).completed_commits())
     synced = _follow_commit_by_commit(path, tmp_path / "w.duckdb")
-    assert len(synced) == 8
+    assert len(synced) >= 8
     feed = _feed(tmp_path / "w.duckdb")
     assert {r["op"] for r in feed} == {"i", "u", "d"}
+    _assert_replay_gives_the_latest_snapshot(path, synced[0], feed)
     assert all(r["after_id"] == json.loads(r["after"])["id"] for r in feed if r["after"])
     assert all(r["record_key"] == str(json.loads(r["after"] or r["before"])["id"]) for r in feed)
 
@@ -509,3 +529,47 @@ def test_snowflake_changes_view_reads_the_listed_change_files(  # type: ignore[n
     latest = sync()
     assert latest != first
     assert _rows(feed()) == _rows(_cdc_query(local, "earliest", latest))  # type: ignore[arg-type]
+
+
+def test_the_feed_follows_cleaning_and_prunes_with_the_manifests_retention(  # type: ignore[no-untyped-def]
+    spark, tmp_path: Path
+) -> None:
+    """Commits whose changes the cleaner made unreadable leave the feed (its range, in the
+    view's description, starts at the earliest readable commit); their files go once no
+    retained list names them."""
+    from hudi_sync.spark import write
+    from hudi_sync.table.cdc_query import earliest_valid_begin
+    from tests.test_spark_writer import frame, options
+
+    path, database = tmp_path / "t", tmp_path / "w.duckdb"
+    keep = 2
+    for round_ in range(6):
+        rows = [{"id": i, "p": "a", "name": f"n{i}-{round_}", "ts": round_} for i in range(3)]
+        write(
+            frame(spark, rows, False),
+            str(path),
+            options(
+                "t",
+                8,
+                "upsert",
+                **{"hoodie.table.cdc.enabled": "true", "hoodie.cleaner.commits.retained": 2},
+            ),
+        )
+        report = sync_table(str(path), [DuckDBTarget(str(database), "t")], keep=keep)
+        assert report.ok, report.errors
+        table = HudiTable.open(str(path))
+        readable = [i.requested_time for i in plan_changes(table, "earliest").instants]
+        assert sorted({r["ts_ms"] for r in _feed(database)}) == readable
+        boundary = earliest_valid_begin(table)
+        with duckdb.connect(str(database), read_only=True) as con:
+            (comment,) = con.execute(
+                "SELECT comment FROM duckdb_views() WHERE view_name = 't_changes'"
+            ).fetchone()  # type: ignore[misc]
+        start = f"after {boundary}" if boundary else "from the first commit"
+        assert f"changes of the commits {start} through {report.instant}" in comment
+    assert boundary is not None, "the cleaner moved the readable range"
+    store = ChangeFeedStore(HudiTable.open(str(path)), keep=keep)
+    listed = set().union(*(store.listed(f) for f in store.snapshot_folders()))
+    assert len(store.snapshot_folders()) == keep
+    assert store.existing() == listed  # the files of commits no kept list names are gone
+    assert len(listed) < 6

@@ -217,7 +217,7 @@ class ChangeFeedStore:
         planned."""
         table = self.table
         folder = self._previous_folder(instant)
-        previous = self._listed(folder) if folder is not None else set()
+        previous = self.listed(folder) if folder is not None else set()
         completed = {i.requested_time for i in table.timeline.completed_writes}
         by_commit = {_commit_of(name): name for name in previous}
         last = max(by_commit, key=comparable_instant) if by_commit else None
@@ -359,7 +359,7 @@ class ChangeFeedStore:
         names = [str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries]
         return sorted((n for n in names if n.isdigit()), key=comparable_instant)
 
-    def _listed(self, folder: str) -> set[str]:
+    def listed(self, folder: str) -> set[str]:
         try:
             data = self.table.location.read_file(self.path("snapshots", folder, "files.csv"))
         except FileNotFoundError:
@@ -397,11 +397,11 @@ class ChangeFeedStore:
         ]
         released: set[str] = set()
         for folder in [*older, current][: -self.keep]:
-            released |= self._listed(folder)
+            released |= self.listed(folder)
             location.remove_tree(self.path("snapshots", folder))
         named = set(current_names)
         for folder in self.snapshot_folders():
-            named |= self._listed(folder)
+            named |= self.listed(folder)
         deadline = time.time() - _UNNAMED_GRACE_SECONDS
         candidates = self.existing() if scan else released
         for name in candidates - named:
