@@ -8,6 +8,7 @@ its changes from the log files) and on Copy-on-Write tables our writer logged CD
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -431,8 +432,28 @@ def test_a_restore_takes_the_undone_commits_out_of_the_feed(  # type: ignore[no-
     assert latest not in {r["ts_ms"] for r in feed}
 
 
+@pytest.fixture(scope="module")
+def written_cow_cdc(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:  # type: ignore[no-untyped-def]
+    """A Copy-on-Write CDC table our writer wrote (``test_cdc.SEQUENCE``: upserts, a late
+    event, deletes, re-inserts, the replace operations), non-hive partitions (v6)."""
+    path = tmp_path_factory.mktemp("cow-cdc") / "t"
+    run_sequence(spark, path, 6, {"hoodie.table.cdc.enabled": "true"})
+    return path
+
+
+def _warehouse_source(kind: str, unpack_table: Any, written: Path, target: Path) -> Path:
+    """A writable copy of the table a warehouse test syncs: a Hudi-written MOR table
+    with CDC switched on (non-partitioned), or our writer's COW CDC table."""
+    if kind == "cow":
+        shutil.copytree(written, target)
+        return target
+    (fixture,) = [t for t in fixture_tables() if t.name.endswith("mor/parquet/v6_nonpartitioned")]
+    return _with_cdc_enabled(unpack_table(fixture), target)
+
+
+@pytest.mark.parametrize("kind", ["mor", "cow"])
 def test_bigquery_changes_table_lists_the_feed_and_reads_the_same_rows(  # type: ignore[no-untyped-def]
-    unpack_table, gcs_server, client, dataset, tmp_path: Path
+    kind, unpack_table, written_cow_cdc, gcs_server, client, dataset, tmp_path: Path
 ) -> None:
     """``<t>_changes`` in the BigQuery emulator: a PARQUET external table whose file set
     is the feed's list (manifest file) with hive keys ``commit_date``/``commit_time``.
@@ -446,10 +467,9 @@ def test_bigquery_changes_table_lists_the_feed_and_reads_the_same_rows(  # type:
     )
     from tests.bigquery_emulator import materialise
 
-    # Non-partitioned: the emulator cannot create the views over hive-partitioned external
+    # No hive partitions: the emulator cannot create views over hive-partitioned external
     # tables before they are materialised (it does not add the hive keys as columns).
-    (fixture,) = [t for t in fixture_tables() if t.name.endswith("mor/parquet/v6_nonpartitioned")]
-    local = _with_cdc_enabled(unpack_table(fixture), tmp_path / "t")
+    local = _warehouse_source(kind, unpack_table, written_cow_cdc, tmp_path / "t")
     uri = gcs_server.upload_dir(local, gcs_server.make_bucket(), "lake/t")
     table = HudiTable.open(uri, gcs_server.storage_options)
     config = BigQuerySyncConfig.from_options(
@@ -485,8 +505,9 @@ def test_bigquery_changes_table_lists_the_feed_and_reads_the_same_rows(  # type:
 
 
 @pytest.mark.usefixtures("emulation")
+@pytest.mark.parametrize("kind", ["mor", "cow"])
 def test_snowflake_changes_view_reads_the_listed_change_files(  # type: ignore[no-untyped-def]
-    unpack_table, s3_server, tmp_path: Path
+    kind, unpack_table, written_cow_cdc, s3_server, tmp_path: Path
 ) -> None:
     """``<t>_changes`` in Snowflake: an external table over the change files (partitioned
     by ``commit_date``/``commit_time`` from the path), one over the snapshot's list, and a
@@ -498,8 +519,8 @@ def test_snowflake_changes_view_reads_the_listed_change_files(  # type: ignore[n
     from hudi_sync.warehouse.snowflake_target import SnowflakeTarget
     from tests.test_snowflake_target import DATABASE, SCHEMA, _options
 
-    local = _trips_with_cdc(unpack_table, tmp_path / "t")
-    held = HeldBackCommits(local, keep=3)
+    local = _warehouse_source(kind, unpack_table, written_cow_cdc, tmp_path / "t")
+    held = HeldBackCommits(local, keep=1)
     uri = s3_server.upload_dir(local, s3_server.make_bucket(), "tables/t")
 
     def sync() -> str | None:
