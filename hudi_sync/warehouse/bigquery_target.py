@@ -53,6 +53,7 @@ from hudi_sync.warehouse.common import (
     SyncResult,
     changing_plan,
     declared_schema,
+    offline_note,
     ordering_kind,
     restore_reason,
     settled_plan,
@@ -256,15 +257,7 @@ class BigQueryTarget:
         try:
             dataset = self.client.get_dataset(dataset_id)
         except exceptions.NotFound:
-            resource: dict[str, Any] = {
-                "datasetReference": {
-                    "projectId": self.config.project_id,
-                    "datasetId": self.config.dataset_name,
-                }
-            }
-            if self.config.dataset_location:
-                resource["location"] = self.config.dataset_location
-            return [_Step("create-dataset", dataset_id, resource)]
+            return [self._create_dataset_step()]
         except exceptions.GoogleAPICallError as exc:
             raise _failure(f"read dataset {dataset_id}", exc) from exc
         wanted = self.config.dataset_location
@@ -275,13 +268,78 @@ class BigQueryTarget:
             )
         return []
 
+    def _create_dataset_step(self) -> _Step:
+        dataset_id = f"{self.config.project_id}.{self.config.dataset_name}"
+        resource: dict[str, Any] = {
+            "datasetReference": {
+                "projectId": self.config.project_id,
+                "datasetId": self.config.dataset_name,
+            }
+        }
+        if self.config.dataset_location:
+            resource["location"] = self.config.dataset_location
+        return _Step("create-dataset", dataset_id, resource)
+
     # -- planning ------------------------------------------------------------------------
+    def _unreachable(self) -> str | None:
+        """Why BigQuery cannot be read (no credentials, no answer, credentials refused),
+        or None when it answers. One try, no retries: a dry run says at once that it
+        planned offline instead of retrying for minutes."""
+        import requests
+        from google.api_core import exceptions
+        from google.auth.exceptions import GoogleAuthError
+
+        dataset_id = f"{self.config.project_id}.{self.config.dataset_name}"
+        try:
+            # retry=None: one request (the client's type says Retry; None is documented).
+            self.client.get_dataset(dataset_id, retry=None, timeout=_PROBE_SECONDS)  # type: ignore[arg-type]
+        except HudiSyncError as exc:  # no credentials (bigquery_client)
+            return str(exc)
+        except (
+            exceptions.Unauthorized,
+            GoogleAuthError,
+            requests.exceptions.ConnectionError,
+            requests.exceptions.Timeout,
+        ) as exc:
+            return str(_failure(f"read dataset {dataset_id}", exc))
+        except exceptions.GoogleAPICallError:  # it answered: the plan reports the error
+            return None
+        return None
+
+    def _needs(self) -> str:
+        """What a real run needs, for an offline plan's note."""
+        where = (
+            f"{_flag(cfg.BIGQUERY_PROJECT_ID)} {self.config.project_id} and "
+            f"{_flag(cfg.BIGQUERY_DATASET_NAME)} {self.config.dataset_name}"
+        )
+        if self.api_endpoint is not None:
+            return f"{where} at --api-endpoint {self.api_endpoint}, answering"
+        return (
+            f"{where}, with Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS "
+            "or 'gcloud auth application-default login') allowed to read and create them"
+        )
+
     def _plan(
-        self, table: HudiTable, published: PublishedManifest, as_of: bool, force: bool
+        self,
+        table: HudiTable,
+        published: PublishedManifest,
+        as_of: bool,
+        force: bool,
+        offline: str | None = None,
     ) -> tuple[SyncPlan, list[_Step]]:
+        """The plan, from the objects that exist; ``offline`` (why BigQuery cannot be
+        read): a first sync's plan, every object created, and a note saying so."""
         names = self.object_names(table, published, as_of)
         marker = SyncMarker.of(published.manifest.instant, self._base_uri(table), self.config.mode)
         target = self.name
+        if offline is not None:
+            resources = self._resources(table, published, names, marker)
+            steps = [self._create_dataset_step()]
+            steps += [
+                _Step("create", self._id(r["tableReference"]["tableId"]), r) for r in resources
+            ]
+            note = offline_note(offline, self._needs())
+            return SyncPlan(target, "create", [s.render() for s in steps], note), steps
         existing = {i: self._get(i) for i in names.all()}
         markers = {i: SyncMarker.parse(t.description) for i, t in existing.items() if t}
         foreign = [i for i, t in existing.items() if t is not None and markers[i] is None]
@@ -568,7 +626,8 @@ class BigQueryTarget:
         force: bool = False,
         dry_run: bool = False,
     ) -> tuple[SyncPlan, SyncResult]:
-        plan, calls = self._plan(table, published, as_of, force)
+        offline = self._unreachable() if dry_run else None
+        plan, calls = self._plan(table, published, as_of, force, offline)
         names = self.object_names(table, published, as_of)
         objects = (
             (names.view,) if self.config.use_bq_manifest_file else names.synced(published.logs)
@@ -758,6 +817,15 @@ def _labels(marker: SyncMarker) -> dict[str, str]:
         "hudi_sync_instant": marker.instant,
         "hudi_sync_mode": _LABEL_VALUE.sub("_", marker.mode.lower()),
     }
+
+
+def _flag(spec: cfg.OptionSpec[Any]) -> str:
+    """The CLI flag of a ``hoodie.gcp.bigquery.sync.*`` option."""
+    return "--" + spec.key.removeprefix(PREFIX).replace("_", "-").replace(".", "-")
+
+
+# How long an offline dry run waits for BigQuery's first answer.
+_PROBE_SECONDS = 30.0
 
 
 def _failure(action: str, exc: Exception) -> HudiSyncError:
