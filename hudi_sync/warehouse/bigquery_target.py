@@ -93,6 +93,7 @@ class BigQuerySyncConfig:
     partition_fields: tuple[str, ...] = ()
     require_partition_filter: bool = False
     big_lake_connection_id: str | None = None
+    retry_seconds: float = cfg.BIGQUERY_RETRY_SECONDS.read({})
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> BigQuerySyncConfig:
@@ -123,6 +124,7 @@ class BigQuerySyncConfig:
             partition_fields=cfg.BIGQUERY_PARTITION_FIELDS.read(values),
             require_partition_filter=cfg.BIGQUERY_REQUIRE_PARTITION_FILTER.read(values),
             big_lake_connection_id=cfg.BIGQUERY_BIG_LAKE_CONNECTION_ID.text(values),
+            retry_seconds=cfg.BIGQUERY_RETRY_SECONDS.read(values),
         )
         config.validate()
         return config
@@ -243,10 +245,10 @@ class BigQueryTarget:
         from google.api_core import exceptions
 
         try:
-            return self.client.get_table(self._id(table_id))
+            return self.client.get_table(self._id(table_id), **self._bounded())
         except exceptions.NotFound:
             return None
-        except exceptions.GoogleAPICallError as exc:
+        except (exceptions.GoogleAPICallError, exceptions.RetryError) as exc:
             raise _failure(f"read table {self._id(table_id)}", exc) from exc
 
     def _dataset_steps(self) -> list[_Step]:
@@ -255,10 +257,10 @@ class BigQueryTarget:
 
         dataset_id = f"{self.config.project_id}.{self.config.dataset_name}"
         try:
-            dataset = self.client.get_dataset(dataset_id)
+            dataset = self.client.get_dataset(dataset_id, **self._bounded())
         except exceptions.NotFound:
             return [self._create_dataset_step()]
-        except exceptions.GoogleAPICallError as exc:
+        except (exceptions.GoogleAPICallError, exceptions.RetryError) as exc:
             raise _failure(f"read dataset {dataset_id}", exc) from exc
         wanted = self.config.dataset_location
         if wanted and (dataset.location or "").lower() != wanted.lower():
@@ -279,6 +281,17 @@ class BigQueryTarget:
         if self.config.dataset_location:
             resource["location"] = self.config.dataset_location
         return _Step("create-dataset", dataset_id, resource)
+
+    def _bounded(self) -> dict[str, Any]:
+        """Each API call's retry and timeout: retried for ``retry_seconds`` (the client's
+        own default is ten minutes, which would hold a watch and its stop signal)."""
+        from google.cloud.bigquery.retry import DEFAULT_RETRY
+
+        seconds = self.config.retry_seconds
+        return {
+            "retry": DEFAULT_RETRY.with_deadline(seconds),
+            "timeout": max(min(seconds, 30.0), 1.0),
+        }
 
     # -- planning ------------------------------------------------------------------------
     def _unreachable(self) -> str | None:
@@ -645,16 +658,18 @@ class BigQueryTarget:
 
         try:
             if step.verb == "create-dataset":
-                self.client.create_dataset(bigquery.Dataset.from_api_repr(step.resource))
+                dataset = bigquery.Dataset.from_api_repr(step.resource)
+                self.client.create_dataset(dataset, **self._bounded())
             elif step.verb == "delete":
-                self.client.delete_table(step.object_id, not_found_ok=True)
+                self.client.delete_table(step.object_id, not_found_ok=True, **self._bounded())
             elif step.verb == "create":
-                self.client.create_table(bigquery.Table.from_api_repr(step.resource))
+                table = bigquery.Table.from_api_repr(step.resource)
+                self.client.create_table(table, **self._bounded())
             else:
                 resource = bigquery.Table.from_api_repr(step.resource)
                 fields = ["description", "labels", *_UPDATED_FIELDS[_resource_kind(step.resource)]]
-                self.client.update_table(resource, fields)
-        except exceptions.GoogleAPICallError as exc:
+                self.client.update_table(resource, fields, **self._bounded())
+        except (exceptions.GoogleAPICallError, exceptions.RetryError) as exc:
             raise _failure(f"{step.verb} {step.object_id}", exc) from exc
 
 
@@ -829,5 +844,14 @@ _PROBE_SECONDS = 30.0
 
 
 def _failure(action: str, exc: Exception) -> HudiSyncError:
+    from google.api_core import exceptions
+
+    if isinstance(exc, exceptions.RetryError):  # no answer within retry_seconds
+        cause = exc.cause if exc.cause is not None else exc
+        last = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
+        return HudiSyncError(
+            f"BigQuery {action} failed: no answer within the retries of "
+            f"{cfg.BIGQUERY_RETRY_SECONDS.key}: {last}"
+        )
     message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return HudiSyncError(f"BigQuery {action} failed: {message}")
