@@ -466,6 +466,14 @@ BIGQUERY_DATE_PARTITIONING = _string(
     "Accepted and ignored: partitions are read from the table.",
     _BQ,
 )
+BIGQUERY_RETRY_SECONDS = _number(
+    BIGQUERY_PREFIX + "retry_seconds",
+    "hudi_sync's own: how long each BigQuery API call is retried (no answer, 5xx, rate "
+    "limits) before the sync fails with it; a watch reports the failure and retries later.",
+    _BQ,
+    default=60.0,
+    minimum=0,
+)
 BIGQUERY_API_ENDPOINT = _string(
     BIGQUERY_PREFIX + "api_endpoint",
     "hudi_sync's own: a BigQuery API endpoint (an emulator), reached without credentials.",

@@ -280,7 +280,8 @@ def test_warehouse_stopped_and_restarted(  # type: ignore[no-untyped-def]
     fixture_copy, gcs_server, private_emulator: PrivateEmulator
 ) -> None:
     """A table on gs:// synced to BigQuery: the emulator stops, the table gains a commit,
-    the emulator comes back; watch is still running and brings the view to that commit."""
+    watch reports the warehouse down on one line, the emulator comes back; watch is still
+    running and brings the view to that commit."""
     from google.api_core.client_options import ClientOptions
     from google.auth.credentials import AnonymousCredentials
     from google.cloud import bigquery
@@ -295,6 +296,7 @@ def test_warehouse_stopped_and_restarted(  # type: ignore[no-untyped-def]
     args += ["-c", f"{SYNC_TOOLS}=bigquery", "-c", f"{bq}project_id={PROJECT}"]
     args += ["-c", f"{bq}dataset_name={dataset}", "-c", f"{bq}table_name=t"]
     args += ["-c", f"{bq}api_endpoint={private_emulator.url}", "--interval", "0.2"]
+    args += ["-c", f"{bq}retry_seconds=2"]  # each call's retries, before the sync fails
 
     def view_marker() -> str:
         client = bigquery.Client(
@@ -315,6 +317,9 @@ def test_warehouse_stopped_and_restarted(  # type: ignore[no-untyped-def]
         order = {".requested": 0, ".inflight": 1}  # as a writer completes an instant
         for file in sorted(set(timeline.iterdir()) - before, key=lambda f: order.get(f.suffix, 2)):
             fs.put_file(str(file), f"{bucket}/lake/t/.hoodie/timeline/{file.name}")
+        # The warehouse being down is reported (not a sync stuck in the client's retries).
+        down = proc.await_event(_is("error", uri, held.commits[1]), "an error while it is down")
+        assert "BigQuery" in down["error"] and down["retry_in"] > 0
         private_emulator.start()
         proc.await_event(_is("sync", uri, held.commits[1]), "the sync after the restart")
         assert f"instant={held.commits[1]} " in view_marker()

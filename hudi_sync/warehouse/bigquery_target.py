@@ -54,6 +54,7 @@ from hudi_sync.warehouse.common import (
     SyncResult,
     changing_plan,
     declared_schema,
+    offline_note,
     ordering_kind,
     restore_reason,
     settled_plan,
@@ -93,6 +94,7 @@ class BigQuerySyncConfig:
     partition_fields: tuple[str, ...] = ()
     require_partition_filter: bool = False
     big_lake_connection_id: str | None = None
+    retry_seconds: float = cfg.BIGQUERY_RETRY_SECONDS.read({})
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> BigQuerySyncConfig:
@@ -123,6 +125,7 @@ class BigQuerySyncConfig:
             partition_fields=cfg.BIGQUERY_PARTITION_FIELDS.read(values),
             require_partition_filter=cfg.BIGQUERY_REQUIRE_PARTITION_FILTER.read(values),
             big_lake_connection_id=cfg.BIGQUERY_BIG_LAKE_CONNECTION_ID.text(values),
+            retry_seconds=cfg.BIGQUERY_RETRY_SECONDS.read(values),
         )
         config.validate()
         return config
@@ -246,10 +249,10 @@ class BigQueryTarget:
         from google.api_core import exceptions
 
         try:
-            return self.client.get_table(self._id(table_id))
+            return self.client.get_table(self._id(table_id), **self._bounded())
         except exceptions.NotFound:
             return None
-        except exceptions.GoogleAPICallError as exc:
+        except (exceptions.GoogleAPICallError, exceptions.RetryError) as exc:
             raise _failure(f"read table {self._id(table_id)}", exc) from exc
 
     def _dataset_steps(self) -> list[_Step]:
@@ -258,18 +261,10 @@ class BigQueryTarget:
 
         dataset_id = f"{self.config.project_id}.{self.config.dataset_name}"
         try:
-            dataset = self.client.get_dataset(dataset_id)
+            dataset = self.client.get_dataset(dataset_id, **self._bounded())
         except exceptions.NotFound:
-            resource: dict[str, Any] = {
-                "datasetReference": {
-                    "projectId": self.config.project_id,
-                    "datasetId": self.config.dataset_name,
-                }
-            }
-            if self.config.dataset_location:
-                resource["location"] = self.config.dataset_location
-            return [_Step("create-dataset", dataset_id, resource)]
-        except exceptions.GoogleAPICallError as exc:
+            return [self._create_dataset_step()]
+        except (exceptions.GoogleAPICallError, exceptions.RetryError) as exc:
             raise _failure(f"read dataset {dataset_id}", exc) from exc
         wanted = self.config.dataset_location
         if wanted and (dataset.location or "").lower() != wanted.lower():
@@ -279,13 +274,89 @@ class BigQueryTarget:
             )
         return []
 
+    def _create_dataset_step(self) -> _Step:
+        dataset_id = f"{self.config.project_id}.{self.config.dataset_name}"
+        resource: dict[str, Any] = {
+            "datasetReference": {
+                "projectId": self.config.project_id,
+                "datasetId": self.config.dataset_name,
+            }
+        }
+        if self.config.dataset_location:
+            resource["location"] = self.config.dataset_location
+        return _Step("create-dataset", dataset_id, resource)
+
+    def _bounded(self) -> dict[str, Any]:
+        """Each API call's retry and timeout: retried for ``retry_seconds`` (the client's
+        own default is ten minutes, which would hold a watch and its stop signal)."""
+        from google.cloud.bigquery.retry import DEFAULT_RETRY
+
+        seconds = self.config.retry_seconds
+        return {
+            "retry": DEFAULT_RETRY.with_deadline(seconds),
+            "timeout": max(min(seconds, 30.0), 1.0),
+        }
+
     # -- planning ------------------------------------------------------------------------
+    def _unreachable(self) -> str | None:
+        """Why BigQuery cannot be read (no credentials, no answer, credentials refused),
+        or None when it answers. One try, no retries: a dry run says at once that it
+        planned offline instead of retrying for minutes."""
+        import requests
+        from google.api_core import exceptions
+        from google.auth.exceptions import GoogleAuthError
+
+        dataset_id = f"{self.config.project_id}.{self.config.dataset_name}"
+        try:
+            # retry=None: one request (the client's type says Retry; None is documented).
+            self.client.get_dataset(dataset_id, retry=None, timeout=_PROBE_SECONDS)  # type: ignore[arg-type]
+        except HudiSyncError as exc:  # no credentials (bigquery_client)
+            return str(exc)
+        except (
+            exceptions.Unauthorized,
+            GoogleAuthError,
+            requests.exceptions.ConnectionError,
+            requests.exceptions.Timeout,
+        ) as exc:
+            return str(_failure(f"read dataset {dataset_id}", exc))
+        except exceptions.GoogleAPICallError:  # it answered: the plan reports the error
+            return None
+        return None
+
+    def _needs(self) -> str:
+        """What a real run needs, for an offline plan's note."""
+        where = (
+            f"{_flag(cfg.BIGQUERY_PROJECT_ID)} {self.config.project_id} and "
+            f"{_flag(cfg.BIGQUERY_DATASET_NAME)} {self.config.dataset_name}"
+        )
+        if self.api_endpoint is not None:
+            return f"{where} at --api-endpoint {self.api_endpoint}, answering"
+        return (
+            f"{where}, with Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS "
+            "or 'gcloud auth application-default login') allowed to read and create them"
+        )
+
     def _plan(
-        self, table: HudiTable, published: PublishedManifest, as_of: bool, force: bool
+        self,
+        table: HudiTable,
+        published: PublishedManifest,
+        as_of: bool,
+        force: bool,
+        offline: str | None = None,
     ) -> tuple[SyncPlan, list[_Step]]:
+        """The plan, from the objects that exist; ``offline`` (why BigQuery cannot be
+        read): a first sync's plan, every object created, and a note saying so."""
         names = self.object_names(table, published, as_of)
         marker = SyncMarker.of(published.manifest.instant, self._base_uri(table), self.config.mode)
         target = self.name
+        if offline is not None:
+            resources = self._resources(table, published, names, marker)
+            steps = [self._create_dataset_step()]
+            steps += [
+                _Step("create", self._id(r["tableReference"]["tableId"]), r) for r in resources
+            ]
+            note = offline_note(offline, self._needs())
+            return SyncPlan(target, "create", [s.render() for s in steps], note), steps
         existing = {i: self._get(i) for i in names.all()}
         markers = {i: SyncMarker.parse(t.description) for i, t in existing.items() if t}
         foreign = [i for i, t in existing.items() if t is not None and markers[i] is None]
@@ -619,7 +690,8 @@ class BigQueryTarget:
         force: bool = False,
         dry_run: bool = False,
     ) -> tuple[SyncPlan, SyncResult]:
-        plan, calls = self._plan(table, published, as_of, force)
+        offline = self._unreachable() if dry_run else None
+        plan, calls = self._plan(table, published, as_of, force, offline)
         names = self.object_names(table, published, as_of)
         feed = (names.changes,) if names.changes else ()
         objects = (
@@ -640,16 +712,18 @@ class BigQueryTarget:
 
         try:
             if step.verb == "create-dataset":
-                self.client.create_dataset(bigquery.Dataset.from_api_repr(step.resource))
+                dataset = bigquery.Dataset.from_api_repr(step.resource)
+                self.client.create_dataset(dataset, **self._bounded())
             elif step.verb == "delete":
-                self.client.delete_table(step.object_id, not_found_ok=True)
+                self.client.delete_table(step.object_id, not_found_ok=True, **self._bounded())
             elif step.verb == "create":
-                self.client.create_table(bigquery.Table.from_api_repr(step.resource))
+                table = bigquery.Table.from_api_repr(step.resource)
+                self.client.create_table(table, **self._bounded())
             else:
                 resource = bigquery.Table.from_api_repr(step.resource)
                 fields = ["description", "labels", *_UPDATED_FIELDS[_resource_kind(step.resource)]]
-                self.client.update_table(resource, fields)
-        except exceptions.GoogleAPICallError as exc:
+                self.client.update_table(resource, fields, **self._bounded())
+        except (exceptions.GoogleAPICallError, exceptions.RetryError) as exc:
             raise _failure(f"{step.verb} {step.object_id}", exc) from exc
 
 
@@ -814,6 +888,24 @@ def _labels(marker: SyncMarker) -> dict[str, str]:
     }
 
 
+def _flag(spec: cfg.OptionSpec[Any]) -> str:
+    """The CLI flag of a ``hoodie.gcp.bigquery.sync.*`` option."""
+    return "--" + spec.key.removeprefix(PREFIX).replace("_", "-").replace(".", "-")
+
+
+# How long an offline dry run waits for BigQuery's first answer.
+_PROBE_SECONDS = 30.0
+
+
 def _failure(action: str, exc: Exception) -> HudiSyncError:
+    from google.api_core import exceptions
+
+    if isinstance(exc, exceptions.RetryError):  # no answer within retry_seconds
+        cause = exc.cause if exc.cause is not None else exc
+        last = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
+        return HudiSyncError(
+            f"BigQuery {action} failed: no answer within the retries of "
+            f"{cfg.BIGQUERY_RETRY_SECONDS.key}: {last}"
+        )
     message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return HudiSyncError(f"BigQuery {action} failed: {message}")

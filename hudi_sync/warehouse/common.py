@@ -209,6 +209,14 @@ def settled_plan(
     return None
 
 
+def offline_note(why: str, needs: str) -> str:
+    """The one line an offline dry run's plan carries (``SyncPlan.reason``)."""
+    return (
+        f"(offline: {why}) existing objects were NOT compared: this is a first sync's "
+        f"plan; a real run needs {needs}"
+    )
+
+
 def changing_plan(target: str, action: str, steps: list[str], restored: str | None) -> SyncPlan:
     """The plan of a sync that changes the objects; one that follows a restore or
     rollback back (``restore_reason``) is ``restored`` and says why."""

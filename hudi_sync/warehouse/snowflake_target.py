@@ -54,6 +54,7 @@ from hudi_sync.warehouse.common import (
     SyncPlan,
     SyncResult,
     changing_plan,
+    offline_note,
     ordering_kind,
     restore_reason,
     settled_plan,
@@ -378,7 +379,9 @@ class SnowflakeTarget:
                 return record
         return None
 
-    def _state(self, cursor: Cursor, names: ObjectNames, marked: str) -> _State:
+    def _state(self, cursor: Cursor | None, names: ObjectNames, marked: str) -> _State:
+        if cursor is None:  # offline: nothing read, as before a first sync
+            return _State(None, None, None, False, None)
         view = self._show(cursor, "VIEWS", marked)
         stage = self._show(cursor, "STAGES", self._stage())
         comment = str(view.get("comment") or "") if view else ""
@@ -396,12 +399,15 @@ class SnowflakeTarget:
     # -- planning ------------------------------------------------------------------------
     def _plan(
         self,
-        cursor: Cursor,
+        cursor: Cursor | None,
         table: HudiTable,
         published: PublishedManifest,
         as_of: bool,
         force: bool,
+        offline: str | None = None,
     ) -> tuple[SyncPlan, list[Statement]]:
+        """The plan, from the objects that exist; ``offline`` (why Snowflake cannot be
+        reached; no cursor): a first sync's plan, and a note saying so."""
         names = self.object_names(table, published, as_of)
         url = self.stage_url(table)
         # Before the first commit the external tables list no file: the objects are
@@ -437,7 +443,7 @@ class SnowflakeTarget:
         settled = settled_plan(target, marked, current, marker, force, unchanged, restored)
         if settled is not None:
             return settled, []
-        statements = self._stage_statements(state, url, same_objects, force)
+        statements = self._stage_statements(state, url, same_objects, force, offline)
         history = self._qualified(names.history)
         if same_objects and state.history_digest == history_digest and not force:
             refresh = f"ALTER EXTERNAL TABLE {history} REFRESH"
@@ -469,16 +475,36 @@ class SnowflakeTarget:
                 view_unchanged=keep and state.rt_digest == rt_digest,
             )
         action = "create" if current is None else ("update" if same_objects else "recreate")
-        return changing_plan(target, action, [s.shown for s in statements], restored), statements
+        shown = [s.shown for s in statements]
+        if offline is not None:
+            return SyncPlan(target, action, shown, offline_note(offline, self._needs())), statements
+        return changing_plan(target, action, shown, restored), statements
+
+    def _needs(self) -> str:
+        """What a real run needs, for an offline plan's note: the connection options
+        missing, or the account answering to them."""
+        given = self.config.connection
+        missing = [
+            f"--{key.replace('_', '-')} (or {ENV_PREFIX}{key.upper()})"
+            for key in ("account", "user")
+            if key not in given
+        ]
+        if not {"password", "authenticator", "private_key_file", "token"} & set(given):
+            missing.append(
+                f"{ENV_PREFIX}PASSWORD, --authenticator or --private-key-file (key-pair)"
+            )
+        if missing:
+            return ", ".join(missing)
+        return f"account {given['account']} answering to these credentials"
 
     def _stage_statements(
-        self, state: _State, url: str, same_objects: bool, force: bool
+        self, state: _State, url: str, same_objects: bool, force: bool, offline: str | None = None
     ) -> list[Statement]:
         """The managed stage is created, or replaced when its URL changed; a stage named
-        by ``stage_name`` must exist and is never altered."""
+        by ``stage_name`` must exist and is never altered (offline: assumed to exist)."""
         stage = self._qualified(self._stage())
         if self.config.stage_name:
-            if state.stage_url is None:
+            if state.stage_url is None and offline is None:
                 raise BadInputError(f"stage {stage} ({PREFIX}stage_name) does not exist")
             return []
         if state.stage_url is not None and state.stage_url.rstrip("/") + "/" != url:
@@ -712,6 +738,13 @@ class SnowflakeTarget:
         names = self.object_names(table, published, as_of)
         objects = names.synced(published.logs)
         instant = published.manifest.instant
+        if dry_run:
+            try:
+                connection = self._connect()
+            except HudiSyncError as exc:  # no connector, credentials or answer
+                plan, _ = self._plan(None, table, published, as_of, force, str(exc))
+                return plan, plan.result(instant, objects, dry_run)
+            connection.close()
         with self._cursor() as cursor:
             plan, statements = self._plan(cursor, table, published, as_of, force)
             if dry_run or not statements:
