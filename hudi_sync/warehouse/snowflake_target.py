@@ -456,7 +456,7 @@ class SnowflakeTarget:
         )
         if names.changes is not None and published.changes is not None:
             statements += self._feed_statements(table, names.changes, published.changes)
-        elif not as_of and self._show(cursor, "VIEWS", names.feed) is not None:
+        elif cursor is not None and not as_of and self._show(cursor, "VIEWS", names.feed):
             statements += self._feed_drops(names.feed)  # the feed was turned off
         view = self._qualified(names.view)
         comment = f"{marker.render()} history={history_digest} view={view_digest}"
