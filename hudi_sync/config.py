@@ -389,6 +389,17 @@ LOG_FOLD_PROCESSES = _integer(
     default=0,
     minimum=0,
 )
+CHANGE_FEED = _choice(
+    "hudi_sync.sync.change.feed",
+    "The change feed <t>_changes (each synced commit's changes, under "
+    ".hoodie/manifest/changes): auto (tables with hoodie.table.cdc.enabled=true), on "
+    "(every table; without CDC the changes are inferred from Merge-on-Read log files and, "
+    "on Copy-on-Write, by comparing each rewritten base file with its previous version) or "
+    "off.",
+    "sync",
+    default="auto",
+    choices=("auto", "on", "off"),
+)
 SKIP_RO_SUFFIX = _boolean(
     "hoodie.datasource.hive_sync.skip_ro_suffix",
     "Merge-on-Read tables: name the read-optimized view <t> instead of <t>_ro "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import shutil
 import uuid
@@ -247,3 +248,18 @@ def write_file_atomically(path: str, data: bytes, exclusive: bool = False) -> No
             os.unlink(temporary)
     else:
         os.replace(temporary, path)
+
+
+def modified_time(info: dict[str, Any]) -> float:
+    """A file's modification time in seconds from an fsspec ``info`` (0 when unknown:
+    old enough to remove)."""
+    value = info.get("mtime", info.get("updated", info.get("LastModified", 0)))
+    if isinstance(value, str):  # object stores: ISO 8601
+        with contextlib.suppress(ValueError):
+            return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    if hasattr(value, "timestamp"):
+        return float(value.timestamp())
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0

@@ -124,8 +124,8 @@ def test_failed_sync_leaves_previous_objects(fixture_copy, tmp_path: Path, monke
     marker_before = target.current_marker(ObjectNames.for_table("t"))
     original = DuckDBTarget._statements
 
-    def failing_last(self, *args):  # type: ignore[no-untyped-def]
-        return [*original(self, *args), "SELECT * FROM table_that_does_not_exist"]
+    def failing_last(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return [*original(self, *args, **kwargs), "SELECT * FROM table_that_does_not_exist"]
 
     monkeypatch.setattr(DuckDBTarget, "_statements", failing_last)
     table = HudiTable.open(str(path))

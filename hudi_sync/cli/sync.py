@@ -125,6 +125,7 @@ class SyncRun:
         own = {DELTA_COMMITS_OPTION: self.delta_commits}
         delta_commits = exit_on_error(lambda: delta_commits_option(self.options(flags=own)))
         processes = exit_on_error(lambda: cfg.LOG_FOLD_PROCESSES.read(self.options()))
+        change_feed = exit_on_error(lambda: cfg.CHANGE_FEED.read(self.options()))
 
         def body() -> SyncReport:
             table = HudiTable.open(uri, parse_storage_options(self.storage_option))
@@ -137,6 +138,7 @@ class SyncRun:
                 dry_run=self.dry_run,
                 delta_commits=delta_commits,
                 fold_processes=processes,
+                change_feed=change_feed,
             )
 
         report = exit_on_error(body)

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import datetime as dt
 import hashlib
 import io
 import json
@@ -66,7 +65,7 @@ from hudi_sync.manifest.snapshot import (
     timeline_tail,
     why_not_incremental,
 )
-from hudi_sync.storage import Location, open_location
+from hudi_sync.storage import Location, modified_time, open_location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.instant import comparable_instant
@@ -366,7 +365,7 @@ class LogParquetStore:
         for name in self._existing() - named:
             path = self.path("parquet", name)
             with contextlib.suppress(FileNotFoundError):
-                if name in released or _modified(fs.info(path)) < deadline:
+                if name in released or modified_time(fs.info(path)) < deadline:
                     self.table.location.remove(path)
 
     def _listed(self, folder: str) -> set[str]:
@@ -521,18 +520,3 @@ def folded_schema(schema: pa.Schema) -> pa.Schema:
     keys = [pa.field(n, pa.string()) for n in (RECORD_KEY_FIELD, PARTITION_FIELD)]
     added = [f for f in keys if f.name not in schema.names]
     return pa.schema([*schema, *added, *(pa.field(n, extra[n]) for n in EXTRA_COLUMNS)])
-
-
-def _modified(info: dict[str, Any]) -> float:
-    """A file's modification time in seconds from an fsspec ``info`` (0 when unknown:
-    old enough to remove)."""
-    value = info.get("mtime", info.get("updated", info.get("LastModified", 0)))
-    if isinstance(value, str):  # object stores: ISO 8601
-        with contextlib.suppress(ValueError):
-            return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    if hasattr(value, "timestamp"):
-        return float(value.timestamp())
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0

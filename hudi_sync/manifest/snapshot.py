@@ -53,6 +53,7 @@ import pyarrow as pa
 from hudi_sync import config
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.gc_pause import cycle_collection_paused
+from hudi_sync.manifest.change_feed import PublishedChanges
 from hudi_sync.manifest.file_set import FileSet, lines_bytes
 from hudi_sync.manifest.safe_paths import check_paths
 from hudi_sync.storage import temporary_path_beside
@@ -166,6 +167,9 @@ class PublishedManifest:
     # Merge-on-Read: the snapshot's folded log files (``hudi_sync.manifest.log_parquet``),
     # None for Copy-on-Write tables and MOR tables whose snapshot a view cannot show.
     logs: PublishedLogs | None = None
+    # A CDC table's change feed as of this snapshot (``hudi_sync.manifest.change_feed``);
+    # None for other tables and time-travel syncs.
+    changes: PublishedChanges | None = None
 
     @property
     def file_count(self) -> int:

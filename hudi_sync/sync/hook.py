@@ -88,6 +88,7 @@ def run_post_commit_hook(
             continue_on_error=True,
             delta_commits=delta_commits,
             fold_processes=cfg.LOG_FOLD_PROCESSES.read(options),
+            change_feed=cfg.CHANGE_FEED.read(options),
         )
     except (HudiSyncError, OSError, ValueError) as exc:
         return SyncReport.failed(base_path, "hook", str(exc))

@@ -16,6 +16,7 @@ from hudi_sync.errors import (
     TimeTravelError,
     UnsupportedTableError,
 )
+from hudi_sync.manifest.change_feed import ChangeFeedStore, PublishedChanges, feed_enabled
 from hudi_sync.manifest.delta import DeltaStore
 from hudi_sync.manifest.log_parquet import LogParquetStore
 from hudi_sync.manifest.snapshot import (
@@ -64,6 +65,8 @@ class SyncReport:
     plans: tuple[SyncPlan, ...]
     results: tuple[SyncResult, ...]
     errors: Mapping[str, str] = field(default_factory=dict)
+    # The change feed this sync published (``hudi_sync.manifest.change_feed``), if any.
+    changes: PublishedChanges | None = None
 
     @property
     def ok(self) -> bool:
@@ -85,6 +88,7 @@ class SyncReport:
             "manifest_files": self.manifest_files,
             "incremental": self.incremental,
             "results": [r.to_json() for r in self.results],
+            "changes": self.changes.summary() if self.changes is not None else None,
             "plans": [
                 {"target": p.target, "action": p.action, "reason": p.reason, "steps": p.steps}
                 for p in self.plans
@@ -142,6 +146,8 @@ def _publish_manifest(
 
 # The key of ``SyncReport.errors`` that says why a MOR table got no snapshot view.
 SNAPSHOT_VIEW_REFUSAL = "_rt"
+# The key of ``SyncReport.errors`` that says why a table got no change feed.
+CHANGE_FEED_REFUSAL = "_changes"
 
 
 def publish_logs(
@@ -168,6 +174,17 @@ def publish_logs(
     except AmbiguousBaseRowError as exc:  # names the base file
         return published, f"{exc}: no _rt view; the read-optimized objects are synced"
     return replace(published, logs=logs), None
+
+
+def publish_changes(
+    table: HudiTable, published: PublishedManifest, keep: int, dry_run: bool
+) -> PublishedManifest:
+    """A CDC table's change feed beside its manifest (each published commit's changes
+    once, ``hudi_sync.manifest.change_feed``), so targets can create ``<t>_changes``."""
+    store = ChangeFeedStore(table, keep)
+    with reporting_storage_failures(table.location):
+        changes = store.publish(published.manifest.instant, dry_run=dry_run)
+    return replace(published, changes=changes)
 
 
 def built_keys_refusal(table: HudiTable, target: Target) -> str | None:
@@ -226,6 +243,7 @@ def sync_table(
     continue_on_error: bool = False,
     delta_commits: int = 0,
     fold_processes: int = 0,
+    change_feed: str = "auto",
 ) -> SyncReport:
     """Publish the manifest, then sync each target in turn. With ``continue_on_error``
     (the post-commit hook) a failing target is recorded in ``errors`` and the others
@@ -245,7 +263,9 @@ def sync_table(
     ``delta_commits`` > 0 publishes delta manifests when every target can read them
     (``supports_delta_manifests``), else full ones. ``fold_processes``: the worker
     processes folding a Merge-on-Read table's new log files
-    (``hudi_sync.sync.log.fold.processes``; 0: one per CPU, 1: in this process)."""
+    (``hudi_sync.sync.log.fold.processes``; 0: one per CPU, 1: in this process).
+    ``change_feed``: ``hudi_sync.sync.change.feed`` (auto, on, off); a feed that cannot
+    be made is recorded like a refused snapshot view (``CHANGE_FEED_REFUSAL``)."""
     if isinstance(table, str):
         table = HudiTable.open(table, storage_options)
     errors: dict[str, str] = {}
@@ -277,6 +297,14 @@ def sync_table(
         )
         if snapshot_refusal is not None:
             errors[SNAPSHOT_VIEW_REFUSAL] = snapshot_refusal
+    feed_readers = [t for t in readers if getattr(t, "supports_change_feed", False)]
+    feed_refusal = None
+    if feed_readers and as_of is None and feed_enabled(table, change_feed):
+        try:
+            published = publish_changes(table, published, keep, dry_run)
+        except UnsupportedTableError as exc:
+            feed_refusal = f"{exc}: no change feed; the other objects are synced"
+            errors[CHANGE_FEED_REFUSAL] = feed_refusal
     plans: list[SyncPlan] = []
     results: list[SyncResult] = []
     for target in readers:
@@ -300,6 +328,8 @@ def sync_table(
         results.append(result)
     if snapshot_refusal is not None and not continue_on_error:
         raise UnsupportedTableError(snapshot_refusal)  # after the read-optimized objects
+    if feed_refusal is not None and not continue_on_error:
+        raise UnsupportedTableError(feed_refusal)
     return SyncReport(
         table.uri,
         published.manifest.instant,
@@ -308,4 +338,5 @@ def sync_table(
         tuple(plans),
         tuple(results),
         errors,
+        published.changes,
     )

@@ -14,6 +14,10 @@ range into a ``ChangeSplit`` by Hudi's inference cases:
   rules, for the keys the commit's log records name. One split per file group and
   commit, however many log files the commit rolled over to.
 - ``REPLACE_COMMIT``: every row of a file group a replacecommit replaced is ``d``.
+- ``BASE_FILE_DIFF`` (only when inferring the changes of a table without CDC, which
+  Hudi's CDC query refuses): a base file rewritten without a CDC log, compared with the
+  version it replaced by record key: its rows this commit wrote are ``i`` or ``u``, the
+  keys it no longer holds ``d``. Reads both files.
 
 Reading (``read_split``) runs wherever the files can be opened (Spark's Python
 workers), one split at a time, and yields rows ``op``, ``ts_ms`` (the commit's
@@ -31,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -64,6 +68,7 @@ from hudi_sync.table.table import HudiTable
 
 BEGIN = config.BEGIN.key
 END = config.END.key
+COMMIT_TIME = META_FIELDS[0]
 RECORD_KEY = META_FIELDS[2]
 CHANGE_SCHEMA = pa.schema(
     [
@@ -85,6 +90,7 @@ class InferenceCase(StrEnum):
     BASE_FILE_DELETE = "BASE_FILE_DELETE"
     LOG_FILE = "LOG_FILE"
     REPLACE_COMMIT = "REPLACE_COMMIT"
+    BASE_FILE_DIFF = "BASE_FILE_DIFF"
 
 
 @dataclass(frozen=True)
@@ -151,19 +157,38 @@ class ChangePlan:
         return None if any(size is None for size in sizes) else sum(s or 0 for s in sizes)
 
 
-def plan_changes(table: HudiTable, begin: str | None, end: str | None = None) -> ChangePlan:
+def plan_changes(
+    table: HudiTable,
+    begin: str | None,
+    end: str | None = None,
+    infer: bool = False,
+    boundary: str | Literal["unknown"] | None = "unknown",
+) -> ChangePlan:
     """Check a CDC query's range against the table and plan its splits.
 
     ``begin`` is exclusive (``earliest``, ``0``, ``000`` or any time before the first
     commit: from the oldest commit still readable),
-    ``end`` inclusive (``None``: the latest commit)."""
+    ``end`` inclusive (``None``: the latest commit). ``infer``: a table without CDC is
+    planned too, its changes inferred from log files and base file versions
+    (``BASE_FILE_DIFF``); it needs the record key meta field. ``boundary``: the
+    table's ``earliest_valid_begin`` when the caller has it already."""
     if not table.config.cdc_enabled:
-        raise BadInputError(
-            f"{table.uri} is not a CDC table ({config.CDC_ENABLED.key} is not true); "
-            "use the latest_state incremental query"
-        )
-    mode = parse_cdc_mode(table.config.cdc_logging_mode, f"{table.uri}: hoodie.properties")
-    boundary = _earliest_valid_begin(table)
+        if not infer:
+            raise BadInputError(
+                f"{table.uri} is not a CDC table ({config.CDC_ENABLED.key} is not true); "
+                "use the latest_state incremental query"
+            )
+        if not table.config.populate_meta_fields:
+            raise UnsupportedTableError(
+                f"{table.uri}: {config.CDC_ENABLED.key} is not true and "
+                f"{config.POPULATE_META_FIELDS.key}=false: its changes cannot be inferred "
+                "without the record key in its files"
+            )
+        mode = CdcMode.DATA_BEFORE_AFTER
+    else:
+        mode = parse_cdc_mode(table.config.cdc_logging_mode, f"{table.uri}: hoodie.properties")
+    if boundary == "unknown":
+        boundary = earliest_valid_begin(table)
     begin_time, end_time = table.incremental_range(begin, end)
     if begin_time is None:
         begin_time = boundary
@@ -178,7 +203,7 @@ def plan_changes(table: HudiTable, begin: str | None, end: str | None = None) ->
     if begin_time and end_time and comparable_instant(begin_time) > comparable_instant(end_time):
         raise BadInputError(f"{table.uri}: {BEGIN}={begin} is after {END}={end}")
     instants = tuple(_changing_commits(table, begin_time, end_time))
-    planner = _Planner(table, mode)
+    planner = _Planner(table, mode, inferred=not table.config.cdc_enabled)
     splits = [s for instant in instants for s in planner.splits_of(instant)]
     return ChangePlan(begin_time, end_time, instants, tuple(splits))
 
@@ -194,7 +219,7 @@ def _before_first_write(table: HudiTable, begin_time: str) -> bool:
     )
 
 
-def _earliest_valid_begin(table: HudiTable) -> str | None:
+def earliest_valid_begin(table: HudiTable) -> str | None:
     """The oldest ``begin`` whose every later commit can still be read: not before the
     last clean's earliest retained commit (older file versions may be gone), nor before
     the newest archived commit (older commit metadata left the active timeline)."""
@@ -232,9 +257,10 @@ def _changing_commits(table: HudiTable, begin: str | None, end: str | None) -> I
 
 
 class _Planner:
-    def __init__(self, table: HudiTable, mode: CdcMode) -> None:
+    def __init__(self, table: HudiTable, mode: CdcMode, inferred: bool = False) -> None:
         self.table = table
         self.mode = mode
+        self.inferred = inferred  # a table without CDC logs: rewrites are diffed
         writes = table.timeline.completed_writes
         self.committed = tuple(i.requested_time for i in writes)
         self._slices: dict[str, dict[tuple[str, str], FileSlice]] = {}
@@ -314,6 +340,13 @@ class _Planner:
                 InferenceCase.BASE_FILE_DELETE,
                 before_file=previous,
             )
+        if self.inferred:
+            return split(
+                InferenceCase.BASE_FILE_DIFF,
+                read_bytes=None,
+                before_file=previous,
+                after_file=stat.path,
+            )
         raise CorruptTableError(
             f"{self.table.uri}: commit {ts} rewrote file group {stat.file_id} "
             f"({stat.path}) without a CDC log file"
@@ -323,12 +356,34 @@ class _Planner:
         """The base file the commit rewrote (the one ``prevCommit`` wrote)."""
         if stat.prev_commit is None:
             return None
-        name = stat.prev_base_file or self._base_files.get(
-            (stat.partition_path, stat.file_id, stat.prev_commit)
+        name = (
+            stat.prev_base_file
+            or self._written_by_previous(stat)
+            or self._base_files.get((stat.partition_path, stat.file_id, stat.prev_commit))
         )
         if name is None:
             return None
         return f"{stat.partition_path}/{name}" if stat.partition_path else name
+
+    def _written_by_previous(self, stat: WriteStat) -> str | None:
+        """The base file ``prevCommit`` wrote for the stat's file group, from that
+        commit's write stats: no listing of the table (None when the commit is no longer
+        on the active timeline, or wrote no base file of the group)."""
+        previous = self._writes_by_time.get(stat.prev_commit or "")
+        if previous is None:
+            return None
+        for earlier in self.table.timeline.commit_metadata(previous).write_stats:
+            if (
+                earlier.file_id == stat.file_id
+                and earlier.partition_path == stat.partition_path
+                and not earlier.file_name.startswith(".")
+            ):
+                return earlier.file_name
+        return None
+
+    @cached_property
+    def _writes_by_time(self) -> dict[str, Instant]:
+        return {i.requested_time: i for i in self.table.timeline.completed_writes}
 
     @cached_property
     def _base_files(self) -> dict[tuple[str, str, str], str]:
@@ -542,7 +597,27 @@ def _split_changes(location: Location, split: ChangeSplit) -> list[Change]:
         return [("d", row, None) for row in merged.values()]
     if case is InferenceCase.LOG_FILE:
         return _log_file_changes(location, split)
+    if case is InferenceCase.BASE_FILE_DIFF:
+        return _base_file_diff(location, split)
     return _as_is_changes(location, split)
+
+
+def _base_file_diff(location: Location, split: ChangeSplit) -> list[Change]:
+    """BASE_FILE_DIFF: the rewritten base file against its previous version, by record
+    key: rows the commit wrote (their commit time is its instant) are ``i`` or ``u``,
+    keys only the previous version holds ``d``; rows copied over unchanged (a record
+    that lost by ordering value keeps its old commit time) are no change."""
+    before = {str(row[RECORD_KEY]): row for row in _rows(location, split.before_file)}
+    changes: list[Change] = []
+    kept: set[str] = set()
+    for row in _rows(location, split.after_file):
+        key = str(row[RECORD_KEY])
+        kept.add(key)
+        if row[COMMIT_TIME] == split.instant:
+            old = before.get(key)
+            changes.append(("u", old, row) if old is not None else ("i", None, row))
+    changes += [("d", row, None) for key, row in before.items() if key not in kept]
+    return changes
 
 
 def _as_is_changes(location: Location, split: ChangeSplit) -> list[Change]:
@@ -781,6 +856,7 @@ __all__ = [
     "InferenceCase",
     "change_rows",
     "divide_splits",
+    "earliest_valid_begin",
     "plan_changes",
     "read_split",
 ]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
+
 from hudi_sync.errors import UnsupportedTableError
 from hudi_sync.table.schema import META_FIELDS
 
@@ -134,6 +136,28 @@ def table_schema(
             continue
         fields.append(avro_field(avro))
     return fields
+
+
+def arrow_field(name: str, kind: pa.DataType) -> Field:
+    """A nullable BigQuery field for a flat Arrow type (the change feed's typed columns,
+    ``hudi_sync.manifest.change_feed.typed_columns``)."""
+    if pa.types.is_integer(kind):
+        bigquery_type = "INTEGER"
+    elif pa.types.is_floating(kind):
+        bigquery_type = "FLOAT"
+    elif pa.types.is_boolean(kind):
+        bigquery_type = "BOOLEAN"
+    elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        bigquery_type = "STRING"
+    elif pa.types.is_date(kind):
+        bigquery_type = "DATE"
+    elif pa.types.is_timestamp(kind):
+        bigquery_type = "TIMESTAMP" if kind.tz else "DATETIME"
+    elif pa.types.is_decimal(kind):
+        bigquery_type = decimal_type(kind.precision, kind.scale, name)
+    else:
+        raise UnsupportedTableError(f"column {name!r}: {kind} has no flat BigQuery type")
+    return {"name": name, "type": bigquery_type, "mode": "NULLABLE"}
 
 
 def partition_key_type(avro_type: Any, column: str) -> str:

@@ -39,12 +39,13 @@ from typing import TYPE_CHECKING, Any
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
+from hudi_sync.manifest.change_feed import DATE_KEY, TIME_KEY, PublishedChanges
 from hudi_sync.manifest.log_parquet import FILE_ID_COLUMN, SOURCE_COLUMN
 from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest
 from hudi_sync.table import HudiTable
 from hudi_sync.table.record_merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
 from hudi_sync.table.schema import PartitionField, partition_fields
-from hudi_sync.warehouse.bigquery_schema import partition_key_type, table_schema
+from hudi_sync.warehouse.bigquery_schema import arrow_field, partition_key_type, table_schema
 from hudi_sync.warehouse.common import (
     ObjectNames,
     SnapshotQuery,
@@ -179,6 +180,8 @@ class BigQueryTarget:
 
     # External tables read PARQUET and ORC base files (sourceFormat is the table's format).
     base_file_formats: frozenset[str] = frozenset({"PARQUET", "ORC"})
+    # A CDC table gets ``<t>_changes`` over its change feed (change_feed.py).
+    supports_change_feed = True
 
     def __init__(
         self,
@@ -228,6 +231,7 @@ class BigQueryTarget:
             published.manifest.instant if as_of else None,
             merge_on_read=table.config.is_mor and not self.config.use_bq_manifest_file,
             skip_ro_suffix=self.skip_ro_suffix,
+            change_feed=published.changes is not None,
         )
 
     def _id(self, table_id: str) -> str:
@@ -390,6 +394,9 @@ class BigQueryTarget:
                 steps.append(_Step("delete", self._id(table_id)))
                 exists = False
             steps.append(_Step("update" if exists else "create", self._id(table_id), resource))
+        # A feed no longer published (hudi_sync.sync.change.feed turned off): dropped.
+        if names.changes is None and not as_of and self._get(names.feed) is not None:
+            steps.append(_Step("delete", self._id(names.feed)))
         # Log objects no longer read (a compaction left no log records): dropped after the
         # snapshot view stopped reading them.
         wanted = names.synced(published.logs)
@@ -427,6 +434,11 @@ class BigQueryTarget:
             return marker.base + uri[len(table.uri.rstrip("/")) :]
 
         stamp = {"description": marker.render(), "labels": _labels(marker)}
+        feed = (
+            [self._changes_resource(names.changes, published.changes, stamp, seen_by_bigquery)]
+            if names.changes is not None and published.changes is not None
+            else []
+        )
         avro = snapshot_avro_schema(table, published.manifest.instant)
         fields = partition_fields(avro, table.config.partition_fields, table.config.key_generator)
         hive = self._hive_partitioning(table, marker.base, fields)
@@ -454,8 +466,8 @@ class BigQueryTarget:
                 **stamp,
             }
             if marker.is_empty:
-                return self._empty_tables(table, names, fields, [single])
-            return [single]
+                return [*self._empty_tables(table, names, fields, [single]), *feed]
+            return [single, *feed]
         with_meta = table.config.populate_meta_fields
         history = {
             "tableReference": self._ref(names.history),
@@ -499,17 +511,56 @@ class BigQueryTarget:
         )
         view = _view_resource(self._ref(names.view), query, stamp)
         if marker.is_empty:
-            empty = self._empty_tables(table, names, fields, [history, manifest, view])
+            empty = self._empty_tables(table, names, fields, [history, manifest, *feed, view])
             if names.snapshot_view and published.logs:  # no commit, no log: read-optimized rows
                 query = f"SELECT * FROM {_quote(self._id(names.view))}"
                 empty.append(_view_resource(self._ref(names.snapshot_view), query, stamp))
             return empty
         logs = published.logs
         if names.snapshot_view is None or logs is None:
-            return [history, manifest, view]
+            return [history, manifest, *feed, view]
         columns = [f["name"] for f in schema] + (self._partition_names(fields) if hive else [])
         snapshot = self._snapshot_resources(names, logs, columns, avro, stamp, seen_by_bigquery)
-        return [history, manifest, view, *snapshot]
+        return [history, manifest, *feed, view, *snapshot]
+
+    def _changes_resource(
+        self,
+        table_id: str,
+        changes: PublishedChanges,
+        stamp: dict[str, Any],
+        seen_by_bigquery: Callable[[str], str],
+    ) -> dict[str, Any]:
+        """``<t>_changes``: a PARQUET external table whose file set is the feed's list of
+        change files (``NEW_LINE_DELIMITED_MANIFEST``, switched to the next list in one
+        metadata update), hive-partitioned by ``commit_date`` and ``commit_time`` so a
+        query for recent changes reads only their files. A feed without a change file
+        yet is a native table with the same columns and no rows (an external table
+        whose list names no file cannot be queried)."""
+        folder = seen_by_bigquery(changes.folder_uri).rstrip("/")
+        partitions = [
+            {"name": DATE_KEY, "type": "DATE", "mode": "NULLABLE"},
+            {"name": TIME_KEY, "type": "STRING", "mode": "NULLABLE"},
+        ]
+        fields = [arrow_field(f.name, f.type) for f in changes.schema]
+        described = {**stamp, "description": f"{stamp['description']} ({changes.description()})"}
+        resource: dict[str, Any] = {"tableReference": self._ref(table_id), **described}
+        if not changes.names:
+            return resource | {"schema": {"fields": fields + partitions}}
+        keys = "/".join(f"{{{p['name']}:{p['type']}}}" for p in partitions)
+        return resource | {
+            "schema": {"fields": fields},
+            "externalDataConfiguration": {
+                "sourceFormat": "PARQUET",
+                "autodetect": False,
+                "parquetOptions": {"enableListInference": True},
+                "sourceUris": [seen_by_bigquery(changes.uris_uri)],
+                "fileSetSpecType": MANIFEST_FILE_SET,
+                "hivePartitioningOptions": {
+                    "mode": "CUSTOM",
+                    "sourceUriPrefix": f"{folder}/{keys}",
+                },
+            },
+        }
 
     def _snapshot_resources(
         self,
@@ -642,8 +693,11 @@ class BigQueryTarget:
         offline = self._unreachable() if dry_run else None
         plan, calls = self._plan(table, published, as_of, force, offline)
         names = self.object_names(table, published, as_of)
+        feed = (names.changes,) if names.changes else ()
         objects = (
-            (names.view,) if self.config.use_bq_manifest_file else names.synced(published.logs)
+            (names.view, *feed)
+            if self.config.use_bq_manifest_file
+            else names.synced(published.logs)
         )
         instant = published.manifest.instant
         if dry_run or not plan.steps:

@@ -51,6 +51,7 @@ class ObjectNames:
     snapshot_view: str | None = None
     log_manifest: str | None = None
     log_history: str | None = None
+    changes: str | None = None  # ``<t>_changes``: a CDC table's change feed
 
     @classmethod
     def for_table(
@@ -59,12 +60,14 @@ class ObjectNames:
         as_of_instant: str | None = None,
         merge_on_read: bool = False,
         skip_ro_suffix: bool = False,
+        change_feed: bool = False,
     ) -> ObjectNames:
         if not name or "\x00" in name:
             raise BadInputError(f"warehouse table name {name!r} is empty or has a NUL byte")
         stem = f"{name}_as_of_{as_of_instant}" if as_of_instant else name
+        changes = f"{stem}_changes" if change_feed else None
         if not merge_on_read:
-            return cls(stem, f"{stem}_manifest", f"{stem}_history")
+            return cls(stem, f"{stem}_manifest", f"{stem}_history", changes=changes)
         return cls(
             stem if skip_ro_suffix else f"{stem}_ro",
             f"{stem}_manifest",
@@ -72,7 +75,14 @@ class ObjectNames:
             f"{stem}_rt",
             f"{stem}_log_manifest",
             f"{stem}_log_history",
+            changes,
         )
+
+    @property
+    def feed(self) -> str:
+        """``<t>_changes``, whether or not this sync makes it (a target drops a feed
+        that is no longer published)."""
+        return self.manifest.removesuffix("_manifest") + "_changes"
 
     def marked(self, logs: PublishedLogs | None) -> str:
         """The object whose marker says which instant the objects show: the one a
@@ -82,16 +92,17 @@ class ObjectNames:
     def all(self) -> tuple[str, ...]:
         """Every object, in the order a sync reports them."""
         named = (self.view, self.snapshot_view, self.manifest, self.history)
-        return tuple(n for n in (*named, self.log_manifest, self.log_history) if n)
+        return tuple(n for n in (*named, self.log_manifest, self.log_history, self.changes) if n)
 
     def synced(self, logs: PublishedLogs | None) -> tuple[str, ...]:
         """The objects a sync of a snapshot with these folded logs makes: no snapshot
         view without them (a COW table, or a MOR table refused one), no log objects
         when the snapshot has no log records."""
+        feed = (self.changes,) if self.changes else ()
         if self.snapshot_view is None or logs is None:
-            return (self.view, self.manifest, self.history)
+            return (self.view, self.manifest, self.history, *feed)
         if not logs.names:
-            return (self.view, self.snapshot_view, self.manifest, self.history)
+            return (self.view, self.snapshot_view, self.manifest, self.history, *feed)
         return self.all()
 
 

@@ -24,6 +24,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
+from hudi_sync.manifest.change_feed import (
+    DATE_KEY,
+    TIME_KEY,
+    PublishedChanges,
+    schema_digest,
+)
 from hudi_sync.manifest.file_set import FileSet
 from hudi_sync.manifest.log_parquet import (
     EXTRA_COLUMNS,
@@ -88,6 +94,8 @@ class DuckDBTarget:
     supports_built_keys = True
     # The history view is built on read_parquet; ORC, HFile and Lance tables are refused.
     base_file_formats: frozenset[str] = frozenset({"PARQUET"})
+    # A CDC table gets ``<t>_changes`` over its change feed (change_feed.py).
+    supports_change_feed = True
 
     def __init__(self, database: str, table_name: str, skip_ro_suffix: bool = False) -> None:
         self.database = database
@@ -120,6 +128,7 @@ class DuckDBTarget:
             published.manifest.instant if as_of else None,
             merge_on_read=table.config.is_mor,
             skip_ro_suffix=self.skip_ro_suffix,
+            change_feed=published.changes is not None,
         )
 
     def _comments(self, names: ObjectNames) -> dict[str, str]:
@@ -159,7 +168,9 @@ class DuckDBTarget:
         settled = settled_plan(target, marked, current, marker, force, restored=restored)
         if settled is not None:
             return settled
-        steps = self._statements(table, published, names, marker, comments if not force else {})
+        steps = self._statements(
+            table, published, names, marker, comments if not force else {}, live=not as_of
+        )
         return changing_plan(target, "create" if current is None else "update", steps, restored)
 
     def sync(
@@ -231,7 +242,9 @@ class DuckDBTarget:
         names: ObjectNames,
         marker: SyncMarker,
         current: dict[str, str],
+        live: bool = True,
     ) -> list[str]:
+        """The sync's statements; ``live``: not a time-travel sync's ``_as_of_`` objects."""
         if published.delta is not None:
             manifest_sql = delta_manifest_select(published)
         elif published.manifest.files:
@@ -261,6 +274,10 @@ class DuckDBTarget:
             (names.manifest, manifest_sql),
             (names.history, history_sql),
         ]
+        if names.changes is not None and published.changes is not None:
+            views.append((names.changes, changes_select(published.changes)))
+        elif live:  # the feed was turned off (hudi_sync.sync.change.feed): drop it
+            views.append((names.feed, None))
         views.append((names.view, view_sql))
         switched = {names.manifest}  # re-created every sync: the next snapshot's list
         if names.snapshot_view is not None and published.logs is not None:
@@ -276,7 +293,9 @@ class DuckDBTarget:
             digest = hashlib.sha256(create.encode()).hexdigest()[:16]
             if name in switched or f"sql={digest}" not in current.get(name, ""):
                 statements.append(create)
-            comment = quote_literal(f"{marker.render()} sql={digest}")
+            feed = published.changes if name == names.changes else None
+            described = f"; {feed.description()}" if feed is not None else ""
+            comment = quote_literal(f"{marker.render()} sql={digest}{described}")
             statements.append(f"COMMENT ON VIEW {quote_identifier(name)} IS {comment}")
         return statements
 
@@ -367,6 +386,36 @@ def snapshot_select(names: ObjectNames, logs: PublishedLogs, base_rows: str | No
         ordering_kind(logs),
         base_rows,
     )
+
+
+def changes_select(changes: PublishedChanges) -> str:
+    """``<t>_changes``: the change files the feed lists, each commit's rows once, with
+    the hive columns ``commit_date`` and ``commit_time``. One ``read_parquet`` per group
+    of files with the same columns (``schema_digest``), newest file first: binding the
+    view reads one footer a group, and a filter on ``commit_time`` opens only the files
+    of the commits it keeps. Groups are unioned by name (newest first: its column order)."""
+    if not changes.names:
+        columns = ", ".join(
+            f"CAST(NULL AS {kind}) AS {quote_identifier(name)}"
+            for name, kind in arrow_columns(changes.schema)
+        )
+        return (
+            f"SELECT {columns}, CAST(NULL AS DATE) AS {DATE_KEY}, "
+            f"CAST(NULL AS VARCHAR) AS {TIME_KEY} WHERE false"
+        )
+    groups: dict[str, list[str]] = {}
+    newest_first = sorted(
+        zip(changes.names, changes.uris(), strict=True), key=lambda pair: pair[0], reverse=True
+    )
+    for name, uri in newest_first:
+        groups.setdefault(schema_digest(name), []).append(uri)
+    hive_types = f"{{'{DATE_KEY}': DATE, '{TIME_KEY}': VARCHAR}}"
+    reads = [
+        f"SELECT * FROM read_parquet([{', '.join(_source(uri) for uri in uris)}], "
+        f"hive_partitioning = true, hive_types = {hive_types})"
+        for uris in groups.values()
+    ]
+    return " UNION ALL BY NAME ".join(reads)
 
 
 def built_key_rows(table: HudiTable, names: ObjectNames) -> str | None:

@@ -100,6 +100,29 @@ def snowflake_type(avro_type: Any, column: str) -> str:
     return snowflake_type(kind, column)
 
 
+def arrow_snowflake_type(kind: Any, column: str) -> str:
+    """The Snowflake type of a flat Arrow type (the change feed's typed columns,
+    ``hudi_sync.manifest.change_feed.typed_columns``), by the same rules as Avro's."""
+    import pyarrow as pa
+
+    digits = {"s": 0, "ms": 3, "us": 6, "ns": 9}
+    if pa.types.is_integer(kind):
+        return "NUMBER(19,0)" if kind.bit_width > 32 else "NUMBER(10,0)"
+    if pa.types.is_floating(kind):
+        return "FLOAT"
+    if pa.types.is_boolean(kind):
+        return "BOOLEAN"
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return "VARCHAR"
+    if pa.types.is_date(kind):
+        return "DATE"
+    if pa.types.is_timestamp(kind):
+        return f"TIMESTAMP_{'TZ' if kind.tz else 'NTZ'}({digits[kind.unit]})"
+    if pa.types.is_decimal(kind) and kind.precision <= _MAX_PRECISION:
+        return f"NUMBER({kind.precision},{kind.scale})"
+    raise UnsupportedTableError(f"column {column!r}: {kind} has no flat Snowflake type")
+
+
 @dataclass(frozen=True)
 class Column:
     """One external-table column: its name, type and defining expression."""

@@ -41,6 +41,7 @@ from typing import Any, Protocol
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
+from hudi_sync.manifest.change_feed import DATE_KEY, TIME_KEY, PublishedChanges
 from hudi_sync.manifest.log_parquet import FILE_ID_COLUMN, SOURCE_COLUMN
 from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest
 from hudi_sync.secrets import scrub
@@ -61,7 +62,9 @@ from hudi_sync.warehouse.common import (
 )
 from hudi_sync.warehouse.quoting import snowflake_literal as quote_literal
 from hudi_sync.warehouse.snowflake_schema import (
+    FILENAME,
     Column,
+    arrow_snowflake_type,
     history_columns,
     object_name,
     sql_name,
@@ -114,6 +117,11 @@ _MARKER_DIGESTS = re.compile(
 )
 # The folded log files of MOR tables (``hudi_sync.manifest.log_parquet``), by name.
 LOG_FILE_PATTERN = r"^(.*/)?[^/]+[.]parquet$"
+# The change feed's files (``hudi_sync.manifest.change_feed``), relative to its folder as
+# its lists name them, and the column holding that relative path.
+CHANGE_FILE_REGEX = r"commit_date=[^/]+/commit_time=[0-9]+/changes-[0-9a-f]+[.]parquet$"
+CHANGE_FILE_PATTERN = r"^(.*/)?" + CHANGE_FILE_REGEX
+CHANGE_FILE_COLUMN = "change_file"
 _CLOUD_URL = re.compile(r"(s3|gcs|azure)://[^/]+(/.*)?")
 
 
@@ -280,6 +288,8 @@ class SnowflakeTarget:
     base_file_formats: frozenset[str] = BASE_FILE_FORMATS
     # The view unions a base snapshot and its changes (``hudi_sync.manifest.delta``).
     supports_delta_manifests: bool = True
+    # A CDC table gets ``<t>_changes`` over its change feed (change_feed.py).
+    supports_change_feed: bool = True
 
     def __init__(
         self,
@@ -333,6 +343,7 @@ class SnowflakeTarget:
             published.manifest.instant if as_of else None,
             merge_on_read=table.config.is_mor,
             skip_ro_suffix=self.skip_ro_suffix,
+            change_feed=published.changes is not None,
         )
 
     def _stage(self) -> str:
@@ -443,6 +454,10 @@ class SnowflakeTarget:
         statements.append(
             Statement(manifest_sql, manifest_sql, f"create {self._qualified(names.manifest)}")
         )
+        if names.changes is not None and published.changes is not None:
+            statements += self._feed_statements(table, names.changes, published.changes)
+        elif cursor is not None and not as_of and self._show(cursor, "VIEWS", names.feed):
+            statements += self._feed_drops(names.feed)  # the feed was turned off
         view = self._qualified(names.view)
         comment = f"{marker.render()} history={history_digest} view={view_digest}"
         if same_objects and state.view_digest == view_digest and not force:
@@ -642,6 +657,74 @@ class SnowflakeTarget:
             ordering_kind(logs),
         )
         return _SnapshotObjects(rt, query, (), log_history, history_sql, manifest_sql)
+
+    def _feed_statements(
+        self, table: HudiTable, view: str, changes: PublishedChanges
+    ) -> list[Statement]:
+        """``<view>_history``: an external table over every change file under the stage's
+        ``.hoodie/manifest/changes/`` (typed columns from ``VALUE``, ``commit_date`` and
+        ``commit_time`` parsed from the path, ``PARTITION BY`` both, so a filter on them
+        prunes files); ``<view>_manifest``: over the snapshot's list of change files
+        (replaced: the switch to this snapshot's feed); the view ``<view>``: the rows of
+        the listed files, its comment the range the feed holds."""
+        stage = f"@{self._qualified(self._stage())}"
+        history, manifest = self._qualified(f"{view}_history"), self._qualified(f"{view}_manifest")
+        columns = [
+            value_column(f.name, arrow_snowflake_type(f.type, f.name)) for f in changes.schema
+        ]
+        file_column = Column(
+            CHANGE_FILE_COLUMN,
+            "VARCHAR",
+            f"REGEXP_SUBSTR({FILENAME}, {quote_literal(CHANGE_FILE_REGEX)})",
+        )
+        keys = []
+        for key, kind in ((DATE_KEY, "DATE"), (TIME_KEY, "VARCHAR")):
+            folder_value = quote_literal(f"(^|/){key}=([^/]*)/")
+            text = f"REGEXP_SUBSTR({FILENAME}, {folder_value}, 1, 1, 'e', 2)::{kind}"
+            keys.append(Column(key, kind, text, is_partition=True))
+        defined = [*columns, file_column, *keys]
+        history_sql = (
+            f"CREATE OR REPLACE EXTERNAL TABLE {history} "
+            f"({', '.join(c.definition() for c in defined)}) "
+            f"PARTITION BY ({sql_name(DATE_KEY)}, {sql_name(TIME_KEY)}) "
+            f"WITH LOCATION = {stage}/{_stage_path(table, changes.folder_uri)}/ "
+            "REFRESH_ON_CREATE = TRUE AUTO_REFRESH = FALSE "
+            f"PATTERN = {quote_literal(CHANGE_FILE_PATTERN)} "
+            "FILE_FORMAT = (TYPE = PARQUET) COPY GRANTS"
+        )
+        folder = _stage_path(table, changes.files_uri).rsplit("/", 1)[0]
+        manifest_sql = (
+            f"CREATE OR REPLACE EXTERNAL TABLE {manifest} "
+            f"({sql_name('filename')} VARCHAR AS (VALUE['c1']::VARCHAR)) "
+            f"WITH LOCATION = {stage}/{folder}/ "
+            "REFRESH_ON_CREATE = TRUE AUTO_REFRESH = FALSE "
+            f"PATTERN = {quote_literal(MANIFEST_PATTERN)} "
+            "FILE_FORMAT = (TYPE = CSV FIELD_DELIMITER = NONE SKIP_HEADER = 0 "
+            "FIELD_OPTIONALLY_ENCLOSED_BY = NONE) COPY GRANTS"
+        )
+        shown = ", ".join(sql_name(c.name) for c in [*columns, *keys])
+        query = (
+            f"SELECT {shown} FROM {history} WHERE {sql_name(CHANGE_FILE_COLUMN)} IN "
+            f"(SELECT {sql_name('filename')} FROM {manifest})"
+        )
+        if not changes.names:  # no change file yet: no list to read
+            query += " AND FALSE"
+        view_sql = create_view(self._qualified(view), query, changes.description())
+        return [
+            Statement(history_sql, history_sql, f"create {history}"),
+            Statement(manifest_sql, manifest_sql, f"create {manifest}"),
+            Statement(view_sql, view_sql, f"create {self._qualified(view)}"),
+        ]
+
+    def _feed_drops(self, view: str) -> list[Statement]:
+        out = []
+        for sql in (
+            f"DROP VIEW IF EXISTS {self._qualified(view)}",
+            f"DROP EXTERNAL TABLE IF EXISTS {self._qualified(f'{view}_history')}",
+            f"DROP EXTERNAL TABLE IF EXISTS {self._qualified(f'{view}_manifest')}",
+        ):
+            out.append(Statement(sql, sql, sql.lower().removeprefix("drop ")))
+        return out
 
     # -- applying ------------------------------------------------------------------------
     def sync(
