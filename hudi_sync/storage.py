@@ -6,6 +6,7 @@ import contextlib
 import datetime as dt
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -229,7 +230,29 @@ def temporary_path_beside(path: str) -> str:
     """A fresh ``.tmp-<uuid>`` name in ``path``'s local folder (created if needed)."""
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
-    return os.path.join(folder, f".tmp-{uuid.uuid4().hex}")
+    return os.path.join(folder, f"{TEMPORARY_PREFIX}{uuid.uuid4().hex}")
+
+
+TEMPORARY_PREFIX = ".tmp-"
+
+
+def remove_stale_temporaries(
+    folder: str, older_than_seconds: float = 600.0, skip: frozenset[str] = frozenset()
+) -> None:
+    """Remove the temporary files (``temporary_path_beside``) that writers killed
+    mid-write left under a local ``folder``, once older than ``older_than_seconds`` (a
+    concurrent writer's file is never taken from under it). Its subfolders named in
+    ``skip`` are not walked (their owners clean them)."""
+    deadline = time.time() - older_than_seconds
+    for root, dirs, files in os.walk(folder):
+        if root == folder:
+            dirs[:] = [d for d in dirs if d not in skip]
+        for name in files:
+            if name.startswith(TEMPORARY_PREFIX):
+                path = os.path.join(root, name)
+                with contextlib.suppress(FileNotFoundError):
+                    if os.stat(path).st_mtime < deadline:
+                        os.unlink(path)
 
 
 def write_file_atomically(path: str, data: bytes, exclusive: bool = False) -> None:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-import time
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +42,7 @@ import pyarrow.parquet as pq
 
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.manifest.file_set import lines_bytes
-from hudi_sync.storage import modified_time
+from hudi_sync.manifest.listed_files import ListedFileStore
 from hudi_sync.table import HudiTable
 from hudi_sync.table.cdc_query import (
     ChangePlan,
@@ -73,8 +72,6 @@ FIXED_COLUMNS = pa.schema(
         pa.field("after", pa.string()),
     ]
 )
-# A change file no list names yet may be a concurrent sync's: removed only when older.
-_UNNAMED_GRACE_SECONDS = 600.0
 # Decimals up to this precision survive the JSON images' doubles exactly.
 _EXACT_DECIMAL_DIGITS = 15
 
@@ -147,21 +144,14 @@ def _digest(schema: pa.Schema) -> str:
     return hashlib.sha256(schema.to_string(show_schema_metadata=False).encode()).hexdigest()[:12]
 
 
-class ChangeFeedStore:
-    """Writes and publishes a CDC table's change feed under ``.hoodie/manifest/changes``."""
+class ChangeFeedStore(ListedFileStore):
+    """Writes and publishes a table's change feed under ``.hoodie/manifest/changes`` (the
+    files listed per snapshot: ``ListedFileStore``)."""
 
     def __init__(self, table: HudiTable, keep: int) -> None:
-        self.table = table
-        self.keep = keep
+        super().__init__(table, CHANGES_FOLDER, "", keep)
         # A table without CDC has its changes inferred (``plan_changes(infer=True)``).
         self.infer = not table.config.cdc_enabled
-        self.folder = table.location.join(CHANGES_FOLDER)
-
-    def path(self, *parts: str) -> str:
-        return "/".join([self.folder, *parts])
-
-    def uri(self, *parts: str) -> str:
-        return self.table.location.uri_of("/".join([CHANGES_FOLDER, *parts]))
 
     def publish(self, instant: str | None, dry_run: bool = False) -> PublishedChanges:
         """Write the change file of every commit in the feed's range that has none yet,
@@ -194,7 +184,7 @@ class ChangeFeedStore:
             if instant is not None:
                 pending = sorted(i.requested_time for i in table.timeline.pending)
                 self._write_lists(instant, names, pending)
-                self._prune(instant, set(names), scan=full)
+                self.prune(instant, set(names), scan=full)
         folder = instant or "empty"
         return PublishedChanges(
             instant,
@@ -333,38 +323,15 @@ class ChangeFeedStore:
         self.table.location.write_file(path, sink.getvalue())
 
     def _write_lists(self, instant: str, names: tuple[str, ...], pending: list[str]) -> None:
-        """``files.csv`` (written last: a list folder without it is incomplete),
-        ``uris.csv`` and ``pending.csv``, the writes pending at this publication (one
-        that completes later, requested before the last listed commit, is planned by a
-        full plan at the next sync)."""
-        location = self.table.location
-        files = self.path("snapshots", instant, "files.csv")
-        if location.fs.exists(files):  # immutable: a rerun of the same snapshot
-            return
-        location.write_file(
-            self.path("snapshots", instant, "pending.csv"),
-            lines_bytes(pa.array(pending, pa.string()), ""),
-        )
-        listed = pa.array(list(names), pa.string())
-        location.write_file(
-            self.path("snapshots", instant, "uris.csv"), lines_bytes(listed, self.uri() + "/")
-        )
-        location.write_file(files, lines_bytes(listed, ""))
-
-    def snapshot_folders(self) -> list[str]:
-        try:
-            entries = self.table.location.fs.ls(self.path("snapshots"), detail=False)
-        except FileNotFoundError:
-            return []
-        names = [str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries]
-        return sorted((n for n in names if n.isdigit()), key=comparable_instant)
-
-    def listed(self, folder: str) -> set[str]:
-        try:
-            data = self.table.location.read_file(self.path("snapshots", folder, "files.csv"))
-        except FileNotFoundError:
-            return set()
-        return {line for line in data.decode("utf-8").splitlines() if line}
+        """The snapshot's lists, after ``pending.csv``: the writes pending at this
+        publication (one that completes later, requested before the last listed commit,
+        makes the next sync plan in full)."""
+        if not self.table.location.fs.exists(self.path("snapshots", instant, "files.csv")):
+            self.table.location.write_file(
+                self.path("snapshots", instant, "pending.csv"),
+                lines_bytes(pa.array(pending, pa.string()), ""),
+            )
+        self.write_lists(instant, names)
 
     def existing(self) -> set[str]:
         """Change files present, relative to ``changes/``."""
@@ -382,33 +349,6 @@ class ChangeFeedStore:
             and r.rsplit("/", 1)[-1].startswith(CHANGE_FILE_PREFIX)
             and r.endswith(".parquet")
         }
-
-    def _prune(self, current: str, current_names: set[str], scan: bool) -> None:
-        """Keep the newest ``keep`` lists up to ``current``; remove the change files the
-        lists it drops named and no kept list names. With ``scan`` (after a full plan:
-        the feed may have lost commits to a restore or to cleaning) every change file
-        is listed, and those no list names go too; a file no list ever named may be a
-        concurrent sync's, and goes only when old."""
-        location = self.table.location
-        older = [
-            f
-            for f in self.snapshot_folders()
-            if comparable_instant(f) < comparable_instant(current)
-        ]
-        released: set[str] = set()
-        for folder in [*older, current][: -self.keep]:
-            released |= self.listed(folder)
-            location.remove_tree(self.path("snapshots", folder))
-        named = set(current_names)
-        for folder in self.snapshot_folders():
-            named |= self.listed(folder)
-        deadline = time.time() - _UNNAMED_GRACE_SECONDS
-        candidates = self.existing() if scan else released
-        for name in candidates - named:
-            path = self.path(name)
-            with contextlib.suppress(FileNotFoundError):
-                if name in released or modified_time(location.fs.info(path)) < deadline:
-                    location.remove(path)
 
 
 def typed_columns(schema: pa.Schema) -> pa.Schema:

@@ -36,7 +36,6 @@ warehouses' external tables match every file in the folder).
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import hashlib
 import io
@@ -45,7 +44,6 @@ import os
 import pickle
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -57,7 +55,7 @@ import pyarrow.parquet as pq
 from fsspec.implementations.memory import MemoryFileSystem
 
 from hudi_sync.errors import UnsupportedTableError
-from hudi_sync.manifest.file_set import lines_bytes, string_array
+from hudi_sync.manifest.listed_files import ListedFileStore
 from hudi_sync.manifest.snapshot import (
     MANIFEST_FOLDER,
     PublishedLogs,
@@ -65,7 +63,7 @@ from hudi_sync.manifest.snapshot import (
     timeline_tail,
     why_not_incremental,
 )
-from hudi_sync.storage import Location, modified_time, open_location
+from hudi_sync.storage import Location, open_location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.instant import comparable_instant
@@ -86,8 +84,6 @@ SOURCE_COLUMN = "_hudi_sync_log_file"
 # Per log snapshot: every file group's folded log, and the writes pending then.
 GROUPS = "groups.csv"
 GROUPS_META = "snapshot.json"
-# A folded log file no snapshot names yet may be a concurrent sync's, not yet listed.
-_UNNAMED_GRACE_SECONDS = 600.0
 # The meta field the view meets base rows by partition on.
 PARTITION_FIELD = "_hoodie_partition_path"
 # What a folded log file holds changed: files (and log snapshots) of another format
@@ -119,8 +115,9 @@ def fold_processes(setting: int) -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class LogParquetStore:
-    """Converts and publishes a MOR table's folded logs under ``.hoodie/manifest/logs``."""
+class LogParquetStore(ListedFileStore):
+    """Converts and publishes a MOR table's folded logs under ``.hoodie/manifest/logs``
+    (the files in ``parquet/``, listed per snapshot: ``ListedFileStore``)."""
 
     def __init__(
         self,
@@ -129,19 +126,11 @@ class LogParquetStore:
         processes: int = 0,
         min_slices_per_process: int = MIN_SLICES_PER_PROCESS,
     ) -> None:
-        self.table = table
-        self.keep = keep
-        self.folder = table.location.join(LOG_FOLDER)
+        super().__init__(table, LOG_FOLDER, "parquet", keep)
         # Worker processes folding new slices (``fold_processes``; 1: in this process).
         self.processes = fold_processes(processes)
         self.min_slices_per_process = max(1, min_slices_per_process)
         self.workers_used = 0  # worker processes the last publish started
-
-    def path(self, *parts: str) -> str:
-        return "/".join([self.folder, *parts])
-
-    def uri(self, *parts: str) -> str:
-        return self.table.location.uri_of("/".join([LOG_FOLDER, *parts]))
 
     def rules_refusal(self) -> str | None:
         """Why no ``_rt`` view can show this table (one line), or None when it can."""
@@ -168,7 +157,7 @@ class LogParquetStore:
         pending = sorted(i.requested_time for i in table.timeline.pending)
         named = {self._name(s, pending, as_of): s for s in with_logs}
         groups = [(s.partition_path, s.file_id, name) for name, s in named.items()] + kept
-        existing = set() if dry_run else self._existing()
+        existing = set() if dry_run else self.existing()
         missing = [(name, s) for name, s in named.items() if name not in existing]
         if not dry_run:
             self._fold(missing, rules, schema, instant if as_of else None)
@@ -176,11 +165,11 @@ class LogParquetStore:
         folder = snapshot_folder(instant)
         if not dry_run:
             if names:  # a snapshot without log records has no log objects to list them
-                self._write_lists(folder, names)
+                self.write_lists(folder, names)
             if as_of is None and instant is not None:
                 self._write_groups(folder, groups, pending)
             if as_of is None:
-                self._prune(folder, set(names))
+                self.prune(folder, set(names))
         return PublishedLogs(
             instant,
             names,
@@ -282,7 +271,7 @@ class LogParquetStore:
         digest = hashlib.sha256(json.dumps(made_of).encode()).hexdigest()[:20]
         return f"{file_slice.file_id}_{file_slice.base_instant}_{digest}.parquet"
 
-    def _existing(self) -> set[str]:
+    def existing(self) -> set[str]:
         try:
             entries = self.table.location.fs.ls(self.path("parquet"), detail=False)
         except FileNotFoundError:
@@ -326,57 +315,6 @@ class LogParquetStore:
             return
         self.workers_used = workers
         run_fold_workers(jobs, workers)
-
-    def _write_lists(self, folder: str, names: tuple[str, ...]) -> None:
-        fs = self.table.location.fs
-        files = self.path("snapshots", folder, "files.csv")
-        if fs.exists(files):  # immutable: a rerun of the same snapshot
-            return
-        uris = lines_bytes(string_array(list(names)), self.uri("parquet") + "/")
-        self.table.location.write_file(self.path("snapshots", folder, "uris.csv"), uris)
-        self.table.location.write_file(files, lines_bytes(string_array(list(names)), ""))
-
-    def snapshot_folders(self) -> list[str]:
-        try:
-            entries = self.table.location.fs.ls(self.path("snapshots"), detail=False)
-        except FileNotFoundError:
-            return []
-        names = [str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries]
-        return sorted((n for n in names if n.isdigit()), key=comparable_instant)
-
-    def _prune(self, current: str, current_names: set[str]) -> None:
-        """Keep the newest ``keep`` log snapshots up to ``current``; remove the Parquet
-        files none of them names (slices compacted or cleaned since). A file a removed
-        snapshot named goes at once; one no snapshot ever named may be a concurrent
-        sync's, not yet listed, and goes only when it is old."""
-        fs = self.table.location.fs
-        folders = self.snapshot_folders()
-        # The current snapshot counts even when it lists nothing (and has no folder).
-        older = [f for f in folders if comparable_instant(f) < comparable_instant(current)]
-        released: set[str] = set()
-        for folder in [*older, current][: -self.keep]:
-            released |= self._listed(folder)
-            self.table.location.remove_tree(self.path("snapshots", folder))
-        named = set(current_names)
-        for folder in self.snapshot_folders():
-            if folder != current:
-                named |= self._listed(folder)
-        deadline = time.time() - _UNNAMED_GRACE_SECONDS
-        for name in self._existing() - named:
-            path = self.path("parquet", name)
-            with contextlib.suppress(FileNotFoundError):
-                if name in released or modified_time(fs.info(path)) < deadline:
-                    self.table.location.remove(path)
-
-    def _listed(self, folder: str) -> set[str]:
-        """The folded log files a log snapshot names."""
-        try:
-            data = bytes(
-                self.table.location.fs.cat_file(self.path("snapshots", folder, "files.csv"))
-            )
-        except FileNotFoundError:
-            return set()
-        return {line for line in data.decode().splitlines() if line}
 
 
 @dataclass(frozen=True)

@@ -41,11 +41,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -56,7 +54,7 @@ from hudi_sync.gc_pause import cycle_collection_paused
 from hudi_sync.manifest.change_feed import PublishedChanges
 from hudi_sync.manifest.file_set import FileSet, lines_bytes
 from hudi_sync.manifest.safe_paths import check_paths
-from hudi_sync.storage import temporary_path_beside
+from hudi_sync.storage import remove_stale_temporaries, temporary_path_beside
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action, comparable_instant
 from hudi_sync.table.timeline import Timeline
@@ -66,6 +64,9 @@ LATEST_FILES = "latest_snapshot_files.csv"
 POINTER = "latest.json"
 SNAPSHOT_META = "snapshot.json"
 DEFAULT_KEEP = config.MANIFEST_KEEP.read({})  # hoodie.manifest.snapshots.retained
+# Folders of the manifest folder whose own stores remove their temporaries
+# (``listed_files``: the folded log files, the change feed), with thousands of files.
+_LISTED_FOLDERS = frozenset({"logs", "changes"})
 # The snapshot folder of the empty manifest (a table without a completed commit).
 EMPTY_SNAPSHOT = "empty"
 
@@ -483,17 +484,8 @@ class ManifestStore:
         for folder in folders[: -self.keep]:
             if folder != current:
                 self.table.location.remove_tree(self.path("snapshots", folder))
-        if self.table.location.is_local:
-            self._remove_stale_temporaries()
-
-    def _remove_stale_temporaries(self, older_than_seconds: float = 600.0) -> None:
-        """Temporary files of a publisher killed mid-write (local file systems only; an
-        old age so a concurrent publisher's file is never taken from under it)."""
-        deadline = time.time() - older_than_seconds
-        for path in Path(self.folder).rglob(".tmp-*"):
-            with contextlib.suppress(FileNotFoundError):
-                if path.stat().st_mtime < deadline:
-                    path.unlink()
+        if self.table.location.is_local:  # a publisher killed mid-write
+            remove_stale_temporaries(self.folder, skip=_LISTED_FOLDERS)
 
 
 def manifest_summary(published: PublishedManifest) -> dict[str, Any]:

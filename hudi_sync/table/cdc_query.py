@@ -232,9 +232,10 @@ def earliest_valid_begin(table: HudiTable) -> str | None:
     writes = table.timeline.completed_writes
     if writes:
         first_active = comparable_instant(writes[0].requested_time)
+        # Requested times only: no completion time (a file's mtime on older tables) is read.
         archived = [
             i.requested_time
-            for i in table.instants(include_archived=True)
+            for i in table.archived_instants()
             if i.is_write and i.is_completed and comparable_instant(i.requested_time) < first_active
         ]
         if archived:

@@ -97,14 +97,14 @@ class HudiTable:
         if not include_archived:
             return active
         seen = {i.requested_time for i in active}
-        archived = [
-            i
-            for i in read_archived_instants(self.location, self.config)
-            if i.requested_time not in seen
-        ]
+        archived = [i for i in self.archived_instants() if i.requested_time not in seen]
         merged = archived + active
         merged.sort(key=lambda i: comparable_instant(i.requested_time))
         return merged
+
+    def archived_instants(self) -> list[Instant]:
+        """The archived timeline's completed instants (none when nothing was archived)."""
+        return read_archived_instants(self.location, self.config)
 
     def completed_commits(self) -> list[Instant]:
         """Completed commits, deltacommits and replacecommits (time-travel targets)."""

@@ -81,6 +81,8 @@ def glob_literal(path: str) -> str:
     its own (``t*`` is ``t[*]``). ``read_parquet`` and ``read_csv`` glob every path they
     are given, and neither DuckDB's glob nor fsspec's takes a backslash escape; both
     read a one-character class as that character."""
+    if _GLOB_CHARACTERS.isdisjoint(path):
+        return path  # the common case, at once: a change feed lists thousands of files
     return "".join(f"[{c}]" if c in _GLOB_CHARACTERS else c for c in path)
 
 

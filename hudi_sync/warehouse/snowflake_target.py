@@ -569,8 +569,20 @@ class SnowflakeTarget:
             folder = os.path.commonpath([base, changes])
             files = [regex_literal(p[len(folder) + 1 :]) for p in (base, changes)]
             column, pattern = DELTA_ENTRY_COLUMN, f"^(.*/)?({'|'.join(files)})$"
+        return self._list_table_sql(self._qualified(name), folder, pattern, column)
+
+    def _list_table_sql(
+        self,
+        qualified: str,
+        folder: str,
+        pattern: str = MANIFEST_PATTERN,
+        column: str = "filename",
+    ) -> str:
+        """An external table over list files under the stage's ``folder`` (matched by
+        ``pattern``), each whole line one row of ``column``: replacing it is the atomic
+        switch to another snapshot's list."""
         return (
-            f"CREATE OR REPLACE EXTERNAL TABLE {self._qualified(name)} "
+            f"CREATE OR REPLACE EXTERNAL TABLE {qualified} "
             f"({sql_name(column)} VARCHAR AS (VALUE['c1']::VARCHAR)) "
             f"WITH LOCATION = @{self._qualified(self._stage())}/{folder}/ "
             "REFRESH_ON_CREATE = TRUE AUTO_REFRESH = FALSE "
@@ -638,15 +650,7 @@ class SnowflakeTarget:
             "FILE_FORMAT = (TYPE = PARQUET) COPY GRANTS"
         )
         folder = _stage_path(table, logs.files_uri).rsplit("/", 1)[0]
-        manifest_sql = (
-            f"CREATE OR REPLACE EXTERNAL TABLE {log_manifest} "
-            f"({sql_name('filename')} VARCHAR AS (VALUE['c1']::VARCHAR)) "
-            f"WITH LOCATION = {stage}/{folder}/ "
-            "REFRESH_ON_CREATE = TRUE AUTO_REFRESH = FALSE "
-            f"PATTERN = {quote_literal(MANIFEST_PATTERN)} "
-            "FILE_FORMAT = (TYPE = CSV FIELD_DELIMITER = NONE SKIP_HEADER = 0 "
-            "FIELD_OPTIONALLY_ENCLOSED_BY = NONE) COPY GRANTS"
-        )
+        manifest_sql = self._list_table_sql(log_manifest, folder)
         query = snapshot_select(
             ro,
             log_history,
@@ -693,15 +697,7 @@ class SnowflakeTarget:
             "FILE_FORMAT = (TYPE = PARQUET) COPY GRANTS"
         )
         folder = _stage_path(table, changes.files_uri).rsplit("/", 1)[0]
-        manifest_sql = (
-            f"CREATE OR REPLACE EXTERNAL TABLE {manifest} "
-            f"({sql_name('filename')} VARCHAR AS (VALUE['c1']::VARCHAR)) "
-            f"WITH LOCATION = {stage}/{folder}/ "
-            "REFRESH_ON_CREATE = TRUE AUTO_REFRESH = FALSE "
-            f"PATTERN = {quote_literal(MANIFEST_PATTERN)} "
-            "FILE_FORMAT = (TYPE = CSV FIELD_DELIMITER = NONE SKIP_HEADER = 0 "
-            "FIELD_OPTIONALLY_ENCLOSED_BY = NONE) COPY GRANTS"
-        )
+        manifest_sql = self._list_table_sql(manifest, folder)
         shown = ", ".join(sql_name(c.name) for c in [*columns, *keys])
         query = (
             f"SELECT {shown} FROM {history} WHERE {sql_name(CHANGE_FILE_COLUMN)} IN "

@@ -1,0 +1,108 @@
+"""Immutable data files beside the manifests, named per snapshot by a list.
+
+The folded log files of Merge-on-Read tables (``log_parquet``) and the change feed
+(``change_feed``) keep their files under a folder of ``.hoodie/manifest/`` and, per
+published snapshot, ``snapshots/<instant>/files.csv`` (the files, relative to the data
+folder) and ``uris.csv`` (the same as absolute URIs). Both are written once; the lists
+are pruned with the manifests' retention, and a file no kept list names is removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+from hudi_sync.manifest.file_set import lines_bytes, string_array
+from hudi_sync.storage import modified_time, remove_stale_temporaries
+from hudi_sync.table import HudiTable
+from hudi_sync.table.instant import comparable_instant
+
+# A file no list names yet may be a concurrent sync's, not yet listed: removed only when
+# it is older than this.
+UNNAMED_GRACE_SECONDS = 600.0
+
+
+class ListedFileStore:
+    """Files under ``<relative_folder>/<data_folder>`` of a table, listed per snapshot
+    under ``<relative_folder>/snapshots/``; subclasses say which files exist."""
+
+    def __init__(self, table: HudiTable, relative_folder: str, data_folder: str, keep: int):
+        self.table = table
+        self.keep = keep
+        self.relative_folder = relative_folder
+        self.data_folder = data_folder  # "" when the files sit in the folder itself
+        self.folder = table.location.join(relative_folder)
+
+    def path(self, *parts: str) -> str:
+        return "/".join([self.folder, *(p for p in parts if p)])
+
+    def uri(self, *parts: str) -> str:
+        return self.table.location.uri_of(
+            "/".join([self.relative_folder, *(p for p in parts if p)])
+        )
+
+    def data_path(self, name: str) -> str:
+        """Where a listed file is (its name is relative to the data folder)."""
+        return self.path(self.data_folder, name)
+
+    def existing(self) -> set[str]:
+        """The data files present, by their listed names."""
+        raise NotImplementedError
+
+    def write_lists(self, folder: str, names: tuple[str, ...]) -> None:
+        """``uris.csv`` then ``files.csv`` (written last: a folder without it is
+        incomplete) of snapshot ``folder``; an existing list is kept (immutable)."""
+        location = self.table.location
+        files = self.path("snapshots", folder, "files.csv")
+        if location.fs.exists(files):  # a rerun of the same snapshot
+            return
+        listed = string_array(list(names))
+        uris = lines_bytes(listed, self.uri(self.data_folder) + "/")
+        location.write_file(self.path("snapshots", folder, "uris.csv"), uris)
+        location.write_file(files, lines_bytes(listed, ""))
+
+    def snapshot_folders(self) -> list[str]:
+        """The snapshot list folders, oldest first."""
+        try:
+            entries = self.table.location.fs.ls(self.path("snapshots"), detail=False)
+        except FileNotFoundError:
+            return []
+        names = [str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries]
+        return sorted((n for n in names if n.isdigit()), key=comparable_instant)
+
+    def listed(self, folder: str) -> set[str]:
+        """The files snapshot ``folder`` names (none: no list)."""
+        try:
+            data = self.table.location.read_file(self.path("snapshots", folder, "files.csv"))
+        except FileNotFoundError:
+            return set()
+        return {line for line in data.decode("utf-8").splitlines() if line}
+
+    def prune(self, current: str, current_names: set[str], scan: bool = True) -> None:
+        """Keep the newest ``keep`` lists up to ``current`` (which counts even when it
+        names nothing and has no folder); remove the files a dropped list named that no
+        kept list names. With ``scan`` every present file is checked too: one no list
+        names goes once it is older than ``UNNAMED_GRACE_SECONDS``. Lists after
+        ``current`` (a newer sync's, or one a restore undid) stay."""
+        location = self.table.location
+        key = comparable_instant(current)
+        older = [f for f in self.snapshot_folders() if comparable_instant(f) < key]
+        released: set[str] = set()
+        for folder in [*older, current][: -self.keep]:
+            released |= self.listed(folder)
+            location.remove_tree(self.path("snapshots", folder))
+        named = set(current_names)
+        for folder in self.snapshot_folders():
+            if folder != current:
+                named |= self.listed(folder)
+        if scan and location.is_local:  # a sync killed mid-write
+            remove_stale_temporaries(self.folder, UNNAMED_GRACE_SECONDS)
+        deadline = time.time() - UNNAMED_GRACE_SECONDS
+        for name in (self.existing() if scan else released) - named:
+            path = self.data_path(name)
+            with contextlib.suppress(FileNotFoundError):
+                if name in released or modified_time(location.fs.info(path)) < deadline:
+                    location.remove(path)
+
+
+__all__ = ["UNNAMED_GRACE_SECONDS", "ListedFileStore"]
