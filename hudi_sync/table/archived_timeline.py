@@ -13,7 +13,7 @@ import json
 import re
 
 from hudi_sync.errors import CorruptTableError
-from hudi_sync.storage import Location
+from hudi_sync.storage import Location, read_parquet
 from hudi_sync.table.instant import Instant, State, comparable_instant, make_instant
 from hudi_sync.table.properties import TableConfig
 
@@ -102,12 +102,11 @@ def _read_lsm_history(location: Location, config: TableConfig) -> list[Instant]:
         raise CorruptTableError(
             f"{location.uri}: timeline history manifest_{version}: {exc}"
         ) from None
-    import pyarrow.parquet as pq  # here: opening a table needs no pyarrow (~50 MB)
 
     instants: list[Instant] = []
     for file_name in files:
         with location.fs.open(f"{folder}/{file_name}", "rb") as handle:
-            table = pq.read_table(handle, columns=["instantTime", "completionTime", "action"])
+            table = read_parquet(handle, ["instantTime", "completionTime", "action"])
         for row in table.to_pylist():
             if row["instantTime"] and row["action"]:
                 instants.append(

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import pyarrow as pa
@@ -44,7 +44,7 @@ import pyarrow.parquet as pq
 
 from hudi_sync import config
 from hudi_sync.errors import BadInputError, CorruptTableError, UnsupportedTableError
-from hudi_sync.storage import Location
+from hudi_sync.storage import Location, read_parquet
 from hudi_sync.table.cdc_log import (
     CdcMode,
     arrow_rows,
@@ -757,7 +757,7 @@ def _read_table(
     try:
         with location.fs.open(path, "rb") as handle:
             if not data_only:
-                return pq.read_table(handle)
+                return cast(pa.Table, read_parquet(handle))
             parquet = pq.ParquetFile(handle)
             names = [
                 n for n in parquet.schema_arrow.names if n == RECORD_KEY or n not in META_FIELDS

@@ -18,7 +18,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -29,7 +28,7 @@ from hudi_sync.spark.writing.merge import DELETE_FLAG, FILE_NAME, PARTITION_PATH
 from hudi_sync.spark.writing.spark_files import footer
 from hudi_sync.spark.writing.spark_merge import FILE_ID
 from hudi_sync.spark.writing.spark_merge_plan import broadcast_limit
-from hudi_sync.storage import Location, open_location
+from hudi_sync.storage import Location, open_location, read_parquet
 
 _SP, _SK = "__stored_partition", "__stored_key"  # the stored side's columns
 _MP, _MK, _MD = "__matched_partition", "__matched_key", "__matched_delete"
@@ -194,7 +193,8 @@ def _key_reader(
         columns = [PARTITION_PATH, RECORD_KEY, FILE_NAME]
         for batch in batches:
             for path in batch.column(0).to_pylist():
-                stored = pq.read_table(path, columns=columns, filesystem=location.fs)
+                with location.fs.open(path, "rb") as handle:
+                    stored = read_parquet(handle, columns)
                 file_ids = pc.list_element(pc.split_pattern(stored.column(FILE_NAME), "_"), 0)
                 keys = pa.table(
                     {

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -41,7 +41,7 @@ from hudi_sync.spark.writing.merge import (
 )
 from hudi_sync.spark.writing.spark_merge import FILE_ID, route
 from hudi_sync.spark.writing.write_schema import json_schema
-from hudi_sync.storage import Location, open_location
+from hudi_sync.storage import Location, open_location, read_parquet
 from hudi_sync.table.cdc_log import CdcMode, cdc_log_name, encode_cdc_file
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.write.rollback import write_marker
@@ -189,8 +189,9 @@ def _merge_groups(
 
 def _read_parquet(location: Location, path: str, columns: list[str] | None = None) -> pa.Table:
     if location.is_local:
-        return pq.read_table(path, columns=columns)
-    return pq.read_table(path, columns=columns, filesystem=location.fs)
+        return pq.read_table(path, columns=columns)  # Arrow's own file: no Python calls
+    with location.fs.open(path, "rb") as handle:
+        return cast(pa.Table, read_parquet(handle, columns))
 
 
 def _group_merger(
