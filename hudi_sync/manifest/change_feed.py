@@ -152,6 +152,7 @@ class ChangeFeedStore(ListedFileStore):
         super().__init__(table, CHANGES_FOLDER, "", keep)
         # A table without CDC has its changes inferred (``plan_changes(infer=True)``).
         self.infer = not table.config.cdc_enabled
+        self._typed: dict[str, pa.Schema] = {}  # typed_at, by instant
 
     def publish(self, instant: str | None, dry_run: bool = False) -> PublishedChanges:
         """Write the change file of every commit in the feed's range that has none yet,
@@ -214,7 +215,9 @@ class ChangeFeedStore(ListedFileStore):
         readable = boundary is None or (
             last is not None and comparable_instant(last) >= comparable_instant(boundary)
         )
-        completed_since = folder is not None and bool(self._pending(folder) & completed)
+        completed_since = folder is not None and bool(
+            self.listed(folder, "pending.csv") & completed
+        )
         if last is not None and last in completed and readable and not completed_since:
             kept = [
                 name
@@ -241,13 +244,6 @@ class ChangeFeedStore(ListedFileStore):
         fs = self.table.location.fs
         complete = [f for f in older if fs.exists(self.path("snapshots", f, "files.csv"))]
         return complete[-1] if complete else None
-
-    def _pending(self, folder: str) -> set[str]:
-        try:
-            data = self.table.location.read_file(self.path("snapshots", folder, "pending.csv"))
-        except FileNotFoundError:
-            return set()
-        return {line for line in data.decode("utf-8").splitlines() if line}
 
     def commit_rows(self, commit: Instant, splits: list[ChangeSplit]) -> pa.Table:
         """One commit's change rows with their keys, partitions and typed images."""
@@ -278,8 +274,12 @@ class ChangeFeedStore(ListedFileStore):
         return pa.table(out, schema=feed_schema(columns))
 
     def typed_at(self, commit: Instant) -> pa.Schema:
-        """The typed image columns of the commit's change file (``typed_columns``)."""
-        return typed_columns(self.schema_at(commit))
+        """The typed image columns of the commit's change file (``typed_columns``), parsed
+        once a commit: its file name and its rows both need them."""
+        typed = self._typed.get(commit.requested_time)
+        if typed is None:
+            typed = self._typed[commit.requested_time] = typed_columns(self.schema_at(commit))
+        return typed
 
     def schema_at(self, commit: Instant) -> pa.Schema:
         """The table's columns as the commit wrote them (its commit metadata's schema,

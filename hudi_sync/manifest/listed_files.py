@@ -70,10 +70,11 @@ class ListedFileStore:
         names = [str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries]
         return sorted((n for n in names if n.isdigit()), key=comparable_instant)
 
-    def listed(self, folder: str) -> set[str]:
-        """The files snapshot ``folder`` names (none: no list)."""
+    def listed(self, folder: str, list_name: str = "files.csv") -> set[str]:
+        """The lines of snapshot ``folder``'s list ``list_name`` (by default the files it
+        names; none: no list)."""
         try:
-            data = self.table.location.read_file(self.path("snapshots", folder, "files.csv"))
+            data = self.table.location.read_file(self.path("snapshots", folder, list_name))
         except FileNotFoundError:
             return set()
         return {line for line in data.decode("utf-8").splitlines() if line}
