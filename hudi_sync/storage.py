@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import re
 import shutil
 import time
 import uuid
@@ -15,7 +16,12 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from hudi_sync.errors import HudiSyncError, StorageAccessError, StorageUnreachableError
+from hudi_sync.errors import (
+    CorruptTableError,
+    HudiSyncError,
+    StorageAccessError,
+    StorageUnreachableError,
+)
 
 # Exception class names (any in the class's ancestry) of the stores' clients: botocore
 # (S3), google-auth (GCS) and aiohttp (both), told apart by name so that no client library
@@ -54,6 +60,19 @@ class Location:
         """Path of ``parts`` below this location, on ``fs``."""
         tail = "/".join(p.strip("/") for p in parts if p)
         return f"{self.path.rstrip('/')}/{tail}" if tail else self.path
+
+    def inside(self, relative: str, source: str) -> str:
+        """Path on ``fs`` of ``relative``, a name read from storage (a metadata-table
+        record, commit metadata, one of our own lists), which must lie strictly below this
+        location: the one way such a name becomes a path. Anything else (absolute, empty,
+        ``.``/``..``/empty segments, a backslash or control character) is a
+        ``CorruptTableError`` naming ``source``, the file the name came from."""
+        return self.join(contained_relative(relative, source))
+
+    def file_inside(self, partition: str, name: str, source: str) -> str:
+        """``inside`` for a file name read from storage in a partition read from storage:
+        the name is one path segment (Hudi's file names never hold ``/``)."""
+        return self.join(contained_file(partition, name, source))
 
     def uri_of(self, relative: str) -> str:
         """Absolute URI (with scheme) of a path relative to this location."""
@@ -140,6 +159,16 @@ class Location:
             return False
         return True
 
+    def move(self, source: str, target: str) -> None:
+        """Move the file ``source`` to ``target`` literally: fsspec's ``mv`` and ``rm``
+        expand glob characters, and a path holding ``*`` or ``[`` must never name another
+        file."""
+        if self.is_local:
+            os.replace(source, target)
+            return
+        self.fs.cp_file(source, target)
+        self.fs.rm_file(source)
+
     def remove_tree(self, folder: str) -> None:
         """Delete ``folder`` and everything below it, if anything is there."""
         if self.is_local:
@@ -152,6 +181,43 @@ class Location:
         if self.is_local:
             return os.path.getsize(path)
         return int(self.fs.size(path))
+
+
+_UNSAFE_CHARACTERS = re.compile(r"[\x00-\x1f\x7f\\]")
+
+
+def contained_relative(relative: str, source: str) -> str:
+    """``relative`` checked to stay strictly below whatever folder it is joined to (see
+    ``Location.inside``); returned as it is."""
+    if not isinstance(relative, str) or not _is_contained(relative):
+        raise CorruptTableError(
+            f"{source}: path {relative!r} does not stay inside its table "
+            "(absolute, empty, a '.', '..' or empty segment, or a control character)"
+        )
+    return relative
+
+
+def contained_file(partition: str, name: str, source: str) -> str:
+    """``<partition>/<name>`` (``name`` alone for the table's root partition), each part
+    checked as ``contained_relative`` checks it and the name one segment."""
+    if not isinstance(name, str) or "/" in name or not _is_contained(name):
+        raise CorruptTableError(
+            f"{source}: file name {name!r} is not one file name inside its partition"
+        )
+    if partition == "":
+        return name
+    return f"{contained_relative(partition, source)}/{name}"
+
+
+def contained_partition(partition: str, source: str) -> str:
+    """A partition path read from storage, checked (``""`` is the table's root)."""
+    return partition if partition == "" else contained_relative(partition, source)
+
+
+def _is_contained(relative: str) -> bool:
+    if not relative or relative.startswith("/") or _UNSAFE_CHARACTERS.search(relative):
+        return False
+    return all(segment not in ("", ".", "..") for segment in relative.split("/"))
 
 
 def storage_failure(exc: BaseException, uri: str) -> HudiSyncError | None:
