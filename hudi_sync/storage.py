@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
-import re
 import shutil
 import time
 import uuid
@@ -65,8 +64,11 @@ class Location:
         """Path on ``fs`` of ``relative``, a name read from storage (a metadata-table
         record, commit metadata, one of our own lists), which must lie strictly below this
         location: the one way such a name becomes a path. Anything else (absolute, empty,
-        ``.``/``..``/empty segments, a backslash or control character) is a
-        ``CorruptTableError`` naming ``source``, the file the name came from."""
+        a ``.``, ``..`` or empty segment, a NUL) is a ``CorruptTableError`` naming
+        ``source``, the file the name came from. Other characters pass: Hudi writes
+        control characters and backslashes in partition values when it does not
+        URL-encode them, and a manifest refuses what its lines cannot carry itself
+        (``manifest.safe_paths``)."""
         return self.join(contained_relative(relative, source))
 
     def file_inside(self, partition: str, name: str, source: str) -> str:
@@ -183,16 +185,13 @@ class Location:
         return int(self.fs.size(path))
 
 
-_UNSAFE_CHARACTERS = re.compile(r"[\x00-\x1f\x7f\\]")
-
-
 def contained_relative(relative: str, source: str) -> str:
     """``relative`` checked to stay strictly below whatever folder it is joined to (see
     ``Location.inside``); returned as it is."""
     if not isinstance(relative, str) or not _is_contained(relative):
         raise CorruptTableError(
             f"{source}: path {relative!r} does not stay inside its table "
-            "(absolute, empty, a '.', '..' or empty segment, or a control character)"
+            "(absolute, empty, a '.', '..' or empty segment, or a NUL)"
         )
     return relative
 
@@ -215,7 +214,7 @@ def contained_partition(partition: str, source: str) -> str:
 
 
 def _is_contained(relative: str) -> bool:
-    if not relative or relative.startswith("/") or _UNSAFE_CHARACTERS.search(relative):
+    if not relative or relative.startswith("/") or "\x00" in relative:
         return False
     return all(segment not in ("", ".", "..") for segment in relative.split("/"))
 
