@@ -13,6 +13,7 @@ it, before anything is deleted or published.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,9 @@ import pytest
 
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.manifest.change_feed import CHANGES_FOLDER
+from hudi_sync.manifest.delta import DELTA_FOLDER, DELTA_POINTER
 from hudi_sync.manifest.log_parquet import GROUPS, LOG_FOLDER
+from hudi_sync.manifest.snapshot import MANIFEST_FOLDER, POINTER
 from hudi_sync.sync.job import sync_table
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 from tests.fixture_tables import fixture_tables
@@ -159,3 +162,76 @@ def test_the_lists_a_sync_writes_read_back(unpack_table: Any, tmp_path: Path) ->
         written = sorted(p for p in (table / ".hoodie/manifest").rglob("*") if p.is_file())
         assert _sync(table, tmp_path, keep=1).ok
         assert sorted(p for p in (table / ".hoodie/manifest").rglob("*") if p.is_file()) == written
+
+
+# -- the base file manifests (``.hoodie/manifest/``), read back to derive the next one ----
+LATEST = "20240418172804498"
+
+
+def _synced(unpack_table: Any, tmp_path: Path, **options: Any) -> tuple[Path, Path]:
+    table, victim = _table(unpack_table, tmp_path, COW)
+    assert _sync(table, tmp_path, change_feed="off", **options).ok
+    return table, victim
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../victim_0-1-2_20240418172804498.parquet",
+        "30/../../victim_0-1-2_20240418172804498.parquet",
+        "30//x_0-1-2_20240418172804498.parquet",
+        "30/x.parquet",
+    ],
+)
+def test_a_manifest_read_back_lists_only_base_files_inside_the_table(
+    unpack_table: Any, tmp_path: Path, path: str
+) -> None:
+    """Every line of the previous ``uris.csv`` is in the next manifest (a rerun
+    publishes it again): a ``../`` line would publish the victim as the table's."""
+    table, _ = _synced(unpack_table, tmp_path)
+    uris = table / MANIFEST_FOLDER / "snapshots" / LATEST / "uris.csv"
+    uris.write_text(uris.read_text() + f"{table}/{path}\n")
+    with pytest.raises(CorruptTableError) as refused:
+        _sync(table, tmp_path, change_feed="off")
+    message = str(refused.value)
+    assert "\n" not in message and f"{MANIFEST_FOLDER}/snapshots/{LATEST}/uris.csv" in message
+    assert repr(path) in message
+
+
+@pytest.mark.parametrize(("pointer", "delta_commits"), [(POINTER, 0), (DELTA_POINTER, 2)])
+def test_a_pointer_names_an_instant_folder_only(
+    unpack_table: Any, tmp_path: Path, pointer: str, delta_commits: int
+) -> None:
+    """``latest.json`` and ``delta.json`` name the snapshot (and delta) to read back by
+    its instant: a ``../`` would read another table's lists as this table's."""
+    table, _ = _synced(unpack_table, tmp_path, delta_commits=delta_commits)
+    file = table / MANIFEST_FOLDER / pointer
+    content = json.loads(file.read_text())
+    content["instant"] = f"../../../other/.hoodie/manifest/snapshots/{LATEST}"
+    file.write_text(json.dumps(content))
+    with pytest.raises(CorruptTableError) as refused:
+        _sync(table, tmp_path, change_feed="off", delta_commits=delta_commits)
+    message = str(refused.value)
+    assert "\n" not in message and f"{MANIFEST_FOLDER}/{pointer}: " in message
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        "../30/{file_id},{name}",
+        "30/{file_id},../../victim_0-1-2_1.parquet",
+        "30/{file_id},a/{name}",
+    ],
+)
+def test_a_delta_file_read_back_names_only_files_inside_the_table(
+    unpack_table: Any, tmp_path: Path, row: str
+) -> None:
+    """The previous delta's rows are the next one's (it is cumulative)."""
+    table, _ = _synced(unpack_table, tmp_path, delta_commits=2)
+    (delta,) = (table / MANIFEST_FOLDER / DELTA_FOLDER).glob("*.csv")
+    name = next((table / "30").glob("*.parquet")).name
+    delta.write_text(row.format(file_id=name.split("_")[0], name=name) + "\n")
+    with pytest.raises(CorruptTableError) as refused:
+        _sync(table, tmp_path, change_feed="off", delta_commits=2)
+    message = str(refused.value)
+    assert "\n" not in message and f"{DELTA_FOLDER}/{delta.name}: " in message
