@@ -166,6 +166,27 @@ def test_the_log_fold_never_reads_or_writes_outside_the_table(
     assert not database.exists()
 
 
+def test_a_log_name_with_folders_is_refused_before_the_fold_writes(
+    unpack_table: Any, tmp_path: Path
+) -> None:
+    """A log file name ``.x/../../../other/city=chennai/.<file id>_...`` is a file group
+    of its own, read from the other table, whose folded log is named after its file id,
+    folders included: written outside ``logs/parquet/`` (on main, to
+    ``.hoodie/manifest/other/city=chennai/``; more ``..`` reach any folder)."""
+    table, other = _tables(unpack_table, tmp_path, MOR)
+    (table / "city=chennai" / ".x").mkdir()
+    (log,) = sorted(p for p in (other / "city=chennai").iterdir() if ".log." in p.name)[:1]
+    own = {p.name: p.stat().st_size for p in (table / "city=chennai").glob("*.parquet")}
+    forged = {**own, f".x/../../../other/city=chennai/{log.name}": log.stat().st_size}
+    hfile = forge_files_partition(table, "city=chennai", forged)
+    before = _tree(other)
+    with pytest.raises(CorruptTableError) as refused:
+        sync_table(str(table), [DuckDBTarget(str(tmp_path / "w.duckdb"), "t")])
+    _assert_refused(refused, hfile)
+    assert _tree(other) == before
+    assert not (table / ".hoodie/manifest").exists()
+
+
 def test_the_table_lists_as_before_with_its_own_names(unpack_table: Any, tmp_path: Path) -> None:
     """The check refuses no name Hudi writes: forged records naming the table's own
     partition and files list exactly those files."""
