@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +43,7 @@ import pyarrow.parquet as pq
 
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.manifest.file_set import lines_bytes
-from hudi_sync.manifest.listed_files import ListedFileStore
+from hudi_sync.manifest.listed_files import FILES_LIST, INSTANT, ListedFileStore
 from hudi_sync.table import HudiTable
 from hudi_sync.table.cdc_query import (
     ChangePlan,
@@ -74,6 +75,13 @@ FIXED_COLUMNS = pa.schema(
 )
 # Decimals up to this precision survive the JSON images' doubles exactly.
 _EXACT_DECIMAL_DIGITS = 15
+_DIGEST_LENGTH = 12
+PENDING_LIST = "pending.csv"
+# ``change_file``'s names: the lines of the snapshots' ``files.csv``.
+CHANGE_FILE_NAME = re.compile(
+    rf"{DATE_KEY}=\d{{4}}-\d{{2}}-\d{{2}}/{TIME_KEY}=\d+/"
+    rf"{CHANGE_FILE_PREFIX}[0-9a-f]{{{_DIGEST_LENGTH}}}\.parquet"
+)
 
 
 @dataclass(frozen=True)
@@ -141,7 +149,8 @@ def feed_schema(typed: pa.Schema) -> pa.Schema:
 
 
 def _digest(schema: pa.Schema) -> str:
-    return hashlib.sha256(schema.to_string(show_schema_metadata=False).encode()).hexdigest()[:12]
+    digest = hashlib.sha256(schema.to_string(show_schema_metadata=False).encode())
+    return digest.hexdigest()[:_DIGEST_LENGTH]
 
 
 class ChangeFeedStore(ListedFileStore):
@@ -149,7 +158,9 @@ class ChangeFeedStore(ListedFileStore):
     files listed per snapshot: ``ListedFileStore``)."""
 
     def __init__(self, table: HudiTable, keep: int) -> None:
-        super().__init__(table, CHANGES_FOLDER, "", keep)
+        super().__init__(
+            table, CHANGES_FOLDER, "", keep, {FILES_LIST: CHANGE_FILE_NAME, PENDING_LIST: INSTANT}
+        )
         # A table without CDC has its changes inferred (``plan_changes(infer=True)``).
         self.infer = not table.config.cdc_enabled
         self._typed: dict[str, pa.Schema] = {}  # typed_at, by instant
@@ -215,9 +226,7 @@ class ChangeFeedStore(ListedFileStore):
         readable = boundary is None or (
             last is not None and comparable_instant(last) >= comparable_instant(boundary)
         )
-        completed_since = folder is not None and bool(
-            self.listed(folder, "pending.csv") & completed
-        )
+        completed_since = folder is not None and bool(self.listed(folder, PENDING_LIST) & completed)
         if last is not None and last in completed and readable and not completed_since:
             kept = [
                 name
@@ -328,7 +337,7 @@ class ChangeFeedStore(ListedFileStore):
         makes the next sync plan in full)."""
         if not self.table.location.fs.exists(self.path("snapshots", instant, "files.csv")):
             self.table.location.write_file(
-                self.path("snapshots", instant, "pending.csv"),
+                self.path("snapshots", instant, PENDING_LIST),
                 lines_bytes(pa.array(pending, pa.string()), ""),
             )
         self.write_lists(instant, names)

@@ -50,12 +50,14 @@ from hudi_sync.manifest.snapshot import (
     ManifestStore,
     PublishedDelta,
     PublishedManifest,
+    checked_instant,
     commit_changes,
     pending_writes,
     timeline_tail,
     why_not_incremental,
 )
 from hudi_sync.table import HudiTable
+from hudi_sync.table.inside_names import check_file_name, check_partition
 from hudi_sync.table.instant import comparable_instant
 
 DELTA_POINTER = "delta.json"
@@ -88,11 +90,16 @@ def _changes_csv(changes: dict[FileKey, str]) -> str:
 
 
 def _parse_changes(text: str, where: str) -> dict[FileKey, str]:
+    """A delta file's rows; each partition inside the table and each name one file name
+    (or empty): the rows are published, and warehouses read the files they name."""
     changes: dict[FileKey, str] = {}
     for row in csv.reader(io.StringIO(text)):
         if len(row) != 2:
             raise CorruptTableError(f"{where}: a row of {len(row)} fields, expected 2")
         partition, _, file_id = row[0].rpartition("/")
+        check_partition(partition, where)
+        if row[1]:
+            check_file_name(row[1], where)
         changes[(partition, file_id)] = row[1]
     return changes
 
@@ -144,7 +151,9 @@ class DeltaStore:
             pointer = json.loads(bytes(fs.cat_file(self.store.path(DELTA_POINTER))))
             if pointer["instant"] is None:  # the empty table's
                 return None
-            instant, base = str(pointer["instant"]), str(pointer["base"])
+            instant = checked_instant(pointer["instant"], where)
+            base = pointer["base"]
+            base = base if base == EMPTY_SNAPSHOT else checked_instant(base, where)
             text = bytes(fs.cat_file(self._changes_path(base, instant))).decode()
             return DeltaManifest(
                 instant,

@@ -5,29 +5,50 @@ The folded log files of Merge-on-Read tables (``log_parquet``) and the change fe
 published snapshot, ``snapshots/<instant>/files.csv`` (the files, relative to the data
 folder) and ``uris.csv`` (the same as absolute URIs). Both are written once; the lists
 are pruned with the manifests' retention, and a file no kept list names is removed.
+
+A list is read back as storage gives it, and whoever can write the table's storage can
+write it: each line must be a name the store itself writes (its ``name_patterns``) and
+stay below its folder, else the list is a ``CorruptTableError`` naming it. Otherwise a
+``../`` line would have a sync delete any file (pruning what a dropped list named) or
+publish a foreign file as the store's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import time
+from collections.abc import Mapping
 
+from hudi_sync.errors import CorruptTableError
 from hudi_sync.manifest.file_set import lines_bytes, string_array
 from hudi_sync.storage import modified_time, remove_stale_temporaries
 from hudi_sync.table import HudiTable
+from hudi_sync.table.inside_names import check_relative
 from hudi_sync.table.instant import comparable_instant
 
 # A file no list names yet may be a concurrent sync's, not yet listed: removed only when
 # it is older than this.
 UNNAMED_GRACE_SECONDS = 600.0
+FILES_LIST = "files.csv"
+INSTANT = re.compile(r"\d+")  # a line of a list of instants
 
 
 class ListedFileStore:
     """Files under ``<relative_folder>/<data_folder>`` of a table, listed per snapshot
-    under ``<relative_folder>/snapshots/``; subclasses say which files exist."""
+    under ``<relative_folder>/snapshots/``; subclasses say which files exist and
+    which lines each of their lists holds (``name_patterns``: list name -> pattern)."""
 
-    def __init__(self, table: HudiTable, relative_folder: str, data_folder: str, keep: int):
+    def __init__(
+        self,
+        table: HudiTable,
+        relative_folder: str,
+        data_folder: str,
+        keep: int,
+        name_patterns: Mapping[str, re.Pattern[str]],
+    ):
         self.table = table
+        self.name_patterns = name_patterns
         self.keep = keep
         self.relative_folder = relative_folder
         self.data_folder = data_folder  # "" when the files sit in the folder itself
@@ -70,14 +91,27 @@ class ListedFileStore:
         names = [str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries]
         return sorted((n for n in names if n.isdigit()), key=comparable_instant)
 
-    def listed(self, folder: str, list_name: str = "files.csv") -> set[str]:
+    def listed(self, folder: str, list_name: str = FILES_LIST) -> set[str]:
         """The lines of snapshot ``folder``'s list ``list_name`` (by default the files it
-        names; none: no list)."""
+        names; none: no list), each checked (``checked_line``)."""
+        source = self.uri("snapshots", folder, list_name)
         try:
             data = self.table.location.read_file(self.path("snapshots", folder, list_name))
         except FileNotFoundError:
             return set()
-        return {line for line in data.decode("utf-8").splitlines() if line}
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CorruptTableError(f"{source}: not UTF-8 text ({exc.reason})") from None
+        return {self.checked_line(line, list_name, source) for line in text.splitlines() if line}
+
+    def checked_line(self, line: str, list_name: str, source: str) -> str:
+        """``line`` of the list ``list_name`` read from ``source``, when it stays below
+        the store's folder and is a name the store writes there."""
+        check_relative(line, source)
+        if not self.name_patterns[list_name].fullmatch(line):
+            raise CorruptTableError(f"{source}: {line!r} is not a name this list holds")
+        return line
 
     def prune(self, current: str, current_names: set[str], scan: bool = True) -> None:
         """Keep the newest ``keep`` lists up to ``current`` (which counts even when it
@@ -106,4 +140,4 @@ class ListedFileStore:
                     location.remove(path)
 
 
-__all__ = ["UNNAMED_GRACE_SECONDS", "ListedFileStore"]
+__all__ = ["FILES_LIST", "INSTANT", "UNNAMED_GRACE_SECONDS", "ListedFileStore"]

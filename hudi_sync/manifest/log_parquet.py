@@ -42,6 +42,7 @@ import io
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -54,8 +55,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from fsspec.implementations.memory import MemoryFileSystem
 
-from hudi_sync.errors import UnsupportedTableError
-from hudi_sync.manifest.listed_files import ListedFileStore
+from hudi_sync.errors import CorruptTableError, UnsupportedTableError
+from hudi_sync.manifest.listed_files import FILES_LIST, ListedFileStore
 from hudi_sync.manifest.snapshot import (
     MANIFEST_FOLDER,
     PublishedLogs,
@@ -66,6 +67,7 @@ from hudi_sync.manifest.snapshot import (
 from hudi_sync.storage import Location, open_location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
+from hudi_sync.table.inside_names import check_partition
 from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.log_records import RECORD_KEY_FIELD
 from hudi_sync.table.record_merge import (
@@ -92,6 +94,10 @@ PARTITION_FIELD = "_hoodie_partition_path"
 FORMAT = 3
 # Added to the table's columns in every folded log file, in this order.
 EXTRA_COLUMNS = (FILE_ID_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN, BASE_ROW_COLUMN, SOURCE_COLUMN)
+_DIGEST_LENGTH = 20
+# ``_name``'s names (``<file id>_<base instant>_<digest>.parquet``): the lines of the
+# snapshots' ``files.csv`` and the last field of ``groups.csv``.
+FOLDED_LOG_NAME = re.compile(rf"[^/]+_[^/_]*_[0-9a-f]{{{_DIGEST_LENGTH}}}\.parquet")
 # Slices folded together (their data blocks decoded in one call), at most.
 _BATCH_SLICES = 256
 # Worker processes start only when each gets at least this many slices: a worker's
@@ -126,7 +132,7 @@ class LogParquetStore(ListedFileStore):
         processes: int = 0,
         min_slices_per_process: int = MIN_SLICES_PER_PROCESS,
     ) -> None:
-        super().__init__(table, LOG_FOLDER, "parquet", keep)
+        super().__init__(table, LOG_FOLDER, "parquet", keep, {FILES_LIST: FOLDED_LOG_NAME})
         # Worker processes folding new slices (``fold_processes``; 1: in this process).
         self.processes = fold_processes(processes)
         self.min_slices_per_process = max(1, min_slices_per_process)
@@ -232,10 +238,25 @@ class LogParquetStore(ListedFileStore):
                 continue  # written by an older version, or incomplete
             if meta.get("format", 1) != FORMAT:  # its files are of another format
                 return None
-            rows = [tuple(r) for r in csv.reader(io.StringIO(data.decode())) if r]
-            groups = [(r[0], r[1], r[2]) for r in rows if len(r) == 3]
-            return folder, tuple(meta.get("pending", ())), groups
+            source = self.uri("snapshots", folder, GROUPS)
+            return folder, tuple(meta.get("pending", ())), self._groups(data, source)
         return None
+
+    def _groups(self, data: bytes, source: str) -> list[tuple[str, str, str]]:
+        """``groups.csv``'s rows ``(partition, file id, folded log)``: the partition
+        inside the table, the name one this store writes (they are published again)."""
+        try:
+            rows = [r for r in csv.reader(io.StringIO(data.decode("utf-8"))) if r]
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise CorruptTableError(f"{source}: not a CSV list ({exc})") from None
+        groups = []
+        for row in rows:
+            if len(row) != 3:
+                raise CorruptTableError(f"{source}: a row of {len(row)} fields (3 expected)")
+            partition, file_id, name = row
+            check_partition(partition, source)
+            groups.append((partition, file_id, self.checked_line(name, FILES_LIST, source)))
+        return groups
 
     def _write_groups(
         self, folder: str, groups: list[tuple[str, str, str]], pending: Sequence[str]
@@ -268,7 +289,7 @@ class LogParquetStore(ListedFileStore):
             list(pending),
             as_of,
         ]
-        digest = hashlib.sha256(json.dumps(made_of).encode()).hexdigest()[:20]
+        digest = hashlib.sha256(json.dumps(made_of).encode()).hexdigest()[:_DIGEST_LENGTH]
         return f"{file_slice.file_id}_{file_slice.base_instant}_{digest}.parquet"
 
     def existing(self) -> set[str]:

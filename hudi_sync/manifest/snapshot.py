@@ -53,6 +53,7 @@ from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.gc_pause import cycle_collection_paused
 from hudi_sync.manifest.change_feed import PublishedChanges
 from hudi_sync.manifest.file_set import FileSet, lines_bytes
+from hudi_sync.manifest.listed_files import INSTANT
 from hudi_sync.manifest.safe_paths import check_paths
 from hudi_sync.storage import remove_stale_temporaries, temporary_path_beside
 from hudi_sync.table import HudiTable
@@ -69,6 +70,14 @@ DEFAULT_KEEP = config.MANIFEST_KEEP.read({})  # hoodie.manifest.snapshots.retain
 _LISTED_FOLDERS = frozenset({"logs", "changes"})
 # The snapshot folder of the empty manifest (a table without a completed commit).
 EMPTY_SNAPSHOT = "empty"
+
+
+def checked_instant(value: object, where: str) -> str:
+    """An instant read from one of the manifests' pointers, which names a folder: digits
+    only (a ``../`` would name another table's lists)."""
+    if not isinstance(value, str) or not INSTANT.fullmatch(value):
+        raise CorruptTableError(f"{where}: {value!r} is not an instant")
+    return value
 
 
 def snapshot_folder(instant: str | None) -> str:
@@ -321,6 +330,7 @@ class ManifestStore:
             instant = pointer["instant"]
             if instant is None:  # the empty table's manifest
                 return Manifest(None, {})
+            instant = checked_instant(instant, f"{self.table.uri}: {MANIFEST_FOLDER}/{POINTER}")
             pending = tuple(pointer.get("pending", ()))
             data = bytes(fs.cat_file(self.path("snapshots", instant, "uris.csv")))
             names = bytes(fs.cat_file(self.path("snapshots", instant, "files.csv")))

@@ -17,6 +17,7 @@ from typing import Any
 import fastavro
 
 from hudi_sync.errors import CorruptTableError
+from hudi_sync.table.inside_names import check_file_name, check_partition, check_relative
 
 NULL_COMMIT = "null"  # Hudi's prevCommit for a new file group
 AVRO_MAGIC = b"Obj\x01"  # an Avro object-container file's first bytes
@@ -239,8 +240,29 @@ def parse_commit_metadata(data: bytes, where: str) -> CommitMetadata:
         return EMPTY_COMMIT
     record = decode_instant_record(data, where)
     try:
-        return CommitMetadata.from_record(record)
+        metadata = CommitMetadata.from_record(record)
     except (AttributeError, TypeError, ValueError, KeyError) as exc:
         raise CorruptTableError(
             f"{where}: commit metadata has an unexpected shape ({_reason(exc)})"
         ) from exc
+    check_commit_paths(metadata, where)
+    return metadata
+
+
+def check_commit_paths(metadata: CommitMetadata, where: str) -> None:
+    """Refuse commit metadata naming a file outside the table (``CorruptTableError``
+    naming ``where``, the commit file): the change feed, the fold and the writers join
+    these names to the table's base. Partitions and ``path``s (relative to the base) and
+    the ``cdcStats`` keys stay below it; ``prevBaseFile``, ``baseFile`` and ``logFiles``
+    are file names, one segment each."""
+    for partition in (*metadata.partition_to_write_stats, *metadata.partition_to_replace_file_ids):
+        check_partition(partition, where)
+    for stat in metadata.write_stats:
+        check_partition(stat.partition_path, where)
+        if stat.path:
+            check_relative(stat.path, where)
+        for relative in stat.cdc_stats:
+            check_relative(relative, where)
+        for name in (stat.prev_base_file, stat.base_file, *stat.log_files):
+            if name:
+                check_file_name(name, where)

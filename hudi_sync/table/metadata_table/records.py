@@ -33,6 +33,7 @@ from typing import Any
 import fastavro
 
 from hudi_sync.errors import CorruptTableError
+from hudi_sync.table.inside_names import check_file_name, check_partition
 
 NAMESPACE = "org.apache.hudi.avro.model"
 SCHEMA_FILE_INFO_KEY = b"schema"  # where an MDT HFile keeps its writer schema
@@ -462,8 +463,29 @@ def decode_records(content: Any, where: str) -> list[MetadataRecord]:
             raise CorruptTableError(
                 f"{where}: HFile key {key!r} holds the metadata record of {record.key!r}"
             )
+        check_listed_names(record, where)
         records.append(record)
     return records
+
+
+def check_listed_names(record: MetadataRecord, where: str) -> None:
+    """Refuse a ``files`` record naming a partition or file outside the table: every
+    reader, cleaner and fold joins these names to the table's base, so a partition
+    ``../other`` or a file name holding ``/`` would reach another table's files. Hudi's
+    partitions have no empty, ``.`` or ``..`` segment (``.`` alone is the non-partitioned
+    table's) and its file names are one segment."""
+    if record.type == MetadataType.PARTITION_LIST:
+        for partition in record.files or {}:
+            _check_partition(partition, where)
+    elif record.type == MetadataType.FILE_LIST:
+        _check_partition(record.key, where)
+        for name in record.files or {}:
+            check_file_name(name, where)
+
+
+def _check_partition(partition: str, where: str) -> None:
+    if partition != NON_PARTITIONED_KEY:
+        check_partition(partition, where)
 
 
 def encode_value(record: MetadataRecord, table_version: int = 9) -> bytes:
