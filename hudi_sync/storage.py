@@ -196,13 +196,20 @@ def contained_relative(relative: str, source: str) -> str:
     return relative
 
 
-def contained_file(partition: str, name: str, source: str) -> str:
-    """``<partition>/<name>`` (``name`` alone for the table's root partition), each part
-    checked as ``contained_relative`` checks it and the name one segment."""
+def contained_name(name: str, source: str) -> str:
+    """A file name read from storage, checked to be one segment of its folder (Hudi's
+    file names never hold ``/``); returned as it is."""
     if not isinstance(name, str) or "/" in name or not _is_contained(name):
         raise CorruptTableError(
             f"{source}: file name {name!r} is not one file name inside its partition"
         )
+    return name
+
+
+def contained_file(partition: str, name: str, source: str) -> str:
+    """``<partition>/<name>`` (``name`` alone for the table's root partition), the
+    partition checked as ``contained_relative`` checks it and the name one segment."""
+    contained_name(name, source)
     if partition == "":
         return name
     return f"{contained_relative(partition, source)}/{name}"

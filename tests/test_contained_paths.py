@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from hudi_sync.errors import CorruptTableError
-from hudi_sync.storage import open_location
+from hudi_sync.storage import (
+    contained_name,
+    contained_partition,
+    contained_relative,
+    open_location,
+)
 
 ESCAPES = [
     "../other/x.parquet",
@@ -71,3 +76,32 @@ def test_a_literal_move_never_expands_a_glob(tmp_path: Path) -> None:
     location.move(str(tmp_path / "a*"), str(tmp_path / "moved"))
     assert (tmp_path / "moved").read_text() == "star"
     assert (tmp_path / "ab").read_text() == "sibling"
+
+
+WHERE = "t/.hoodie/20240101000000000.commit"
+
+
+@pytest.mark.parametrize(
+    "relative", ["p=a\\b", "p=x\ny", "year=2024/..month", ".hidden/x", "a b/c,d"]
+)
+def test_odd_names_hudi_writes_stay_readable(relative: str) -> None:
+    """A backslash or control character is refused later, where a manifest line cannot
+    carry it (as unsupported, with the urlencode hint), not taken for an escape."""
+    assert contained_relative(relative, WHERE) == relative
+    assert contained_partition(relative, WHERE) == relative
+
+
+@pytest.mark.parametrize("relative", ["../x", "a/../../x", "/x", "a//b", "a/./b", "a/", ".", ""])
+def test_names_that_leave_the_table_are_refused_naming_their_file(relative: str) -> None:
+    with pytest.raises(CorruptTableError) as refused:
+        contained_relative(relative, WHERE)
+    assert str(refused.value).startswith(f"{WHERE}: ") and "\n" not in str(refused.value)
+
+
+def test_the_root_partition_and_file_names() -> None:
+    assert contained_partition("", WHERE) == ""
+    assert contained_name("f_1-0-1_1.parquet", WHERE) == "f_1-0-1_1.parquet"
+    assert contained_name(".f_1.log.1_0-1-1", WHERE) == ".f_1.log.1_0-1-1"
+    for name in ("a/b", "..", ".", "", "../x"):
+        with pytest.raises(CorruptTableError, match="not one file name"):
+            contained_name(name, WHERE)

@@ -56,8 +56,8 @@ from hudi_sync.manifest.snapshot import (
     timeline_tail,
     why_not_incremental,
 )
+from hudi_sync.storage import contained_name, contained_partition
 from hudi_sync.table import HudiTable
-from hudi_sync.table.inside_names import check_file_name, check_partition
 from hudi_sync.table.instant import comparable_instant
 
 DELTA_POINTER = "delta.json"
@@ -97,9 +97,9 @@ def _parse_changes(text: str, where: str) -> dict[FileKey, str]:
         if len(row) != 2:
             raise CorruptTableError(f"{where}: a row of {len(row)} fields, expected 2")
         partition, _, file_id = row[0].rpartition("/")
-        check_partition(partition, where)
+        contained_partition(partition, where)
         if row[1]:
-            check_file_name(row[1], where)
+            contained_name(row[1], where)
         changes[(partition, file_id)] = row[1]
     return changes
 

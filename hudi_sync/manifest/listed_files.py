@@ -22,9 +22,8 @@ from collections.abc import Mapping
 
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.manifest.file_set import lines_bytes, string_array
-from hudi_sync.storage import modified_time, remove_stale_temporaries
+from hudi_sync.storage import contained_relative, modified_time, remove_stale_temporaries
 from hudi_sync.table import HudiTable
-from hudi_sync.table.inside_names import check_relative
 from hudi_sync.table.instant import comparable_instant
 
 # A file no list names yet may be a concurrent sync's, not yet listed: removed only when
@@ -108,7 +107,7 @@ class ListedFileStore:
     def checked_line(self, line: str, list_name: str, source: str) -> str:
         """``line`` of the list ``list_name`` read from ``source``, when it stays below
         the store's folder and is a name the store writes there."""
-        check_relative(line, source)
+        contained_relative(line, source)
         if not self.name_patterns[list_name].fullmatch(line):
             raise CorruptTableError(f"{source}: {line!r} is not a name this list holds")
         return line

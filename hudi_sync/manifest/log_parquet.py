@@ -64,10 +64,9 @@ from hudi_sync.manifest.snapshot import (
     timeline_tail,
     why_not_incremental,
 )
-from hudi_sync.storage import Location, open_location
+from hudi_sync.storage import Location, contained_partition, open_location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
-from hudi_sync.table.inside_names import check_partition
 from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.log_records import RECORD_KEY_FIELD
 from hudi_sync.table.record_merge import (
@@ -254,7 +253,7 @@ class LogParquetStore(ListedFileStore):
             if len(row) != 3:
                 raise CorruptTableError(f"{source}: a row of {len(row)} fields (3 expected)")
             partition, file_id, name = row
-            check_partition(partition, source)
+            contained_partition(partition, source)
             groups.append((partition, file_id, self.checked_line(name, FILES_LIST, source)))
         return groups
 

@@ -17,7 +17,7 @@ from typing import Any
 import fastavro
 
 from hudi_sync.errors import CorruptTableError
-from hudi_sync.table.inside_names import check_file_name, check_partition, check_relative
+from hudi_sync.storage import contained_name, contained_partition, contained_relative
 
 NULL_COMMIT = "null"  # Hudi's prevCommit for a new file group
 AVRO_MAGIC = b"Obj\x01"  # an Avro object-container file's first bytes
@@ -256,13 +256,13 @@ def check_commit_paths(metadata: CommitMetadata, where: str) -> None:
     the ``cdcStats`` keys stay below it; ``prevBaseFile``, ``baseFile`` and ``logFiles``
     are file names, one segment each."""
     for partition in (*metadata.partition_to_write_stats, *metadata.partition_to_replace_file_ids):
-        check_partition(partition, where)
+        contained_partition(partition, where)
     for stat in metadata.write_stats:
-        check_partition(stat.partition_path, where)
+        contained_partition(stat.partition_path, where)
         if stat.path:
-            check_relative(stat.path, where)
+            contained_relative(stat.path, where)
         for relative in stat.cdc_stats:
-            check_relative(relative, where)
+            contained_relative(relative, where)
         for name in (stat.prev_base_file, stat.base_file, *stat.log_files):
             if name:
-                check_file_name(name, where)
+                contained_name(name, where)

@@ -33,7 +33,7 @@ from typing import Any
 import fastavro
 
 from hudi_sync.errors import CorruptTableError
-from hudi_sync.table.inside_names import check_file_name, check_partition
+from hudi_sync.storage import contained_name, contained_partition
 
 NAMESPACE = "org.apache.hudi.avro.model"
 SCHEMA_FILE_INFO_KEY = b"schema"  # where an MDT HFile keeps its writer schema
@@ -480,12 +480,12 @@ def check_listed_names(record: MetadataRecord, where: str) -> None:
     elif record.type == MetadataType.FILE_LIST:
         _check_partition(record.key, where)
         for name in record.files or {}:
-            check_file_name(name, where)
+            contained_name(name, where)
 
 
 def _check_partition(partition: str, where: str) -> None:
     if partition != NON_PARTITIONED_KEY:
-        check_partition(partition, where)
+        contained_partition(partition, where)
 
 
 def encode_value(record: MetadataRecord, table_version: int = 9) -> bytes:
