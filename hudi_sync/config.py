@@ -501,7 +501,7 @@ SNOWFLAKE_PRIVATE_KEY_FILE_PWD = _snowflake(
     "private_key_file_pwd", "Passphrase of the private key (secret)."
 )
 SNOWFLAKE_TOKEN = _snowflake("token", "OAuth token (secret).")
-SNOWFLAKE_HOST = _snowflake("host", "Host name, when not derived from the account.")
+SNOWFLAKE_HOST = _snowflake("host", "Host name[:port], when not derived from the account.")
 SNOWFLAKE_TABLE_NAME = _snowflake("table_name", "View name (default: the table's).")
 SNOWFLAKE_STAGE_NAME = _snowflake("stage_name", "An existing stage to use as is.")
 SNOWFLAKE_STAGE_URL = _snowflake("stage_url", "The table's location as Snowflake reads it.")
