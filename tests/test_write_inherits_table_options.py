@@ -121,9 +121,12 @@ def test_a_hudi_written_table_takes_the_options_left_unsaid(  # type: ignore[no-
     }
     after = {r["_hoodie_record_key"]: r for r in hudi_rs_rows(str(unsaid)).to_pylist()}
     assert len(after) == before + 2
+    ordering = HudiTable.open(str(unsaid)).config.ordering_fields[0]
     for source in sources:
         updated = after[source["_hoodie_record_key"]]
         assert updated["intField"] == source["intField"] + 1000
+        kept = [c for c in source if c not in (*PER_COMMIT, "intField", ordering)]
+        assert {c: updated[c] for c in kept} == {c: source[c] for c in kept}  # maps too
         assert updated["_hoodie_partition_path"] == source["_hoodie_partition_path"]
         new_key = renamed_key(source["_hoodie_record_key"], source["id"], source["id"] + 1000)
         assert after[new_key]["id"] == source["id"] + 1000
