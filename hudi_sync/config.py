@@ -104,6 +104,13 @@ KEY_GENERATOR_TYPE_OPTION = _string(
     "Key generator type (SIMPLE, COMPLEX, NON_PARTITION), checked as the class option is.",
     "write",
 )
+COMPLEX_KEYGEN_NEW_ENCODING = _boolean(
+    "hoodie.write.complex.keygen.new.encoding",
+    "COMPLEX key over one field, table version 8 and below: the value alone (as Hudi 0.14.1 "
+    "to 1.0.2 wrote it) instead of field:value; a table's stored keys decide when it has any.",
+    "write",
+    default=False,
+)
 OPERATION = _choice(
     "hoodie.datasource.write.operation",
     "What a write does with its rows.",
