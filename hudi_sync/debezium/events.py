@@ -23,7 +23,7 @@ from __future__ import annotations
 import base64
 import decimal
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,7 @@ import orjson
 from hudi_sync import config as cfg
 from hudi_sync.debezium.registry import RegistryError, SchemaRegistry, is_wire_format
 from hudi_sync.debezium.types import ColumnType, avro_row_columns, connect_row_columns
-from hudi_sync.errors import BadInputError
+from hudi_sync.errors import BadInputError, first_line
 
 OP = "_change_operation_type"
 ORDER = "_event_order"
@@ -179,8 +179,8 @@ class EventReader:
         try:
             document = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            try:  # orjson refuses integers past 64 bits (a 38-digit NUMERIC decimal)
-                document = _exact_json(raw)
+            try:  # orjson refuses NaN, Infinity, a lone surrogate escape
+                document = _json(raw)
             except BadInputError:
                 hint = f" (set {RECORD_KEY_HINT} to take the key from the row)"
                 raise BadInputError(
@@ -194,7 +194,8 @@ class EventReader:
                 columns = self._columns(orjson.dumps(schema), schema)
             payload = document["payload"]
             if columns is not None and self._numeric_decimals(payload, columns):
-                payload = _exact_json(raw)["payload"]
+                exact = _json(raw, decimal.Decimal)
+                payload = self._exact_decimals(payload, exact.get("payload"), columns)
             return payload, columns
         return document, None
 
@@ -215,25 +216,47 @@ class EventReader:
         except orjson.JSONDecodeError:
             return None  # the separator was inside a value: parse the whole document
         if columns is not None and self._numeric_decimals(payload, columns):
-            payload = _exact_json(payload_bytes)
+            exact = _json(payload_bytes, decimal.Decimal)
+            payload = self._exact_decimals(payload, exact, columns)
         return payload, columns
 
-    def _numeric_decimals(self, payload: Any, columns: Mapping[str, ColumnType]) -> bool:
-        """Whether a decimal column of the row images holds a JSON number (not the
-        JSON converter's default base64 bytes): then the payload is parsed again with
-        exact decimals (``_exact_json``), since a float keeps only 15-17 digits."""
+    def _decimals(self, columns: Mapping[str, ColumnType]) -> tuple[str, ...]:
+        """The decimal columns of a (cached) column mapping."""
         names = self._decimal_names.get(id(columns))
         if names is None:
             names = tuple(name for name, column in columns.items() if column.is_decimal)
             self._decimal_names[id(columns)] = names
+        return names
+
+    def _numeric_decimals(self, payload: Any, columns: Mapping[str, ColumnType]) -> bool:
+        """Whether a decimal column of the row images holds a JSON number (not the
+        JSON converter's default base64 bytes): then its values are read again exactly
+        (:meth:`_exact_decimals`), since a float keeps only 15-17 digits."""
+        names = self._decimals(columns)
         if not names or not isinstance(payload, dict):
             return False
-        images = (payload, payload.get("before"), payload.get("after"))
         return any(
             isinstance(image, dict) and isinstance(image.get(name), float)
-            for image in images
+            for image in _row_images(payload)
             for name in names
         )
+
+    def _exact_decimals(
+        self, payload: dict[str, Any], exact: Any, columns: Mapping[str, ColumnType]
+    ) -> dict[str, Any]:
+        """``payload`` with its decimal columns' values taken from ``exact`` (the same
+        payload parsed with ``decimal.Decimal`` for every fraction). Only decimal columns
+        take the exact path: every other number stays as parsed (a FLOAT/DOUBLE column
+        cannot hold a ``Decimal``)."""
+        if not isinstance(exact, dict):
+            return payload
+        names = self._decimals(columns)
+        for image, exact_image in zip(_row_images(payload), _row_images(exact), strict=True):
+            if isinstance(image, dict) and isinstance(exact_image, dict):
+                for name in names:
+                    if name in image and name in exact_image:
+                        image[name] = exact_image[name]
+        return payload
 
     def _columns(self, schema_bytes: bytes, schema: Any) -> Mapping[str, ColumnType] | None:
         """The row columns of a Connect schema, cached by its bytes."""
@@ -474,10 +497,16 @@ def _pg_sequence(sequence: Any, lsn: int | None) -> tuple[int, int]:
     return commit or 0, change
 
 
-def _exact_json(raw: bytes) -> Any:
-    """JSON with every number that has a fraction or exponent as ``decimal.Decimal``,
-    its text kept exactly (38-digit decimals survive)."""
+def _row_images(payload: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """Where a payload's row columns are: the payload itself (a flattened row), its
+    ``before`` and ``after`` images (an envelope)."""
+    return payload, payload.get("before"), payload.get("after")
+
+
+def _json(raw: bytes, parse_float: Callable[[str], Any] = float) -> Any:
+    """JSON as Python's parser reads it (NaN and Infinity too); ``decimal.Decimal`` as
+    ``parse_float`` keeps every fraction's text exactly (38-digit decimals survive)."""
     try:
-        return json.loads(raw, parse_float=decimal.Decimal)
-    except ValueError as exc:
-        raise BadInputError(f"the value is not JSON: {exc}") from None
+        return json.loads(raw, parse_float=parse_float)
+    except (ValueError, RecursionError) as exc:
+        raise BadInputError(f"the value is not JSON: {first_line(exc)}") from None

@@ -17,6 +17,13 @@ generator over one field (its encoding changed between Hudi releases:
 ``hoodie.write.complex.keygen.new.encoding``) and key fields of other types are
 refused in one line. The writer's key columns (``hudi_sync.spark.writing.keys``) share the
 constants.
+
+The writer keys a complex key generator over one field as Hudi does
+(``names_single_key_field``): ``field:value`` (Hudi 0.14.0 and older, and 0.14.2,
+0.15.1, 1.0.3 on; always on table version 9), or the value alone as Hudi 0.14.1 to
+1.0.2 wrote it (kept on version 8 and below by
+``hoodie.write.complex.keygen.new.encoding=true``); a key already stored in the table
+decides, so one table never holds both forms.
 """
 
 from __future__ import annotations
@@ -46,6 +53,42 @@ _COMPLEX = {"ComplexKeyGenerator", "COMPLEX"}
 _NON_PARTITIONED = {"NonpartitionedKeyGenerator", "NON_PARTITION"}
 
 
+def _generator_name(raw: str | None) -> str | None:
+    """A key generator's class or type name without package and ``Avro``."""
+    name = None if raw is None else raw.strip().rsplit(".", 1)[-1]
+    return None if name is None else name.removesuffix("_AVRO").replace("Avro", "")
+
+
+def single_field_complex(
+    generator: str | None, fields: Sequence[str], partitions: Sequence[str]
+) -> bool:
+    """A complex key generator over one record key field: named, or the one Hudi infers
+    for one key field with several partition fields."""
+    name = _generator_name(generator)
+    return len(fields) == 1 and (name in _COMPLEX or (name is None and len(partitions) > 1))
+
+
+def names_single_key_field(
+    generator: str | None,
+    fields: Sequence[str],
+    partitions: Sequence[str],
+    version: int,
+    new_encoding: bool,
+    stored_key: str | None,
+) -> bool:
+    """Whether the keys over the one record key field of ``fields`` are written
+    ``field:value``: a complex key generator's (named, or the one Hudi infers for one key
+    field with several partition fields), by ``stored_key`` (a key the table holds) when
+    there is one, else by Hudi's rule (``KeyGenUtils
+    .encodeSingleKeyFieldNameForComplexKeyGen``: table version 9, or not
+    ``hoodie.write.complex.keygen.new.encoding``)."""
+    if not single_field_complex(generator, fields, partitions):
+        return False
+    if stored_key is not None:
+        return stored_key.startswith(f"{fields[0]}{KEY_VALUE_SEPARATOR}")
+    return version >= 9 or not new_encoding
+
+
 def key_fields(config: TableConfig, where: str) -> tuple[str, ...]:
     """The fields the table's keys are built from (see the module docstring); raises
     UnsupportedTableError (one line naming ``where``) for a key generator whose keys
@@ -56,8 +99,7 @@ def key_fields(config: TableConfig, where: str) -> tuple[str, ...]:
             f"{where}: {cfg.RECORD_KEY_FIELDS.key} is not set: no record key to merge by"
         )
     raw = config.key_generator
-    name = None if raw is None else raw.strip().rsplit(".", 1)[-1]
-    name = None if name is None else name.removesuffix("_AVRO").replace("Avro", "")
+    name = _generator_name(raw)
     if name is None or name in _NON_PARTITIONED or (name in _SIMPLE and len(fields) == 1):
         return fields  # none named: Hudi infers simple (one field) or complex (several)
     if name in _SIMPLE:
@@ -105,14 +147,19 @@ def record_keys(rows: pa.Table, fields: Sequence[str], where: str) -> pa.Array:
 
 
 def built_keys(
-    rows: pa.Table, fields: Sequence[str], where: str, refuse: type[HudiSyncError]
+    rows: pa.Table,
+    fields: Sequence[str],
+    where: str,
+    refuse: type[HudiSyncError],
+    named: bool = False,
 ) -> pa.Array:
     """Each row's key as a string array, built column-wise by ``record_key``'s rules
     (values as Arrow casts them to text); rows without a key raise ``refuse`` naming
-    ``where``: a writer's bad input, or a corrupt table."""
+    ``where``: a writer's bad input, or a corrupt table. ``named``: one field is
+    written ``field:value`` too (``names_single_key_field``)."""
     texts = [rows.column(f).cast(pa.string()).combine_chunks() for f in fields]
     blank = [pc.fill_null(pc.equal(t, ""), True) for t in texts]
-    if len(fields) == 1:
+    if len(fields) == 1 and not named:
         refused = pc.sum(blank[0]).as_py() or 0
         if refused:
             raise refuse(

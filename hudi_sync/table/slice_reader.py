@@ -104,8 +104,15 @@ def read_file_slice_counted(
     """The latest rows of one file slice (``read_file_slice``) and ``MergeCounts``:
     what a compaction of the slice reports."""
     rows, base, log = _merged_slice(location, file_slice, rules, committed, None, schema)
-    base_keys = set(base.column(_RECORD_KEY).to_pylist()) if base is not None else set()
-    written = set(rows.column(_RECORD_KEY).to_pylist())
+
+    def keys(table: pa.Table) -> set[str]:  # built as the merge built them, without meta fields
+        if rules.key_fields:
+            built = record_keys(table, rules.key_fields, _base_uri(location, file_slice))
+            return set(built.to_pylist())
+        return set(table.column(_RECORD_KEY).to_pylist())
+
+    base_keys = keys(base) if base is not None else set()
+    written = keys(rows)
     logged = log.keys() if log is not None else set()
     counts = MergeCounts(
         writes=rows.num_rows,

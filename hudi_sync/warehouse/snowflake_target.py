@@ -123,6 +123,7 @@ CHANGE_FILE_REGEX = r"commit_date=[^/]+/commit_time=[0-9]+/changes-[0-9a-f]+[.]p
 CHANGE_FILE_PATTERN = r"^(.*/)?" + CHANGE_FILE_REGEX
 CHANGE_FILE_COLUMN = "change_file"
 _CLOUD_URL = re.compile(r"(s3|gcs|azure)://[^/]+(/.*)?")
+_HOST = re.compile(r"(?P<name>[A-Za-z0-9_-]+(?:[.][A-Za-z0-9_-]+)*)(?::(?P<port>[0-9]{1,5}))?")
 
 
 def base_file_pattern(base_format: str) -> str:
@@ -150,6 +151,25 @@ def snowflake_url(uri: str) -> str:
     if match:
         return f"azure://{match[2]}.blob.core.windows.net/{match[1]}{match[3] or ''}"
     return uri
+
+
+def _with_port(connection: dict[str, str]) -> dict[str, str]:
+    """``host`` as the connector takes it: a ``host:port`` split into ``host`` and
+    ``port`` (the connector appends its own port to the host, and fails to parse
+    ``host:443:443``); anything but a host name with an optional port is refused."""
+    host = connection.get("host")
+    if host is None:
+        return connection
+    match = _HOST.fullmatch(host)
+    if match is None or not 0 < int(match["port"] or 443) < 65536:
+        raise BadInputError(
+            f"{PREFIX}host {host!r} is not a host name with an optional :port "
+            "(e.g. myaccount.snowflakecomputing.com:443)"
+        )
+    connection["host"] = match["name"]
+    if match["port"]:
+        connection["port"] = match["port"]
+    return connection
 
 
 @dataclass(frozen=True)
@@ -203,7 +223,7 @@ class SnowflakeSyncConfig:
             stage_name=values.get("stage_name"),
             stage_url=values.get("stage_url"),
             storage_integration=values.get("storage_integration"),
-            connection={k: values[k] for k in CONNECTION_KEYS if k in values},
+            connection=_with_port({k: values[k] for k in CONNECTION_KEYS if k in values}),
             credentials=credentials,
         )
         config.validate()

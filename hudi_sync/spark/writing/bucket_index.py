@@ -258,7 +258,8 @@ def keyed_columns(rows: pa.Table, options: WriteOptions, where: str) -> pa.Table
     (every row, in arrival order: ``one_per_key`` keeps one per key)."""
     data = rows.select([c for c in rows.column_names if c not in META_FIELDS])
     keyed = data.append_column(
-        RECORD_KEY, built_keys(data, options.record_key_fields, where, BadInputError)
+        RECORD_KEY,
+        built_keys(data, options.record_key_fields, where, BadInputError, options.single_key_named),
     )
     partitions = _partition_paths(data, options)
     if not options.url_encode_partitions:

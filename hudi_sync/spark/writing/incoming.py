@@ -151,7 +151,7 @@ def _keyed(df: DataFrame, data_columns: Sequence[str], options: WriteOptions) ->
         delete_flag = F.lit(False)
     return df.select(
         *columns,
-        record_key_column(o.record_key_fields).alias(RECORD_KEY),
+        record_key_column(o.record_key_fields, o.single_key_named).alias(RECORD_KEY),
         partition_path_column(
             o.partition_fields, o.hive_style_partitioning, o.url_encode_partitions
         ).alias(PARTITION_PATH),

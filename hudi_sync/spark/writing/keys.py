@@ -27,12 +27,13 @@ __all__ = [
 ]
 
 
-def record_key_column(fields: Sequence[str]) -> Column:
-    """One field: its value as a string (SimpleKeyGenerator); several: ``f1:v1,f2:v2``
+def record_key_column(fields: Sequence[str], named: bool = False) -> Column:
+    """One field: its value as a string (SimpleKeyGenerator); several, or one ``named``
+    (a complex key generator's, ``record_keys.names_single_key_field``): ``f1:v1,f2:v2``
     with ``__null__``/``__empty__`` for a null or empty value (ComplexKeyGenerator).
     Null where Hudi refuses the key: a single field null or empty, or several all
     null or empty (the caller refuses the rows)."""
-    if len(fields) == 1:
+    if len(fields) == 1 and not named:
         value = F.col(fields[0]).cast("string")
         return F.when(value != "", value)
     texts = [F.col(f).cast("string") for f in fields]
@@ -46,7 +47,8 @@ def record_key_column(fields: Sequence[str]) -> Column:
         for f, t in zip(fields, texts, strict=True)
     ]
     blank = [F.coalesce(t == "", F.lit(True)).cast("int") for t in texts]
-    return F.when(F.least(*blank) == 0, F.concat_ws(KEY_PARTS_SEPARATOR, *parts))
+    every_blank = F.least(*blank) if len(blank) > 1 else blank[0]
+    return F.when(every_blank == 0, F.concat_ws(KEY_PARTS_SEPARATOR, *parts))
 
 
 def partition_path_column(fields: Sequence[str], hive_style: bool, url_encode: bool) -> Column:

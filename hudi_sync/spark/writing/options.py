@@ -119,6 +119,9 @@ class WriteOptions:
     # BUCKET: the record key fields a key's bucket is hashed from, in the key's order
     bucket_hash_fields: tuple[str, ...]
     raw: Mapping[str, str]
+    # A complex key generator's keys over one field are field:value (set by the writer
+    # once it knows the table: record_keys.names_single_key_field).
+    single_key_named: bool = False
 
     @classmethod
     def parse(cls, options: Mapping[str, object], table: TableConfig | None = None) -> WriteOptions:

@@ -48,7 +48,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -87,9 +87,10 @@ from hudi_sync.table.cdc_log import CdcMode, parse_cdc_mode
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.metadata_table.services import MetadataServicesSettings
+from hudi_sync.table.record_keys import names_single_key_field, single_field_complex
 from hudi_sync.table.record_merge import MergeMode, merge_rules
 from hudi_sync.table.schema import META_FIELDS
-from hudi_sync.table.snapshot_read import table_data_fields
+from hudi_sync.table.snapshot_read import snapshot_tables, table_data_fields
 from hudi_sync.table.write.commit import CommitSettings, WriteTransaction, table_lock
 from hudi_sync.table.write.compaction import (
     compact,
@@ -272,12 +273,44 @@ def write_arrow(
 
 def _resolved(options: Mapping[str, object], location: Location) -> WriteOptions:
     """The write's options: into an existing table, what they leave unsaid is the
-    table's (``WriteOptions.parse``), its index settings too (``for_table``)."""
+    table's (``WriteOptions.parse``), its index settings too (``for_table``), and its
+    key encoding (``_single_key_named``)."""
     try:
         table = HudiTable.open(location.uri, location.storage_options)
     except TableNotFoundError:
-        return WriteOptions.parse(options)
-    return WriteOptions.parse(options, table.config).for_table(table.config)
+        parsed = WriteOptions.parse(options)
+        return replace(parsed, single_key_named=_single_key_named(parsed, None))
+    parsed = WriteOptions.parse(options, table.config).for_table(table.config)
+    return replace(parsed, single_key_named=_single_key_named(parsed, table))
+
+
+def _single_key_named(options: WriteOptions, table: HudiTable | None) -> bool:
+    """Whether a complex key generator's keys over one field are ``field:value``
+    (``record_keys.names_single_key_field``): a key the table holds decides, else Hudi's
+    rule for the table's version (a new table's: the options')."""
+    raw = options.raw
+    fields, partitions = options.record_key_fields, options.partition_fields
+    new_encoding = bool(cfg.COMPLEX_KEYGEN_NEW_ENCODING.read(raw))
+    if table is None:
+        stated = cfg.KEY_GENERATOR_TYPE_OPTION.read(raw) or cfg.KEY_GENERATOR_OPTION.read(raw)
+        return names_single_key_field(
+            stated, fields, partitions, options.table_version, new_encoding, None
+        )
+    generator = table.config.key_generator
+    if not single_field_complex(generator, fields, partitions):
+        return False
+    return names_single_key_field(
+        generator, fields, partitions, table.config.version, new_encoding, _stored_key(table)
+    )
+
+
+def _stored_key(table: HudiTable) -> str | None:
+    """A record key the table holds (the first of its first file slice with rows: base
+    file or log), or None."""
+    for rows in snapshot_tables(table)[1]:
+        if rows.num_rows:
+            return str(rows.column(META_FIELDS[2])[0].as_py())
+    return None
 
 
 def _write_buckets(

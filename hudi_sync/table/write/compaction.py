@@ -38,10 +38,10 @@ from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import Action
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.metadata_table.keepers import data_timeline_writer
-from hudi_sync.table.record_merge import MergeRules, merge_rules
+from hudi_sync.table.record_merge import MergeRules
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.slice_reader import read_file_slice_counted
-from hudi_sync.table.snapshot_read import snapshot_schema
+from hudi_sync.table.snapshot_read import snapshot_schema, table_merge_rules
 from hudi_sync.table.write.compaction_plan import PLAN_SCHEMA
 from hudi_sync.table.write.lock import TableLock
 from hudi_sync.table.write.rollback import marker_folder, remove_written_files, write_marker
@@ -161,12 +161,19 @@ def compact_file_group(
         location, operation.file_slice(), rules, committed, schema
     )
     name = f"{operation.file_id}_{write_token}_{instant}.parquet"
-    rows = rows.set_column(
-        rows.schema.get_field_index(_FILE_NAME),
-        _FILE_NAME,
-        pa.array([name] * rows.num_rows, pa.string()),
-    )
-    if rows.num_rows:
+    if _FILE_NAME not in rows.column_names:
+        # hoodie.populate.meta.fields=false: Hudi's writer keeps the meta columns, null,
+        # and adds no key range (records are keyed by the key generator).
+        rows = pa.table(
+            [*(pa.nulls(rows.num_rows, pa.string()) for _ in META_FIELDS), *rows.columns],
+            names=[*META_FIELDS, *rows.column_names],
+        )
+    elif rows.num_rows:
+        rows = rows.set_column(
+            rows.schema.get_field_index(_FILE_NAME),
+            _FILE_NAME,
+            pa.array([name] * rows.num_rows, pa.string()),
+        )
         bounds = pc.min_max(rows.column(META_FIELDS[2]))
         rows = rows.replace_schema_metadata(
             {
@@ -348,7 +355,7 @@ def _job(table: HudiTable, instant: str, operations: list[CompactionOperation]) 
         table.uri,
         dict(table.location.storage_options),
         instant,
-        merge_rules(table.config, table.uri),
+        table_merge_rules(table),
         table.view.committed_instants,
         snapshot_schema(table, [op.file_slice() for op in operations]),
     )
@@ -378,7 +385,7 @@ def _execute(
         table.uri,
         dict(location.storage_options),
         instant,
-        merge_rules(table.config, table.uri),
+        table_merge_rules(table),
         table.view.committed_instants,
         snapshot_schema(table, slices),
     )

@@ -94,8 +94,11 @@ def encode_data_block(
     )
     datums = encode_rows(schema, struct_rows)
     if datums is None:  # a type the column encoder lacks: record by record
+        # Avro maps are dicts (Arrow lists a map's entries as pairs); a repeated key
+        # keeps its last value, as Hudi's conversion of a Spark map into a Java map does.
+        records = rows.select(columns).to_pylist(maps_as_pydicts="lossy")
         return encode_avro_block(
-            [_avro_ready(r) for r in rows.select(columns).to_pylist()],
+            [_avro_ready(r) for r in records],
             schema,
             {HeaderKey.INSTANT_TIME: instant},
         )
