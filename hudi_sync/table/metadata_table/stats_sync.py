@@ -199,7 +199,7 @@ class StatsIndex:
             for name in files:  # a new base file starts its file group's slice
                 if name.endswith(".parquet"):
                     old_names -= set(groups.get(_file_id(name), []))
-            ranges = [r for ranges in files.values() for r in ranges]
+            ranges = [column_stats.as_stored(r, version) for rs in files.values() for r in rs]
             for name in sorted(old_names):
                 for column in columns:
                     key = index_keys.column_stats_key(partition, name, column)
