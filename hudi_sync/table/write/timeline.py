@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -385,8 +386,10 @@ class TimelineWriter:
     def clean(
         self, earliest_retained: str, last_completed: str, deleted: Mapping[str, Sequence[str]]
     ) -> str:
-        """Record a completed clean; returns the clean instant."""
+        """Record a completed clean; returns the clean instant. Its metadata names each
+        deleted file by its name alone, as Hudi's does (``deleted`` holds paths)."""
         instant = self.new_instant_time()
+        names = {p: [posixpath.basename(path) for path in f] for p, f in deleted.items()}
         record = {
             "startCleanTime": instant,
             "timeTakenInMillis": 0,
@@ -397,11 +400,11 @@ class TimelineWriter:
                 p: {
                     "partitionPath": p,
                     "policy": "KEEP_LATEST_COMMITS",
-                    "deletePathPatterns": list(f),
-                    "successDeleteFiles": list(f),
+                    "deletePathPatterns": f,
+                    "successDeleteFiles": f,
                     "failedDeleteFiles": [],
                 }
-                for p, f in deleted.items()
+                for p, f in names.items()
             },
             "version": 2,
         }
