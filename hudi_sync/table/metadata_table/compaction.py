@@ -1,9 +1,9 @@
 """Compaction of the metadata table (MDT): each file group's logs merged into a new
 HFile base file, as Hudi 1.x's ``HoodieBackedTableMetadataWriter.compactIfNecessary``.
 
-Due once ``hoodie.metadata.compact.max.delta.commits`` (10) deltacommits have completed
-on the MDT since its latest compaction (the initialisation deltacommits
-``00000000000000000``... count too). The instant is a new instant time, unless a data
+Due once ``hoodie.metadata.compact.max.delta.commits`` (10) deltacommits have been
+requested on the MDT since its latest compaction, pending ones included (the
+initialisation deltacommits ``00000000000000000``... count too). The instant is a new instant time, unless a data
 instant is still pending though its MDT deltacommit completed (a crashed write): then
 one millisecond before the earliest such instant, so that the plan leaves its log out
 and a rollback can still undo it; an instant already completed is not compacted again.
@@ -83,13 +83,14 @@ def latest_compaction_time(timeline: Timeline) -> str | None:
 
 
 def deltacommits_since_compaction(timeline: Timeline) -> int:
-    """Completed deltacommits requested after the latest completed compaction."""
+    """Deltacommits requested after the latest completed compaction, pending ones too (as
+    Hudi's trigger counts its deltacommit timeline, every state of it)."""
     latest = latest_compaction_time(timeline)
     bound = comparable_instant(latest) if latest else ""
     return sum(
         1
-        for i in timeline.completed([Action.DELTA_COMMIT])
-        if comparable_instant(i.requested_time) > bound
+        for i in timeline.instants
+        if i.action == Action.DELTA_COMMIT and comparable_instant(i.requested_time) > bound
     )
 
 
