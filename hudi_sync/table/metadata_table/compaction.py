@@ -3,10 +3,11 @@ HFile base file, as Hudi 1.x's ``HoodieBackedTableMetadataWriter.compactIfNecess
 
 Due once ``hoodie.metadata.compact.max.delta.commits`` (10) deltacommits have been
 requested on the MDT since its latest compaction, pending ones included (the
-initialisation deltacommits ``00000000000000000``... count too). The instant is a new instant time, unless a data
-instant is still pending though its MDT deltacommit completed (a crashed write): then
-one millisecond before the earliest such instant, so that the plan leaves its log out
-and a rollback can still undo it; an instant already completed is not compacted again.
+initialisation deltacommits ``00000000000000000``... count too). The instant is a new
+instant time, unless a data instant is still pending though its MDT deltacommit
+completed (a crashed write): then one millisecond before the earliest such instant, so
+that the plan leaves its log out and a rollback can still undo it; an instant already
+completed is not compacted again.
 
 The plan (``<T>.compaction.requested``, Avro ``HoodieCompactionPlan`` version 2) has one
 operation per file group whose latest slice has log files completed before T (every
