@@ -179,6 +179,11 @@ CLEAN_SCHEMA = fastavro.parse_schema(
                                 "type": {"type": "array", "items": _STRING},
                             },
                             *_PARTITION_FILES["fields"][1:],
+                            {
+                                "name": "isPartitionDeleted",
+                                "type": ["null", "boolean"],
+                                "default": None,
+                            },
                         ],
                     },
                 },
@@ -246,7 +251,12 @@ class InstantListener(Protocol):
 
     def before_commit(self, instant: str, action: str, commit: CommitRecord) -> str | None: ...
 
-    def before_clean(self, instant: str, deleted: Mapping[str, Sequence[str]]) -> str | None: ...
+    def before_clean(
+        self,
+        instant: str,
+        deleted: Mapping[str, Sequence[str]],
+        dropped: Sequence[str] = (),
+    ) -> str | None: ...
 
     def before_rollback(self, rolled_back: str, instant: str) -> str | None: ...
 
@@ -384,10 +394,15 @@ class TimelineWriter:
         return instant
 
     def clean(
-        self, earliest_retained: str, last_completed: str, deleted: Mapping[str, Sequence[str]]
+        self,
+        earliest_retained: str,
+        last_completed: str,
+        deleted: Mapping[str, Sequence[str]],
+        dropped: Sequence[str] = (),
     ) -> str:
         """Record a completed clean; returns the clean instant. Its metadata names each
-        deleted file by its name alone, as Hudi's does (``deleted`` holds paths)."""
+        deleted file by its name alone, as Hudi's does (``deleted`` holds paths), and marks
+        ``isPartitionDeleted`` on the ``dropped`` partitions (no file group left in them)."""
         instant = self.new_instant_time()
         names = {p: [posixpath.basename(path) for path in f] for p, f in deleted.items()}
         record = {
@@ -403,6 +418,7 @@ class TimelineWriter:
                     "deletePathPatterns": f,
                     "successDeleteFiles": f,
                     "failedDeleteFiles": [],
+                    "isPartitionDeleted": p in dropped,
                 }
                 for p, f in names.items()
             },
@@ -411,7 +427,7 @@ class TimelineWriter:
         self._service(instant, Action.CLEAN)
         after = None
         if self.listener is not None:
-            after = self.listener.before_clean(instant, deleted)
+            after = self.listener.before_clean(instant, deleted, dropped)
         self._complete_file(instant, Action.CLEAN, avro_bytes(CLEAN_SCHEMA, record), after)
         return instant
 
