@@ -24,13 +24,19 @@ import dataclasses
 import datetime as dt
 import io
 import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import fastavro
 
 from hudi_sync.table.fs_view import FileSlice
-from hudi_sync.table.instant import Action, Instant, comparable_instant
+from hudi_sync.table.instant import (
+    Action,
+    Instant,
+    comparable_instant,
+    parse_instant_file_name,
+)
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.metadata_table.bloom import BLOOM_META_BLOCK, base_file_info, bloom_filter
 from hudi_sync.table.metadata_table.hfile import write_hfile
@@ -226,6 +232,33 @@ class MetadataCompactor:
             self.execute(instant.requested_time, read_plan(data))
             finished.append(instant.requested_time)
         return finished
+
+    def roll_back_pending_log_compactions(self) -> list[str]:
+        """Roll back the log compactions left pending (``<T>.logcompaction.*``), the
+        rollback instants. Hudi runs pending log compactions first and rolls an inflight
+        one back (its plans are mutable: a new one is scheduled later); hudi_sync, which
+        does not run log compactions, rolls back a requested one too (it wrote nothing).
+        Its log files (named with its instant) go; the other logs keep every record."""
+        rollbacks = []
+        location = self.reader.location
+        for pending in self.reader.timeline.pending:
+            if pending.action != Action.LOG_COMPACTION:
+                continue
+            instant = pending.requested_time
+            started = time.time()
+            deleted: dict[str, list[str]] = {}
+            written = f"_{instant}.log."
+            for partition in _mdt_partitions(self.reader):
+                for name in location.names(location.join(partition)):
+                    if name.startswith(".") and written in name:
+                        location.remove(location.join(partition, name))
+                        deleted.setdefault(partition, []).append(f"{partition}/{name}")
+            rollbacks.append(self.writer.rollback(instant, Action.LOG_COMPACTION, deleted, started))
+            for name in location.names(self.writer.folder):
+                parsed = parse_instant_file_name(name)
+                if parsed is not None and parsed.requested_time == instant:
+                    location.remove(f"{self.writer.folder}/{name}")
+        return rollbacks
 
     def execute(self, instant: str, operations: Sequence[dict[str, Any]]) -> None:
         names = self.reader.location.names(self.writer.folder)
