@@ -245,6 +245,11 @@ def java_string_order(key: bytes) -> bytes:
 KEY_ORDERS = (byte_order, java_string_order)
 
 
+def _below_e000(key: bytes) -> bool:
+    """No byte of ``key`` leads a UTF-8 character from U+E000 up (0xEE and above)."""
+    return max(key, default=0) < 0xEE
+
+
 class AscendingKeys:
     """Follows a run of row keys that must strictly increase in one order throughout: byte
     order, which HFile readers seek by, or Java String order, which Hudi's log blocks
@@ -258,10 +263,15 @@ class AscendingKeys:
 
     def add(self, key: bytes) -> bool:
         """Take the next key; ``False`` once no order fits the run."""
-        if self.previous is not None:
-            previous = self.previous
+        previous, self.previous = self.previous, key
+        if previous is None:
+            return bool(self.orders)
+        if key.isascii() or previous.isascii() or _below_e000(key) or _below_e000(previous):
+            # A key without characters from U+E000 up sorts the same in both orders.
+            if key <= previous:
+                self.orders = []
+        else:
             self.orders = [o for o in self.orders if o(key) > o(previous)]
-        self.previous = key
         return bool(self.orders)
 
     @property
