@@ -69,9 +69,10 @@ def _index_column(path: Path, column: str) -> None:
 def test_a_v8_write_of_a_timestamp_column_keeps_its_stats(  # type: ignore[no-untyped-def]
     spark, fixture_copy
 ) -> None:
-    """Two inserts into the v8 fixture with a new timestamp column its column stats index:
-    both complete, each file's stats and the partition's hold the raw microseconds."""
-    from pyspark.sql.types import StructField, TimestampType
+    """Two inserts into the v8 fixture with a new timestamp column (and a date column) its
+    column stats index: both complete, each file's stats and the partition's hold the raw
+    microseconds (the dates' days, in the ``DateWrapper``, combine into partition stats)."""
+    from pyspark.sql.types import DateType, StructField, TimestampType
 
     path = fixture_copy("mor/avro/v8_trips_8i3u1d")
     table = HudiTable.open(str(path))
@@ -79,6 +80,7 @@ def test_a_v8_write_of_a_timestamp_column_keeps_its_stats(  # type: ignore[no-un
     columns = list(next(iter(model.values())))
     base = spark.read.format("hudi").load(str(path)).select(*columns).schema
     schema = base.add(StructField("seen_at", TimestampType(), True))
+    schema = schema.add(StructField("seen_on", DateType(), True))
     template = model[min(model)]
     options = write_options(
         table,
@@ -89,11 +91,13 @@ def test_a_v8_write_of_a_timestamp_column_keeps_its_stats(  # type: ignore[no-un
 
     def insert(key: str, city: str, moment: dt.datetime) -> Any:
         row: dict[str, Any] = dict(template, uuid=key, city=city)
-        frame = spark.createDataFrame([[*(row[c] for c in columns), moment]], schema)
+        values = [*(row[c] for c in columns), moment, moment.date()]
+        frame = spark.createDataFrame([values], schema)
         return write(frame, str(path), options)
 
     insert("widening", "early", FIRST)  # the table's schema gains the column
     _index_column(path, "seen_at")
+    _index_column(path, "seen_on")
     for key, moment in (("first", FIRST), ("last", LAST)):
         insert(key, "timely", moment)
     reader = MetadataTableReader.of(HudiTable.open(str(path)))
@@ -123,4 +127,16 @@ def test_a_v8_write_of_a_timestamp_column_keeps_its_stats(  # type: ignore[no-un
         WrappedValue("LongWrapper", _micros(LAST)),
     )
     assert partition.value_count == 2
+    (dates,) = [
+        r.column_stats
+        for r in reader.read_partition("partition_stats").values()
+        if r.column_stats is not None
+        and r.column_stats.column_name == "seen_on"
+        and r.column_stats.file_name == "city=timely"
+    ]
+    epoch = dt.date(1970, 1, 1)
+    assert (dates.min_value, dates.max_value) == (
+        WrappedValue("DateWrapper", (FIRST.date() - epoch).days),
+        WrappedValue("DateWrapper", (LAST.date() - epoch).days),
+    )
     assert {"first", "last"} <= set(rows_by_key(read_snapshot(HudiTable.open(str(path))), "uuid"))

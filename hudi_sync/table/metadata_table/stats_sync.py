@@ -51,6 +51,7 @@ DELETE_PARTITION = "delete_partition"
 _V1_TYPES = {
     "BooleanWrapper": "BOOLEAN", "IntWrapper": "INT", "LongWrapper": "LONG",
     "FloatWrapper": "FLOAT", "DoubleWrapper": "DOUBLE", "StringWrapper": "STRING",
+    "DateWrapper": "DATE",
 }  # fmt: skip
 
 
