@@ -244,3 +244,45 @@ def test_unsupported_codec_and_version_are_refused() -> None:
     with pytest.raises(BadInputError) as exc:
         write_hfile([], {}, compression="SNAPPY")
     _one_line(exc, "SNAPPY")
+
+
+def _java_order_entries() -> list[tuple[bytes, bytes]]:
+    """Keys around the one place byte order and Java String order part: a supplementary
+    character (4 UTF-8 bytes, a surrogate pair in UTF-16) sorts after U+E000..U+FFFF in
+    bytes, before them as a Java String."""
+    names = [f"p{i:03d}/{c}" for i in range(40) for c in ("a", "\ue000", "\ufffd", "\U0001f600")]
+    ordered = sorted(names, key=lambda name: name.encode("utf-16-be"))
+    assert ordered != sorted(names)  # the orders differ on these keys
+    return [(name.encode(), f"value of {name}".encode()) for name in ordered]
+
+
+def test_keys_in_java_string_order_as_hudis_log_blocks_write_them_are_read() -> None:
+    """Hudi's HFILE_DATA log blocks take their records from a String-keyed sorted map, so
+    their keys are in UTF-16 order: such a file reads whole, and point and prefix look-ups
+    find every key across its blocks."""
+    entries = _java_order_entries()
+    data = write_hfile(entries, {b"schema": b"{}"}, block_size=256, create_time_ms=0)
+    reader = HFileReader(data, "java-order.hfile")
+    assert len(reader.index) > 10
+    assert reader.content().entries == entries
+    for key, value in entries:
+        assert reader.get(key) == value, key
+    prefix = b"p017/"
+    assert reader.with_prefix(prefix) == [e for e in entries if e[0].startswith(prefix)]
+    assert reader.get("p017/\U0001f601".encode()) is None
+
+
+def test_keys_in_neither_order_are_refused() -> None:
+    """A file whose keys follow byte order in one place and Java String order in another
+    is in no order: refused, naming the file."""
+    low, high = "\ufffd".encode(), "\U0001f600".encode()
+    keys = [b"a" + low, b"a" + high, b"b" + high, b"b" + low]  # bytes, then UTF-16
+    with pytest.raises(BadInputError) as refused:
+        write_hfile([(k, b"") for k in keys], {})
+    _one_line(refused, "sorted")
+    keys = [b"a" + low, b"a" + high, b"b" + high, b"c" + low, b"d"]  # bytes: sorted
+    data = write_hfile([(k, b"") for k in keys], {}, compression="NONE", create_time_ms=0)
+    assert data.count(b"c" + low) == 1
+    with pytest.raises(CorruptTableError) as exc:
+        read_hfile(data.replace(b"c" + low, b"b" + low), "mixed.hfile")
+    _one_line(exc, "mixed.hfile", "not sorted")

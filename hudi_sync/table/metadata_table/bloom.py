@@ -93,9 +93,15 @@ def _header(hashes: int, bits: int) -> bytes:
     return struct.pack(">iiBi", -1, hashes, MURMUR, bits)
 
 
-def bloom_filter(keys: Iterable[bytes], table_version: int) -> bytes:
-    """The ``bloomFilter`` meta block of an HFile base file holding ``keys``."""
-    entries = entries_per_row(table_version)
+def bloom_filter(
+    keys: Iterable[bytes],
+    table_version: int,
+    entries: int | None = None,
+    max_entries: int = MAX_ENTRIES,
+) -> bytes:
+    """The ``bloomFilter`` meta block of an HFile base file holding ``keys``: rows of
+    ``entries`` keys (the table version's by default) up to ``max_entries``."""
+    entries = entries or entries_per_row(table_version)
     bits, hashes = _sizes(entries)
     rows: list[bytearray] = [bytearray((bits + 7) // 8)]
     in_row = 0
@@ -105,14 +111,15 @@ def bloom_filter(keys: Iterable[bytes], table_version: int) -> bytes:
         if at_max:  # every row full: Hudi's bounded filter takes the rows in turn
             row = rows[turn % len(rows)]
             turn += 1
-        elif in_row >= entries and len(rows) * entries < MAX_ENTRIES:
+        elif in_row >= entries and len(rows) * entries < max_entries:
             rows.append(bytearray((bits + 7) // 8))
             in_row = 0
             row = rows[-1]
         elif in_row >= entries:
+            # The key that finds every row full goes to the first row, and so does the
+            # next: Hudi's turn counter starts at the first row only after it.
             at_max = True
             row = rows[0]
-            turn = 1
         else:
             row = rows[-1]
         for position in _positions(key, bits, hashes):

@@ -217,9 +217,25 @@ def partition_ranges(partition_path: str, ranges: Iterable[ColumnRange]) -> list
     return [partition_range(partition_path, items) for items in by_column.values()]
 
 
-# Index version 1 wraps the Java value Hudi read from the footer (its class picks the wrapper).
-_V1_WRAPPER = {**_WRAPPER, "DATE": "DateWrapper", "DECIMAL": "DecimalWrapper"}
+# Index version 1 wraps the Java value Hudi read from the footer (its class picks the wrapper):
+# Hudi 1.0 converts only decimals, dates and strings, so an INT64 time or timestamp stays the
+# raw long of its unit (``LongWrapper``), as its log records' values do.
+_LONGS = [t for t in VALUE_TYPES if "TIMESTAMP" in t] + ["TIME_MICROS"]
+_V1_WRAPPER = {
+    **_WRAPPER,
+    **dict.fromkeys(_LONGS, "LongWrapper"),
+    "DATE": "DateWrapper",
+    "DECIMAL": "DecimalWrapper",
+}
 _V1_DECIMAL_SCALE = 15  # the DecimalWrapper's scale
+
+
+def as_stored(item: ColumnRange, version: int) -> ColumnRange:
+    """``item`` with the value type a record of index ``version`` keeps: version 1 holds an
+    INT64 time or timestamp as a plain long, so it combines with stored ranges as one."""
+    if version < 2 and item.value_type in _LONGS:
+        return replace(item, value_type="LONG")
+    return item
 
 
 def _wrapped(item: ColumnRange, value: Any, version: int) -> WrappedValue | None:

@@ -1,12 +1,13 @@
 """Compaction of the metadata table (MDT): each file group's logs merged into a new
 HFile base file, as Hudi 1.x's ``HoodieBackedTableMetadataWriter.compactIfNecessary``.
 
-Due once ``hoodie.metadata.compact.max.delta.commits`` (10) deltacommits have completed
-on the MDT since its latest compaction (the initialisation deltacommits
-``00000000000000000``... count too). The instant is a new instant time, unless a data
-instant is still pending though its MDT deltacommit completed (a crashed write): then
-one millisecond before the earliest such instant, so that the plan leaves its log out
-and a rollback can still undo it; an instant already completed is not compacted again.
+Due once ``hoodie.metadata.compact.max.delta.commits`` (10) deltacommits have been
+requested on the MDT since its latest compaction, pending ones included (the
+initialisation deltacommits ``00000000000000000``... count too). The instant is a new
+instant time, unless a data instant is still pending though its MDT deltacommit
+completed (a crashed write): then one millisecond before the earliest such instant, so
+that the plan leaves its log out and a rollback can still undo it; an instant already
+completed is not compacted again.
 
 The plan (``<T>.compaction.requested``, Avro ``HoodieCompactionPlan`` version 2) has one
 operation per file group whose latest slice has log files completed before T (every
@@ -23,13 +24,19 @@ import dataclasses
 import datetime as dt
 import io
 import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import fastavro
 
 from hudi_sync.table.fs_view import FileSlice
-from hudi_sync.table.instant import Action, Instant, comparable_instant
+from hudi_sync.table.instant import (
+    Action,
+    Instant,
+    comparable_instant,
+    parse_instant_file_name,
+)
 from hudi_sync.table.metadata import WriteStat
 from hudi_sync.table.metadata_table.bloom import BLOOM_META_BLOCK, base_file_info, bloom_filter
 from hudi_sync.table.metadata_table.hfile import write_hfile
@@ -83,13 +90,14 @@ def latest_compaction_time(timeline: Timeline) -> str | None:
 
 
 def deltacommits_since_compaction(timeline: Timeline) -> int:
-    """Completed deltacommits requested after the latest completed compaction."""
+    """Deltacommits requested after the latest completed compaction, pending ones too (as
+    Hudi's trigger counts its deltacommit timeline, every state of it)."""
     latest = latest_compaction_time(timeline)
     bound = comparable_instant(latest) if latest else ""
     return sum(
         1
-        for i in timeline.completed([Action.DELTA_COMMIT])
-        if comparable_instant(i.requested_time) > bound
+        for i in timeline.instants
+        if i.action == Action.DELTA_COMMIT and comparable_instant(i.requested_time) > bound
     )
 
 
@@ -224,6 +232,33 @@ class MetadataCompactor:
             self.execute(instant.requested_time, read_plan(data))
             finished.append(instant.requested_time)
         return finished
+
+    def roll_back_pending_log_compactions(self) -> list[str]:
+        """Roll back the log compactions left pending (``<T>.logcompaction.*``), the
+        rollback instants. Hudi runs pending log compactions first and rolls an inflight
+        one back (its plans are mutable: a new one is scheduled later); hudi_sync, which
+        does not run log compactions, rolls back a requested one too (it wrote nothing).
+        Its log files (named with its instant) go; the other logs keep every record."""
+        rollbacks = []
+        location = self.reader.location
+        for pending in self.reader.timeline.pending:
+            if pending.action != Action.LOG_COMPACTION:
+                continue
+            instant = pending.requested_time
+            started = time.time()
+            deleted: dict[str, list[str]] = {}
+            written = f"_{instant}.log."
+            for partition in _mdt_partitions(self.reader):
+                for name in location.names(location.join(partition)):
+                    if name.startswith(".") and written in name:
+                        location.remove(location.join(partition, name))
+                        deleted.setdefault(partition, []).append(f"{partition}/{name}")
+            rollbacks.append(self.writer.rollback(instant, Action.LOG_COMPACTION, deleted, started))
+            for name in location.names(self.writer.folder):
+                parsed = parse_instant_file_name(name)
+                if parsed is not None and parsed.requested_time == instant:
+                    location.remove(f"{self.writer.folder}/{name}")
+        return rollbacks
 
     def execute(self, instant: str, operations: Sequence[dict[str, Any]]) -> None:
         names = self.reader.location.names(self.writer.folder)

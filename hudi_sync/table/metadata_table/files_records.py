@@ -83,10 +83,13 @@ def added_files_records(by_partition: Mapping[str, Mapping[str, int]]) -> list[F
     return records
 
 
-def clean_records(deleted: Mapping[str, Sequence[str]]) -> list[FilesRecord]:
+def clean_records(
+    deleted: Mapping[str, Sequence[str]], dropped: Sequence[str] = ()
+) -> list[FilesRecord]:
     """Records of a clean: ``deleted`` is partition -> deleted files (names or
-    table-relative paths)."""
-    return [
+    table-relative paths); ``dropped`` partitions (the clean emptied them of file groups,
+    ``isPartitionDeleted``) leave the partition list."""
+    records = [
         FilesRecord(
             partition_identifier(partition),
             FILE_LIST,
@@ -94,3 +97,7 @@ def clean_records(deleted: Mapping[str, Sequence[str]]) -> list[FilesRecord]:
         )
         for partition, paths in deleted.items()
     ]
+    if dropped:
+        gone = {partition_identifier(p): FileEntry(0, True) for p in dropped}
+        records.append(FilesRecord(ALL_PARTITIONS_KEY, PARTITION_LIST, gone))
+    return records

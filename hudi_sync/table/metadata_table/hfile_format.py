@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 DATA_MAGIC = b"DATABLK*"
@@ -228,3 +228,53 @@ def java_hash_order(keys: Sequence[bytes]) -> list[bytes]:
 
     order = sorted(range(len(keys)), key=lambda index: (bucket(keys[index]), index))
     return [keys[index] for index in order]
+
+
+def byte_order(key: bytes) -> bytes:
+    """A row key's place in HFile's own order (unsigned bytes: Unicode code points)."""
+    return key
+
+
+def java_string_order(key: bytes) -> bytes:
+    """A row key's place in Java ``String`` order (UTF-16 code units), the order of the
+    String-keyed sorted map Hudi's HFILE_DATA log blocks take their records from. It differs
+    from byte order only between supplementary characters and U+E000..U+FFFF."""
+    return key.decode("utf-8", "surrogateescape").encode("utf-16-be", "surrogatepass")
+
+
+KEY_ORDERS = (byte_order, java_string_order)
+
+
+def _below_e000(key: bytes) -> bool:
+    """No byte of ``key`` leads a UTF-8 character from U+E000 up (0xEE and above)."""
+    return max(key, default=0) < 0xEE
+
+
+class AscendingKeys:
+    """Follows a run of row keys that must strictly increase in one order throughout: byte
+    order, which HFile readers seek by, or Java String order, which Hudi's log blocks
+    write (equal for most keys, so a run usually fits both)."""
+
+    def __init__(
+        self, orders: Sequence[Callable[[bytes], bytes]] = KEY_ORDERS, first: bytes | None = None
+    ) -> None:
+        self.orders = list(orders)
+        self.previous = first
+
+    def add(self, key: bytes) -> bool:
+        """Take the next key; ``False`` once no order fits the run."""
+        previous, self.previous = self.previous, key
+        if previous is None:
+            return bool(self.orders)
+        if key.isascii() or previous.isascii() or _below_e000(key) or _below_e000(previous):
+            # A key without characters from U+E000 up sorts the same in both orders.
+            if key <= previous:
+                self.orders = []
+        else:
+            self.orders = [o for o in self.orders if o(key) > o(previous)]
+        return bool(self.orders)
+
+    @property
+    def order(self) -> Callable[[bytes], bytes]:
+        """The order the run follows (byte order when both fit)."""
+        return self.orders[0] if self.orders else byte_order

@@ -30,6 +30,7 @@ from hudi_sync.table.metadata_table.hfile_format import (
     TRAILER_FIELDS,
     TRAILER_MAGIC,
     TRAILER_SIZE,
+    AscendingKeys,
     HFileFormatError,
     block_payload,
     decode_fields,
@@ -160,12 +161,14 @@ class HFileReader:
                     self.file_info[name] = value
         version = self.file_info.get(KEY_VALUE_VERSION, b"\x00\x00\x00\x00")
         self.has_mvcc = int.from_bytes(version, "big", signed=True) == 1
+        ascending = AscendingKeys(first=self.index[0].first_key if self.index else None)
         for previous, entry in pairwise(self.index):
-            if entry.first_key <= previous.first_key:
+            if not ascending.add(entry.first_key):
                 raise HFileFormatError(
                     f"block index keys are not sorted ({entry.first_key!r} after "
                     f"{previous.first_key!r})"
                 )
+        self.key_orders = ascending.orders  # Java String order too: Hudi's log blocks
 
     def _block_entries(self, entry: IndexEntry) -> list[tuple[bytes, bytes]]:
         payload = block_payload(self.data, entry.offset, self.codec, DATA_MAGIC)
@@ -199,12 +202,14 @@ class HFileReader:
             raise CorruptTableError(f"{self.where}: not a readable HFile: {exc}") from None
 
     def entries(self) -> Iterator[tuple[bytes, bytes]]:
-        """Every (row key, value) in file order; keys must strictly increase."""
+        """Every (row key, value) in file order; keys must strictly increase (in byte
+        order or, as Hudi's log blocks write them, Java String order)."""
         previous: bytes | None = None
+        ascending = AscendingKeys(self.key_orders)
         count = 0
         for block in self.index:
             for key, value in self._checked(block):
-                if previous is not None and key <= previous:
+                if not ascending.add(key):
                     raise CorruptTableError(
                         f"{self.where}: HFile keys are not sorted ({key!r} after {previous!r})"
                     )
@@ -217,26 +222,32 @@ class HFileReader:
                 f"{self.where}: HFile holds {count} entries, its trailer says {expected}"
             )
 
-    def _blocks_from(self, key: bytes) -> int:
-        """Index of the first block that may hold ``key`` or keys after it."""
+    def _blocks_from(self, key: bytes) -> list[int]:
+        """Indexes of the blocks that may hold ``key`` or start the keys after it: one per
+        order the block index fits (their first keys may fit both while the keys in
+        between follow one)."""
         starts = [block.first_key for block in self.index]
-        return max(bisect.bisect_right(starts, key) - 1, 0)
+        return sorted(
+            {max(bisect.bisect_right(starts, o(key), key=o) - 1, 0) for o in self.key_orders}
+        )
 
     def get(self, key: bytes) -> bytes | None:
-        """The value stored under ``key``, decoding at most one data block."""
+        """The value stored under ``key``, decoding at most two data blocks."""
         if not self.index:
             return None
-        for found, value in self._checked(self.index[self._blocks_from(key)]):
-            if found == key:
-                return value
+        for block in self._blocks_from(key):
+            for found, value in self._checked(self.index[block]):
+                if found == key:
+                    return value
         return None
 
     def with_prefix(self, prefix: bytes) -> list[tuple[bytes, bytes]]:
         """Every entry whose key starts with ``prefix``, decoding only the blocks that can
         hold one."""
         result: list[tuple[bytes, bytes]] = []
-        for block in self.index[self._blocks_from(prefix) :]:
-            if block.first_key > prefix and not block.first_key.startswith(prefix):
+        for block in self.index[self._blocks_from(prefix)[0] :]:
+            beyond = all(o(block.first_key) > o(prefix) for o in self.key_orders)
+            if beyond and not block.first_key.startswith(prefix):
                 break
             result.extend(
                 (key, value) for key, value in self._checked(block) if key.startswith(prefix)

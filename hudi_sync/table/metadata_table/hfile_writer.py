@@ -33,6 +33,7 @@ from hudi_sync.table.metadata_table.hfile_format import (
     ROOT_INDEX_MAGIC,
     TRAILER_MAGIC,
     TRAILER_SIZE,
+    AscendingKeys,
     bytes_field,
     encode_block,
     encode_varint,
@@ -49,9 +50,12 @@ ENTRY_OVERHEAD = 21
 
 
 def _check_entries(entries: Sequence[tuple[bytes, bytes]]) -> None:
+    """Keys unique and sorted, in byte order (what our writers use: HFile readers seek by
+    it) or Java String order (as Hudi's log blocks sort them)."""
     previous: bytes | None = None
+    ascending = AscendingKeys()
     for key, _ in entries:
-        if previous is not None and key <= previous:
+        if not ascending.add(key):
             raise BadInputError(
                 f"write_hfile: keys must be sorted and unique ({key!r} comes after {previous!r})"
             )

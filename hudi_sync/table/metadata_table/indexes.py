@@ -243,17 +243,28 @@ def secondary_index_records(
 ) -> list[MetadataRecord]:
     """``secondary_index_<name>`` records for the rows of ``table`` (secondary key, record
     key); ``is_deleted`` makes tombstones (for the old values of updated or deleted rows)."""
+    return [
+        MetadataRecord(key, MetadataType.SECONDARY_INDEX, secondary_index_deleted=is_deleted)
+        for key in secondary_index_keys(table, index, record_key_field)
+        if key is not None
+    ]
+
+
+def secondary_index_keys(
+    table: pa.Table, index: SecondaryIndex, record_key_field: str = RECORD_KEY_FIELD
+) -> list[str | None]:
+    """Each row's ``secondary_index_<name>`` key, ``None`` for a row the index leaves out:
+    a null value under index version 1 (Hudi 1.0 indexes only non-null values; version 2
+    keeps nulls under the null marker)."""
     for needed in (record_key_field, index.source_field):
         if needed not in table.column_names:
             raise BadInputError(f"secondary index {index.name!r}: the rows lack {needed!r}")
     keys = table.column(record_key_field).to_pylist()
     values = _physical_column(table, index.source_field)
     return [
-        MetadataRecord(
-            index_keys.secondary_index_key(secondary_value(value, index.source_field), key),
-            MetadataType.SECONDARY_INDEX,
-            secondary_index_deleted=is_deleted,
-        )
+        None
+        if value is None and index.version < 2
+        else index_keys.secondary_index_key(secondary_value(value, index.source_field), key)
         for key, value in zip(keys, values, strict=True)
     ]
 

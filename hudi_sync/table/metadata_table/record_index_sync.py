@@ -46,7 +46,7 @@ RECORD_INDEX = "record_index"
 WRITER_ZONE = dt.UTC
 
 # A file group's rows: record key -> its secondary index keys (one per index, in order).
-KeyedRows = dict[str, tuple[str, ...]]
+KeyedRows = dict[str, tuple[str | None, ...]]  # None: a row an index leaves out
 
 
 def record_index_partitions(listed: Sequence[str]) -> frozenset[str]:
@@ -149,8 +149,8 @@ class RecordIndexRecords:
             )
             removed.update(k for k in old if k not in new)
             for position, records in enumerate(secondary):
-                gone = {v[position] for k, v in old.items() if new.get(k) != v}
-                came = {v[position] for k, v in new.items() if old.get(k) != v}
+                gone = {v[position] or "" for k, v in old.items() if new.get(k) != v} - {""}
+                came = {v[position] or "" for k, v in new.items() if old.get(k) != v} - {""}
                 for index_key in gone - came:
                     records.setdefault(index_key, _secondary(index_key, deleted=True))
                 for index_key in came - gone:
@@ -186,10 +186,7 @@ class RecordIndexRecords:
 
     def _keyed(self, rows: pa.Table, file_slice: FileSlice) -> KeyedRows:
         keys = rows.column(indexes.RECORD_KEY_FIELD).to_pylist()
-        per_index = [
-            [r.key for r in indexes.secondary_index_records(rows, index)]
-            for index in self.secondary
-        ]
+        per_index = [indexes.secondary_index_keys(rows, index) for index in self.secondary]
         if any(k is None for k in keys):
             raise BadInputError(
                 f"{self.location.uri}: file group {file_slice.file_id} has rows without "

@@ -83,7 +83,9 @@ def run_table_services(
 ) -> ServicesRun:
     """Clean, compact and archive the MDT as Hudi would at this point."""
     reader = MetadataTableReader(data_location, data_timeline)
-    MetadataCompactor(reader, writer, version).finish_pending()
+    compactor = MetadataCompactor(reader, writer, version)
+    compactor.finish_pending()
+    compactor.roll_back_pending_log_compactions()
     reader = MetadataTableReader(data_location, data_timeline)
     if not reader.timeline.completed([Action.DELTA_COMMIT]):
         return ServicesRun()

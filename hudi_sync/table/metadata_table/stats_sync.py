@@ -51,6 +51,7 @@ DELETE_PARTITION = "delete_partition"
 _V1_TYPES = {
     "BooleanWrapper": "BOOLEAN", "IntWrapper": "INT", "LongWrapper": "LONG",
     "FloatWrapper": "FLOAT", "DoubleWrapper": "DOUBLE", "StringWrapper": "STRING",
+    "DateWrapper": "DATE",
 }  # fmt: skip
 
 
@@ -199,7 +200,7 @@ class StatsIndex:
             for name in files:  # a new base file starts its file group's slice
                 if name.endswith(".parquet"):
                     old_names -= set(groups.get(_file_id(name), []))
-            ranges = [r for ranges in files.values() for r in ranges]
+            ranges = [column_stats.as_stored(r, version) for rs in files.values() for r in rs]
             for name in sorted(old_names):
                 for column in columns:
                     key = index_keys.column_stats_key(partition, name, column)

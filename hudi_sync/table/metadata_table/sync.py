@@ -109,9 +109,11 @@ class MetadataSync(InstantListener):
         self.writer.deltacommit(instant, groups)
         return self.writer.timeline.last_completion
 
-    def before_clean(self, instant: str, deleted: Mapping[str, Sequence[str]]) -> str | None:
+    def before_clean(
+        self, instant: str, deleted: Mapping[str, Sequence[str]], dropped: Sequence[str] = ()
+    ) -> str | None:
         self._run_services()
-        groups = [self._files_group(clean_records(deleted))]
+        groups = [self._files_group(clean_records(deleted, dropped))]
         for index in self.indexes:
             groups += index.for_clean(instant, deleted)
         self.writer.deltacommit(instant, groups)

@@ -6,6 +6,7 @@ table, the log files that belong to it."""
 from __future__ import annotations
 
 from hudi_sync.table import HudiTable
+from hudi_sync.table.fs_view import PartitionFiles
 from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.write.timeline import TimelineWriter
 
@@ -25,6 +26,7 @@ def clean(table: HudiTable, timeline: TimelineWriter, retained: int) -> str | No
         if comparable_instant(instant) < limit
     }
     deleted: dict[str, list[str]] = {}
+    dropped: list[str] = []  # partitions this clean leaves without a file group
     for partition, files in table.view.partitions.items():
         # A CDC log is part of the slice its commit wrote, a Merge-on-Read log part of
         # the slice it belongs to: cleaned with that slice's base file.
@@ -70,12 +72,25 @@ def clean(table: HudiTable, timeline: TimelineWriter, retained: int) -> str | No
                 deleted.setdefault(partition, []).append(
                     f"{partition}/{name}" if partition else name
                 )
+        if partition and _emptied(files, deleted.get(partition, [])):
+            dropped.append(partition)
     if not deleted:
         return None
     # Recorded before deleting: once a file may be gone, time travel before `earliest`
     # must already be refused (a crash in between leaves only extra files).
-    instant = timeline.clean(earliest, writes[-1].requested_time, deleted)
+    instant = timeline.clean(earliest, writes[-1].requested_time, deleted, dropped)
     for relative_paths in deleted.values():
         for relative in relative_paths:
             table.location.remove(table.location.join(relative))
     return instant
+
+
+def _emptied(files: PartitionFiles, deleted: list[str]) -> bool:
+    """Whether a clean deleting ``deleted`` (table-relative paths) leaves the partition
+    without a data file: its file groups were all replaced (a ``delete_partition``), which
+    Hudi's clean marks ``isPartitionDeleted``."""
+    present = [f.name for f in files.base_files] + [
+        f.name for f in (*files.log_files, *files.cdc_files)
+    ]
+    gone = {path.rsplit("/", 1)[-1] for path in deleted}
+    return bool(present) and gone.issuperset(present)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -178,6 +179,11 @@ CLEAN_SCHEMA = fastavro.parse_schema(
                                 "type": {"type": "array", "items": _STRING},
                             },
                             *_PARTITION_FILES["fields"][1:],
+                            {
+                                "name": "isPartitionDeleted",
+                                "type": ["null", "boolean"],
+                                "default": None,
+                            },
                         ],
                     },
                 },
@@ -245,7 +251,12 @@ class InstantListener(Protocol):
 
     def before_commit(self, instant: str, action: str, commit: CommitRecord) -> str | None: ...
 
-    def before_clean(self, instant: str, deleted: Mapping[str, Sequence[str]]) -> str | None: ...
+    def before_clean(
+        self,
+        instant: str,
+        deleted: Mapping[str, Sequence[str]],
+        dropped: Sequence[str] = (),
+    ) -> str | None: ...
 
     def before_rollback(self, rolled_back: str, instant: str) -> str | None: ...
 
@@ -383,10 +394,17 @@ class TimelineWriter:
         return instant
 
     def clean(
-        self, earliest_retained: str, last_completed: str, deleted: Mapping[str, Sequence[str]]
+        self,
+        earliest_retained: str,
+        last_completed: str,
+        deleted: Mapping[str, Sequence[str]],
+        dropped: Sequence[str] = (),
     ) -> str:
-        """Record a completed clean; returns the clean instant."""
+        """Record a completed clean; returns the clean instant. Its metadata names each
+        deleted file by its name alone, as Hudi's does (``deleted`` holds paths), and marks
+        ``isPartitionDeleted`` on the ``dropped`` partitions (no file group left in them)."""
         instant = self.new_instant_time()
+        names = {p: [posixpath.basename(path) for path in f] for p, f in deleted.items()}
         record = {
             "startCleanTime": instant,
             "timeTakenInMillis": 0,
@@ -397,18 +415,19 @@ class TimelineWriter:
                 p: {
                     "partitionPath": p,
                     "policy": "KEEP_LATEST_COMMITS",
-                    "deletePathPatterns": list(f),
-                    "successDeleteFiles": list(f),
+                    "deletePathPatterns": f,
+                    "successDeleteFiles": f,
                     "failedDeleteFiles": [],
+                    "isPartitionDeleted": p in dropped,
                 }
-                for p, f in deleted.items()
+                for p, f in names.items()
             },
             "version": 2,
         }
         self._service(instant, Action.CLEAN)
         after = None
         if self.listener is not None:
-            after = self.listener.before_clean(instant, deleted)
+            after = self.listener.before_clean(instant, deleted, dropped)
         self._complete_file(instant, Action.CLEAN, avro_bytes(CLEAN_SCHEMA, record), after)
         return instant
 
