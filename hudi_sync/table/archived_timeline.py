@@ -9,11 +9,11 @@ current ``manifest_<N>``, a JSON list of the live parquet files.
 
 from __future__ import annotations
 
-import json
 import re
 
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.storage import Location, read_parquet
+from hudi_sync.table.bounded_avro import load_json
 from hudi_sync.table.instant import Instant, State, comparable_instant, make_instant
 from hudi_sync.table.properties import TableConfig
 
@@ -85,7 +85,7 @@ def _read_lsm_history(location: Location, config: TableConfig) -> list[Instant]:
     names = _list_names(location, folder)
     version: int | None = None
     if "_version_" in names:
-        text = bytes(location.fs.cat_file(f"{folder}/_version_")).decode().strip()
+        text = bytes(location.fs.cat_file(f"{folder}/_version_")).decode("latin-1").strip()
         if not text.isdigit():
             raise CorruptTableError(f"{location.uri}: timeline history _version_ is {text!r}")
         version = int(text)
@@ -95,10 +95,11 @@ def _read_lsm_history(location: Location, config: TableConfig) -> list[Instant]:
     if version is None:
         return []
     manifest_path = f"{folder}/manifest_{version}"
+    where = f"{location.uri}: timeline history manifest_{version}"
     try:
-        manifest = json.loads(bytes(location.fs.cat_file(manifest_path)))
-        files = [entry["fileName"] for entry in manifest.get("files", [])]
-    except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        manifest = load_json(bytes(location.fs.cat_file(manifest_path)), where, "manifest")
+        files = [str(entry["fileName"]) for entry in manifest.get("files", [])]
+    except (FileNotFoundError, KeyError, TypeError, AttributeError) as exc:
         raise CorruptTableError(
             f"{location.uri}: timeline history manifest_{version}: {exc}"
         ) from None
