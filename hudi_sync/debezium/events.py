@@ -242,7 +242,12 @@ class EventReader:
                 schema = orjson.loads(schema_bytes)
             if not isinstance(schema, dict):
                 return None
-            self._connect_columns[schema_bytes] = connect_row_columns(schema)
+            try:
+                self._connect_columns[schema_bytes] = connect_row_columns(schema)
+            except (KeyError, TypeError, AttributeError, ValueError) as exc:
+                raise BadInputError(
+                    f"the event's schema has an unexpected shape ({type(exc).__name__}: {exc})"
+                ) from None
         return self._connect_columns[schema_bytes]
 
     # -- shapes --------------------------------------------------------------------------

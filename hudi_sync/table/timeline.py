@@ -84,6 +84,19 @@ def undone_by_record(record: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(undone)
 
 
+def read_instant_record(data: bytes, where: str, reader: Callable[[dict[str, Any]], _T]) -> _T:
+    """``reader`` applied to an instant file's record (clean, rollback, restore); a record
+    of another shape than the reader expects (a list where a map belongs) is one
+    CorruptTableError naming the file."""
+    record = decode_instant_record(data, where)
+    try:
+        return reader(record)
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        raise CorruptTableError(
+            f"{where}: instant metadata has an unexpected shape ({exc})"
+        ) from None
+
+
 class Timeline:
     """The instants of a table's active timeline, one entry per instant (its latest state)."""
 
@@ -280,13 +293,13 @@ class Timeline:
         data = self.read_bytes(instant)
         if not data:
             return CleanMetadata(None, {})
-        return self._shaped(instant, data, CleanMetadata.from_record)
+        return read_instant_record(data, self._where(instant), CleanMetadata.from_record)
 
     def rollback_metadata(self, instant: Instant) -> RollbackMetadata:
         data = self.read_bytes(instant)
         if not data:
             return RollbackMetadata((), {})
-        return self._shaped(instant, data, RollbackMetadata.from_record)
+        return read_instant_record(data, self._where(instant), RollbackMetadata.from_record)
 
     def undone_instants(self, instant: Instant) -> frozenset[str]:
         """The instants a completed rollback or restore undid, as its Avro metadata lists
@@ -294,19 +307,7 @@ class Timeline:
         data = self.read_bytes(instant)
         if not data:
             return frozenset()
-        return self._shaped(instant, data, undone_by_record)
-
-    def _shaped(self, instant: Instant, data: bytes, reader: Callable[[dict[str, Any]], _T]) -> _T:
-        """``reader`` applied to an instant file's record; a record of another shape
-        than the reader expects (a list where a map belongs) is one CorruptTableError."""
-        where = self._where(instant)
-        record = decode_instant_record(data, where)
-        try:
-            return reader(record)
-        except (AttributeError, TypeError, ValueError, KeyError) as exc:
-            raise CorruptTableError(
-                f"{where}: {instant.action} metadata has an unexpected shape ({exc})"
-            ) from None
+        return read_instant_record(data, self._where(instant), undone_by_record)
 
     def undone_by(self, requested_time: str) -> Instant | None:
         """The completed rollback or restore (requested after ``requested_time``) that

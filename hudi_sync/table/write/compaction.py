@@ -141,7 +141,12 @@ def read_plan(data: bytes, where: str) -> list[CompactionOperation]:
     records = read_container(data, where, 2, "compaction plan")
     if len(records) != 1 or not isinstance(records[0], dict):
         raise CorruptTableError(f"{where}: a compaction plan holds one record")
-    return [CompactionOperation.from_record(r) for r in records[0].get("operations") or ()]
+    try:
+        return [CompactionOperation.from_record(r) for r in records[0].get("operations") or ()]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptTableError(
+            f"{where}: compaction plan has an unexpected shape ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def compact_file_group(
