@@ -9,6 +9,7 @@ instead of taking the test run down.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import resource
@@ -19,6 +20,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import pytest
 
 import hudi_sync
@@ -361,3 +363,45 @@ def test_a_restore_file_of_an_unexpected_shape_is_one_line(fixture_copy, record:
         timeline.undone_instants(instant)
     assert "29990101000000000.restore" in str(raised.value)
     assert "\n" not in str(raised.value)
+
+
+def test_duplicate_column_names_in_a_commit_schema_are_one_line(unpack_table, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A commit whose schema names ``city`` twice made the change feed's sync fail with
+    pyarrow's KeyError ('Field "city" exists 2 times in schema')."""
+    from typer.testing import CliRunner
+
+    from hudi_sync.cli.app import app
+    from tests.fixture_tables import fixture_tables
+    from tests.test_cdc import _with_cdc_enabled
+
+    (fixture,) = [t for t in fixture_tables() if t.name.endswith("mor/avro/v8_trips_8i3u1d")]
+    table = _with_cdc_enabled(unpack_table(fixture), tmp_path / "t")
+    commit = newest_commit(table)
+    reader = fastavro.reader(io.BytesIO(commit.read_bytes()))
+    writer_schema, record = reader.writer_schema, next(iter(reader))
+    schema = json.loads(record["extraMetadata"]["schema"])
+    schema["fields"].append(dict(schema["fields"][-1]))
+    record["extraMetadata"]["schema"] = json.dumps(schema)
+    out = io.BytesIO()
+    fastavro.writer(out, writer_schema, [record])
+    commit.write_bytes(out.getvalue())
+    database = tmp_path / "w.duckdb"
+    args = ["sync", "duckdb", str(table), "--database", str(database), "--table", "t"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, (result.output, result.exception)
+    (line,) = result.stderr.splitlines()
+    assert commit.name in line and "two fields 'city'" in line
+
+
+def test_a_bucket_count_past_a_java_int_is_one_line_naming_the_properties(fixture_copy) -> None:
+    """Hudi's bucket count is a Java int; 2^32 buckets reached a numpy OverflowError at
+    write time. It is refused where the table is opened, naming hoodie.properties."""
+    from tests.fixture_tables import set_properties
+
+    table = fixture_copy("cow/v6_nonpartitioned")
+    set_properties(table, {"hoodie.bucket.index.num.buckets": str(2**32)})
+    with pytest.raises(CorruptTableError, match="must be at most 2147483647") as raised:
+        HudiTable.open(str(table))
+    assert "hoodie.properties" in str(raised.value)
+    set_properties(table, {"hoodie.bucket.index.num.buckets": str(2**31 - 1)})
+    assert HudiTable.open(str(table)).config.name

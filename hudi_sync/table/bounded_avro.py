@@ -107,6 +107,20 @@ def _cached_schema(text: str) -> AvroSchema:
     return _bounded(schema)
 
 
+def checked_schema_text(text: str | bytes, where: str, what: str = "Avro schema") -> Any:
+    """The JSON of a schema read from storage that is not decoded with (a table's
+    schema, turned into Arrow types): bounded and checked as ``schema_from_text`` does,
+    without fastavro's parse."""
+    if len(text) > MAX_SCHEMA_TEXT:
+        raise CorruptTableError(f"{where}: {what} is {len(text)} bytes long")
+    schema = load_json(text, where, what)
+    try:
+        _SchemaWalk().type_of(schema, None, 0)
+    except AvroBoundError as exc:
+        raise CorruptTableError(f"{where}: {what} {exc}") from None
+    return schema
+
+
 def schema_from_json(schema: Any, where: str, what: str = "Avro schema") -> AvroSchema:
     """The bounded form of a schema already read as JSON."""
     try:
@@ -223,9 +237,13 @@ class _SchemaWalk:
                 raise AvroBoundError(f"has a record {full} without a field list")
             self.in_progress.add(full)
             shapes = []
+            seen: set[Any] = set()
             for field in fields:
                 if not isinstance(field, dict) or "type" not in field:
                     raise AvroBoundError(f"has a record {full} with a field without a type")
+                if field.get("name") in seen:
+                    raise AvroBoundError(f"has a record {full} with two fields {field['name']!r}")
+                seen.add(field.get("name"))
                 shapes.append(self.type_of(field["type"], space, depth + 1))
             self.in_progress.discard(full)
             shape = _Shape(
