@@ -1,6 +1,6 @@
 """Fuzzing every decoder that reads storage with mutated real files (seeded, bounded):
 each mutant gets a result or one ``BadInputError`` line naming its file, within
-``SLOW_SECONDS``, in a child process limited to ``MEMORY_LIMIT`` bytes of address space
+``SLOW_SECONDS``, in a child process with an address-space limit
 (``tests/fuzz_decoders.py`` holds the run; a crash, hang or blow-up fails the test
 naming the case). ``HUDI_SYNC_FUZZ_SEED`` and ``HUDI_SYNC_FUZZ_MUTANTS`` change the seed
 and the mutants per file for a longer exploratory run."""
@@ -9,21 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-import hudi_sync
+from tests.contained import run_limited
 from tests.fixture_tables import fixture_tables
 from tests.fuzz_decoders import SLOW_SECONDS
 
-CODE_ROOT = Path(hudi_sync.__file__).resolve().parents[1]
-REPO = Path(__file__).resolve().parents[1]
-MEMORY_LIMIT = 2 * 1024**3
 TIMEOUT = 180
 SEED = int(os.environ.get("HUDI_SYNC_FUZZ_SEED", "49"))
 MUTANTS = int(os.environ.get("HUDI_SYNC_FUZZ_MUTANTS", "25"))
@@ -48,26 +42,16 @@ FAMILIES = (
 )
 
 
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-
-
 @pytest.fixture(scope="module")
 def fuzz_report(unpack_table) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     tables = {t.name: t for t in fixture_tables()}
     roots = [str(unpack_table(tables[name])) for name in TABLES]
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "tests.fuzz_decoders", str(SEED), str(MUTANTS), *roots],
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-            preexec_fn=_limit_memory,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(CODE_ROOT), str(REPO)])},
-            cwd=REPO,
-        )
+        done = run_limited(["-m", "tests.fuzz_decoders", str(SEED), str(MUTANTS), *roots], TIMEOUT)
     except subprocess.TimeoutExpired as exc:
-        last = (exc.stderr or b"").decode(errors="replace").strip().splitlines()[-1:]
+        stderr = exc.stderr or ""
+        text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr
+        last = text.strip().splitlines()[-1:]
         pytest.fail(f"the fuzz run hung past {TIMEOUT} s at {last}")
     last = done.stderr.strip().splitlines()[-1:]
     assert done.returncode == 0, f"the fuzz run died ({done.returncode}) at {last}"

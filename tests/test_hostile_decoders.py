@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import resource
 import struct
 import subprocess
-import sys
 import zlib
 from pathlib import Path
 from typing import Any
@@ -23,7 +20,6 @@ from typing import Any
 import fastavro
 import pytest
 
-import hudi_sync
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.table import HudiTable
 from hudi_sync.table.logfile import BlockType, encode_block, read_blocks
@@ -37,30 +33,17 @@ from hudi_sync.table.metadata_table.hfile_format import (
     checksum_bytes,
 )
 from hudi_sync.table.metadata_table.records import decode_records
+from tests.contained import run_limited
 
-CODE_ROOT = Path(hudi_sync.__file__).resolve().parents[1]
-MEMORY_LIMIT = 2 * 1024**3  # bytes of address space a child may take
 TIMEOUT = 60  # seconds a child may run (a fixed decoder answers in a few)
 V9_TABLE = "cow/v9_txns_simple_meta"
 
 
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-
-
 def run_contained(code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``code`` run by a child Python (``sys.argv[1:]`` = ``args``) with at most
-    ``MEMORY_LIMIT`` bytes of address space and ``TIMEOUT`` seconds."""
+    """``code`` run by a child Python (``sys.argv[1:]`` = ``args``) with an address-space
+    limit and ``TIMEOUT`` seconds."""
     try:
-        return subprocess.run(
-            [sys.executable, "-c", code, *args],
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-            preexec_fn=_limit_memory,
-            env={**os.environ, "PYTHONPATH": str(CODE_ROOT)},
-            cwd=CODE_ROOT,
-        )
+        return run_limited(["-c", code, *args], TIMEOUT)
     except subprocess.TimeoutExpired:
         pytest.fail(f"the decoder ran for more than {TIMEOUT} s")
 
