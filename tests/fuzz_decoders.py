@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +25,9 @@ from typing import Any
 
 from hudi_sync.debezium.events import EventReader, EventSettings, Position
 from hudi_sync.errors import BadInputError
+from hudi_sync.manifest.snapshot import MANIFEST_FOLDER, POINTER, ManifestStore
+from hudi_sync.sync.job import publish_manifest
+from hudi_sync.table import HudiTable
 from hudi_sync.table.log_records import delete_keys, read_log_records
 from hudi_sync.table.logfile import BlockType, read_blocks
 from hudi_sync.table.metadata import CleanMetadata, RollbackMetadata, parse_commit_metadata
@@ -47,8 +52,8 @@ _INTERESTING = [
     b"\x7f\xff\xff\xff\xff\xff\xff\xff",
     b"\xff\xff\xff\xff\xff\xff\xff\xff\x7f",  # a zig-zag varint of about 2^62
     b"\xfe\xff\xff\xff\x0f",  # a zig-zag varint of 2^31 - 1
-    b"[[[[[[[[[[",
-    b'{"a":{"a":',
+    b"[" * 100_000,  # JSON nested past the interpreter's recursion limit
+    b'{"a":' * 50_000,
 ]
 
 
@@ -132,6 +137,33 @@ def _debezium(data: bytes, where: str) -> Any:
     return _READER.read(Position(words[1], int(words[3]), int(words[5])), None, data)
 
 
+class ManifestReads:
+    """The manifest store's reader (``ManifestStore.latest``) over a scratch copy of a
+    table with a published manifest: each mutant takes the place of one of its files
+    (named by its path in the table, as errors name it) while the manifest is read."""
+
+    def __init__(self, source: Path) -> None:
+        self.base = Path(tempfile.mkdtemp(prefix="fuzz-manifest-")) / source.name
+        shutil.copytree(source, self.base)
+        table = HudiTable.open(str(self.base))
+        publish_manifest(table)
+        self.store = ManifestStore(table)
+        folder = self.base / MANIFEST_FOLDER
+        self.seeds = [folder / POINTER, *sorted(folder.glob("snapshots/*/*s.csv"))]
+
+    def names(self) -> list[tuple[str, bytes]]:
+        return [(str(p.relative_to(self.base)), p.read_bytes()) for p in self.seeds]
+
+    def __call__(self, data: bytes, where: str) -> Any:
+        path = self.base / where
+        original = path.read_bytes()
+        path.write_bytes(data)
+        try:
+            return self.store.latest()
+        finally:
+            path.write_bytes(original)
+
+
 def _files(roots: list[Path], pattern: str, inside_hoodie: bool | None = None) -> list[Path]:
     found = sorted(
         p for root in roots for p in root.rglob(pattern) if p.is_file() and p.stat().st_size
@@ -200,6 +232,8 @@ def run(roots: list[Path], repo: Path, seed: int, per_file: int) -> dict[str, An
         for name, (decoder, paths) in families(roots).items()
     }
     cases["debezium-events"] = (_debezium, debezium_events(repo))
+    manifests = ManifestReads(next(r for r in roots if r.name == "v6_nonpartitioned"))
+    cases["manifests"] = (manifests, manifests.names())
     for name, (decoder, seeds) in cases.items():
         failures: list[str] = []
         count = slowest = 0.0

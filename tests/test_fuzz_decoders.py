@@ -39,6 +39,7 @@ FAMILIES = (
     "hfile",
     "properties",
     "debezium-events",
+    "manifests",
 )
 
 

@@ -35,6 +35,7 @@ from hudi_sync.table.metadata_table.hfile_format import (
 from hudi_sync.table.metadata_table.records import decode_records
 from tests.contained import run_limited
 
+CODE_ROOT_DATA = Path(__file__).resolve().parent / "data"
 TIMEOUT = 60  # seconds a child may run (a fixed decoder answers in a few)
 V9_TABLE = "cow/v9_txns_simple_meta"
 
@@ -388,3 +389,48 @@ def test_a_bucket_count_past_a_java_int_is_one_line_naming_the_properties(fixtur
     assert "hoodie.properties" in str(raised.value)
     set_properties(table, {"hoodie.bucket.index.num.buckets": str(2**31 - 1)})
     assert HudiTable.open(str(table)).config.name
+
+
+# -- found by the fuzz suite (tests/test_fuzz_decoders.py) ----------------------------------
+
+
+def test_a_compaction_plan_operation_without_its_fields_is_one_line(fixture_copy) -> None:
+    """A plan whose writer schema names ``baseInstantTime`` otherwise (one byte changed)
+    raised KeyError."""
+    from hudi_sync.table.write.compaction import read_plan
+
+    table = fixture_copy("mor/avro/v9_txns_simple_meta")
+    plan = next((table / ".hoodie" / "timeline").glob("*.compaction.requested"))
+    data = plan.read_bytes()
+    assert len(read_plan(data, str(plan))) >= 1
+    broken = data.replace(b'"baseInstantTime"', b'"baseInstantTimf"')
+    assert broken != data
+    with pytest.raises(CorruptTableError, match="unexpected shape") as raised:
+        read_plan(broken, str(plan))
+    assert str(raised.value).startswith(f"{plan}: ") and "\n" not in str(raised.value)
+
+
+def test_a_debezium_schema_field_without_a_name_is_one_line() -> None:
+    from hudi_sync.debezium.events import EventError, EventReader, EventSettings, Position
+
+    lines = (CODE_ROOT_DATA / "debezium" / "mysql_inventory.jsonl").read_text().splitlines()
+    message = json.loads(lines[1])
+    value = json.loads(message["value"])
+    after = next(f for f in value["schema"]["fields"] if f.get("field") == "after")
+    after["fields"][0].pop("field")
+    position = Position(message["topic"], 0, 1)
+    with pytest.raises(EventError, match="schema has an unexpected shape") as raised:
+        EventReader(EventSettings()).read(position, None, json.dumps(value).encode())
+    assert str(raised.value).startswith(str(position)) and "\n" not in str(raised.value)
+
+
+def test_a_manifest_pointer_nested_past_the_recursion_limit_is_one_line(fixture_copy) -> None:
+    from hudi_sync.manifest.snapshot import MANIFEST_FOLDER, POINTER, ManifestStore
+    from hudi_sync.sync.job import publish_manifest
+
+    table = fixture_copy("cow/v6_nonpartitioned")
+    opened = HudiTable.open(str(table))
+    publish_manifest(opened)
+    (table / MANIFEST_FOLDER / POINTER).write_bytes(b"[" * 100_000)
+    with pytest.raises(CorruptTableError, match=f"{MANIFEST_FOLDER}/{POINTER} is corrupt"):
+        ManifestStore(opened).latest()
