@@ -434,3 +434,14 @@ def test_a_manifest_pointer_nested_past_the_recursion_limit_is_one_line(fixture_
     (table / MANIFEST_FOLDER / POINTER).write_bytes(b"[" * 100_000)
     with pytest.raises(CorruptTableError, match=f"{MANIFEST_FOLDER}/{POINTER} is corrupt"):
         ManifestStore(opened).latest()
+
+
+def test_a_debezium_value_nested_past_the_recursion_limit_is_one_line() -> None:
+    """orjson refuses it (1,024 levels at most); the exact-decimal parse it falls back
+    to raised RecursionError."""
+    from hudi_sync.debezium.events import EventError, EventReader, EventSettings, Position
+
+    position = Position("dbserver1.inventory.products", 0, 7)
+    with pytest.raises(EventError, match="neither JSON nor Avro") as raised:
+        EventReader(EventSettings()).read(position, None, b'{"a":' + b"[" * 100_000)
+    assert str(raised.value).startswith(str(position)) and "\n" not in str(raised.value)

@@ -486,3 +486,5 @@ def _exact_json(raw: bytes) -> Any:
         return json.loads(raw, parse_float=decimal.Decimal)
     except ValueError as exc:
         raise BadInputError(f"the value is not JSON: {exc}") from None
+    except RecursionError:
+        raise BadInputError("the value is JSON nested too deeply") from None
