@@ -35,7 +35,7 @@ from hudi_sync.table.metadata_table.hfile_format import (
 from hudi_sync.table.metadata_table.records import decode_records
 from tests.contained import run_limited
 
-CODE_ROOT_DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parent / "data"
 TIMEOUT = 60  # seconds a child may run (a fixed decoder answers in a few)
 V9_TABLE = "cow/v9_txns_simple_meta"
 
@@ -413,7 +413,7 @@ def test_a_compaction_plan_operation_without_its_fields_is_one_line(fixture_copy
 def test_a_debezium_schema_field_without_a_name_is_one_line() -> None:
     from hudi_sync.debezium.events import EventError, EventReader, EventSettings, Position
 
-    lines = (CODE_ROOT_DATA / "debezium" / "mysql_inventory.jsonl").read_text().splitlines()
+    lines = (DATA / "debezium" / "mysql_inventory.jsonl").read_text().splitlines()
     message = json.loads(lines[1])
     value = json.loads(message["value"])
     after = next(f for f in value["schema"]["fields"] if f.get("field") == "after")
@@ -445,3 +445,28 @@ def test_a_debezium_value_nested_past_the_recursion_limit_is_one_line() -> None:
     with pytest.raises(EventError, match="neither JSON nor Avro") as raised:
         EventReader(EventSettings()).read(position, None, b'{"a":' + b"[" * 100_000)
     assert str(raised.value).startswith(str(position)) and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (struct.pack(">ii", 3, -1), "claims -1 records"),  # was a ValueError from bytearray
+        (struct.pack(">iii", 3, 1, 1) + b"\x02", "cannot be decoded"),  # named no file
+    ],
+    ids=["negative-count", "truncated-record"],
+)
+def test_a_corrupt_v6_archive_block_is_one_line_naming_the_file(
+    fixture_copy, content: bytes, message: str
+) -> None:
+    from tests.timeline_files import write_v1_archive
+
+    table = fixture_copy("cow/v6_simplekeygen_nonhivestyle")
+    archive = write_v1_archive(
+        table / ".hoodie" / "archived", [("20240101000000000", "commit", "COMPLETED")]
+    )
+    (block,) = read_blocks(archive.read_bytes(), str(archive))
+    archive.write_bytes(encode_block(block.block_type, block.header, content, block.footer))
+    with pytest.raises(CorruptTableError, match=message) as raised:
+        HudiTable.open(str(table)).instants(include_archived=True)
+    assert f"archived file {archive.name}: " in str(raised.value)
+    assert "\n" not in str(raised.value)

@@ -51,10 +51,17 @@ def _read_v1_archive(location: Location, config: TableConfig) -> list[Instant]:
     for _, name in files:
         path = f"{folder}/{name}"
         data = bytes(location.fs.cat_file(path))
-        for block in read_blocks(data, f"{location.uri}: archived file {name}"):
+        where = f"{location.uri}: archived file {name}"
+        for block in read_blocks(data, where):
             if block.block_type != BlockType.AVRO_DATA:
                 continue
-            for record in block.avro_records():
+            try:
+                records = block.avro_records()
+            except CorruptTableError as exc:
+                raise CorruptTableError(f"{where}: {exc}") from None
+            for record in records:
+                if not isinstance(record, dict):
+                    raise CorruptTableError(f"{where}: an entry is not a record")
                 instant = _instant_from_archived_entry(record, name)
                 current = latest.get(instant.requested_time)
                 if current is None or instant.state_rank >= current.state_rank:

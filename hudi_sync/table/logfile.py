@@ -74,6 +74,8 @@ class LogBlock:
         version, count = struct.unpack(">ii", _read_exact(stream, 8, "Avro block"))
         if version < 1:
             raise CorruptTableError(f"Avro log block has unsupported version {version}")
+        if count < 0:
+            raise CorruptTableError(f"Avro log block claims {count} records")
         datums: list[bytes] = []
         position = 8
         for _ in range(count):
