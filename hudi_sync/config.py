@@ -238,6 +238,7 @@ BUCKET_INDEX_NUM_BUCKETS = _integer(
     "write",
     default=4,
     minimum=1,
+    maximum=2**31 - 1,  # a Java int in Hudi
 )
 BUCKET_INDEX_HASH_FIELD = _list(
     "hoodie.bucket.index.hash.field",

@@ -12,7 +12,7 @@ How a value is read:
 - ``list``: comma-separated (or a sequence), items trimmed, blank items dropped;
 - ``boolean``: ``true`` or ``false`` in any case (or a Python bool), nothing else;
 - ``integer``: a whole number; ``number``: a decimal number (NaN refused); both at
-  least ``minimum`` when one is set;
+  least ``minimum`` and at most ``maximum`` when set;
 - ``choice``: one of ``choices`` in any case, read as the declared spelling.
 
 A value that does not parse (a blank boolean, number or choice included) raises
@@ -46,6 +46,7 @@ class OptionSpec(Generic[T]):
     group: str
     choices: tuple[str, ...] = ()  # kind "choice": the accepted values
     minimum: int | None = None  # kind "integer" / "number": the smallest accepted value
+    maximum: int | None = None  # kind "integer" / "number": the largest accepted value
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -124,6 +125,8 @@ class OptionSpec(Generic[T]):
             raise BadInputError(f"{name}={value!r} is not a number")
         if self.minimum is not None and not number >= self.minimum:
             raise BadInputError(f"{name}={number} must be at least {self.minimum}")
+        if self.maximum is not None and not number <= self.maximum:
+            raise BadInputError(f"{name}={number} must be at most {self.maximum}")
         return number
 
 

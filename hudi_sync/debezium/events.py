@@ -265,7 +265,12 @@ class EventReader:
                 schema = orjson.loads(schema_bytes)
             if not isinstance(schema, dict):
                 return None
-            self._connect_columns[schema_bytes] = connect_row_columns(schema)
+            try:
+                self._connect_columns[schema_bytes] = connect_row_columns(schema)
+            except (KeyError, TypeError, AttributeError, ValueError) as exc:
+                raise BadInputError(
+                    f"the event's schema has an unexpected shape ({type(exc).__name__}: {exc})"
+                ) from None
         return self._connect_columns[schema_bytes]
 
     # -- shapes --------------------------------------------------------------------------
@@ -508,5 +513,7 @@ def _json(raw: bytes, parse_float: Callable[[str], Any] = float) -> Any:
     ``parse_float`` keeps every fraction's text exactly (38-digit decimals survive)."""
     try:
         return json.loads(raw, parse_float=parse_float)
-    except (ValueError, RecursionError) as exc:
+    except ValueError as exc:
         raise BadInputError(f"the value is not JSON: {first_line(exc)}") from None
+    except RecursionError:
+        raise BadInputError("the value is JSON nested too deeply") from None

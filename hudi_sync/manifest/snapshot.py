@@ -336,7 +336,7 @@ class ManifestStore:
             names = bytes(fs.cat_file(self.path("snapshots", instant, "files.csv")))
         except FileNotFoundError:
             return None
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, RecursionError) as exc:
             raise CorruptTableError(
                 f"{self.table.uri}: {MANIFEST_FOLDER}/{POINTER} is corrupt ({exc})"
             ) from None

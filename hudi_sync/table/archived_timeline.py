@@ -9,11 +9,11 @@ current ``manifest_<N>``, a JSON list of the live parquet files.
 
 from __future__ import annotations
 
-import json
 import re
 
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.storage import Location, read_parquet
+from hudi_sync.table.bounded_avro import load_json
 from hudi_sync.table.instant import Instant, State, comparable_instant, make_instant
 from hudi_sync.table.properties import TableConfig
 
@@ -51,10 +51,17 @@ def _read_v1_archive(location: Location, config: TableConfig) -> list[Instant]:
     for _, name in files:
         path = f"{folder}/{name}"
         data = bytes(location.fs.cat_file(path))
-        for block in read_blocks(data, f"{location.uri}: archived file {name}"):
+        where = f"{location.uri}: archived file {name}"
+        for block in read_blocks(data, where):
             if block.block_type != BlockType.AVRO_DATA:
                 continue
-            for record in block.avro_records():
+            try:
+                records = block.avro_records()
+            except CorruptTableError as exc:
+                raise CorruptTableError(f"{where}: {exc}") from None
+            for record in records:
+                if not isinstance(record, dict):
+                    raise CorruptTableError(f"{where}: an entry is not a record")
                 instant = _instant_from_archived_entry(record, name)
                 current = latest.get(instant.requested_time)
                 if current is None or instant.state_rank >= current.state_rank:
@@ -85,7 +92,7 @@ def _read_lsm_history(location: Location, config: TableConfig) -> list[Instant]:
     names = _list_names(location, folder)
     version: int | None = None
     if "_version_" in names:
-        text = bytes(location.fs.cat_file(f"{folder}/_version_")).decode().strip()
+        text = bytes(location.fs.cat_file(f"{folder}/_version_")).decode("latin-1").strip()
         if not text.isdigit():
             raise CorruptTableError(f"{location.uri}: timeline history _version_ is {text!r}")
         version = int(text)
@@ -95,10 +102,11 @@ def _read_lsm_history(location: Location, config: TableConfig) -> list[Instant]:
     if version is None:
         return []
     manifest_path = f"{folder}/manifest_{version}"
+    where = f"{location.uri}: timeline history manifest_{version}"
     try:
-        manifest = json.loads(bytes(location.fs.cat_file(manifest_path)))
-        files = [entry["fileName"] for entry in manifest.get("files", [])]
-    except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        manifest = load_json(bytes(location.fs.cat_file(manifest_path)), where, "manifest")
+        files = [str(entry["fileName"]) for entry in manifest.get("files", [])]
+    except (FileNotFoundError, KeyError, TypeError, AttributeError) as exc:
         raise CorruptTableError(
             f"{location.uri}: timeline history manifest_{version}: {exc}"
         ) from None

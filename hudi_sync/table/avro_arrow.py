@@ -254,10 +254,15 @@ def datum_bounds(
     size = len(content)
     unpack = _INT32.unpack_from
     append = starts.append
+    if count < 0 or count * 4 > size - position:  # each datum has a 4-byte length
+        raise AvroDecodeError(f"log block cannot hold {count} Avro records")
     try:
         for _ in range(count):
             append(position + 4)
-            position += 4 + unpack(content, position)[0]
+            length = unpack(content, position)[0]
+            if length < 0:
+                raise struct.error
+            position += 4 + length
     except struct.error:
         raise AvroDecodeError("log block truncated while reading Avro record") from None
     begin = np.array(starts, dtype=np.int64)

@@ -20,7 +20,6 @@ is ordered by commit time instead.
 from __future__ import annotations
 
 import io
-import json
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -376,7 +375,7 @@ def _joint_avro_tables(
             counts.append(count)
             offset += len(content)
         columns = decode_rows(
-            json.loads(schema_text),
+            blocks[0].schema().schema,
             b"".join(contents),
             np.concatenate(starts),
             np.concatenate(ends),

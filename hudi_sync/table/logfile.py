@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.table.avro_arrow import AvroDecodeError, datum_bounds, decode_rows
+from hudi_sync.table.bounded_avro import AvroSchema, check_datum, schema_from_text
 
 MAGIC = b"#HUDI#"
 LOG_FORMAT_VERSION = 1
@@ -66,15 +67,15 @@ class LogBlock:
 
         The records' datums are laid end to end as one Avro array and decoded in a single
         fastavro call (per-record calls cost more than the decoding itself)."""
-        schema_text = self.header.get(HeaderKey.SCHEMA)
-        if schema_text is None:
-            raise CorruptTableError("Avro log block has no SCHEMA header")
-        schema = fastavro.parse_schema({"type": "array", "items": json.loads(schema_text)})
+        writer = self.schema()
+        schema = fastavro.parse_schema({"type": "array", "items": writer.schema})
         content = self.content
         stream = io.BytesIO(content)
         version, count = struct.unpack(">ii", _read_exact(stream, 8, "Avro block"))
         if version < 1:
             raise CorruptTableError(f"Avro log block has unsupported version {version}")
+        if count < 0:
+            raise CorruptTableError(f"Avro log block claims {count} records")
         datums: list[bytes] = []
         position = 8
         for _ in range(count):
@@ -85,16 +86,26 @@ class LogBlock:
             )
             if length < 0 or position + 4 + length > len(content):
                 raise CorruptTableError("log block truncated while reading Avro record")
-            datums.append(content[position + 4 : position + 4 + length])
+            datum = content[position + 4 : position + 4 + length]
+            if writer.walk_datums and check_datum(datum, writer, "Avro log block") != length:
+                raise CorruptTableError("Avro log block record does not fill its length")
+            datums.append(datum)
             position += 4 + length
         if not count:
             return []
         array = _long_bytes(count) + b"".join(datums) + b"\x00"
         try:
             records = fastavro.schemaless_reader(io.BytesIO(array), schema, None)
-        except (EOFError, ValueError, IndexError, UnicodeDecodeError) as exc:
+        except Exception as exc:  # fastavro raises many types on corrupt input
             raise CorruptTableError(f"Avro log block record cannot be decoded ({exc})") from None
         return records  # type: ignore[return-value]
+
+    def schema(self) -> AvroSchema:
+        """The block's writer schema (its SCHEMA header), bounded (``bounded_avro``)."""
+        schema_text = self.header.get(HeaderKey.SCHEMA)
+        if schema_text is None:
+            raise CorruptTableError("Avro log block has no SCHEMA header")
+        return schema_from_text(schema_text, "Avro log block", "SCHEMA header")
 
     @property
     def record_count(self) -> int:
@@ -109,18 +120,14 @@ class LogBlock:
         decoded column-wise into one struct array (``avro_arrow.decode_rows``); ``None``
         when the header schema has a type that decoder lacks (``avro_records`` decodes
         those)."""
-        schema_text = self.header.get(HeaderKey.SCHEMA)
-        if schema_text is None:
-            raise CorruptTableError("Avro log block has no SCHEMA header")
+        schema = self.schema()
         content, count = self.content, self.record_count
         (version,) = struct.unpack_from(">i", content, 0)
         if version < 1:
             raise CorruptTableError(f"Avro log block has unsupported version {version}")
         try:
             starts, ends = datum_bounds(content, 8, count)
-            return decode_rows(
-                json.loads(schema_text), content, starts[first:stop], ends[first:stop]
-            )
+            return decode_rows(schema.schema, content, starts[first:stop], ends[first:stop])
         except AvroDecodeError as exc:
             raise CorruptTableError(f"Avro log block record cannot be decoded ({exc})") from None
 
@@ -147,7 +154,10 @@ def _read_map(stream: io.BytesIO) -> dict[int, str]:
     result: dict[int, str] = {}
     for _ in range(count):
         key, length = struct.unpack(">ii", _read_exact(stream, 8, "header entry"))
-        result[key] = _read_exact(stream, length, "header value").decode("utf-8")
+        try:
+            result[key] = _read_exact(stream, length, "header value").decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptTableError("log block header value is not UTF-8") from None
     return result
 
 

@@ -8,16 +8,13 @@ constructors serves both.
 
 from __future__ import annotations
 
-import io
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import fastavro
-
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.storage import contained_name, contained_partition, contained_relative
+from hudi_sync.table.bounded_avro import load_json, read_container
 
 NULL_COMMIT = "null"  # Hudi's prevCommit for a new file group
 AVRO_MAGIC = b"Obj\x01"  # an Avro object-container file's first bytes
@@ -201,20 +198,14 @@ def _reason(exc: BaseException) -> str:
 
 def decode_avro_record(data: bytes, where: str) -> dict[str, Any]:
     """The single record of an Avro object-container file (Hudi's Avro instant files)."""
-    try:
-        records = list(fastavro.reader(io.BytesIO(data)))
-    except Exception as exc:  # fastavro raises many types on corrupt input
-        raise CorruptTableError(f"{where}: corrupt Avro instant file ({_reason(exc)})") from exc
+    records = read_container(data, where, 2, "Avro instant file")
     if len(records) != 1 or not isinstance(records[0], dict):
         raise CorruptTableError(f"{where}: expected one Avro record, found {len(records)}")
     return records[0]
 
 
 def decode_json_record(data: bytes, where: str) -> dict[str, Any]:
-    try:
-        record = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptTableError(f"{where}: corrupt JSON instant file ({_reason(exc)})") from exc
+    record = load_json(data, where, "JSON instant file")
     if not isinstance(record, dict):
         raise CorruptTableError(f"{where}: JSON instant file is not an object")
     return record

@@ -175,6 +175,7 @@ class TableConfig:
                 f"{where}: table version {version} is not supported "
                 f"(supported: {', '.join(map(str, SUPPORTED_TABLE_VERSIONS))})"
             )
+        read(cfg.BUCKET_INDEX_NUM_BUCKETS)  # checked here, where a bad count names the file
         layout = read(cfg.TIMELINE_LAYOUT)
         if layout is None:
             layout = LAYOUT_FOR_VERSION[version]

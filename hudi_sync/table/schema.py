@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow.parquet as pq
 
 from hudi_sync.errors import CorruptTableError
+from hudi_sync.table.bounded_avro import checked_schema_text
 
 META_FIELDS = (
     "_hoodie_commit_time",
@@ -30,10 +30,7 @@ class PartitionField:
 
 
 def parse_avro_schema(text: str, where: str) -> dict[str, Any]:
-    try:
-        schema = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CorruptTableError(f"{where}: the Avro schema is not valid JSON ({exc})") from exc
+    schema = checked_schema_text(text, where, "the Avro schema")
     if not isinstance(schema, dict) or schema.get("type") != "record":
         raise CorruptTableError(f"{where}: the Avro schema is not a record schema")
     return schema

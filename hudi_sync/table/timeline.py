@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.storage import Location
@@ -26,6 +26,8 @@ from hudi_sync.table.metadata import (
     parse_commit_metadata,
 )
 from hudi_sync.table.properties import TableConfig
+
+_T = TypeVar("_T")
 
 
 def format_instant(moment: dt.datetime) -> str:
@@ -80,6 +82,19 @@ def undone_by_record(record: Mapping[str, Any]) -> frozenset[str]:
             if isinstance(rollback, Mapping):
                 undone |= undone_by_record(rollback)
     return frozenset(undone)
+
+
+def read_instant_record(data: bytes, where: str, reader: Callable[[dict[str, Any]], _T]) -> _T:
+    """``reader`` applied to an instant file's record (clean, rollback, restore); a record
+    of another shape than the reader expects (a list where a map belongs) is one
+    CorruptTableError naming the file."""
+    record = decode_instant_record(data, where)
+    try:
+        return reader(record)
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        raise CorruptTableError(
+            f"{where}: instant metadata has an unexpected shape ({exc})"
+        ) from None
 
 
 class Timeline:
@@ -278,13 +293,13 @@ class Timeline:
         data = self.read_bytes(instant)
         if not data:
             return CleanMetadata(None, {})
-        return CleanMetadata.from_record(decode_instant_record(data, self._where(instant)))
+        return read_instant_record(data, self._where(instant), CleanMetadata.from_record)
 
     def rollback_metadata(self, instant: Instant) -> RollbackMetadata:
         data = self.read_bytes(instant)
         if not data:
             return RollbackMetadata((), {})
-        return RollbackMetadata.from_record(decode_instant_record(data, self._where(instant)))
+        return read_instant_record(data, self._where(instant), RollbackMetadata.from_record)
 
     def undone_instants(self, instant: Instant) -> frozenset[str]:
         """The instants a completed rollback or restore undid, as its Avro metadata lists
@@ -292,7 +307,7 @@ class Timeline:
         data = self.read_bytes(instant)
         if not data:
             return frozenset()
-        return undone_by_record(decode_instant_record(data, self._where(instant)))
+        return read_instant_record(data, self._where(instant), undone_by_record)
 
     def undone_by(self, requested_time: str) -> Instant | None:
         """The completed rollback or restore (requested after ``requested_time``) that

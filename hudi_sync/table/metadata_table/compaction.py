@@ -30,6 +30,8 @@ from typing import Any
 
 import fastavro
 
+from hudi_sync.errors import CorruptTableError
+from hudi_sync.table.bounded_avro import read_container
 from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import (
     Action,
@@ -186,10 +188,11 @@ def plan_bytes(operations: Sequence[dict[str, Any]]) -> bytes:
     return buffer.getvalue()
 
 
-def read_plan(data: bytes) -> list[dict[str, Any]]:
-    record = next(iter(fastavro.reader(io.BytesIO(data))))
-    assert isinstance(record, dict)
-    return list(record.get("operations") or [])
+def read_plan(data: bytes, where: str) -> list[dict[str, Any]]:
+    records = read_container(data, where, 2, "compaction plan")
+    if len(records) != 1 or not isinstance(records[0], dict):
+        raise CorruptTableError(f"{where}: a compaction plan holds one record")
+    return list(records[0].get("operations") or [])
 
 
 class MetadataCompactor:
@@ -228,8 +231,9 @@ class MetadataCompactor:
         finished = []
         for instant in self.pending():
             requested = f"{instant.requested_time}.{Action.COMPACTION}.requested"
-            data = self.reader.location.read_file(f"{self.writer.folder}/{requested}")
-            self.execute(instant.requested_time, read_plan(data))
+            path = f"{self.writer.folder}/{requested}"
+            data = self.reader.location.read_file(path)
+            self.execute(instant.requested_time, read_plan(data, path))
             finished.append(instant.requested_time)
         return finished
 

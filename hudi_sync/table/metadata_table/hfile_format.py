@@ -33,6 +33,9 @@ BLOCK_MAGICS = {
 }
 HEADER_SIZE = 33
 TRAILER_SIZE = 4096
+# The most bytes one block may inflate to. Hudi's metadata table writes 1 MiB blocks; one
+# entry can overflow a block (a large file listing or bloom filter), never to this size.
+MAX_BLOCK_SIZE = 256 * 1024 * 1024
 MAJOR_VERSION = 3
 BYTES_PER_CHECKSUM = 16 * 1024
 CHECKSUM_TYPE_NULL = 0
@@ -172,17 +175,34 @@ def block_payload(data: bytes, offset: int, codec: int, expected: bytes) -> byte
     if codec == CODEC_NONE:
         payload = stored
     else:
-        try:
-            payload = zlib.decompress(stored, 31)
-        except zlib.error as exc:
-            raise HFileFormatError(
-                f"{expected.decode()} block at offset {offset} does not inflate ({exc})"
-            ) from None
+        payload = _inflate(stored, header.uncompressed_size, f"{expected.decode()} block", offset)
     if len(payload) != header.uncompressed_size:
         raise HFileFormatError(
             f"{expected.decode()} block at offset {offset} holds {len(payload)} bytes, "
             f"its header says {header.uncompressed_size}"
         )
+    return payload
+
+
+def _inflate(stored: bytes, declared: int, what: str, offset: int) -> bytes:
+    """A GZ payload inflated to at most the size its block header declares (itself at
+    most ``MAX_BLOCK_SIZE``): a few compressed bytes can claim gigabytes."""
+    if not 0 <= declared <= MAX_BLOCK_SIZE:
+        raise HFileFormatError(
+            f"{what} at offset {offset} declares {declared} uncompressed bytes "
+            f"(at most {MAX_BLOCK_SIZE} are read)"
+        )
+    inflater = zlib.decompressobj(31)
+    try:
+        payload = inflater.decompress(stored, declared + 1)
+    except zlib.error as exc:
+        raise HFileFormatError(f"{what} at offset {offset} does not inflate ({exc})") from None
+    if len(payload) > declared:
+        raise HFileFormatError(
+            f"{what} at offset {offset} inflates past the {declared} bytes its header declares"
+        )
+    if not inflater.eof:
+        raise HFileFormatError(f"{what} at offset {offset} does not inflate (truncated)")
     return payload
 
 

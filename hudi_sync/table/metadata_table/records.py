@@ -34,6 +34,7 @@ import fastavro
 
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.storage import contained_name, contained_partition
+from hudi_sync.table.bounded_avro import AvroSchema, read_datum, schema_from_text
 
 NAMESPACE = "org.apache.hudi.avro.model"
 SCHEMA_FILE_INFO_KEY = b"schema"  # where an MDT HFile keeps its writer schema
@@ -420,33 +421,30 @@ def writer_schema_of(file_info: Mapping[bytes, bytes], where: str) -> Any:
     text = file_info.get(SCHEMA_FILE_INFO_KEY)
     if text is None:
         raise CorruptTableError(f"{where}: metadata HFile has no writer schema in its file info")
-    return parse_writer_schema(text.decode("utf-8"), where)
+    return parse_writer_schema(text, where)
 
 
-_WRITER_SCHEMAS: dict[str, Any] = {}
+def parse_writer_schema(text: str | bytes, where: str) -> AvroSchema:
+    """A metadata record writer schema read from storage, bounded (``bounded_avro``)."""
+    schema = schema_from_text(text, where, "metadata record schema")
+    if not isinstance(schema.schema, dict) or schema.schema.get("type") != "record":
+        raise CorruptTableError(f"{where}: metadata record schema is not a record")
+    return schema
 
 
-def parse_writer_schema(text: str, where: str) -> Any:
-    if text not in _WRITER_SCHEMAS:
-        try:
-            _WRITER_SCHEMAS[text] = fastavro.parse_schema(json.loads(text))
-        except (ValueError, fastavro.schema.SchemaParseException) as exc:
-            raise CorruptTableError(f"{where}: bad metadata record schema: {exc}") from None
-    return _WRITER_SCHEMAS[text]
-
-
-def decode_value(value: bytes, writer_schema: Any, where: str) -> MetadataRecord:
+def decode_value(value: bytes, writer_schema: AvroSchema, where: str) -> MetadataRecord:
     """One HFile value: an Avro datum in ``writer_schema``, read into our schema."""
-    stream = io.BytesIO(value)
-    try:
-        datum = fastavro.schemaless_reader(
-            stream, writer_schema, parsed_schema(9), return_record_name=True
-        )
-    except (ValueError, EOFError, KeyError, TypeError, IndexError, StopIteration) as exc:
-        raise CorruptTableError(f"{where}: cannot decode metadata record: {exc}") from None
-    if stream.tell() != len(value) or not isinstance(datum, dict):
+    datum, size = read_datum(
+        value, writer_schema, f"{where}: metadata record", parsed_schema(9), True
+    )
+    if size != len(value) or not isinstance(datum, dict):
         raise CorruptTableError(f"{where}: metadata record does not fill its HFile value")
-    return record_from_datum(datum, where)
+    try:
+        return record_from_datum(datum, where)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptTableError(
+            f"{where}: metadata record has an unexpected shape ({exc!r})"
+        ) from None
 
 
 def decode_records(content: Any, where: str) -> list[MetadataRecord]:
@@ -458,7 +456,10 @@ def decode_records(content: Any, where: str) -> list[MetadataRecord]:
     for key, value in content.entries:
         record = decode_value(value, schema, where)
         if record.key == "":  # Hudi's HFile writer leaves the key to the HFile's row key
-            record = replace(record, key=key.decode("utf-8"))
+            try:
+                record = replace(record, key=key.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise CorruptTableError(f"{where}: HFile key {key!r} is not UTF-8") from None
         elif record.key.encode("utf-8") != key:
             raise CorruptTableError(
                 f"{where}: HFile key {key!r} holds the metadata record of {record.key!r}"

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.storage import Location, open_location
 from hudi_sync.table import HudiTable
+from hudi_sync.table.bounded_avro import read_container
 from hudi_sync.table.filenames import parse_base_file, parse_log_file
 from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import Action
@@ -137,13 +138,15 @@ def plan_bytes(operations: Iterable[CompactionOperation]) -> bytes:
 
 
 def read_plan(data: bytes, where: str) -> list[CompactionOperation]:
-    try:
-        records = list(fastavro.reader(io.BytesIO(data)))
-    except (ValueError, EOFError, StopIteration) as exc:
-        raise CorruptTableError(f"{where}: cannot decode the compaction plan ({exc})") from None
+    records = read_container(data, where, 2, "compaction plan")
     if len(records) != 1 or not isinstance(records[0], dict):
         raise CorruptTableError(f"{where}: a compaction plan holds one record")
-    return [CompactionOperation.from_record(r) for r in records[0].get("operations") or ()]
+    try:
+        return [CompactionOperation.from_record(r) for r in records[0].get("operations") or ()]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptTableError(
+            f"{where}: compaction plan has an unexpected shape ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def compact_file_group(
