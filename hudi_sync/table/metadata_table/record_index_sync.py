@@ -77,6 +77,8 @@ class RecordIndexRecords:
         self.location = location
         self.codec = HudiRecordCodec(version)
         self._partitions = partitions
+        if RECORD_INDEX in partitions:
+            indexes.refuse_partitioned_record_index(location, props)
         self.secondary = self._secondary_indexes(props, partitions)
 
     @property
