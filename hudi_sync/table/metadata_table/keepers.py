@@ -3,7 +3,7 @@
 The commit protocol, compaction and the Spark writer's preparation all ask here: the
 ``files`` partition is kept by ``sync.MetadataSync`` itself, ``column_stats`` and
 ``partition_stats`` by ``stats_sync``, ``record_index`` and ``secondary_index_*`` by
-``record_index_sync``. A partition no keeper names makes ``sync.timeline_writer`` refuse
+``record_index_sync``. A partition no keeper names makes ``sync.metadata_sync`` refuse
 the write, so a new keeper is added here and nowhere else. The data timeline's writer
 asks again at each completion, for the partitions the table lists then.
 """
