@@ -19,6 +19,11 @@ writer's docs):
    file's write stat, ``BULK_INSERT_PREPPED``);
 5. last, ``hoodie.table.metadata.partitions=files`` on the data table: from then on
    readers (hudi-rs too) list through the MDT and writers keep it current.
+
+Writes in flight do not stop it (Hudi 1.x initialises a version 8+ table's MDT then
+too; only its version 6 writer waits for them): their files are left out of the
+listing, and each records them in its own deltacommit when it completes, since a
+writer reads the metadata partitions again at completion (``sync.CurrentMetadataSync``).
 """
 
 from __future__ import annotations

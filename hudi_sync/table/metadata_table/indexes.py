@@ -57,6 +57,9 @@ class IndexDefinitions:
     column_stats_version: int
     secondary_indexes: tuple[SecondaryIndex, ...]
     others: tuple[str, ...]
+    # Hudi 1.1's partitioned record index (``indexOptions.isPartitioned``): file groups
+    # per data partition, keys unique only within one.
+    record_index_partitioned: bool = False
 
 
 def _version(text: str, where: str) -> int:
@@ -90,6 +93,7 @@ def parse_index_definitions(text: str, where: str) -> IndexDefinitions:
     stats_fields: tuple[str, ...] | None = None
     stats_version = 1
     secondary, others = [], []
+    partitioned = False
     for name, definition in definitions.items():
         kind = definition.get("indexType")
         fields = tuple(definition.get("sourceFields") or ())
@@ -103,9 +107,28 @@ def parse_index_definitions(text: str, where: str) -> IndexDefinitions:
                     f"{definition.get('indexFunction')!r} is not one identity field"
                 )
             secondary.append(SecondaryIndex(name, fields[0], version))
-        elif kind != "record_index":
+        elif kind == "record_index":
+            options = definition.get("indexOptions") or {}
+            flag = options.get("isPartitioned", "false") if isinstance(options, dict) else ""
+            partitioned = str(flag).lower() == "true"
+        else:
             others.append(name)
-    return IndexDefinitions(stats_fields, stats_version, tuple(secondary), tuple(others))
+    return IndexDefinitions(
+        stats_fields, stats_version, tuple(secondary), tuple(others), partitioned
+    )
+
+
+def refuse_partitioned_record_index(location: Location, props: Mapping[str, str]) -> None:
+    """Hudi 1.1's partitioned record index keeps file groups per data partition (a key
+    is unique only within one) and adds them as partitions appear; hudi_sync routes keys
+    over one global set of file groups, so it refuses to update it."""
+    definitions = read_index_definitions(location, props)
+    if definitions is not None and definitions.record_index_partitioned:
+        raise BadInputError(
+            f"{location.uri_of(index_definitions_path(props))}: record_index is Hudi's "
+            "partitioned record index (isPartitioned=true), which hudi_sync does not update; "
+            f"disable it with {cfg.METADATA_RECORD_INDEX.key}=false"
+        )
 
 
 def _supported(avro_type: Any) -> bool:

@@ -3,8 +3,9 @@
 The commit protocol, compaction and the Spark writer's preparation all ask here: the
 ``files`` partition is kept by ``sync.MetadataSync`` itself, ``column_stats`` and
 ``partition_stats`` by ``stats_sync``, ``record_index`` and ``secondary_index_*`` by
-``record_index_sync``. A partition no keeper names makes ``sync.timeline_writer`` refuse
-the write, so a new keeper is added here and nowhere else.
+``record_index_sync``. A partition no keeper names makes ``sync.metadata_sync`` refuse
+the write, so a new keeper is added here and nowhere else. The data timeline's writer
+asks again at each completion, for the partitions the table lists then.
 """
 
 from __future__ import annotations
@@ -15,8 +16,13 @@ from hudi_sync.storage import Location
 from hudi_sync.table.metadata_table.record_index_sync import record_index_partitions, record_indexes
 from hudi_sync.table.metadata_table.services import MetadataServicesSettings
 from hudi_sync.table.metadata_table.stats_sync import STATS_PARTITIONS, stats_indexes
-from hudi_sync.table.metadata_table.sync import IndexRecords, maintained_partitions, timeline_writer
-from hudi_sync.table.write.timeline import TimelineWriter
+from hudi_sync.table.metadata_table.sync import (
+    IndexRecords,
+    maintained_partitions,
+    metadata_sync,
+    timeline_writer,
+)
+from hudi_sync.table.write.timeline import InstantListener, TimelineWriter
 
 
 def kept_partitions(metadata_partitions: Sequence[str]) -> frozenset[str]:
@@ -43,6 +49,12 @@ def data_timeline_writer(
     services: MetadataServicesSettings | None = None,
 ) -> TimelineWriter:
     """The data timeline's writer, keeping every partition of the metadata table current
-    (and running its own services as ``services`` say)."""
-    keepers = index_keepers(location, version, props, metadata_partitions)
-    return timeline_writer(location, folder, version, metadata_partitions, keepers, services)
+    (and running its own services as ``services`` say); the partitions are read again
+    at each completion, so a metadata table another writer created or deleted meanwhile
+    is followed."""
+
+    def build(props: Mapping[str, str], partitions: tuple[str, ...]) -> InstantListener | None:
+        keepers = index_keepers(location, version, props, partitions)
+        return metadata_sync(location, version, partitions, keepers, services)
+
+    return timeline_writer(location, folder, version, props, metadata_partitions, build)

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.option_spec import OptionSpec
 from hudi_sync.storage import Location
-from hudi_sync.table.metadata_table.indexes import index_definitions_path
+from hudi_sync.table.metadata_table.indexes import (
+    index_definitions_path,
+    refuse_partitioned_record_index,
+)
 from hudi_sync.table.properties import decode_properties, parse_java_properties
 from hudi_sync.table.write.create import java_properties_text
 
@@ -78,6 +81,9 @@ def prepare_metadata_table(
             cfg.METADATA_ENABLE.key,
         )
         return MetadataPlan(())
+    refuse_partitions_being_built(
+        base, cfg.METADATA_PARTITIONS_INFLIGHT.read(_read_properties(location))
+    )
     if version < 8:
         raise BadInputError(
             f"{base}: the table keeps a Hudi 0.x metadata table ({cfg.METADATA_PARTITIONS.key}="
@@ -90,6 +96,8 @@ def prepare_metadata_table(
             f"={','.join(listed)}); set {cfg.METADATA_ENABLE.key}=false to delete it"
         )
     dropped = [p for p in listed if _disabled(p, options)]
+    if "record_index" in listed and "record_index" not in dropped:
+        refuse_partitioned_record_index(location, _read_properties(location))
     stale = [p for p in listed if p not in maintained and p not in dropped]
     if stale:
         hints = sorted(
@@ -109,6 +117,20 @@ def prepare_metadata_table(
             ", ".join(dropped),
         )
     return MetadataPlan(tuple(p for p in listed if p not in dropped))
+
+
+def refuse_partitions_being_built(base: str, inflight: Sequence[str]) -> None:
+    """Refuse a write while Hudi's asynchronous indexer builds a partition (``inflight``:
+    ``hoodie.table.metadata.partitions.inflight``). Hudi's writers log their updates to
+    it, and the indexer's catch-up skips every instant that has a metadata deltacommit,
+    so a deltacommit without them would leave the finished index without the write;
+    hudi_sync does not update a partition being built."""
+    if inflight:
+        raise BadInputError(
+            f"{base}: metadata table partition {', '.join(inflight)} is being built by "
+            f"Hudi's indexer ({cfg.METADATA_PARTITIONS_INFLIGHT.key}={','.join(inflight)}) and "
+            "hudi_sync does not update a partition being built; write once the indexer finished"
+        )
 
 
 def drop_partitions(location: Location, partitions: list[str]) -> None:

@@ -20,7 +20,6 @@ The rules are Hudi 1.x's (``HoodieTableMetadataUtil.convertMetadataToRecordIndex
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -41,9 +40,6 @@ from hudi_sync.table.table import HudiTable
 from hudi_sync.table.write.timeline import CommitRecord
 
 RECORD_INDEX = "record_index"
-# Our writer's instant times are UTC wall-clock times (``now_instant``), so the epoch millis a
-# location stores are read in UTC (Hudi reads an instant in its writer's zone).
-WRITER_ZONE = dt.UTC
 
 # A file group's rows: record key -> its secondary index keys (one per index, in order).
 KeyedRows = dict[str, tuple[str | None, ...]]  # None: a row an index leaves out
@@ -76,7 +72,12 @@ class RecordIndexRecords:
     ) -> None:
         self.location = location
         self.codec = HudiRecordCodec(version)
+        # The zone the epoch millis of a location read its instant in: the table's
+        # timeline zone, the one our writer's instants are written in (as Hudi's).
+        self.zone = indexes.timeline_zone(props)
         self._partitions = partitions
+        if RECORD_INDEX in partitions:
+            indexes.refuse_partitioned_record_index(location, props)
         self.secondary = self._secondary_indexes(props, partitions)
 
     @property
@@ -143,9 +144,7 @@ class RecordIndexRecords:
             fresh = [k for k in new if k not in old]
             placed.update(
                 (r.key, r)
-                for r in indexes.record_index_records(
-                    fresh, partition, file_id, instant, WRITER_ZONE
-                )
+                for r in indexes.record_index_records(fresh, partition, file_id, instant, self.zone)
             )
             removed.update(k for k in old if k not in new)
             for position, records in enumerate(secondary):

@@ -10,7 +10,7 @@ operations, CDC, the bucket index), compaction, clean and rollback.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from hudi_sync import config as cfg
@@ -22,7 +22,7 @@ from hudi_sync.table.metadata_table.files_records import (
     clean_records,
     commit_records,
 )
-from hudi_sync.table.metadata_table.partitions import FILES
+from hudi_sync.table.metadata_table.partitions import FILES, refuse_partitions_being_built
 from hudi_sync.table.metadata_table.services import (
     MetadataServicesSettings,
     ServicesRun,
@@ -125,12 +125,16 @@ class MetadataSync(InstantListener):
         return self.writer.timeline.last_completion
 
 
-def data_timeline(location: Location) -> Timeline:
-    """The data table's timeline as it is now."""
+def current_config(location: Location) -> TableConfig:
+    """The data table's ``hoodie.properties`` as they are now."""
     path = location.join(".hoodie", cfg.PROPERTIES_FILE)
     where = f"{location.uri}/.hoodie/hoodie.properties"
-    config = TableConfig.parse(decode_properties(location.read_file(path), where), where)
-    return Timeline(location, config)
+    return TableConfig.parse(decode_properties(location.read_file(path), where), where)
+
+
+def data_timeline(location: Location) -> Timeline:
+    """The data table's timeline as it is now."""
+    return Timeline(location, current_config(location))
 
 
 def maintained_partitions(indexes: Sequence[IndexRecords] = ()) -> frozenset[str]:
@@ -138,20 +142,20 @@ def maintained_partitions(indexes: Sequence[IndexRecords] = ()) -> frozenset[str
     return frozenset({FILES}).union(*(index.partitions for index in indexes))
 
 
-def timeline_writer(
+def metadata_sync(
     location: Location,
-    folder: str,
     version: int,
     metadata_partitions: Sequence[str],
     indexes: Sequence[IndexRecords] = (),
     services: MetadataServicesSettings | None = None,
-) -> TimelineWriter:
-    """The data timeline's writer, keeping the metadata table current when the table
-    has one (``metadata_partitions``: its ``hoodie.table.metadata.partitions``). A
-    metadata table it cannot keep current refuses the write (``prepare_metadata_table``
-    drops or deletes what the write options disable, before this)."""
+) -> MetadataSync | None:
+    """What keeps the metadata table current when the table has one
+    (``metadata_partitions``: its ``hoodie.table.metadata.partitions``); ``None`` when
+    it has none. A metadata table it cannot keep current refuses the write
+    (``prepare_metadata_table`` drops or deletes what the write options disable,
+    before this)."""
     if not metadata_partitions:
-        return TimelineWriter(location, folder, version)
+        return None
     stale = sorted(set(metadata_partitions) - maintained_partitions(indexes))
     if version < 8 or FILES not in metadata_partitions or stale:
         what = ", ".join(stale) if stale and version >= 8 else ",".join(metadata_partitions)
@@ -160,5 +164,79 @@ def timeline_writer(
             f"(partitions: {what}); disable them with Hudi's options, e.g. "
             f"{cfg.METADATA_ENABLE.key}=false"
         )
-    listener = MetadataSync(location, version, HudiRecordCodec(version), indexes, services)
+    return MetadataSync(location, version, HudiRecordCodec(version), indexes, services)
+
+
+# The listener for a table with these raw properties and metadata partitions (None: it
+# has no metadata table); refuses, as ``metadata_sync`` does, what it cannot keep current.
+SyncFactory = Callable[[Mapping[str, str], tuple[str, ...]], InstantListener | None]
+
+
+class CurrentMetadataSync(InstantListener):
+    """The metadata table's listener for the table as it is when each instant completes.
+
+    Another writer may create (or delete) the metadata table while a write is in
+    flight: Hudi 1.x initialises it then, leaving the files of pending instants out of
+    its listing, and each writer builds its metadata writer at completion from the
+    table's properties as they are then, so the pending write still records its
+    files. Here every completion (which happens under the table lock, as creation and
+    deletion do) reads ``hoodie.table.metadata.partitions`` again and follows it.
+
+    A partition Hudi's asynchronous indexer is building
+    (``hoodie.table.metadata.partitions.inflight``) refuses commits and cleans, when
+    the write starts and again when it completes: Hudi's writers log their updates to
+    it, and the indexer's catch-up skips every instant with a metadata deltacommit, so
+    a deltacommit without them would leave the finished index without the write.
+    Rollbacks go on: they only take back a deltacommit.
+    """
+
+    def __init__(
+        self,
+        location: Location,
+        props: Mapping[str, str],
+        partitions: Sequence[str],
+        build: SyncFactory,
+    ) -> None:
+        self.location = location
+        self.build = build
+        refuse_partitions_being_built(location.uri, cfg.METADATA_PARTITIONS_INFLIGHT.read(props))
+        self.partitions = tuple(partitions)
+        self.sync = build(props, self.partitions)  # refuses the write up front
+
+    def current(self, updates: bool = True) -> InstantListener | None:
+        """The listener for the metadata partitions the table lists now; ``updates``:
+        for an instant that adds records (refused while a partition is being built)."""
+        config = current_config(self.location)
+        if updates:
+            inflight = cfg.METADATA_PARTITIONS_INFLIGHT.read(config.raw)
+            refuse_partitions_being_built(self.location.uri, inflight)
+        if config.metadata_partitions != self.partitions:
+            self.sync = self.build(config.raw, config.metadata_partitions)
+            self.partitions = config.metadata_partitions
+        return self.sync
+
+    def before_commit(self, instant: str, action: str, commit: CommitRecord) -> str | None:
+        sync = self.current()
+        return None if sync is None else sync.before_commit(instant, action, commit)
+
+    def before_clean(self, instant: str, deleted: Mapping[str, Sequence[str]]) -> str | None:
+        sync = self.current()
+        return None if sync is None else sync.before_clean(instant, deleted)
+
+    def before_rollback(self, rolled_back: str, instant: str) -> str | None:
+        sync = self.current(updates=False)
+        return None if sync is None else sync.before_rollback(rolled_back, instant)
+
+
+def timeline_writer(
+    location: Location,
+    folder: str,
+    version: int,
+    props: Mapping[str, str],
+    metadata_partitions: Sequence[str],
+    build: SyncFactory,
+) -> TimelineWriter:
+    """The data timeline's writer, keeping the metadata table current as the table
+    has it at each completion (``CurrentMetadataSync``)."""
+    listener = CurrentMetadataSync(location, props, metadata_partitions, build)
     return TimelineWriter(location, folder, version, listener)

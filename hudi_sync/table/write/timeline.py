@@ -21,10 +21,12 @@ from typing import Any, Protocol
 
 import fastavro
 
+from hudi_sync import config as cfg
 from hudi_sync.storage import Location
 from hudi_sync.table.instant import Action, comparable_instant, parse_instant_file_name
 from hudi_sync.table.metadata import WriteStat
-from hudi_sync.table.timeline import format_instant
+from hudi_sync.table.properties import TableConfig, decode_properties
+from hudi_sync.table.timeline import format_instant, timeline_zone
 
 _NAMESPACE = "org.apache.hudi.avro.model"
 _STRING = {"type": "string", "avro.java.string": "String"}
@@ -230,8 +232,23 @@ class CommitRecord:
         return record
 
 
-def now_instant() -> str:
-    return format_instant(dt.datetime.now(dt.UTC))
+def now_instant(zone: dt.tzinfo | None = dt.UTC) -> str:
+    """Now as an instant time in ``zone`` (``None``: the local zone, Hudi's LOCAL)."""
+    return format_instant(dt.datetime.now(zone))
+
+
+def table_zone(location: Location) -> dt.tzinfo | None:
+    """The zone of the table's instant times, ``hoodie.table.timeline.timezone``: UTC,
+    or (``None``) the local zone for LOCAL, Hudi's default. Hudi writers of one table
+    share it: instants written in another zone would land hours before or after
+    theirs (a later Hudi rollback then refuses an instant older than one completed)."""
+    path = location.join(".hoodie", cfg.PROPERTIES_FILE)
+    try:
+        data = location.read_file(path)
+    except FileNotFoundError:
+        return None  # no table yet: Hudi's default
+    where = location.uri_of(f".hoodie/{cfg.PROPERTIES_FILE}")
+    return timeline_zone(TableConfig.parse(decode_properties(data, where), where))
 
 
 def _one_ms_after(instant: str) -> str:
@@ -279,12 +296,26 @@ class TimelineWriter:
         self.listener = listener
         # The completion time of the instant this writer completed last (versions 8+).
         self.last_completion: str | None = None
+        self._zone: tuple[dt.tzinfo | None] | None = None
+
+    @property
+    def zone(self) -> dt.tzinfo | None:
+        """The zone of the (data) table's instant times, read once (``table_zone``); the
+        metadata table's instants share its data table's."""
+        if self._zone is None:
+            self._zone = (table_zone(self.location),)
+        return self._zone[0]
+
+    def now(self) -> str:
+        """Now, as an instant time of this table."""
+        return now_instant(self.zone)
 
     def _path(self, name: str) -> str:
         return f"{self.folder.rstrip('/')}/{name}"
 
     def new_instant_time(self) -> str:
-        """Now (UTC, ms), but always after every instant already on the timeline."""
+        """Now (ms, in the table's timeline zone), but always after every instant
+        already on the timeline."""
         latest = ""
         for name in self.location.names(self.folder):
             instant = parse_instant_file_name(name)
@@ -292,7 +323,7 @@ class TimelineWriter:
                 continue
             for ts in (instant.requested_time, instant.completion_time or ""):
                 latest = max(latest, comparable_instant(ts)) if ts else latest
-        candidate = now_instant()
+        candidate = self.now()
         return _one_ms_after(latest) if latest and candidate <= latest else candidate
 
     # -- commits -------------------------------------------------------------------------
@@ -335,7 +366,7 @@ class TimelineWriter:
         if self.version == 6:
             name = f"{instant}.{action}"
         else:
-            completion = max(now_instant(), _one_ms_after(instant))
+            completion = max(self.now(), _one_ms_after(instant))
             if after is not None:
                 completion = max(completion, _one_ms_after(after))
             self.last_completion = completion
