@@ -1,0 +1,142 @@
+"""The write side's services never turn a name read from storage into a path outside the
+table: compaction plans, the cleaner's file listing, rollback markers, the archived
+timeline's ``_version_``, the metadata table's own plans and partition list, and the
+Debezium state's tombstone list. Each test plants what a hostile tenant could write in
+one table's storage and checks that the service refuses it in one line naming the file
+the name came from, with the file outside the table untouched (and no file written
+there)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hudi_sync.cli.app import app
+from hudi_sync.table.write.compaction import CompactionOperation, plan_bytes
+from tests.fixture_tables import fixture_tables, unpack
+
+MOR_V6 = "sample_table/mor/parquet/v6_simplekeygen_nonhivestyle"
+PLANNED = "20990101000000000"  # a compaction instant newer than the fixture's writes
+
+
+def _fixture(name: str, target: Path) -> Path:
+    (found,) = [t for t in fixture_tables() if t.name == name]
+    return unpack(found, target)
+
+
+def _one_line_error(output: str, source: str) -> str:
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 1, output
+    assert source in lines[0], output
+    return lines[0]
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("field", ["partitionPath", "fileId"])
+def test_a_compaction_plan_cannot_read_or_write_outside_the_table(
+    tmp_path: Path, field: str
+) -> None:
+    """A pending plan naming ``../..`` (as its partition, or in its file id, from which
+    the new base file's name is made) made ``hudi-sync compact`` read another table's
+    file and write the compacted file into that table."""
+    base = _fixture(MOR_V6, tmp_path / "tables")
+    (stored,) = (base / "10").glob("*.parquet")
+    victim = tmp_path / "victim" / "10"
+    victim.mkdir(parents=True)
+    shutil.copy(stored, victim / stored.name)
+    before = _tree(tmp_path / "victim")
+    file_id, _, rest = stored.name.partition("_")
+    escape = os.path.relpath(victim, base)
+    operation = CompactionOperation(
+        partition_path=escape if field == "partitionPath" else "10",
+        file_id=file_id if field == "partitionPath" else f"../{escape}/{file_id}",
+        base_instant=rest.rsplit("_", 1)[1].removesuffix(".parquet"),
+        base_file=stored.name,
+        log_files=(),
+    )
+    plan = base / ".hoodie" / f"{PLANNED}.compaction.requested"
+    plan.write_bytes(plan_bytes([operation]))
+
+    result = CliRunner().invoke(app, ["compact", str(base), "--run-only"])
+
+    assert result.exit_code == 2, result.output
+    line = _one_line_error(result.output, f"{PLANNED}.compaction.requested")
+    assert "inside" in line
+    assert _tree(tmp_path / "victim") == before
+    assert not list((tmp_path / "tables").rglob(f"*_{PLANNED}.parquet"))
+
+
+COW_V8 = "sample_table/cow/v8_simplekeygen_nonhivestyle"
+FILE_ID = "0badc0de-0000-0000-0000-000000000000-0"
+
+
+def _commit_escaping_files(base: Path, victim: Path, versions: int) -> list[Path]:
+    """Give the v8 table at ``base`` a metadata table, then ``versions`` commits whose
+    write stats (and so the metadata table's ``files`` records) list a file group in a
+    partition that leads out of the table into ``victim``; returns the victim's files
+    they name, which exist there."""
+    from hudi_sync.table import HudiTable
+    from hudi_sync.table.metadata import WriteStat
+    from hudi_sync.table.metadata_table.create import create_metadata_table
+    from hudi_sync.table.metadata_table.keepers import data_timeline_writer
+    from hudi_sync.table.write.timeline import CommitRecord
+
+    table = HudiTable.open(str(base))
+    create_metadata_table(table.location, table.config)
+    from tests.fixture_tables import set_properties
+
+    set_properties(base, {"hoodie.table.metadata.partitions": "files"})
+    table = HudiTable.open(str(base))
+    writer = data_timeline_writer(
+        table.location, table.location.join(".hoodie", "timeline"), 8, table.config.raw, ("files",)
+    )
+    escape = os.path.relpath(victim, base)
+    stored = sorted((base / "10").glob("*.parquet"))[0]
+    victim.mkdir(parents=True, exist_ok=True)
+    named = []
+    for _ in range(versions):
+        instant = writer.new_instant_time()
+        name = f"{FILE_ID}_0-0-0_{instant}.parquet"
+        shutil.copy(stored, victim / name)
+        named.append(victim / name)
+        stat = WriteStat(
+            file_id=FILE_ID,
+            path=f"{escape}/{name}",
+            partition_path=escape,
+            num_writes=1,
+            prev_commit=None,
+            file_size=(victim / name).stat().st_size,
+        )
+        writer.request(instant, "commit", "upsert")
+        writer.complete(instant, "commit", CommitRecord("UPSERT", "", [stat]))
+    return named
+
+
+def test_the_cleaner_never_deletes_a_file_outside_the_table(tmp_path: Path) -> None:
+    """Names listed by the metadata table with a partition leading out of the table
+    made the cleaner (run after every write) delete another table's older file."""
+    from hudi_sync.errors import CorruptTableError
+    from hudi_sync.table import HudiTable
+    from hudi_sync.table.metadata_table.keepers import data_timeline_writer
+    from hudi_sync.table.write.cleaner import clean
+
+    base = _fixture(COW_V8, tmp_path / "tables")
+    victim = tmp_path / "victim" / "10"
+    named = _commit_escaping_files(base, victim, 2)
+    table = HudiTable.open(str(base))
+    writer = data_timeline_writer(
+        table.location, table.location.join(".hoodie", "timeline"), 8, table.config.raw, ("files",)
+    )
+    with pytest.raises(CorruptTableError) as refused:
+        clean(table, writer, 1)
+    assert "\n" not in str(refused.value)
+    assert all(path.exists() for path in named)
