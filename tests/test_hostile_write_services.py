@@ -140,3 +140,70 @@ def test_the_cleaner_never_deletes_a_file_outside_the_table(tmp_path: Path) -> N
         clean(table, writer, 1)
     assert "\n" not in str(refused.value)
     assert all(path.exists() for path in named)
+
+
+def _tombstones(path: Path, keys: list[str]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"key": keys, "order": ["9"] * len(keys)}), path)
+
+
+def test_the_debezium_state_reads_no_tombstone_file_outside_its_folder(tmp_path: Path) -> None:
+    """The tombstone file list an ingest commit records is read as file names in the
+    state folder: a name with ``../`` made the next ingest read another table's file."""
+    from hudi_sync.debezium.state import (
+        CHECKPOINT_KEY,
+        TOMBSTONES_KEY,
+        TombstoneStore,
+        load_state,
+    )
+    from hudi_sync.errors import CorruptTableError
+    from hudi_sync.table import HudiTable
+    from hudi_sync.table.metadata_table.keepers import data_timeline_writer
+    from hudi_sync.table.write.timeline import CommitRecord
+
+    base = _fixture(COW_V8, tmp_path / "tables")
+    outside = tmp_path / "victim" / "secret.parquet"
+    _tombstones(outside, ["k1"])
+    (base / ".hoodie" / ".aux" / "debezium").mkdir(parents=True)  # as an ingest leaves it
+    escape = os.path.relpath(outside, base / ".hoodie" / ".aux" / "debezium")
+    table = HudiTable.open(str(base))
+    writer = data_timeline_writer(
+        table.location, table.location.join(".hoodie", "timeline"), 8, table.config.raw, ()
+    )
+    instant = writer.new_instant_time()
+    writer.request(instant, "commit", "upsert")
+    extra = {CHECKPOINT_KEY: "topic,0:5", TOMBSTONES_KEY: escape}
+    done = writer.complete(instant, "commit", CommitRecord("UPSERT", "", [], extra_metadata=extra))
+
+    with pytest.raises(CorruptTableError) as refused:
+        TombstoneStore(str(base)).load(load_state(str(base)).tombstone_files)
+    assert "\n" not in str(refused.value)
+    assert done in str(refused.value)
+
+
+def test_removing_unreferenced_tombstones_deletes_no_sibling() -> None:
+    """A file named ``tombstones-[ab].parquet`` in the state folder of a table on an
+    object store is deleted literally: fsspec's ``rm`` read it as a pattern there and
+    deleted the referenced ``tombstones-a.parquet`` instead (the next ingest then
+    failed on a missing file)."""
+    import uuid
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from hudi_sync.debezium.state import TombstoneStore
+
+    store = TombstoneStore(f"memory://hostile-{uuid.uuid4().hex}/t")
+    fs = store.location.fs
+    for name, key in (("tombstones-a.parquet", "kept"), ("tombstones-[ab].parquet", "stray")):
+        sink = pa.BufferOutputStream()
+        pq.write_table(pa.table({"key": [key], "order": ["9"]}), sink)
+        fs.pipe_file(f"{store.folder}/{name}", sink.getvalue().to_pybytes())
+
+    store.remove_unreferenced(["tombstones-a.parquet"])
+
+    assert store.location.names(store.folder) == ["tombstones-a.parquet"]
+    assert store.load(["tombstones-a.parquet"]) == {"kept": "9"}
