@@ -207,3 +207,44 @@ def test_removing_unreferenced_tombstones_deletes_no_sibling() -> None:
 
     assert store.location.names(store.folder) == ["tombstones-a.parquet"]
     assert store.load(["tombstones-a.parquet"]) == {"kept": "9"}
+
+
+@pytest.mark.parametrize("pointer", ["../" * 6 + "victim/x", "1"])
+def test_archival_publishes_no_manifest_read_or_naming_outside_the_history(
+    tmp_path: Path, pointer: str
+) -> None:
+    """``_version_`` names the live manifest and the manifest names the history's
+    files: a ``_version_`` with ``../`` made archival read another file as the manifest,
+    and a manifest naming ``../`` files was copied into the new one, which every
+    reader of the archived timeline then followed out of the table."""
+    import json
+
+    from hudi_sync.errors import CorruptTableError
+    from hudi_sync.table.write.archiver import add_lsm_history_layer
+
+    history = tmp_path / "t" / ".hoodie" / "timeline" / "history"
+    (history / "manifest_..").mkdir(parents=True)  # what the escape walks through
+    outside = {"files": [{"fileName": "../../../../victim/secret.parquet", "fileLen": 1}]}
+    (tmp_path / "victim").mkdir()
+    (tmp_path / "victim" / "x").write_text(json.dumps({"files": []}))
+    assert os.path.normpath(history / f"manifest_{pointer}") in (
+        str(tmp_path / "victim" / "x"),
+        str(history / "manifest_1"),
+    )
+    (history / "manifest_1").write_text(json.dumps(outside))
+    (history / "_version_").write_text(pointer)
+    row = {
+        "instantTime": "20240101000000000",
+        "completionTime": "20240101000000001",
+        "action": "commit",
+        "metadata": b"",
+        "plan": None,
+        "version": 1,
+    }
+
+    with pytest.raises(CorruptTableError) as refused:
+        add_lsm_history_layer(str(history), [row])
+    message = str(refused.value)
+    assert "\n" not in message
+    assert ("_version_" if pointer != "1" else "manifest_1") in message
+    assert not (history / "manifest_2").exists()
