@@ -248,3 +248,31 @@ def test_archival_publishes_no_manifest_read_or_naming_outside_the_history(
     assert "\n" not in message
     assert ("_version_" if pointer != "1" else "manifest_1") in message
     assert not (history / "manifest_2").exists()
+
+
+def test_a_marker_outside_the_table_is_refused_before_any_delete() -> None:
+    """Markers are listed from storage: an object store's key may hold ``..``
+    segments, and a marker naming ``../`` must not become a file to delete."""
+    import uuid
+
+    from hudi_sync.errors import CorruptTableError
+    from hudi_sync.storage import open_location
+    from hudi_sync.table.write.rollback import remove_written_files
+
+    root = f"/hostile-{uuid.uuid4().hex}"
+    location = open_location(f"memory://{root}/t")
+    fs = location.fs
+    instant = "20240101000000000"
+    ours = f"{root}/t/10/f-0_0-0-0_{instant}.parquet"
+    fs.pipe_file(ours, b"partial")
+    fs.pipe_file(
+        f"{root}/t/.hoodie/.temp/{instant}/10/f-0_0-0-0_{instant}.parquet.marker.CREATE", b""
+    )
+    escape = f"{root}/t/.hoodie/.temp/{instant}/../../../other/10/v_0-0-0_{instant}.parquet"
+    fs.pipe_file(f"{escape}.marker.CREATE", b"")
+
+    with pytest.raises(CorruptTableError) as refused:
+        remove_written_files(location, instant)
+    assert "\n" not in str(refused.value)
+    assert ".marker.CREATE" in str(refused.value)
+    assert fs.exists(ours)  # refused before anything was deleted

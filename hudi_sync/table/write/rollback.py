@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from hudi_sync.storage import Location
+from hudi_sync.storage import Location, contained_file
 from hudi_sync.table.write.timeline import TimelineWriter
 
 MARKER_SUFFIXES = (".marker.CREATE", ".marker.MERGE", ".marker.APPEND")
@@ -40,6 +40,10 @@ def files_written_by(location: Location, instant: str) -> dict[str, list[str]]:
             partition, _, name = relative.rpartition("/")
             for suffix in MARKER_SUFFIXES:
                 if name.endswith(suffix):
+                    # An object store's keys may hold '..' segments: a marker names a
+                    # file of this table, or is refused naming the marker.
+                    source = location.uri_of(f".hoodie/.temp/{instant}/{relative}")
+                    contained_file(partition, name[: -len(suffix)], source)
                     found.setdefault(partition, []).append(name[: -len(suffix)])
         return found
     suffix = f"_{instant}.parquet"
