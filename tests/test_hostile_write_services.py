@@ -276,3 +276,53 @@ def test_a_marker_outside_the_table_is_refused_before_any_delete() -> None:
     assert "\n" not in str(refused.value)
     assert ".marker.CREATE" in str(refused.value)
     assert fs.exists(ours)  # refused before anything was deleted
+
+
+def _with_metadata_table(base: Path) -> None:
+    from hudi_sync.table import HudiTable
+    from hudi_sync.table.metadata_table.create import create_metadata_table
+    from tests.fixture_tables import set_properties
+
+    table = HudiTable.open(str(base))
+    create_metadata_table(table.location, table.config)
+    set_properties(base, {"hoodie.table.metadata.partitions": "files"})
+
+
+def test_a_metadata_table_compaction_plan_stays_in_its_metadata_table(tmp_path: Path) -> None:
+    """A pending compaction plan of the metadata table naming a partition that leads
+    into another table's metadata table made the next write's metadata services read
+    that table's files and write a compacted file among them."""
+    from hudi_sync.errors import CorruptTableError
+    from hudi_sync.table import HudiTable
+    from hudi_sync.table.metadata_table.compaction import MetadataCompactor, plan_bytes
+    from hudi_sync.table.metadata_table.reader import MetadataTableReader
+    from hudi_sync.table.write.timeline import TimelineWriter
+
+    base = _fixture(COW_V8, tmp_path / "ours")
+    other = _fixture(COW_V8, tmp_path / "other")
+    _with_metadata_table(base)
+    _with_metadata_table(other)
+    theirs = other / ".hoodie" / "metadata" / "files"
+    (stored,) = [p for p in theirs.iterdir() if p.name.endswith(".hfile")]
+    before = _tree(other)
+    table = HudiTable.open(str(base))
+    mdt = base / ".hoodie" / "metadata"
+    operation = {
+        "baseInstantTime": stored.name.rsplit("_", 1)[1].removesuffix(".hfile"),
+        "deltaFilePaths": [],
+        "dataFilePath": stored.name,
+        "fileId": stored.name.split("_", 1)[0],
+        "partitionPath": os.path.relpath(theirs, mdt),
+        "metrics": {},
+        "bootstrapFilePath": None,
+    }
+    plan = mdt / ".hoodie" / "timeline" / f"{PLANNED}.compaction.requested"
+    plan.write_bytes(plan_bytes([operation]))
+    reader = MetadataTableReader(table.location, table.timeline)
+    writer = TimelineWriter(table.location, str(mdt / ".hoodie" / "timeline"), 8)
+
+    with pytest.raises(CorruptTableError) as refused:
+        MetadataCompactor(reader, writer, 8).finish_pending()
+    assert "\n" not in str(refused.value)
+    assert f"{PLANNED}.compaction.requested" in str(refused.value)
+    assert _tree(other) == before

@@ -28,6 +28,8 @@ from typing import Any
 
 import fastavro
 
+from hudi_sync.errors import CorruptTableError
+from hudi_sync.storage import contained_file
 from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import Action, Instant, comparable_instant
 from hudi_sync.table.metadata import WriteStat
@@ -178,10 +180,24 @@ def plan_bytes(operations: Sequence[dict[str, Any]]) -> bytes:
     return buffer.getvalue()
 
 
-def read_plan(data: bytes) -> list[dict[str, Any]]:
-    record = next(iter(fastavro.reader(io.BytesIO(data))))
-    assert isinstance(record, dict)
-    return list(record.get("operations") or [])
+def read_plan(data: bytes, source: str) -> list[dict[str, Any]]:
+    """A stored plan's operations. Their names become paths: each partition must be one
+    of the metadata table's folders and each file id and file name one name in it, else
+    a ``CorruptTableError`` naming ``source``, the plan file."""
+    try:
+        (record,) = list(fastavro.reader(io.BytesIO(data)))
+        operations = list(record.get("operations") or [])
+        for op in operations:
+            partition = op["partitionPath"]
+            contained_file("", partition, source)  # one folder of the metadata table
+            names = [op["fileId"], op.get("dataFilePath"), *(op.get("deltaFilePaths") or ())]
+            for name in filter(None, names):
+                contained_file(partition, name, source)
+    except CorruptTableError:
+        raise
+    except (ValueError, EOFError, KeyError, TypeError, AttributeError) as exc:
+        raise CorruptTableError(f"{source}: not a compaction plan ({exc})") from None
+    return operations
 
 
 class MetadataCompactor:
@@ -219,9 +235,9 @@ class MetadataCompactor:
         """Execute again the compactions a crash left pending (Hudi's first step)."""
         finished = []
         for instant in self.pending():
-            requested = f"{instant.requested_time}.{Action.COMPACTION}.requested"
-            data = self.reader.location.read_file(f"{self.writer.folder}/{requested}")
-            self.execute(instant.requested_time, read_plan(data))
+            data = self.reader.location.read_file(self._plan_path(instant.requested_time))
+            plan = read_plan(data, self._plan_source(instant.requested_time))
+            self.execute(instant.requested_time, plan)
             finished.append(instant.requested_time)
         return finished
 
@@ -234,12 +250,25 @@ class MetadataCompactor:
             for partition in {op["partitionPath"] for op in operations}
             for s in self.reader.partition_slices(partition)
         }
-        stats = [
-            self._compact(instant, number, op, slices[(op["partitionPath"], op["fileId"])])
-            for number, op in enumerate(operations)
-        ]
+        stats = []
+        for number, op in enumerate(operations):
+            latest = slices.get((op["partitionPath"], op["fileId"]))
+            if latest is None:
+                raise CorruptTableError(
+                    f"{self._plan_source(instant)}: plans file group {op['fileId']} of "
+                    f"{op['partitionPath']}, which the metadata table does not have"
+                )
+            stats.append(self._compact(instant, number, op, latest))
         commit = CommitRecord(COMPACT_OPERATION, self.commit_schema, stats, compacted=True)
         self.writer.complete(instant, Action.COMMIT, commit)
+
+    def _plan_path(self, instant: str) -> str:
+        return f"{self.writer.folder}/{instant}.{Action.COMPACTION}.requested"
+
+    def _plan_source(self, instant: str) -> str:
+        """The plan file, as messages name it."""
+        location = self.reader.location
+        return location.uri_of(self._plan_path(instant)[len(location.path) :])
 
     def _compact(
         self, instant: str, number: int, operation: dict[str, Any], latest: FileSlice
@@ -257,7 +286,8 @@ class MetadataCompactor:
         records = sorted(merged.values(), key=lambda r: r.key)
         data = base_hfile(records, self.version, self.codec_schema)
         name = f"{file_id}_{number}-0-{number}_{instant}.hfile"
-        self.reader.location.write_file(self.reader.location.join(partition, name), data)
+        path = self.reader.location.file_inside(partition, name, self._plan_source(instant))
+        self.reader.location.write_file(path, data)
         updated = sum(1 for key in merged if key in base_records)
         return WriteStat(
             file_id=file_id,
