@@ -326,3 +326,47 @@ def test_a_metadata_table_compaction_plan_stays_in_its_metadata_table(tmp_path: 
     assert "\n" not in str(refused.value)
     assert f"{PLANNED}.compaction.requested" in str(refused.value)
     assert _tree(other) == before
+
+
+@pytest.mark.parametrize("escape", ["partition", "definitions"])
+def test_dropping_metadata_partitions_deletes_and_rewrites_nothing_outside(
+    tmp_path: Path, escape: str
+) -> None:
+    """``hoodie.table.metadata.partitions`` and ``hoodie.table.index.defs.path`` are
+    read from storage: dropping a disabled index deleted the folder a ``../`` partition
+    name led to (another table), or rewrote another table's index definitions."""
+    import json
+
+    from hudi_sync import config as cfg
+    from hudi_sync.errors import CorruptTableError
+    from hudi_sync.storage import open_location
+    from hudi_sync.table.metadata_table.partitions import prepare_metadata_table
+    from tests.fixture_tables import set_properties
+
+    base = _fixture(COW_V8, tmp_path / "ours")
+    _with_metadata_table(base)
+    victim = tmp_path / "victim"
+    (victim / "data").mkdir(parents=True)
+    (victim / "data" / "rows.parquet").write_bytes(b"rows")
+    definitions = {"indexDefinitions": {"secondary_index_x": {"indexName": "secondary_index_x"}}}
+    (victim / "index.json").write_text(json.dumps(definitions))
+    before = _tree(victim)
+    if escape == "partition":
+        (base / ".hoodie" / "metadata" / "secondary_index_..").mkdir()
+        metadata = base / ".hoodie" / "metadata"  # where secondary_index_.. leads back
+        dropped = f"secondary_index_../../{os.path.relpath(victim, metadata)}"
+        changes = {}
+    else:
+        dropped = "secondary_index_x"
+        changes = {cfg.INDEX_DEFS_PATH.key: os.path.relpath(victim / "index.json", base)}
+    listed = ("files", dropped)
+    set_properties(base, {cfg.METADATA_PARTITIONS.key: ",".join(listed), **changes})
+    properties = (base / ".hoodie" / "hoodie.properties").read_bytes()
+    options = {cfg.METADATA_SECONDARY_INDEX.key: "false"}
+
+    with pytest.raises(CorruptTableError) as refused:
+        prepare_metadata_table(open_location(str(base)), 8, listed, options, frozenset({"files"}))
+    assert "\n" not in str(refused.value)
+    assert "hoodie.properties" in str(refused.value)
+    assert _tree(victim) == before
+    assert (base / ".hoodie" / "hoodie.properties").read_bytes() == properties
