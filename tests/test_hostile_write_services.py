@@ -8,6 +8,7 @@ there)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -370,3 +371,38 @@ def test_dropping_metadata_partitions_deletes_and_rewrites_nothing_outside(
     assert "hoodie.properties" in str(refused.value)
     assert _tree(victim) == before
     assert (base / ".hoodie" / "hoodie.properties").read_bytes() == properties
+
+
+def test_a_metadata_partition_listed_in_storage_is_one_folder_of_the_metadata_table(
+    tmp_path: Path,
+) -> None:
+    """A partition the write keeps current (``hoodie.table.metadata.partitions``, an
+    index of ``index.json``) named ``secondary_index_../../..`` was accepted, and its
+    log files were written where the name led (another table)."""
+    from hudi_sync import config as cfg
+    from hudi_sync.errors import CorruptTableError
+    from hudi_sync.storage import open_location
+    from hudi_sync.table.metadata_table.partitions import prepare_metadata_table
+    from hudi_sync.table.metadata_table.records import metadata_schema
+    from hudi_sync.table.metadata_table.writer import FileGroupRecords, MetadataTableWriter
+    from tests.fixture_tables import set_properties
+
+    base = _fixture(COW_V8, tmp_path / "ours")
+    _with_metadata_table(base)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    metadata = base / ".hoodie" / "metadata"
+    (metadata / "secondary_index_..").mkdir()
+    hostile = f"secondary_index_../../{os.path.relpath(victim, metadata)}"
+    listed = ("files", hostile)
+    set_properties(base, {cfg.METADATA_PARTITIONS.key: ",".join(listed)})
+    location = open_location(str(base))
+
+    with pytest.raises(CorruptTableError, match=r"hoodie\.properties"):
+        prepare_metadata_table(location, 8, listed, {}, frozenset(listed))
+    writer = MetadataTableWriter(location, 8, json.dumps(metadata_schema(8)), lambda entries: b"")
+    group = FileGroupRecords(hostile, "secondary_index_x-0000-0", [])
+    with pytest.raises(CorruptTableError) as refused:
+        writer.deltacommit("20990101000000000", [group])
+    assert "\n" not in str(refused.value)
+    assert list(victim.iterdir()) == []

@@ -78,6 +78,10 @@ def prepare_metadata_table(
             cfg.METADATA_ENABLE.key,
         )
         return MetadataPlan(())
+    # Each partition the write keeps current or drops is a folder of the metadata table.
+    source = location.uri_of(f".hoodie/{cfg.PROPERTIES_FILE}")
+    for partition in listed:
+        location.file_inside(METADATA_FOLDER, partition, source)
     if version < 8:
         raise BadInputError(
             f"{base}: the table keeps a Hudi 0.x metadata table ({cfg.METADATA_PARTITIONS.key}="
