@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -77,31 +78,44 @@ def test_a_compaction_plan_cannot_read_or_write_outside_the_table(
 
 
 COW_V8 = "sample_table/cow/v8_simplekeygen_nonhivestyle"
+WITH_MDT = {"hoodie.metadata.enable": "true"}
+RETAIN_ONE = {
+    "hoodie.cleaner.commits.retained": 1,
+    "hoodie.keep.min.commits": 2,
+    "hoodie.keep.max.commits": 3,
+}
 FILE_ID = "0badc0de-0000-0000-0000-000000000000-0"
 
 
-def _commit_escaping_files(base: Path, victim: Path, versions: int) -> list[Path]:
-    """Give the v8 table at ``base`` a metadata table, then ``versions`` commits whose
-    write stats (and so the metadata table's ``files`` records) list a file group in a
+def _with_metadata_table(base: Path) -> None:
+    from hudi_sync.table import HudiTable
+    from hudi_sync.table.metadata_table.create import create_metadata_table
+    from tests.fixture_tables import set_properties
+
+    table = HudiTable.open(str(base))
+    create_metadata_table(table.location, table.config)
+    set_properties(base, {"hoodie.table.metadata.partitions": "files"})
+
+
+def _commit_escaping_files(base: Path, victim: Path, versions: int, stored: Path) -> list[Path]:
+    """``versions`` commits on the v8 table at ``base`` (with a metadata table) whose
+    write stats, and so the metadata table's ``files`` records, list a file group in a
     partition that leads out of the table into ``victim``; returns the victim's files
-    they name, which exist there."""
+    they name (copies of ``stored``), which exist there."""
     from hudi_sync.table import HudiTable
     from hudi_sync.table.metadata import WriteStat
-    from hudi_sync.table.metadata_table.create import create_metadata_table
     from hudi_sync.table.metadata_table.keepers import data_timeline_writer
     from hudi_sync.table.write.timeline import CommitRecord
 
     table = HudiTable.open(str(base))
-    create_metadata_table(table.location, table.config)
-    from tests.fixture_tables import set_properties
-
-    set_properties(base, {"hoodie.table.metadata.partitions": "files"})
-    table = HudiTable.open(str(base))
     writer = data_timeline_writer(
-        table.location, table.location.join(".hoodie", "timeline"), 8, table.config.raw, ("files",)
+        table.location,
+        table.location.join(".hoodie", "timeline"),
+        8,
+        table.config.raw,
+        table.config.metadata_partitions,
     )
     escape = os.path.relpath(victim, base)
-    stored = sorted((base / "10").glob("*.parquet"))[0]
     victim.mkdir(parents=True, exist_ok=True)
     named = []
     for _ in range(versions):
@@ -131,8 +145,10 @@ def test_the_cleaner_never_deletes_a_file_outside_the_table(tmp_path: Path) -> N
     from hudi_sync.table.write.cleaner import clean
 
     base = _fixture(COW_V8, tmp_path / "tables")
+    _with_metadata_table(base)
     victim = tmp_path / "victim" / "10"
-    named = _commit_escaping_files(base, victim, 2)
+    stored = sorted((base / "10").glob("*.parquet"))[0]
+    named = _commit_escaping_files(base, victim, 2, stored)
     table = HudiTable.open(str(base))
     writer = data_timeline_writer(
         table.location, table.location.join(".hoodie", "timeline"), 8, table.config.raw, ("files",)
@@ -279,16 +295,6 @@ def test_a_marker_outside_the_table_is_refused_before_any_delete() -> None:
     assert fs.exists(ours)  # refused before anything was deleted
 
 
-def _with_metadata_table(base: Path) -> None:
-    from hudi_sync.table import HudiTable
-    from hudi_sync.table.metadata_table.create import create_metadata_table
-    from tests.fixture_tables import set_properties
-
-    table = HudiTable.open(str(base))
-    create_metadata_table(table.location, table.config)
-    set_properties(base, {"hoodie.table.metadata.partitions": "files"})
-
-
 def test_a_metadata_table_compaction_plan_stays_in_its_metadata_table(tmp_path: Path) -> None:
     """A pending compaction plan of the metadata table naming a partition that leads
     into another table's metadata table made the next write's metadata services read
@@ -406,3 +412,31 @@ def test_a_metadata_partition_listed_in_storage_is_one_folder_of_the_metadata_ta
         writer.deltacommit("20990101000000000", [group])
     assert "\n" not in str(refused.value)
     assert list(victim.iterdir()) == []
+
+
+def test_a_write_refuses_a_listing_that_leads_out_of_the_table_before_committing(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A normal write on a table whose metadata table lists files in a partition that
+    leads out of it: its automatic clean deleted the other table's older file. The
+    write is refused before the timeline is touched."""
+    from hudi_sync.errors import CorruptTableError
+    from hudi_sync.spark import write
+    from hudi_sync.table import HudiTable
+    from tests.test_spark_writer import frame, options
+
+    path = tmp_path / "t"
+    rows = [{"id": i, "p": "a", "name": f"n{i}", "ts": 1} for i in range(3)]
+    write(frame(spark, rows, False), str(path), options("t", 8, "insert", **WITH_MDT))
+    stored = next((path / "p=a").glob("*.parquet"))
+    named = _commit_escaping_files(path, tmp_path / "victim" / "p=a", 2, stored)
+    timeline = sorted(p.name for p in (path / ".hoodie" / "timeline").iterdir())
+
+    update = [{"id": 1, "p": "a", "name": "u", "ts": 2}]
+    with pytest.raises(CorruptTableError) as refused:
+        write(frame(spark, update, False), str(path), options("t", 8, "upsert", **RETAIN_ONE))
+    assert "\n" not in str(refused.value)
+    assert ".hoodie/metadata/files" in str(refused.value)
+    assert all(p.exists() for p in named)
+    assert sorted(p.name for p in (path / ".hoodie" / "timeline").iterdir()) == timeline
+    assert not HudiTable.open(str(path)).timeline.pending

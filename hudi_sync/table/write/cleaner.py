@@ -27,7 +27,7 @@ def clean(table: HudiTable, timeline: TimelineWriter, retained: int) -> str | No
         if comparable_instant(instant) < limit
     }
     deleted: dict[str, list[str]] = {}
-    source = listing_source(table)
+    source = listing_source(table.view)
     for partition, files in table.view.partitions.items():
         # A CDC log is part of the slice its commit wrote, a Merge-on-Read log part of
         # the slice it belongs to: cleaned with that slice's base file.

@@ -118,7 +118,7 @@ def _name(path: object) -> str | None:
 
 def plan_compaction(table: HudiTable) -> list[CompactionOperation]:
     """One operation per file group whose latest slice has committed log files."""
-    source = listing_source(table)
+    source = listing_source(table.view)
     operations = []
     for file_slice in table.view.slices_as_of(None):
         if not file_slice.log_files:
