@@ -440,3 +440,67 @@ def test_a_write_refuses_a_listing_that_leads_out_of_the_table_before_committing
     assert all(p.exists() for p in named)
     assert sorted(p.name for p in (path / ".hoodie" / "timeline").iterdir()) == timeline
     assert not HudiTable.open(str(path)).timeline.pending
+
+
+def _failed_hudi_write(base: Path, markers: list[str]) -> tuple[str, Path]:
+    """A pending commit on the v8 table at ``base`` that left a partial file in
+    partition 10, with Hudi's timeline-server markers (``MARKERS0``) listing
+    ``markers`` (``{partial}`` stands for the partial file's name)."""
+    instant = "20990101000000000"
+    timeline = base / ".hoodie" / "timeline"
+    (timeline / f"{instant}.commit.requested").write_bytes(b"")
+    stored = sorted((base / "10").glob("*.parquet"))[0]
+    partial = base / "10" / f"{stored.name.split('_')[0]}_0-0-0_{instant}.parquet"
+    shutil.copy(stored, partial)
+    folder = base / ".hoodie" / ".temp" / instant
+    folder.mkdir(parents=True)
+    (folder / "MARKERS.type").write_text("TIMELINE_SERVER_BASED")
+    lines = [m.format(partial=partial.name) for m in markers]
+    (folder / "MARKERS0").write_text("".join(f"{line}\n" for line in lines))
+    return instant, partial
+
+
+def _roll_back(base: Path, instant: str) -> str:
+    from hudi_sync.table import HudiTable
+    from hudi_sync.table.metadata_table.keepers import data_timeline_writer
+    from hudi_sync.table.write.rollback import roll_back
+
+    table = HudiTable.open(str(base))
+    writer = data_timeline_writer(
+        table.location, table.location.join(".hoodie", "timeline"), 8, table.config.raw, ()
+    )
+    return roll_back(table.location, writer, instant, "commit")
+
+
+def test_a_rollback_deletes_what_timeline_server_markers_list(tmp_path: Path) -> None:
+    """Hudi's writers may list their markers in ``MARKERS<n>`` files: the rollback of
+    such a failed write found no marker and left its partial file behind."""
+    base = _fixture(COW_V8, tmp_path / "tables")
+    instant, partial = _failed_hudi_write(base, ["10/{partial}.marker.CREATE"])
+
+    _roll_back(base, instant)
+
+    assert not partial.exists()
+    assert not (base / ".hoodie" / ".temp" / instant).exists()
+
+
+def test_a_timeline_server_marker_outside_the_table_is_refused(tmp_path: Path) -> None:
+    """A ``MARKERS0`` line is text anyone with the table's storage can write: one
+    leading out of the table is refused, naming the file, before anything is deleted."""
+    from hudi_sync.errors import CorruptTableError
+
+    base = _fixture(COW_V8, tmp_path / "tables")
+    victim = tmp_path / "victim" / "10" / "v-0_0-0-0_20240101000000000.parquet"
+    victim.parent.mkdir(parents=True)
+    victim.write_bytes(b"theirs")
+    escape = os.path.relpath(victim, base)
+    instant, partial = _failed_hudi_write(
+        base, ["10/{partial}.marker.CREATE", f"{escape}.marker.CREATE"]
+    )
+
+    with pytest.raises(CorruptTableError) as refused:
+        _roll_back(base, instant)
+    assert "\n" not in str(refused.value)
+    assert "MARKERS0" in str(refused.value)
+    assert victim.read_bytes() == b"theirs"
+    assert partial.exists()
