@@ -250,7 +250,7 @@ def _live_files(where: Location) -> list[dict[str, Any]]:
     one ``CorruptTableError`` line naming the file they came from)."""
     pointer = where.uri_of("_version_")
     current = where.read_file(where.join("_version_")).decode("utf-8", "replace").strip()
-    if not current.isdigit():
+    if not (current.isascii() and current.isdigit()):
         raise CorruptTableError(f"{pointer}: names manifest {current!r}, not a number")
     source = where.uri_of(f"manifest_{current}")
     try:
