@@ -314,7 +314,7 @@ def test_a_metadata_table_compaction_plan_stays_in_its_metadata_table(tmp_path: 
     before = _tree(other)
     table = HudiTable.open(str(base))
     mdt = base / ".hoodie" / "metadata"
-    operation = {
+    operation: dict[str, Any] = {
         "baseInstantTime": stored.name.rsplit("_", 1)[1].removesuffix(".hfile"),
         "deltaFilePaths": [],
         "dataFilePath": stored.name,

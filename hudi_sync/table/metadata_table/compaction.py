@@ -186,6 +186,8 @@ def read_plan(data: bytes, source: str) -> list[dict[str, Any]]:
     a ``CorruptTableError`` naming ``source``, the plan file."""
     try:
         (record,) = list(fastavro.reader(io.BytesIO(data)))
+        if not isinstance(record, dict):
+            raise TypeError("a plan is a record")
         operations = list(record.get("operations") or [])
         for op in operations:
             partition = op["partitionPath"]

@@ -22,5 +22,7 @@ def check_listed_names(view: FileSystemView) -> None:
     that leads out of the table, before anything is read, written or deleted by it."""
     source = listing_source(view)
     for partition, files in view.partitions.items():
-        for listed in (*files.base_files, *files.log_files, *files.cdc_files):
-            contained_file(partition, listed.name, source)
+        names = [f.name for f in files.base_files]
+        names += [f.name for f in (*files.log_files, *files.cdc_files)]
+        for name in names:
+            contained_file(partition, name, source)
