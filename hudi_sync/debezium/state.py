@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_sync.errors import BadInputError, TableNotFoundError
-from hudi_sync.storage import Location, open_location
+from hudi_sync.storage import Location, contained_file, open_location
 from hudi_sync.table import HudiTable
 
 CHECKPOINT_KEY = "deltastreamer.checkpoint.key"
@@ -94,9 +94,12 @@ def load_state(uri: str, storage_options: Mapping[str, Any] | None = None) -> In
     for instant in reversed(table.completed_commits()):
         extra = timeline.commit_metadata(instant).extra_metadata
         if CHECKPOINT_KEY in extra:
+            # Names of files in FOLDER, one segment each (refused naming the commit).
+            source = f"{table.uri}: {instant.file_name}: {TOMBSTONES_KEY}"
+            listed = [f for f in extra.get(TOMBSTONES_KEY, "").split(",") if f]
             return IngestState(
                 offsets=parse_checkpoint(extra[CHECKPOINT_KEY]),
-                tombstone_files=[f for f in extra.get(TOMBSTONES_KEY, "").split(",") if f],
+                tombstone_files=[contained_file("", f, source) for f in listed],
                 truncated_before=extra.get(TRUNCATED_KEY) or None,
                 instant=instant.requested_time,
             )
@@ -115,10 +118,9 @@ class TombstoneStore:
         """Deleted key -> position of its delete, over ``files`` (newest wins)."""
         tombstones: dict[str, str] = {}
         for name in files:
+            path = self.location.file_inside(FOLDER, name, f"{self.location.uri}: {TOMBSTONES_KEY}")
             try:
-                data = pq.read_table(
-                    pa.BufferReader(self.location.read_file(f"{self.folder}/{name}"))
-                )
+                data = pq.read_table(pa.BufferReader(self.location.read_file(path)))
             except FileNotFoundError:
                 raise BadInputError(
                     f"{self.folder}/{name}: tombstone file named by the last ingest commit "
@@ -169,11 +171,8 @@ class TombstoneStore:
         """Delete tombstone files no commit will read (compacted, or left by a batch
         that did not commit)."""
         keep = set(files)
-        try:
-            listed = self.location.fs.ls(self.folder, detail=False)
-        except FileNotFoundError:
-            return
-        for path in listed:
-            name = str(path).rsplit("/", 1)[-1]
+        for name in self.location.names(self.folder):
             if name.startswith("tombstones-") and name not in keep:
-                self.location.fs.rm(str(path))
+                # Literally: fsspec's rm expands glob characters, and a listed name
+                # such as tombstones-[ab].parquet must never delete a sibling in use.
+                self.location.remove(f"{self.folder}/{name}")

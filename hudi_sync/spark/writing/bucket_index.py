@@ -56,6 +56,7 @@ from hudi_sync.table.partition_encoding import (
 from hudi_sync.table.record_keys import built_keys
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.write.compaction import pending_compaction_groups
+from hudi_sync.table.write.listing_source import check_listed_names
 
 IS_DELETED = "_hoodie_is_deleted"
 # Keys whose string form is the same in Java, Spark and Arrow (a column of nulls only:
@@ -368,6 +369,7 @@ class BucketLayout:
         view = FileSystemView(
             table.location, table.config, table.timeline, partitions, table.view.listing
         )
+        check_listed_names(view)
         self.slices: dict[tuple[str, int], FileSlice] = {}
         for file_slice in view.slices_as_of():
             bucket = bucket_of_file_id(file_slice.file_id)

@@ -121,8 +121,8 @@ def write_file_groups(
         relative = f"{partition}/{base_file_name(file_id, instant)}".lstrip("/")
         target = location.join(relative)
         meta = footer(location, parts[0])
-        location.fs.makedirs(location.join(partition), exist_ok=True)
-        location.fs.mv(parts[0], target)
+        location.ensure_folder(location.join(partition))
+        location.move(parts[0], target)  # literal: fsspec's mv expands glob characters
         published[file_id] = (relative, meta.num_rows, location.size(target))
     return published
 

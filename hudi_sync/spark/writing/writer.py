@@ -98,6 +98,7 @@ from hudi_sync.table.write.compaction import (
     pending_compactions,
     run_in_process,
 )
+from hudi_sync.table.write.listing_source import check_listed_names
 from hudi_sync.table.write.log_writer import meta_avro_schema
 from hudi_sync.table.write.timeline import CommitRecord
 
@@ -201,6 +202,7 @@ def _write(
             f"through the bucket index (write_arrow, the Debezium ingest) only"
         )
     table, finished = _finish_pending_compactions(table, settings, spark)
+    check_listed_names(table.view)  # before anything is read, written or deleted by it
     if operation in REPLACE_OPERATIONS:
         action = Action.REPLACE_COMMIT
     else:  # Merge-on-Read: updates and deletes go to log files, as a deltacommit

@@ -31,6 +31,7 @@ from typing import Any
 import fastavro
 
 from hudi_sync.errors import CorruptTableError
+from hudi_sync.storage import contained_file
 from hudi_sync.table.bounded_avro import read_container
 from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import (
@@ -188,11 +189,26 @@ def plan_bytes(operations: Sequence[dict[str, Any]]) -> bytes:
     return buffer.getvalue()
 
 
-def read_plan(data: bytes, where: str) -> list[dict[str, Any]]:
-    records = read_container(data, where, 2, "compaction plan")
+def read_plan(data: bytes, source: str) -> list[dict[str, Any]]:
+    """A stored plan's operations. Their names become paths: each partition must be one
+    of the metadata table's folders and each file id and file name one name in it, else
+    a ``CorruptTableError`` naming ``source``, the plan file."""
+    records = read_container(data, source, 2, "compaction plan")
     if len(records) != 1 or not isinstance(records[0], dict):
-        raise CorruptTableError(f"{where}: a compaction plan holds one record")
-    return list(records[0].get("operations") or [])
+        raise CorruptTableError(f"{source}: a compaction plan holds one record")
+    try:
+        operations = list(records[0].get("operations") or [])
+        for op in operations:
+            partition = op["partitionPath"]
+            contained_file("", partition, source)  # one folder of the metadata table
+            names = [op["fileId"], op.get("dataFilePath"), *(op.get("deltaFilePaths") or ())]
+            for name in filter(None, names):
+                contained_file(partition, name, source)
+    except CorruptTableError:
+        raise
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise CorruptTableError(f"{source}: not a compaction plan ({exc})") from None
+    return operations
 
 
 class MetadataCompactor:
@@ -230,10 +246,9 @@ class MetadataCompactor:
         """Execute again the compactions a crash left pending (Hudi's first step)."""
         finished = []
         for instant in self.pending():
-            requested = f"{instant.requested_time}.{Action.COMPACTION}.requested"
-            path = f"{self.writer.folder}/{requested}"
-            data = self.reader.location.read_file(path)
-            self.execute(instant.requested_time, read_plan(data, path))
+            data = self.reader.location.read_file(self._plan_path(instant.requested_time))
+            plan = read_plan(data, self._plan_source(instant.requested_time))
+            self.execute(instant.requested_time, plan)
             finished.append(instant.requested_time)
         return finished
 
@@ -273,12 +288,25 @@ class MetadataCompactor:
             for partition in {op["partitionPath"] for op in operations}
             for s in self.reader.partition_slices(partition)
         }
-        stats = [
-            self._compact(instant, number, op, slices[(op["partitionPath"], op["fileId"])])
-            for number, op in enumerate(operations)
-        ]
+        stats = []
+        for number, op in enumerate(operations):
+            latest = slices.get((op["partitionPath"], op["fileId"]))
+            if latest is None:
+                raise CorruptTableError(
+                    f"{self._plan_source(instant)}: plans file group {op['fileId']} of "
+                    f"{op['partitionPath']}, which the metadata table does not have"
+                )
+            stats.append(self._compact(instant, number, op, latest))
         commit = CommitRecord(COMPACT_OPERATION, self.commit_schema, stats, compacted=True)
         self.writer.complete(instant, Action.COMMIT, commit)
+
+    def _plan_path(self, instant: str) -> str:
+        return f"{self.writer.folder}/{instant}.{Action.COMPACTION}.requested"
+
+    def _plan_source(self, instant: str) -> str:
+        """The plan file, as messages name it."""
+        location = self.reader.location
+        return location.uri_of(self._plan_path(instant)[len(location.path) :])
 
     def _compact(
         self, instant: str, number: int, operation: dict[str, Any], latest: FileSlice
@@ -296,7 +324,8 @@ class MetadataCompactor:
         records = sorted(merged.values(), key=lambda r: r.key)
         data = base_hfile(records, self.version, self.codec_schema)
         name = f"{file_id}_{number}-0-{number}_{instant}.hfile"
-        self.reader.location.write_file(self.reader.location.join(partition, name), data)
+        path = self.reader.location.file_inside(partition, name, self._plan_source(instant))
+        self.reader.location.write_file(path, data)
         updated = sum(1 for key in merged if key in base_records)
         return WriteStat(
             file_id=file_id,

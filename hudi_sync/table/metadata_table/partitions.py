@@ -81,6 +81,10 @@ def prepare_metadata_table(
             cfg.METADATA_ENABLE.key,
         )
         return MetadataPlan(())
+    # Each partition the write keeps current or drops is a folder of the metadata table.
+    source = location.uri_of(f".hoodie/{cfg.PROPERTIES_FILE}")
+    for partition in listed:
+        location.file_inside(METADATA_FOLDER, partition, source)
     refuse_partitions_being_built(
         base, cfg.METADATA_PARTITIONS_INFLIGHT.read(_read_properties(location))
     )
@@ -137,6 +141,11 @@ def drop_partitions(location: Location, partitions: list[str]) -> None:
     """As Hudi drops a disabled partition: the property first (readers stop using the
     partition), then the index definitions, then the folder."""
     props = _read_properties(location)
+    # The names come from hoodie.properties: every folder and the definitions file are
+    # known to be inside the table before anything changes.
+    source = location.uri_of(f".hoodie/{cfg.PROPERTIES_FILE}")
+    folders = [location.file_inside(METADATA_FOLDER, p, source) for p in partitions]
+    definitions = location.inside(index_definitions_path(props), source)
     keep = [p for p in _split(props.get(cfg.METADATA_PARTITIONS.key)) if p not in partitions]
     inflight = [
         p for p in _split(props.get(cfg.METADATA_PARTITIONS_INFLIGHT.key)) if p not in partitions
@@ -145,9 +154,9 @@ def drop_partitions(location: Location, partitions: list[str]) -> None:
     if cfg.METADATA_PARTITIONS_INFLIGHT.key in props:
         props[cfg.METADATA_PARTITIONS_INFLIGHT.key] = ",".join(inflight)
     _write_properties(location, props)
-    _drop_index_definitions(location, props, partitions)
-    for partition in partitions:
-        location.remove_tree(location.join(METADATA_FOLDER, partition))
+    _drop_index_definitions(location, definitions, partitions)
+    for folder in folders:
+        location.remove_tree(folder)
 
 
 def delete_metadata_table(location: Location) -> None:
@@ -174,10 +183,7 @@ def _write_properties(location: Location, props: Mapping[str, str]) -> None:
     location.write_file(path, java_properties_text(props).encode())
 
 
-def _drop_index_definitions(
-    location: Location, props: Mapping[str, str], partitions: list[str]
-) -> None:
-    path = location.join(index_definitions_path(props))
+def _drop_index_definitions(location: Location, path: str, partitions: list[str]) -> None:
     try:
         data = location.read_file(path)
     except FileNotFoundError:

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from hudi_sync.storage import Location
+from hudi_sync.storage import Location, contained_file
 from hudi_sync.table.instant import Action, parse_instant_file_name
 from hudi_sync.table.logfile import BlockType, HeaderKey, encode_block
 from hudi_sync.table.metadata import WriteStat
@@ -95,7 +95,7 @@ class MetadataTableWriter:
             deletes = [(key, group.partition, NATURAL_ORDER) for key in sorted(group.deleted_keys)]
             block += encode_delete_block(deletes, json.loads(self.schema), instant)
         name = log_file_name(group.file_id, instant, 1, f"{number}-0-0")
-        self.location.write_file(f"{self.base}/{group.partition}/{name}", block)
+        self.location.write_file(self._path(group.partition, name), block)
         size = len(block)
         return WriteStat(
             file_id=group.file_id,
@@ -124,13 +124,22 @@ class MetadataTableWriter:
         for partition in self.partitions():
             for name in self.location.names(f"{self.base}/{partition}"):
                 if name.startswith(".") and marker in name:
-                    self.location.remove(f"{self.base}/{partition}/{name}")
+                    self.location.remove(self._path(partition, name))
                     deleted.setdefault(partition, []).append(f"{partition}/{name}")
         self.timeline.rollback(
             instant, Action.DELTA_COMMIT, deleted, started, instant=rollback_instant
         )
         self._remove_instant(instant)
         return True
+
+    def _path(self, partition: str, name: str) -> str:
+        """The file ``name`` in the metadata table's ``partition``: partition names come
+        from storage (hoodie.properties, the index definitions), so each must be one
+        folder of the metadata table and the name one file in it, else a
+        ``CorruptTableError`` naming the metadata table."""
+        source = self.location.uri_of(METADATA_FOLDER)
+        folder = contained_file("", partition, source)
+        return self.location.file_inside(f"{METADATA_FOLDER}/{folder}", name, source)
 
     def _instant_files(self, instant: str) -> list[str]:
         found = []

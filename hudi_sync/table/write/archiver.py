@@ -27,8 +27,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_sync import config as cfg
-from hudi_sync.errors import BadInputError
-from hudi_sync.storage import Location, open_location
+from hudi_sync.errors import BadInputError, CorruptTableError
+from hudi_sync.storage import Location, contained_file, open_location
 from hudi_sync.table.archived_timeline import ARCHIVE_LOG_FILE, HISTORY_MANIFEST_FILE
 from hudi_sync.table.instant import (
     Action,
@@ -232,9 +232,7 @@ def add_lsm_history_layer(folder: Location | str, rows: Sequence[Mapping[str, An
     names = where.names(where.path)
     live: list[dict[str, Any]] = []
     if "_version_" in names:
-        current = where.read_file(where.join("_version_")).decode().strip()
-        manifest_data = where.read_file(where.join(f"manifest_{current}"))
-        live = [f for f in json.loads(manifest_data)["files"] if f["fileName"] != name]
+        live = [f for f in _live_files(where) if f["fileName"] != name]
     live.append({"fileName": name, "fileLen": len(data)})
     version = (
         max((int(m.group(1)) for n in names if (m := HISTORY_MANIFEST_FILE.match(n))), default=0)
@@ -244,3 +242,21 @@ def add_lsm_history_layer(folder: Location | str, rows: Sequence[Mapping[str, An
     where.write_file(where.join(f"manifest_{version}"), manifest)
     where.write_file(where.join("_version_"), str(version).encode())
     return name
+
+
+def _live_files(where: Location) -> list[dict[str, Any]]:
+    """The entries of the manifest ``_version_`` names: its number and their file names
+    are read from storage, so the manifest and the files must be in ``where`` (else
+    one ``CorruptTableError`` line naming the file they came from)."""
+    pointer = where.uri_of("_version_")
+    current = where.read_file(where.join("_version_")).decode("utf-8", "replace").strip()
+    if not (current.isascii() and current.isdigit()):
+        raise CorruptTableError(f"{pointer}: names manifest {current!r}, not a number")
+    source = where.uri_of(f"manifest_{current}")
+    try:
+        live = list(json.loads(where.read_file(where.join(f"manifest_{current}")))["files"])
+        for entry in live:
+            contained_file("", entry["fileName"], source)
+    except (FileNotFoundError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise CorruptTableError(f"{source}: not a timeline history manifest ({exc})") from None
+    return live

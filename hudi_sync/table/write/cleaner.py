@@ -5,9 +5,11 @@ table, the log files that belong to it."""
 
 from __future__ import annotations
 
+from hudi_sync.storage import contained_file
 from hudi_sync.table import HudiTable
 from hudi_sync.table.fs_view import PartitionFiles
 from hudi_sync.table.instant import comparable_instant
+from hudi_sync.table.write.listing_source import listing_source
 from hudi_sync.table.write.timeline import TimelineWriter
 
 
@@ -27,6 +29,7 @@ def clean(table: HudiTable, timeline: TimelineWriter, retained: int) -> str | No
     }
     deleted: dict[str, list[str]] = {}
     dropped: list[str] = []  # partitions this clean leaves without a file group
+    source = listing_source(table.view)
     for partition, files in table.view.partitions.items():
         # A CDC log is part of the slice its commit wrote, a Merge-on-Read log part of
         # the slice it belongs to: cleaned with that slice's base file.
@@ -69,9 +72,9 @@ def clean(table: HudiTable, timeline: TimelineWriter, retained: int) -> str | No
                     newest_doomed = older[-1][0]
                     doomed += [n for k, n in log_only.get(file_id, []) if k < newest_doomed]
             for name in (n for doomed_name in doomed for n in names_of[doomed_name]):
-                deleted.setdefault(partition, []).append(
-                    f"{partition}/{name}" if partition else name
-                )
+                # Listed names are refused here, before anything is recorded or
+                # deleted, unless they name a file inside the table.
+                deleted.setdefault(partition, []).append(contained_file(partition, name, source))
         if partition and _emptied(files, deleted.get(partition, [])):
             dropped.append(partition)
     if not deleted:

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudi_sync.errors import CorruptTableError
-from hudi_sync.storage import Location, open_location
+from hudi_sync.storage import Location, contained_file, contained_partition, open_location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.bounded_avro import read_container
 from hudi_sync.table.filenames import parse_base_file, parse_log_file
@@ -44,6 +44,7 @@ from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.slice_reader import read_file_slice_counted
 from hudi_sync.table.snapshot_read import snapshot_schema, table_merge_rules
 from hudi_sync.table.write.compaction_plan import PLAN_SCHEMA
+from hudi_sync.table.write.listing_source import listing_source
 from hudi_sync.table.write.lock import TableLock
 from hudi_sync.table.write.rollback import marker_folder, remove_written_files, write_marker
 from hudi_sync.table.write.timeline import CommitRecord, TimelineWriter
@@ -79,7 +80,8 @@ class CompactionOperation:
         }
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> CompactionOperation:
+    def from_record(cls, record: Mapping[str, Any], source: str) -> CompactionOperation:
+        """The operation a plan read from ``source`` holds (``checked``)."""
         return cls(
             partition_path=str(record.get("partitionPath") or ""),
             file_id=str(record["fileId"]),
@@ -87,7 +89,16 @@ class CompactionOperation:
             base_file=_name(record.get("dataFilePath")),
             log_files=tuple(n for n in map(_name, record.get("deltaFilePaths") or ()) if n),
             log_bytes=int((record.get("metrics") or {}).get("TOTAL_LOG_FILES_SIZE") or 0),
-        )
+        ).checked(source)
+
+    def checked(self, source: str) -> CompactionOperation:
+        """This operation, whose names were read from ``source``, once its partition,
+        file id (which names the new base file) and file names are known to name files
+        inside the table; else a ``CorruptTableError`` naming ``source``."""
+        contained_partition(self.partition_path, source)
+        for name in (self.file_id, *([self.base_file] if self.base_file else []), *self.log_files):
+            contained_file(self.partition_path, name, source)
+        return self
 
     def file_slice(self) -> FileSlice:
         """The slice the operation merges: exactly the planned files."""
@@ -108,6 +119,7 @@ def _name(path: object) -> str | None:
 
 def plan_compaction(table: HudiTable) -> list[CompactionOperation]:
     """One operation per file group whose latest slice has committed log files."""
+    source = listing_source(table.view)
     operations = []
     for file_slice in table.view.slices_as_of(None):
         if not file_slice.log_files:
@@ -120,7 +132,7 @@ def plan_compaction(table: HudiTable) -> list[CompactionOperation]:
                 file_slice.base_file.name if file_slice.base_file else None,
                 tuple(log.name for log in file_slice.log_files),
                 sum(file_slice.log_size(table.location, log) for log in file_slice.log_files),
-            )
+            ).checked(source)
         )
     return operations
 
@@ -142,7 +154,9 @@ def read_plan(data: bytes, where: str) -> list[CompactionOperation]:
     if len(records) != 1 or not isinstance(records[0], dict):
         raise CorruptTableError(f"{where}: a compaction plan holds one record")
     try:
-        return [CompactionOperation.from_record(r) for r in records[0].get("operations") or ()]
+        return [
+            CompactionOperation.from_record(r, where) for r in records[0].get("operations") or ()
+        ]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CorruptTableError(
             f"{where}: compaction plan has an unexpected shape ({type(exc).__name__}: {exc})"

@@ -4,18 +4,23 @@ A write that did not complete leaves a pending instant and possibly data files n
 with its instant. Readers already ignore those files (their instant never completed);
 the rollback removes them so the next writes, cleaners and other engines see a tidy
 table. Each data file was announced by a marker (``.hoodie/.temp/<instant>/<partition>/
-<file>.marker.CREATE``) before it was written, as Hudi does; without markers the
-partitions are scanned for the instant's file names.
+<file>.marker.CREATE``) before it was written, as Hudi does (whose writers may instead
+list them in ``MARKERS<n>`` files there, the timeline server's markers); without markers
+the partitions are scanned for the instant's file names.
 """
 
 from __future__ import annotations
 
+import re
 import time
 
-from hudi_sync.storage import Location
+from hudi_sync.storage import Location, contained_file
 from hudi_sync.table.write.timeline import TimelineWriter
 
 MARKER_SUFFIXES = (".marker.CREATE", ".marker.MERGE", ".marker.APPEND")
+# Hudi's timeline-server-based markers: ``MARKERS0``, ``MARKERS1``... in the marker
+# folder, each listing markers one a line (``MARKERS.type`` says which kind).
+TIMELINE_SERVER_MARKERS = re.compile(r"MARKERS\d+\Z")
 
 
 def marker_folder(location: Location, instant: str) -> str:
@@ -37,10 +42,13 @@ def files_written_by(location: Location, instant: str) -> dict[str, list[str]]:
     marked = location.files_under(markers)
     if marked or (location.is_local and location.fs.isdir(markers)):
         for relative in marked:
-            partition, _, name = relative.rpartition("/")
-            for suffix in MARKER_SUFFIXES:
-                if name.endswith(suffix):
-                    found.setdefault(partition, []).append(name[: -len(suffix)])
+            source = location.uri_of(f".hoodie/.temp/{instant}/{relative}")
+            if TIMELINE_SERVER_MARKERS.match(relative):
+                text = location.read_file(f"{markers}/{relative}").decode("utf-8", "replace")
+                for line in filter(None, map(str.strip, text.splitlines())):
+                    _add_marker(found, line, source)
+            else:
+                _add_marker(found, relative, source)
         return found
     suffix = f"_{instant}.parquet"
     cdc_part = f"_{instant}.log."  # this write's CDC logs: .<fileId>_<instant>.log.1_<token>.cdc
@@ -53,6 +61,18 @@ def files_written_by(location: Location, instant: str) -> dict[str, list[str]]:
         ):
             found.setdefault(partition, []).append(name)
     return found
+
+
+def _add_marker(found: dict[str, list[str]], marker: str, source: str) -> None:
+    """The data file ``marker`` (``<partition>/<file>.marker.<IO type>``) announces, added
+    to ``found``. Markers are read from storage (an object store's keys may hold
+    ``..`` segments; a marker file's lines are text): each names a file of this table,
+    or is refused naming ``source``."""
+    partition, _, name = marker.rpartition("/")
+    for suffix in MARKER_SUFFIXES:
+        if name.endswith(suffix):
+            contained_file(partition, name[: -len(suffix)], source)
+            found.setdefault(partition, []).append(name[: -len(suffix)])
 
 
 def remove_written_files(location: Location, instant: str) -> dict[str, list[str]]:
