@@ -219,9 +219,11 @@ class CurrentMetadataSync(InstantListener):
         sync = self.current()
         return None if sync is None else sync.before_commit(instant, action, commit)
 
-    def before_clean(self, instant: str, deleted: Mapping[str, Sequence[str]]) -> str | None:
+    def before_clean(
+        self, instant: str, deleted: Mapping[str, Sequence[str]], dropped: Sequence[str] = ()
+    ) -> str | None:
         sync = self.current()
-        return None if sync is None else sync.before_clean(instant, deleted)
+        return None if sync is None else sync.before_clean(instant, deleted, dropped)
 
     def before_rollback(self, rolled_back: str, instant: str) -> str | None:
         sync = self.current(updates=False)
