@@ -65,8 +65,11 @@ class WatchEvent:
         return record
 
     def line(self) -> str:
-        """The event as one line of text."""
+        """The event as one line of text (a table path holding a control character, which
+        cannot be synced, shown quoted)."""
         where = self.table or ""
+        if where and any(not c.isprintable() for c in where):
+            where = repr(where)
         if self.event == "sync":
             return f"sync {where} {self.instant}: ok"
         if self.event == "error":
