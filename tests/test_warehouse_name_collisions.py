@@ -156,3 +156,57 @@ def test_watch_root_reports_the_second_table_every_poll(  # type: ignore[no-unty
     assert [e.table for e in events if e.event == "sync"] == [str(held)]
     assert set(bases[bases.index(str(held)) :]) == {str(held)}
     assert HudiTable.open(str(refused)).latest_instant() is not None
+
+
+# -- Snowflake (emulated: fakesnow, external tables over moto S3) ------------------------
+
+
+def _snowflake_options() -> dict[str, str]:
+    from hudi_sync.warehouse.snowflake_target import PREFIX
+
+    options = {"database": "hudi", "schema": "lake", "storage_integration": "hudi_s3"}
+    return {SYNC_TOOLS: "snowflake", **{PREFIX + k: v for k, v in options.items()}}
+
+
+def test_snowflake_names_discovered_tables_by_their_paths(  # type: ignore[no-untyped-def]
+    unpack_table, s3_server, emulation, tmp_path: Path
+) -> None:
+    """``dev/trips`` and ``prod/trips`` have one ``hoodie.table.name``: each gets the view
+    its path names, as in DuckDB and BigQuery, not the second replacing the first."""
+    from tests.test_snowflake_target import _view_comment
+
+    bucket = s3_server.make_bucket()
+    uris = {}
+    for env in ("dev", "prod"):
+        local = _copy(unpack_table, FIRST, tmp_path / env / "trips")
+        uris[env] = s3_server.upload_dir(local, bucket, f"lake/{env}/trips")
+    names = {HudiTable.open(u, s3_server.storage_options).config.name for u in uris.values()}
+    assert len(names) == 1  # one Hudi table name for both
+    reports = backfill(f"s3://{bucket}/lake", _snowflake_options(), s3_server.storage_options)
+    assert [r.ok for _, r in reports] == [True, True], [r.errors for _, r in reports]
+    for env, uri in uris.items():
+        assert f" base={uri}/ mode=view" in _view_comment(f"{env}_trips")
+
+
+def test_snowflake_refuses_another_bases_view_without_force(  # type: ignore[no-untyped-def]
+    unpack_table, s3_server, emulation, tmp_path: Path
+) -> None:
+    from hudi_sync.errors import BadInputError
+    from hudi_sync.sync.job import sync_table
+    from tests.test_snowflake_target import _target, _view_comment
+
+    bucket = s3_server.make_bucket()
+    tables = []
+    for env, suffix in (("dev", FIRST), ("prod", SECOND)):
+        local = _copy(unpack_table, suffix, tmp_path / env / "trips")
+        uri = s3_server.upload_dir(local, bucket, f"lake/{env}/trips")
+        tables.append(HudiTable.open(uri, s3_server.storage_options))
+    held, other = tables
+    assert sync_table(held, [_target()]).ok
+    with pytest.raises(BadInputError) as refused:
+        sync_table(other, [_target()])
+    message = str(refused.value)
+    assert len(message.splitlines()) == 1 and held.uri in message and other.uri in message
+    assert f" base={held.uri}/ mode=view" in _view_comment("trips")
+    assert sync_table(other, [_target()], replace_other_table=True).ok
+    assert f" base={other.uri}/ mode=view" in _view_comment("trips")
