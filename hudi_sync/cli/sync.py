@@ -53,7 +53,22 @@ AsOfOption = Annotated[
 ]
 KeepOption = Annotated[int, typer.Option("--keep", help="Manifest snapshots to keep.")]
 DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Print the plan, change nothing.")]
-ForceOption = Annotated[bool, typer.Option("--force", help="Allow moving a target backwards.")]
+ForceOption = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Allow moving a target backwards, or replacing objects another table's sync "
+        "made (their marker names another base path).",
+    ),
+]
+ReplaceOtherOption = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace objects another table's sync made (their marker names another base "
+        "path) instead of refusing them.",
+    ),
+]
 DeltaCommitsOption = Annotated[
     int | None,
     typer.Option(
@@ -405,6 +420,7 @@ def watch_command(
         bool, typer.Option("--json", help="Print one JSON object per line and event.")
     ] = False,
     storage_option: StorageOption = None,
+    force: ReplaceOtherOption = False,
 ) -> None:
     """Run as a service: poll the tables' timelines; when a table's latest completed
     commit changes, run the configured sync targets (the hook's options:
@@ -432,6 +448,7 @@ def watch_command(
             max_backoff=cap,
             stop=stop,
             on_event=report,
+            replace_other_table=force,
         )
 
 
@@ -444,10 +461,12 @@ def backfill_command(
     ] = False,
     as_json: JsonFlag = False,
     storage_option: StorageOption = None,
+    force: ReplaceOtherOption = False,
 ) -> None:
     """Find every Hudi table under ROOT and sync each one to the configured targets; each
-    table's warehouse name is its path under ROOT with '/' replaced by '_'. A ROOT with
-    no table exits 1 (0 with --allow-empty)."""
+    table's warehouse name is its path under ROOT with '/' (and any character but letters,
+    digits and '_') replaced by '_'. Two tables with one name: the first holds it, the
+    other fails naming both. A ROOT with no table exits 1 (0 with --allow-empty)."""
     options, storage = _hook_options(props, conf, storage_option)
     tables = exit_on_error(lambda: discover_tables(root, storage))
     if not tables:
@@ -461,7 +480,7 @@ def backfill_command(
             rows.append({"table": uri, "instant": result.instant, "errors": result.error_summary()})
             progress.advance(task)
 
-        exit_on_error(lambda: backfill(root, options, storage, done))
+        exit_on_error(lambda: backfill(root, options, storage, done, replace_other_table=force))
     emit(rows, as_json, f"backfill of {root}")
     if any(row["errors"] for row in rows):
         raise typer.Exit(1)

@@ -10,6 +10,7 @@ from hudi_sync import config as cfg
 from hudi_sync.storage import open_location
 from hudi_sync.sync.hook import run_post_commit_hook
 from hudi_sync.sync.job import SyncReport
+from hudi_sync.sync.names import NameClaims
 
 PROPERTIES = ".hoodie/hoodie.properties"
 
@@ -49,7 +50,34 @@ def discovered_table_options(
     """The hook options of a table found under a root: its warehouse name set for every
     target that takes one (``backfill`` and ``watch --root`` name tables alike)."""
     name = warehouse_name(root_uri, table_uri)
-    return {**options, cfg.DUCKDB_TABLE.key: name, cfg.BIGQUERY_TABLE_NAME.key: name}
+    names = (cfg.DUCKDB_TABLE, cfg.BIGQUERY_TABLE_NAME, cfg.SNOWFLAKE_TABLE_NAME)
+    return {**options, **{option.key: name for option in names}}
+
+
+# The ``SyncReport.errors`` key of a table refused a name another table of the run holds.
+NAME_TAKEN = "name"
+
+
+def sync_discovered(
+    claims: NameClaims,
+    root_uri: str,
+    uri: str,
+    options: Mapping[str, Any],
+    storage_options: Mapping[str, Any] | None,
+    replace_other_table: bool,
+) -> SyncReport:
+    """Sync one table found under a root, unless another table of this run holds its
+    warehouse name (refused, naming both). A table the warehouse refused because the
+    objects show another table (``SyncReport.taken_at``) does not take the name."""
+    name = warehouse_name(root_uri, uri)
+    refusal = claims.refusal(uri, name)
+    if refusal is not None:
+        return SyncReport.failed(uri, NAME_TAKEN, refusal)
+    table_options = discovered_table_options(root_uri, uri, options)
+    report = run_post_commit_hook(uri, table_options, storage_options, replace_other_table)
+    if not report.taken_at:
+        claims.claim(uri, name)
+    return report
 
 
 def backfill(
@@ -57,13 +85,19 @@ def backfill(
     options: Mapping[str, Any],
     storage_options: Mapping[str, Any] | None = None,
     on_table: Callable[[str, SyncReport], None] = lambda uri, report: None,
+    replace_other_table: bool = False,
 ) -> list[tuple[str, SyncReport]]:
-    """Sync every table under ``root``; each gets a warehouse name from its path."""
+    """Sync every table under ``root``; each gets a warehouse name from its path. Two
+    tables with one name: the first to sync holds it, the other is refused (naming
+    both); objects another table's sync made are replaced only with
+    ``replace_other_table`` (``--force``)."""
     location = open_location(root, storage_options)
     reports = []
+    claims = NameClaims()
     for uri in discover_tables(root, storage_options):
-        table_options = discovered_table_options(location.uri, uri, options)
-        report = run_post_commit_hook(uri, table_options, storage_options)
+        report = sync_discovered(
+            claims, location.uri, uri, options, storage_options, replace_other_table
+        )
         on_table(uri, report)
         reports.append((uri, report))
     return reports

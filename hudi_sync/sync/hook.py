@@ -73,9 +73,12 @@ def run_post_commit_hook(
     base_path: str,
     options: Mapping[str, Any],
     storage_options: Mapping[str, Any] | None = None,
+    replace_other_table: bool = False,
 ) -> SyncReport:
     """Publish the manifest and sync each configured target. Never raises for a sync
-    failure (the commit stands): failures are in the report's ``errors``, by target."""
+    failure (the commit stands): failures are in the report's ``errors``, by target.
+    ``replace_other_table``: replace objects another table's sync made (``--force``
+    of ``watch`` and ``backfill``), refused otherwise."""
     try:
         table = HudiTable.open(base_path, storage_options)
         targets = [build_target(name, options, table) for name in target_names(options)]
@@ -89,6 +92,7 @@ def run_post_commit_hook(
             delta_commits=delta_commits,
             fold_processes=cfg.LOG_FOLD_PROCESSES.read(options),
             change_feed=cfg.CHANGE_FEED.read(options),
+            replace_other_table=replace_other_table,
         )
     except (HudiSyncError, OSError, ValueError) as exc:
         return SyncReport.failed(base_path, "hook", str(exc))

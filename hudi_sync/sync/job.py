@@ -28,7 +28,7 @@ from hudi_sync.manifest.snapshot import (
 from hudi_sync.storage import reporting_storage_failures
 from hudi_sync.table import HudiTable
 from hudi_sync.table.record_merge import AmbiguousBaseRowError, NullOrderingError
-from hudi_sync.warehouse.common import SyncPlan, SyncResult
+from hudi_sync.warehouse.common import OtherTableError, SyncPlan, SyncResult
 
 
 class Target(Protocol):
@@ -53,7 +53,11 @@ class Target(Protocol):
         as_of: bool = False,
         force: bool = False,
         dry_run: bool = False,
-    ) -> tuple[SyncPlan, SyncResult]: ...
+        replace_other_table: bool = False,
+    ) -> tuple[SyncPlan, SyncResult]:
+        """Plan and apply. Objects whose marker names another base (another table's)
+        are refused with ``OtherTableError`` unless ``force`` or ``replace_other_table``."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,9 @@ class SyncReport:
     errors: Mapping[str, str] = field(default_factory=dict)
     # The change feed this sync published (``hudi_sync.manifest.change_feed``), if any.
     changes: PublishedChanges | None = None
+    # The targets that refused the sync because their objects under this name show
+    # another table (``OtherTableError``): the name is not this table's there.
+    taken_at: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -244,6 +251,7 @@ def sync_table(
     delta_commits: int = 0,
     fold_processes: int = 0,
     change_feed: str = "auto",
+    replace_other_table: bool = False,
 ) -> SyncReport:
     """Publish the manifest, then sync each target in turn. With ``continue_on_error``
     (the post-commit hook) a failing target is recorded in ``errors`` and the others
@@ -265,7 +273,10 @@ def sync_table(
     processes folding a Merge-on-Read table's new log files
     (``hudi_sync.sync.log.fold.processes``; 0: one per CPU, 1: in this process).
     ``change_feed``: ``hudi_sync.sync.change.feed`` (auto, on, off); a feed that cannot
-    be made is recorded like a refused snapshot view (``CHANGE_FEED_REFUSAL``)."""
+    be made is recorded like a refused snapshot view (``CHANGE_FEED_REFUSAL``).
+    ``replace_other_table`` (``--force`` of ``watch`` and ``backfill``; ``force``
+    implies it): replace objects whose marker names another base, which a sync
+    otherwise refuses (``OtherTableError``, recorded in ``taken_at``)."""
     if isinstance(table, str):
         table = HudiTable.open(table, storage_options)
     errors: dict[str, str] = {}
@@ -307,6 +318,7 @@ def sync_table(
             errors[CHANGE_FEED_REFUSAL] = feed_refusal
     plans: list[SyncPlan] = []
     results: list[SyncResult] = []
+    taken_at: list[str] = []
     for target in readers:
         shown = published
         keys_refusal = built_keys_refusal(table, target) if published.logs else None
@@ -316,11 +328,18 @@ def sync_table(
             errors.setdefault(SNAPSHOT_VIEW_REFUSAL, keys_refusal)
         try:
             plan, result = target.sync(
-                table, shown, as_of=as_of is not None, force=force, dry_run=dry_run
+                table,
+                shown,
+                as_of=as_of is not None,
+                force=force,
+                dry_run=dry_run,
+                replace_other_table=replace_other_table,
             )
         except Exception as exc:  # the hook reports any failure instead of raising
             if not continue_on_error:
                 raise
+            if isinstance(exc, OtherTableError):
+                taken_at.append(target.name)
             message = str(exc) if isinstance(exc, HudiSyncError) else f"{type(exc).__name__}: {exc}"
             errors[target.name] = message
             continue
@@ -339,4 +358,5 @@ def sync_table(
         tuple(results),
         errors,
         published.changes,
+        tuple(taken_at),
     )

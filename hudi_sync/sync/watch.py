@@ -19,9 +19,10 @@ from typing import Any
 
 from hudi_sync.errors import BadInputError, HudiSyncError, first_line
 from hudi_sync.storage import open_location
-from hudi_sync.sync.backfill import discover_tables, discovered_table_options
+from hudi_sync.sync.backfill import discover_tables, sync_discovered
 from hudi_sync.sync.hook import run_post_commit_hook
 from hudi_sync.sync.job import SyncReport
+from hudi_sync.sync.names import NameClaims, shown
 from hudi_sync.table import HudiTable
 
 DEFAULT_INTERVAL = 10.0
@@ -65,8 +66,9 @@ class WatchEvent:
         return record
 
     def line(self) -> str:
-        """The event as one line of text."""
-        where = self.table or ""
+        """The event as one line of text (a table path holding a control character, which
+        cannot be synced, shown quoted)."""
+        where = shown(self.table or "")
         if self.event == "sync":
             return f"sync {where} {self.instant}: ok"
         if self.event == "error":
@@ -83,6 +85,7 @@ class _Watched:
 
     uri: str
     options: Mapping[str, Any]
+    root: str | None = None  # the root a discovered table was found under
     synced: str | None = None
     failures: int = 0
     due: float = field(default=0.0)
@@ -117,6 +120,7 @@ def watch(
     max_backoff: float = DEFAULT_MAX_BACKOFF,
     stop: threading.Event | None = None,
     on_event: Callable[[WatchEvent], None] = lambda event: None,
+    replace_other_table: bool = False,
 ) -> int:
     """Watch tables (``base_path``: one URI or several) and every table under ``roots``
     (re-listed each poll; warehouse names as ``backfill`` gives them); sync each table
@@ -126,6 +130,11 @@ def watch(
     ``on_report`` gets every sync's report, ``on_event`` every event. The loop ends when
     ``stop`` is set (its waits wake at once), ``should_stop()`` is true (checked between
     tables) or after ``max_syncs`` successful syncs; a sync in progress always finishes.
+
+    Two tables under the roots with one warehouse name: the first to sync holds it for
+    the whole run, the other gets an error event at each of its polls (naming both).
+    Objects another table's sync made (their marker names another base) are refused
+    the same way unless ``replace_other_table`` (``--force``).
     """
     paths = [base_path] if isinstance(base_path, str) else list(base_path)
     if not paths and not roots:
@@ -134,6 +143,7 @@ def watch(
     stop_event = stop or threading.Event()
     tables = {uri: _Watched(uri, hook_options) for uri in paths}
     watched_roots = [_Watched(root, hook_options) for root in roots]
+    claims = NameClaims()
     syncs = 0
 
     def stopping() -> bool:
@@ -160,8 +170,7 @@ def watch(
         root.failures, root.due = 0, time.monotonic() + interval
         for uri in found:
             if uri not in tables:
-                table_options = discovered_table_options(root_uri, uri, hook_options)
-                tables[uri] = _Watched(uri, table_options)
+                tables[uri] = _Watched(uri, hook_options, root=root_uri)
                 on_event(WatchEvent("discovered", uri))
 
     def poll_table(item: _Watched) -> None:
@@ -172,7 +181,14 @@ def watch(
             if latest is None or latest == item.synced:
                 item.failures, item.due = 0, time.monotonic() + interval
                 return
-            report = run_post_commit_hook(item.uri, item.options, storage_options)
+            if item.root is None:
+                report = run_post_commit_hook(
+                    item.uri, item.options, storage_options, replace_other_table
+                )
+            else:
+                report = sync_discovered(
+                    claims, item.root, item.uri, item.options, storage_options, replace_other_table
+                )
         except Exception as exc:  # a service outlives any table's fault
             failed(item, latest, _message(exc))
             return

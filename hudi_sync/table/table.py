@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import re
 from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
 # do not read base files, so every one of them opens; warehouse targets declare which
 # formats they can read (see ``hudi_sync.sync.job``).
 SUPPORTED_BASE_FORMATS = ("PARQUET", "ORC", "HFILE", "LANCE")
+# Control characters and the line and paragraph separators: a base path holding one
+# would split the manifest's lines (and a marker or an event line) where it stands.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 class HudiTable:
@@ -60,6 +64,11 @@ class HudiTable:
     @classmethod
     def open(cls, uri: str, storage_options: Mapping[str, Any] | None = None) -> HudiTable:
         location = open_location(uri, storage_options)
+        if _CONTROL.search(location.uri) or _CONTROL.search(location.path):
+            raise BadInputError(
+                f"{location.uri!r}: a table's base path cannot hold a control character "
+                "(newline, tab...): its manifest lines would split"
+            )
         properties = location.join(".hoodie", cfg.PROPERTIES_FILE)
         where = f"{location.uri}/.hoodie/hoodie.properties"
         properties_not_found = ".hoodie/hoodie.properties not found"

@@ -56,6 +56,7 @@ from hudi_sync.warehouse.common import (
     declared_schema,
     offline_note,
     ordering_kind,
+    refuse_other_table,
     restore_reason,
     settled_plan,
     snapshot_query,
@@ -343,9 +344,12 @@ class BigQueryTarget:
         as_of: bool,
         force: bool,
         offline: str | None = None,
+        replace_other_table: bool = False,
     ) -> tuple[SyncPlan, list[_Step]]:
         """The plan, from the objects that exist; ``offline`` (why BigQuery cannot be
-        read): a first sync's plan, every object created, and a note saying so."""
+        read): a first sync's plan, every object created, and a note saying so. Objects
+        whose marker names another base are refused unless ``force`` or
+        ``replace_other_table``."""
         names = self.object_names(table, published, as_of)
         marker = SyncMarker.of(published.manifest.instant, self._base_uri(table), self.config.mode)
         target = self.name
@@ -365,6 +369,8 @@ class BigQueryTarget:
                 f"{self._id(foreign[0])} exists and was not created by hudi_sync; "
                 "drop it or use --force"
             )
+        shown = {self._id(i): m for i, m in markers.items()}
+        refuse_other_table(target, shown, marker, force or replace_other_table)
         marked = names.marked(published.logs)
         current = markers.get(marked)
         restored = restore_reason(table, marked, current, marker)
@@ -689,9 +695,10 @@ class BigQueryTarget:
         as_of: bool = False,
         force: bool = False,
         dry_run: bool = False,
+        replace_other_table: bool = False,
     ) -> tuple[SyncPlan, SyncResult]:
         offline = self._unreachable() if dry_run else None
-        plan, calls = self._plan(table, published, as_of, force, offline)
+        plan, calls = self._plan(table, published, as_of, force, offline, replace_other_table)
         names = self.object_names(table, published, as_of)
         feed = (names.changes,) if names.changes else ()
         objects = (

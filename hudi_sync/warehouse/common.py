@@ -142,6 +142,28 @@ class SyncMarker:
         return cls(match["instant"], urllib.parse.unquote(match["base"]), match["mode"])
 
 
+class OtherTableError(BadInputError):
+    """The objects a sync would replace show another table: their marker names another
+    base (two tables given one warehouse name, or a table moved to a new path)."""
+
+
+def refuse_other_table(
+    target: str, objects: dict[str, SyncMarker | None], wanted: SyncMarker, replace: bool
+) -> None:
+    """Raise ``OtherTableError`` (one line naming both bases) when an object a sync of
+    ``wanted`` would replace carries the marker of another base, unless ``replace``
+    (``--force``): a name never silently passes from one table to another."""
+    if replace:
+        return
+    for name, marker in objects.items():
+        if marker is not None and marker.base != wanted.base:
+            raise OtherTableError(
+                f"{target}: {name} shows the table at {marker.base!r}, not {wanted.base!r}: "
+                "another table's objects under this name (give the tables distinct names, "
+                "or use --force to replace them)"
+            )
+
+
 @dataclass(frozen=True)
 class SyncPlan:
     """What a sync will do: statements or API calls, in order, for ``--dry-run``."""

@@ -57,6 +57,7 @@ from hudi_sync.warehouse.common import (
     changing_plan,
     declared_schema,
     ordering_kind,
+    refuse_other_table,
     restore_reason,
     settled_plan,
     snapshot_query,
@@ -138,13 +139,15 @@ class DuckDBTarget:
             return {}  # nothing synced yet; connecting would create the file (a dry run must not)
         with self._connect() as con:
             objects = list(names.all())
-            marks = ", ".join("?" for _ in objects)
+            marks = ", ".join("lower(?)" for _ in objects)
+            # DuckDB identifiers are case-insensitive: "Sales" is the view "sales" replaces.
             rows = con.execute(
-                "SELECT view_name, comment FROM duckdb_views() "
-                f"WHERE view_name IN ({marks}) AND NOT internal",
+                "SELECT lower(view_name), comment FROM duckdb_views() "
+                f"WHERE lower(view_name) IN ({marks}) AND NOT internal",
                 objects,
             ).fetchall()
-        return {str(name): str(comment or "") for name, comment in rows}
+        found = {str(name): str(comment or "") for name, comment in rows}
+        return {name: found[name.lower()] for name in objects if name.lower() in found}
 
     def current_marker(self, names: ObjectNames) -> SyncMarker | None:
         """The marker of the snapshot view, else (a COW table, a MOR table refused a
@@ -158,11 +161,16 @@ class DuckDBTarget:
         published: PublishedManifest,
         as_of: bool = False,
         force: bool = False,
+        replace_other_table: bool = False,
     ) -> SyncPlan:
+        """The plan; objects whose marker names another base are refused unless
+        ``force`` or ``replace_other_table`` (``refuse_other_table``)."""
         refuse_backslashes(table, published)
         names = self.object_names(table, published, as_of)
         marker = SyncMarker.of(published.manifest.instant, table.uri, self.mode)
         comments = self._comments(names)
+        markers = {name: SyncMarker.parse(comment) for name, comment in comments.items()}
+        refuse_other_table(self.name, markers, marker, force or replace_other_table)
         current = SyncMarker.parse(comments.get(names.marked(published.logs)))
         target = self.name
         marked = names.marked(published.logs)
@@ -182,6 +190,7 @@ class DuckDBTarget:
         as_of: bool = False,
         force: bool = False,
         dry_run: bool = False,
+        replace_other_table: bool = False,
     ) -> tuple[SyncPlan, SyncResult]:
         """Plan and apply in one transaction. DuckDB lets one process write a database
         file at a time: while another sync holds it, wait and re-plan (the other sync may
@@ -190,7 +199,7 @@ class DuckDBTarget:
         pause = 0.02
         while True:
             try:
-                return self._sync_once(table, published, as_of, force, dry_run)
+                return self._sync_once(table, published, as_of, force, dry_run, replace_other_table)
             except _DatabaseBusy as exc:
                 if time.monotonic() > deadline:
                     raise HudiSyncError(
@@ -207,8 +216,9 @@ class DuckDBTarget:
         as_of: bool,
         force: bool,
         dry_run: bool,
+        replace_other_table: bool,
     ) -> tuple[SyncPlan, SyncResult]:
-        plan = self.plan(table, published, as_of=as_of, force=force)
+        plan = self.plan(table, published, as_of, force, replace_other_table)
         instant = published.manifest.instant
         names = self.object_names(table, published, as_of)
         objects = names.synced(published.logs)

@@ -56,6 +56,7 @@ from hudi_sync.warehouse.common import (
     changing_plan,
     offline_note,
     ordering_kind,
+    refuse_other_table,
     restore_reason,
     settled_plan,
     snapshot_query,
@@ -425,9 +426,11 @@ class SnowflakeTarget:
         as_of: bool,
         force: bool,
         offline: str | None = None,
+        replace_other_table: bool = False,
     ) -> tuple[SyncPlan, list[Statement]]:
         """The plan, from the objects that exist; ``offline`` (why Snowflake cannot be
-        reached; no cursor): a first sync's plan, and a note saying so."""
+        reached; no cursor): a first sync's plan, and a note saying so. A view whose
+        marker names another base is refused unless ``force`` or ``replace_other_table``."""
         names = self.object_names(table, published, as_of)
         url = self.stage_url(table)
         # Before the first commit the external tables list no file: the objects are
@@ -441,6 +444,8 @@ class SnowflakeTarget:
                 f"{self._qualified(marked)} exists and was not created by hudi_sync; "
                 "drop it or use --force"
             )
+        replace = force or replace_other_table
+        refuse_other_table(target, {self._qualified(marked): state.marker}, marker, replace)
         columns = history_columns(
             table.avro_schema,
             table.partition_fields,
@@ -750,6 +755,7 @@ class SnowflakeTarget:
         as_of: bool = False,
         force: bool = False,
         dry_run: bool = False,
+        replace_other_table: bool = False,
     ) -> tuple[SyncPlan, SyncResult]:
         names = self.object_names(table, published, as_of)
         objects = names.synced(published.logs)
@@ -762,7 +768,9 @@ class SnowflakeTarget:
                 return plan, plan.result(instant, objects, dry_run)
             connection.close()
         with self._cursor() as cursor:
-            plan, statements = self._plan(cursor, table, published, as_of, force)
+            plan, statements = self._plan(
+                cursor, table, published, as_of, force, replace_other_table=replace_other_table
+            )
             if dry_run or not statements:
                 return plan, plan.result(instant, objects, dry_run)
             for statement in statements:
