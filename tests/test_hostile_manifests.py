@@ -242,6 +242,23 @@ def test_control_characters_in_partition_values_are_refused_without_url_encoding
     assert sorted(p.name for p in path.iterdir() if not p.name.startswith(".")) == ["fine"]
 
 
+def test_a_partition_value_that_would_leave_the_table_is_refused(  # type: ignore[no-untyped-def]
+    spark, tmp_path
+) -> None:
+    """A partition path is built from the rows' values: ``..`` (url-encoding keeps dots)
+    or a slash-separated ``a/../..`` would put data files outside the table. Refused in
+    one line before anything is written, inside the table or beside it."""
+    cases = (("..", {}), ("a/../..", {}), ("..", {URL_ENCODE: "true"}))
+    tables = [tmp_path / "lake" / f"t{number}" for number in range(len(cases))]
+    for path, (value, extra) in zip(tables, cases, strict=True):
+        with pytest.raises(BadInputError, match="would leave the table") as caught:
+            _write(spark, path, [(1, value, "n", 1)], **extra)
+        assert "\n" not in str(caught.value) and repr(value) in str(caught.value)
+        assert not path.exists() or not HudiTable.open(str(path)).timeline.instants
+    outside = [p for p in tmp_path.rglob("*") if p.is_file() and not set(tables) & set(p.parents)]
+    assert outside == []
+
+
 # -- The sync marker round-trips any base URI (item 7) ----------------------------------
 
 ODD_FOLDER = "lake dir %20 'q"  # a space, a percent escape's look-alike and a quote

@@ -58,6 +58,7 @@ from hudi_sync.manifest.snapshot import (
 )
 from hudi_sync.storage import contained_name, contained_partition
 from hudi_sync.table import HudiTable
+from hudi_sync.table.bounded_avro import load_json
 from hudi_sync.table.instant import comparable_instant
 
 DELTA_POINTER = "delta.json"
@@ -136,11 +137,11 @@ class DeltaStore:
             data = self.table.location.read_file(self.store.path(DELTA_POINTER))
         except FileNotFoundError:
             return None
+        where = f"{self.table.uri}: {MANIFEST_FOLDER}/{DELTA_POINTER}"
         try:
-            instant = json.loads(data)["instant"]
-            return None if instant is None else str(instant)
-        except (KeyError, TypeError, ValueError) as exc:
-            where = f"{self.table.uri}: {MANIFEST_FOLDER}/{DELTA_POINTER}"
+            instant = load_json(data, where, "delta pointer")["instant"]
+            return None if instant is None else checked_instant(instant, where)
+        except (KeyError, TypeError) as exc:
             raise CorruptTableError(f"{where} is corrupt ({exc})") from None
 
     def latest(self) -> DeltaManifest | None:
@@ -148,7 +149,9 @@ class DeltaStore:
         fs = self.table.location.fs
         where = f"{self.table.uri}: {MANIFEST_FOLDER}/{DELTA_POINTER}"
         try:
-            pointer = json.loads(bytes(fs.cat_file(self.store.path(DELTA_POINTER))))
+            pointer = load_json(
+                bytes(fs.cat_file(self.store.path(DELTA_POINTER))), where, "pointer"
+            )
             if pointer["instant"] is None:  # the empty table's
                 return None
             instant = checked_instant(pointer["instant"], where)

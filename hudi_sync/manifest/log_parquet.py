@@ -66,6 +66,7 @@ from hudi_sync.manifest.snapshot import (
 )
 from hudi_sync.storage import Location, contained_partition, open_location
 from hudi_sync.table import HudiTable
+from hudi_sync.table.bounded_avro import load_json
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.instant import comparable_instant
 from hudi_sync.table.log_records import RECORD_KEY_FIELD
@@ -231,14 +232,18 @@ class LogParquetStore(ListedFileStore):
             if comparable_instant(folder) > limit:
                 continue
             try:
-                meta = json.loads(bytes(fs.cat_file(self.path("snapshots", folder, GROUPS_META))))
+                meta_bytes = bytes(fs.cat_file(self.path("snapshots", folder, GROUPS_META)))
                 data = bytes(fs.cat_file(self.path("snapshots", folder, GROUPS)))
             except FileNotFoundError:
                 continue  # written by an older version, or incomplete
+            meta_source = self.uri("snapshots", folder, GROUPS_META)
+            meta = load_json(meta_bytes, meta_source, "fold list metadata")
+            if not isinstance(meta, dict) or not isinstance(meta.get("pending", ()), list | tuple):
+                raise CorruptTableError(f"{meta_source}: not the fold list's metadata")
             if meta.get("format", 1) != FORMAT:  # its files are of another format
                 return None
             source = self.uri("snapshots", folder, GROUPS)
-            return folder, tuple(meta.get("pending", ())), self._groups(data, source)
+            return folder, tuple(map(str, meta.get("pending", ()))), self._groups(data, source)
         return None
 
     def _groups(self, data: bytes, source: str) -> list[tuple[str, str, str]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from hudi_sync.errors import CorruptTableError
-from hudi_sync.storage import Location, read_parquet
+from hudi_sync.storage import Location, contained_name, read_parquet
 from hudi_sync.table.bounded_avro import load_json
 from hudi_sync.table.instant import Instant, State, comparable_instant, make_instant
 from hudi_sync.table.properties import TableConfig
@@ -105,7 +105,7 @@ def _read_lsm_history(location: Location, config: TableConfig) -> list[Instant]:
     where = f"{location.uri}: timeline history manifest_{version}"
     try:
         manifest = load_json(bytes(location.fs.cat_file(manifest_path)), where, "manifest")
-        files = [str(entry["fileName"]) for entry in manifest.get("files", [])]
+        files = [contained_name(str(entry["fileName"]), where) for entry in manifest["files"]]
     except (FileNotFoundError, KeyError, TypeError, AttributeError) as exc:
         raise CorruptTableError(
             f"{location.uri}: timeline history manifest_{version}: {exc}"

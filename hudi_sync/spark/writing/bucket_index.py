@@ -47,12 +47,7 @@ from hudi_sync.storage import Location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.metadata import WriteStat
-from hudi_sync.table.partition_encoding import (
-    CONTROL_PATTERN,
-    ESCAPED,
-    control_character_refusal,
-    escape,
-)
+from hudi_sync.table.partition_encoding import ESCAPED, escape, partition_refusal
 from hudi_sync.table.record_keys import built_keys
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.write.compaction import pending_compaction_groups
@@ -263,11 +258,10 @@ def keyed_columns(rows: pa.Table, options: WriteOptions, where: str) -> pa.Table
         built_keys(data, options.record_key_fields, where, BadInputError, options.single_key_named),
     )
     partitions = _partition_paths(data, options)
-    if not options.url_encode_partitions:
-        unsafe = pc.match_substring_regex(partitions, CONTROL_PATTERN)
-        if pc.any(unsafe).as_py():
-            partition = str(partitions.filter(unsafe)[0].as_py())
-            raise BadInputError(control_character_refusal(partition, where, URL_ENCODE))
+    for partition in sorted(pc.unique(partitions).to_pylist()):
+        refusal = partition_refusal(partition, where, options.url_encode_partitions, URL_ENCODE)
+        if refusal is not None:
+            raise BadInputError(refusal)
     keyed = keyed.append_column(PARTITION_PATH, partitions)
     return keyed.append_column(DELETE_FLAG, _delete_flags(data, options))
 

@@ -21,7 +21,7 @@ from hudi_sync.spark.writing import spark_merge
 from hudi_sync.spark.writing.keys import partition_path_column, record_key_column
 from hudi_sync.spark.writing.merge import DELETE_FLAG, IS_DELETED, PARTITION_PATH, RECORD_KEY
 from hudi_sync.spark.writing.options import WriteOptions
-from hudi_sync.table.partition_encoding import CONTROL, control_character_refusal
+from hudi_sync.table.partition_encoding import partition_refusal
 
 
 @dataclass(frozen=True)
@@ -96,11 +96,12 @@ def incoming_rows(
                 f"{base}: a row's record key is null or empty: "
                 f"{_blank_key_words(options.record_key_fields)}"
             )
-        if not options.url_encode_partitions:
-            for partition in sorted(r[PARTITION_PATH] for r in found):
-                if CONTROL.search(partition):
-                    refusal = control_character_refusal(partition, base, opt.URL_ENCODE)
-                    raise BadInputError(refusal)
+        for partition in sorted(r[PARTITION_PATH] for r in found):
+            refusal = partition_refusal(
+                partition, base, options.url_encode_partitions, opt.URL_ENCODE
+            )
+            if refusal is not None:
+                raise BadInputError(refusal)
     except BaseException:
         rows.unpersist()  # a refused write keeps nothing cached
         raise

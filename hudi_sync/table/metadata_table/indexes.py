@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ import pyarrow.parquet as pq
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.storage import Location
+from hudi_sync.table.bounded_avro import load_json
 from hudi_sync.table.metadata_table import column_stats, index_keys
 from hudi_sync.table.metadata_table.records import MetadataRecord, MetadataType, RecordIndexInfo
 
@@ -77,18 +77,19 @@ def index_definitions_path(props: Mapping[str, str]) -> str:
 def read_index_definitions(location: Location, props: Mapping[str, str]) -> IndexDefinitions | None:
     """The table's index definitions (``None`` when it has no definitions file)."""
     relative = index_definitions_path(props)
+    path = location.inside(relative, location.uri_of(f".hoodie/{cfg.PROPERTIES_FILE}"))
     try:
-        text = location.read_file(location.join(relative)).decode("utf-8")
+        data = location.read_file(path)
     except FileNotFoundError:
         return None
-    return parse_index_definitions(text, location.uri_of(relative))
+    return parse_index_definitions(data, location.uri_of(relative))
 
 
-def parse_index_definitions(text: str, where: str) -> IndexDefinitions:
+def parse_index_definitions(text: str | bytes, where: str) -> IndexDefinitions:
     """The index definitions file; unknown index types are listed in ``others``."""
     try:
-        definitions = json.loads(text)["indexDefinitions"]
-    except (ValueError, KeyError, TypeError) as exc:
+        definitions = load_json(text, where, "index definitions file")["indexDefinitions"]
+    except (KeyError, TypeError) as exc:
         raise BadInputError(f"{where}: not an index definitions file ({exc})") from None
     stats_fields: tuple[str, ...] | None = None
     stats_version = 1

@@ -16,9 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hudi_sync import config as cfg
-from hudi_sync.errors import BadInputError
+from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.option_spec import OptionSpec
 from hudi_sync.storage import Location
+from hudi_sync.table.bounded_avro import load_json
 from hudi_sync.table.metadata_table.indexes import (
     index_definitions_path,
     refuse_partitioned_record_index,
@@ -188,8 +189,10 @@ def _drop_index_definitions(location: Location, path: str, partitions: list[str]
         data = location.read_file(path)
     except FileNotFoundError:
         return
-    definitions = json.loads(data)
-    entries = definitions.get("indexDefinitions", {})
+    definitions = load_json(data, path, "index definitions file")
+    entries = definitions.get("indexDefinitions", {}) if isinstance(definitions, dict) else None
+    if not isinstance(entries, dict):
+        raise CorruptTableError(f"{path}: not an index definitions file")
     kept = {name: d for name, d in entries.items() if name not in partitions}
     if len(kept) != len(entries):
         definitions["indexDefinitions"] = kept

@@ -61,7 +61,7 @@ def _read_owner(location: Location, path: str) -> dict[str, object] | None:
         data = json.loads(location.read_file(path))
     except FileNotFoundError:
         return None
-    except (ValueError, OSError):
+    except (ValueError, OSError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 
