@@ -347,6 +347,7 @@ class _OrcReader:
         as_of: bool = False,
         force: bool = False,
         dry_run: bool = False,
+        replace_other_table: bool = False,
     ) -> tuple[SyncPlan, SyncResult]:
         self.calls.append(published)
         plan = SyncPlan(self.name, "create", [])
