@@ -157,10 +157,11 @@ def test_the_lists_a_sync_writes_read_back(unpack_table: Any, tmp_path: Path) ->
     """Nothing the stores write is refused: a second sync (rerun) of each store's table,
     after a first one, keeps every list and file."""
     for fixture in (COW, MOR):
-        table, _ = _table(unpack_table, tmp_path / fixture.replace("/", "_"), fixture)
-        assert _sync(table, tmp_path, keep=1).ok
+        folder = tmp_path / fixture.replace("/", "_")  # a warehouse of its own: one name
+        table, _ = _table(unpack_table, folder, fixture)
+        assert _sync(table, folder, keep=1).ok
         written = sorted(p for p in (table / ".hoodie/manifest").rglob("*") if p.is_file())
-        assert _sync(table, tmp_path, keep=1).ok
+        assert _sync(table, folder, keep=1).ok
         assert sorted(p for p in (table / ".hoodie/manifest").rglob("*") if p.is_file()) == written
 
 

@@ -21,7 +21,8 @@ from hudi_sync.table.metadata_table.records import (
     MetadataRecord,
     decode_value,
     encode_value,
-    parsed_schema,
+    metadata_schema,
+    parse_writer_schema,
 )
 from hudi_sync.table.slice_reader import read_file_slice
 from hudi_sync.table.snapshot_read import slice_merge_rules, snapshot_schema
@@ -315,7 +316,8 @@ def test_base_file_records_encode_and_equal_hudis(unpack_table: Any) -> None:
         for partition, records in result.by_partition.items():
             assert records
             for record in records:
-                assert decode_value(encode_value(record), parsed_schema(9), "test") == record
+                writer = parse_writer_schema(json.dumps(metadata_schema(9)), "test")
+                assert decode_value(encode_value(record), writer, "test") == record
                 if partition != "record_index":
                     assert stored[partition][record.key] == record
 
