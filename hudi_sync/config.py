@@ -104,6 +104,65 @@ KEY_GENERATOR_TYPE_OPTION = _string(
     "Key generator type (SIMPLE, COMPLEX, NON_PARTITION), checked as the class option is.",
     "write",
 )
+_TIMEBASED = "hoodie.keygen.timebased."
+
+
+def _timebased(name: str) -> dict[str, Any]:
+    """``hoodie.keygen.timebased.<name>``, also Hudi's older ``hoodie.deltastreamer.`` one."""
+    return {
+        "key": _TIMEBASED + name,
+        "alternates": (_DELTASTREAMER + "keygen.timebased." + name,),
+    }
+
+
+# The TIMESTAMP key generator's (and CUSTOM's field:TIMESTAMP parts'): stored in
+# hoodie.properties when a table is created, an existing table's when unsaid.
+KEYGEN_TIMESTAMP_TYPE = _string(
+    **_timebased("timestamp.type"),
+    doc="TIMESTAMP key generator: how partition values read, UNIX_TIMESTAMP (seconds), "
+    "EPOCHMILLISECONDS, EPOCHMICROSECONDS, SCALAR (in the scalar time unit), DATE_STRING or "
+    "MIXED (strings in the input date formats); required.",
+    group="write",
+)
+KEYGEN_SCALAR_UNIT = _string(
+    **_timebased("timestamp.scalar.time.unit"),
+    doc="SCALAR: the unit of the numbers (a Java TimeUnit: NANOSECONDS ... DAYS).",
+    group="write",
+    default="SECONDS",
+)
+KEYGEN_INPUT_FORMAT = _string(
+    **_timebased("input.dateformat"),
+    doc="DATE_STRING, MIXED: the Joda patterns strings are read by, separated by the "
+    "delimiter; the first that reads a value whole wins.",
+    group="write",
+)
+KEYGEN_INPUT_FORMAT_DELIMITER = _string(
+    **_timebased("input.dateformat.list.delimiter.regex"),
+    doc="The regular expression separating input date formats.",
+    group="write",
+    default=",",
+)
+KEYGEN_OUTPUT_FORMAT = _string(
+    **_timebased("output.dateformat"),
+    doc="The Joda pattern a partition value is printed in (e.g. yyyy/MM/dd); required.",
+    group="write",
+)
+KEYGEN_INPUT_TIMEZONE = _string(
+    **_timebased("input.timezone"),
+    doc="The zone of strings without an offset (an IANA name, UTC, GMT+hh:mm); unsaid: "
+    "their offset, else UTC.",
+    group="write",
+)
+KEYGEN_OUTPUT_TIMEZONE = _string(
+    **_timebased("output.timezone"),
+    doc="The zone partition values are printed in; unsaid: a string's own zone, else UTC.",
+    group="write",
+)
+KEYGEN_TIMEZONE = _string(
+    **_timebased("timezone"),
+    doc="Both the input and the output zone (Hudi's older option; when given it wins).",
+    group="write",
+)
 COMPLEX_KEYGEN_NEW_ENCODING = _boolean(
     "hoodie.write.complex.keygen.new.encoding",
     "COMPLEX key over one field, table version 8 and below: the value alone (as Hudi 0.14.1 "

@@ -209,7 +209,9 @@ class TableConfig:
             timeline_layout_version=layout,
             record_key_fields=read(cfg.RECORD_KEY_FIELDS),
             ordering_fields=ordering,
-            partition_fields=read(cfg.PARTITION_FIELDS),
+            # A CUSTOM key generator's fields keep their kind (ts:timestamp) from
+            # version 8 on; the fields are the names (Hudi's getPartitionFields).
+            partition_fields=tuple(f.split(":")[0] for f in read(cfg.PARTITION_FIELDS)),
             key_generator=key_generator,
             hive_style_partitioning=read(cfg.HIVE_STYLE),
             url_encode_partitions=read(cfg.URL_ENCODE_PARTITIONS),

@@ -34,7 +34,6 @@ import pyarrow.compute as pc
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark.writing.keys import (
-    DEFAULT_PARTITION,
     EMPTY_KEY_VALUE,
     KEY_PARTS_SEPARATOR,
     KEY_VALUE_SEPARATOR,
@@ -47,7 +46,8 @@ from hudi_sync.storage import Location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.metadata import WriteStat
-from hudi_sync.table.partition_encoding import ESCAPED, escape, partition_refusal
+from hudi_sync.table.partition_encoding import partition_refusal
+from hudi_sync.table.partition_paths import partition_paths
 from hudi_sync.table.record_keys import built_keys
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.write.compaction import pending_compaction_groups
@@ -257,32 +257,13 @@ def keyed_columns(rows: pa.Table, options: WriteOptions, where: str) -> pa.Table
         RECORD_KEY,
         built_keys(data, options.record_key_fields, where, BadInputError, options.single_key_named),
     )
-    partitions = _partition_paths(data, options)
+    partitions = partition_paths(data, options.partition_scheme, where)
     for partition in sorted(pc.unique(partitions).to_pylist()):
         refusal = partition_refusal(partition, where, options.url_encode_partitions, URL_ENCODE)
         if refusal is not None:
             raise BadInputError(refusal)
     keyed = keyed.append_column(PARTITION_PATH, partitions)
     return keyed.append_column(DELETE_FLAG, _delete_flags(data, options))
-
-
-def _partition_paths(data: pa.Table, options: WriteOptions) -> pa.Array:
-    """``v1/v2`` or ``f1=v1/f2=v2``; null or empty values are Hudi's default partition."""
-    if not options.partition_fields:
-        return pa.array([""] * data.num_rows, pa.string())
-    parts = []
-    for name in options.partition_fields:
-        value = data.column(name).cast(pa.string())
-        if options.url_encode_partitions:
-            for character in ESCAPED:
-                value = pc.replace_substring(value, character, escape(character))
-        value = pc.if_else(pc.equal(pc.fill_null(value, ""), ""), DEFAULT_PARTITION, value)
-        if options.hive_style_partitioning:
-            value = pc.binary_join_element_wise(f"{name}=", value, "")
-        parts.append(value)
-    if len(parts) == 1:
-        return parts[0]
-    return pc.binary_join_element_wise(*parts, "/")
 
 
 def _delete_flags(data: pa.Table, options: WriteOptions) -> pa.Array:

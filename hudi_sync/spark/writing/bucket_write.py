@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -47,6 +46,7 @@ from hudi_sync.spark.writing.bucket_index import (
     one_per_key,
     stored_timestamps,
 )
+from hudi_sync.spark.writing.keys import WORKER_REFUSAL
 from hudi_sync.spark.writing.log_append import AppendSpec, append_log
 from hudi_sync.spark.writing.merge import DELETE_FLAG, PARTITION_PATH, RECORD_KEY
 from hudi_sync.spark.writing.options import WriteOptions
@@ -58,7 +58,7 @@ from hudi_sync.table.schema import META_FIELDS
 ARRIVAL = "__hudi_sync_arrival"
 BUCKET = "__hudi_sync_bucket"
 # A BadInputError raised in a Python worker, as Spark reports it to the driver.
-_REFUSAL = re.compile(r"hudi_sync\.errors\.BadInputError: (.+)")
+_REFUSAL = WORKER_REFUSAL
 
 
 def size_estimate(df: DataFrame) -> int | None:

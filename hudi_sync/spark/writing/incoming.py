@@ -18,7 +18,11 @@ from pyspark.sql.types import MapType
 from hudi_sync.errors import BadInputError, WriteError, first_line
 from hudi_sync.spark.writing import options as opt
 from hudi_sync.spark.writing import spark_merge
-from hudi_sync.spark.writing.keys import partition_path_column, record_key_column
+from hudi_sync.spark.writing.keys import (
+    WORKER_REFUSAL,
+    partition_path_column,
+    record_key_column,
+)
 from hudi_sync.spark.writing.merge import DELETE_FLAG, IS_DELETED, PARTITION_PATH, RECORD_KEY
 from hudi_sync.spark.writing.options import WriteOptions
 from hudi_sync.table.partition_encoding import partition_refusal
@@ -64,7 +68,7 @@ def incoming_rows(
     if operation == "delete_partition":
         partitions = _partitions_to_delete(df, options, snapshot, base)
         return IncomingRows(None, frozenset(partitions), {}, {}, None)
-    keyed = _keyed(df, data_columns, options)
+    keyed = _keyed(df, data_columns, options, base)
     profiled = spark_merges and operation in ("upsert", "delete")
     if profiled:
         # Spark's merge profiles the keys itself on narrow columns and reads the
@@ -132,12 +136,17 @@ def _collected(summary: DataFrame, base: str) -> list[Row]:
     try:
         return summary.collect()
     except Exception as exc:
+        refusal = WORKER_REFUSAL.search(str(exc))
+        if refusal:  # a partition value the key generator cannot take
+            raise BadInputError(refusal.group(1).strip()) from None
         raise WriteError(
             f"{base}: computing the rows to write failed, nothing was written: {first_line(exc)}"
         ) from exc
 
 
-def _keyed(df: DataFrame, data_columns: Sequence[str], options: WriteOptions) -> DataFrame:
+def _keyed(
+    df: DataFrame, data_columns: Sequence[str], options: WriteOptions, where: str
+) -> DataFrame:
     """The data columns with each row's record key, partition path and delete flag."""
     o = options
     columns = [F.col(c) for c in data_columns]
@@ -153,9 +162,7 @@ def _keyed(df: DataFrame, data_columns: Sequence[str], options: WriteOptions) ->
     return df.select(
         *columns,
         record_key_column(o.record_key_fields, o.single_key_named).alias(RECORD_KEY),
-        partition_path_column(
-            o.partition_fields, o.hive_style_partitioning, o.url_encode_partitions
-        ).alias(PARTITION_PATH),
+        partition_path_column(o.partition_scheme, df.schema, where).alias(PARTITION_PATH),
         delete_flag.alias(DELETE_FLAG),
     )
 
@@ -220,9 +227,7 @@ def _partitions_to_delete(
     o = options
     requested: Sequence[str] = o.partitions_to_delete
     if not requested:
-        column = partition_path_column(
-            o.partition_fields, o.hive_style_partitioning, o.url_encode_partitions
-        )
+        column = partition_path_column(o.partition_scheme, df.schema, base)
         requested = sorted(r[0] for r in df.select(column).distinct().collect())
     if not requested:
         raise BadInputError(

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
+import pandas as pd
+import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.functions import pandas_udf
+from pyspark.sql.types import DecimalType, IntegralType, StructType
 
 from hudi_sync.table.partition_encoding import ESCAPED, escape
+from hudi_sync.table.partition_paths import TIMESTAMP, PartitionScheme, partition_paths
 from hudi_sync.table.record_keys import (
     DEFAULT_PARTITION,
     EMPTY_KEY_VALUE,
@@ -16,12 +22,16 @@ from hudi_sync.table.record_keys import (
     NULL_KEY_VALUE,
 )
 
+# A refusal raised in a Python worker (a UDF, mapInArrow), as Spark reports it.
+WORKER_REFUSAL = re.compile(r"hudi_sync\.errors\.BadInputError: (.+)")
+
 __all__ = [
     "DEFAULT_PARTITION",
     "EMPTY_KEY_VALUE",
     "KEY_PARTS_SEPARATOR",
     "KEY_VALUE_SEPARATOR",
     "NULL_KEY_VALUE",
+    "WORKER_REFUSAL",
     "partition_path_column",
     "record_key_column",
 ]
@@ -51,7 +61,35 @@ def record_key_column(fields: Sequence[str], named: bool = False) -> Column:
     return F.when(every_blank == 0, F.concat_ws(KEY_PARTS_SEPARATOR, *parts))
 
 
-def partition_path_column(fields: Sequence[str], hive_style: bool, url_encode: bool) -> Column:
+def partition_path_column(scheme: PartitionScheme, schema: StructType, where: str) -> Column:
+    """Each row's partition path: Spark expressions for simple fields
+    (``simple_partition_path``); with a timestamp-formatted field, the whole path by
+    ``partition_paths`` in a vectorised UDF, the one place it is composed (integers and
+    decimals handed over as text, so they reach it exact)."""
+    if not scheme.formats_time:
+        return simple_partition_path(scheme.fields, scheme.hive_style, scheme.url_encode)
+    types = {f.name: f.dataType for f in schema.fields}
+    numeric_text = tuple(
+        name
+        for name, kind in zip(scheme.fields, scheme.kinds, strict=True)
+        if kind == TIMESTAMP and isinstance(types.get(name), IntegralType | DecimalType)
+    )
+    columns = [
+        F.col(name).cast("string") if kind != TIMESTAMP or name in numeric_text else F.col(name)
+        for name, kind in zip(scheme.fields, scheme.kinds, strict=True)
+    ]
+    names = list(scheme.fields)
+
+    def paths(*values: pd.Series) -> pd.Series:
+        data = pa.table([pa.Array.from_pandas(v) for v in values], names=names)
+        return partition_paths(data, scheme, where, numeric_text).to_pandas()
+
+    udf = pandas_udf(paths, "string")  # type: ignore[call-overload]
+    column: Column = udf(*columns)
+    return column
+
+
+def simple_partition_path(fields: Sequence[str], hive_style: bool, url_encode: bool) -> Column:
     """``v1/v2`` or ``f1=v1/f2=v2``; null or empty values become Hudi's default partition;
     with ``url_encode`` each value escaped as Hudi escapes it (``partition_encoding``)."""
     if not fields:

@@ -17,13 +17,20 @@ from dataclasses import dataclass
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.table.cdc_log import CdcMode, parse_cdc_mode
+from hudi_sync.table.partition_paths import (
+    TIMESTAMP,
+    PartitionScheme,
+    partition_specs,
+)
 from hudi_sync.table.properties import TableConfig
 from hudi_sync.table.record_merge import MergeMode, merge_rules, requested_merge_mode
+from hudi_sync.table.timestamp_keygen import KEYGEN_OPTIONS, TimestampPartition
 from hudi_sync.table.write.archiver import ArchivalPolicy
 from hudi_sync.table.write.create import WRITABLE_KEY_GENERATORS
 
 # The key generators the writer builds keys for (``keys``), by their types and classes
-# (Spark's and Avro's); the type follows from the numbers of key and partition fields.
+# (Spark's and Avro's); SIMPLE, COMPLEX and NON_PARTITION follow from the numbers of key
+# and partition fields, TIMESTAMP and CUSTOM are named.
 _KEY_GENERATOR_TYPES = {
     "SimpleKeyGenerator": "SIMPLE",
     "SimpleAvroKeyGenerator": "SIMPLE",
@@ -31,7 +38,13 @@ _KEY_GENERATOR_TYPES = {
     "ComplexAvroKeyGenerator": "COMPLEX",
     "NonpartitionedKeyGenerator": "NON_PARTITION",
     "NonpartitionedAvroKeyGenerator": "NON_PARTITION",
+    "TimestampBasedKeyGenerator": "TIMESTAMP",
+    "TimestampBasedAvroKeyGenerator": "TIMESTAMP",
+    "CustomKeyGenerator": "CUSTOM",
+    "CustomAvroKeyGenerator": "CUSTOM",
 }
+# Named key generators whose partition paths the writer formats (``partition_paths``).
+NAMED_KEY_GENERATORS = ("TIMESTAMP", "CUSTOM")
 
 # The keys by the names the writer uses; each is declared (default, type, doc) in
 # hudi_sync.config.
@@ -122,6 +135,22 @@ class WriteOptions:
     # A complex key generator's keys over one field are field:value (set by the writer
     # once it knows the table: record_keys.names_single_key_field).
     single_key_named: bool = False
+    # Each partition field's kind (SIMPLE, or TIMESTAMP: formatted as a date) and the
+    # timestamp settings; the key generator named (TIMESTAMP, CUSTOM) or None (inferred).
+    partition_kinds: tuple[str, ...] = ()
+    timestamp: TimestampPartition | None = None
+    key_generator: str | None = None
+
+    @property
+    def partition_scheme(self) -> PartitionScheme:
+        """How the rows' partition paths are built."""
+        return PartitionScheme(
+            self.partition_fields,
+            self.partition_kinds or ("SIMPLE",) * len(self.partition_fields),
+            self.hive_style_partitioning,
+            self.url_encode_partitions,
+            self.timestamp,
+        )
 
     @classmethod
     def parse(cls, options: Mapping[str, object], table: TableConfig | None = None) -> WriteOptions:
@@ -150,7 +179,21 @@ class WriteOptions:
         keys = cfg.RECORD_KEY.read(raw)
         if not keys:
             raise BadInputError(f"{RECORD_KEY} is required to create a table")
-        partitions = cfg.PARTITION_PATH.read(raw)
+        stated = _stated_key_generator(raw)
+        named = key_generator_type(stated[1]) if stated else None
+        named = named if named in NAMED_KEY_GENERATORS else None
+        partitions, kinds = partition_specs(
+            cfg.PARTITION_PATH.read(raw), named == "CUSTOM", PARTITION_PATH
+        )
+        if named == "TIMESTAMP":
+            if len(partitions) != 1 or len(keys) != 1:
+                raise BadInputError(
+                    f"the TIMESTAMP key generator takes one record key field and one partition "
+                    f"field ({RECORD_KEY}={','.join(keys)}, {PARTITION_PATH}={','.join(partitions)}"
+                    "); use CUSTOM for more"
+                )
+            kinds = (TIMESTAMP,)
+        timestamp = TimestampPartition.from_options(raw) if TIMESTAMP in kinds else None
         if creates:
             _check_new_key_generator(raw, keys, partitions)
         commits_retained = cfg.COMMITS_RETAINED.read(raw)
@@ -207,6 +250,9 @@ class WriteOptions:
             merge_mode=merge_mode,
             bucket_hash_fields=bucket_hash_fields(raw, keys),
             raw=raw,
+            partition_kinds=kinds,
+            timestamp=timestamp,
+            key_generator=named,
         )
 
     def _index_mismatches(self, config: TableConfig) -> list[str]:
@@ -289,13 +335,14 @@ class WriteOptions:
         if cfg.WRITE_TABLE_TYPE.given(self.raw) and self.table_type != config.table_type.value:
             mismatches.append(f"{TABLE_TYPE}={self.table_type} (table: {config.table_type.value})")
         generator = config.key_generator
-        if generator and generator not in WRITABLE_KEY_GENERATORS:
+        if generator and generator.strip() not in WRITABLE_KEY_GENERATORS:
             spec = cfg.KEY_GENERATOR_TYPE if cfg.KEY_GENERATOR_TYPE.given(config.raw) else None
             raise BadInputError(
                 f"{where}: {(spec or cfg.KEY_GENERATOR_CLASS).key}={generator}: the writer "
-                "builds the keys and partition paths of the SIMPLE, COMPLEX and NON_PARTITION "
-                "key generators only"
+                "builds the keys and partition paths of the SIMPLE, COMPLEX, NON_PARTITION, "
+                "TIMESTAMP and CUSTOM key generators only"
             )
+        mismatches += self._timestamp_mismatches(config)
         if mismatches:
             raise BadInputError(f"{where}: options do not match the table: {'; '.join(mismatches)}")
 
@@ -312,6 +359,17 @@ class WriteOptions:
         if key_generator_type(value) == key_generator_type(table):
             return []
         return [f"{spec.key}={value} (table: {table})"]
+
+    def _timestamp_mismatches(self, config: TableConfig) -> list[str]:
+        """The timestamp settings a table keeps (``hoodie.keygen.timebased.*``) decide
+        its paths: a write may repeat them, not change them."""
+        mismatches = []
+        for spec in KEYGEN_OPTIONS:
+            if spec.given(config.raw) and spec.given(self.raw):
+                stated, stored = str(spec.text(self.raw)), str(spec.text(config.raw))
+                if stated.strip() != stored.strip():
+                    mismatches.append(f"{spec.key}={stated} (table: {stored})")
+        return mismatches
 
     def _cdc_mismatches(self, config: TableConfig) -> list[str]:
         """CDC settings are fixed when the table is created; a write may repeat them."""
@@ -352,16 +410,25 @@ def inherited(options: Mapping[str, object], table: TableConfig | None) -> dict[
     """``options`` as text, with what they leave unsaid taken from an existing table's
     ``hoodie.properties`` as Hudi's writer takes it: the table name, record key,
     partition fields, ordering field, hive-style partitioning, partition url-encoding
-    and table type (a stated key generator is checked against the table's,
-    ``check_table``; its bucket index settings come with ``for_table``)."""
+    table type, key generator and its ``hoodie.keygen.timebased.*`` settings (a stated key
+    generator is checked against the table's, ``check_table``; its bucket index settings
+    come with ``for_table``)."""
     raw = {str(k): str(v) for k, v in options.items()}
     if table is None:
         return raw
     ordering = table.ordering_fields[0] if table.ordering_fields else None
+    generator = key_generator_type(table.key_generator or "")
+    if generator in NAMED_KEY_GENERATORS and _stated_key_generator(raw) is None:
+        raw[cfg.KEY_GENERATOR_TYPE_OPTION.key] = generator
+    for spec in KEYGEN_OPTIONS:
+        if spec.given(table.raw) and not spec.given(raw):
+            raw[spec.key] = str(spec.text(table.raw))
+    # A CUSTOM table of version 8 on keeps its fields' kinds (region:simple,ts:timestamp).
+    stored_partitions = ",".join(cfg.PARTITION_FIELDS.read(table.raw))
     from_table = (
         (cfg.TABLE_NAME, table.name),
         (cfg.RECORD_KEY, ",".join(table.record_key_fields) or None),
-        (cfg.PARTITION_PATH, ",".join(table.partition_fields) or None),
+        (cfg.PARTITION_PATH, stored_partitions or None),
         (cfg.ORDERING, ordering),
         (cfg.HIVE_STYLE, str(table.hive_style_partitioning).lower()),
         (cfg.URL_ENCODE_PARTITIONS, str(table.url_encode_partitions).lower()),
@@ -377,7 +444,7 @@ def key_generator_type(name: str) -> str:
     """A key generator's type (``SIMPLE``...) from its type or class name; another class
     as its short name."""
     short = name.strip().rsplit(".", 1)[-1]
-    return _KEY_GENERATOR_TYPES.get(short, short.upper())
+    return _KEY_GENERATOR_TYPES.get(short, short.upper().removesuffix("_AVRO"))
 
 
 def built_key_generator(record_key: tuple[str, ...], partitions: tuple[str, ...]) -> str:
@@ -407,10 +474,12 @@ def _check_new_key_generator(
         return
     spec, value = stated
     built = built_key_generator(record_key, partitions)
+    if key_generator_type(value) in NAMED_KEY_GENERATORS:
+        return
     if key_generator_type(value) != built:
         raise BadInputError(
             f"{spec.key}={value}: the writer builds the keys and partition paths of the "
-            f"SIMPLE, COMPLEX and NON_PARTITION key generators, by the numbers of fields "
+            f"SIMPLE, COMPLEX and NON_PARTITION key generators by the numbers of fields "
             f"({RECORD_KEY}={','.join(record_key)}, {PARTITION_PATH}={','.join(partitions)}: "
-            f"{built})"
+            f"{built}), and of TIMESTAMP and CUSTOM as named"
         )

@@ -79,6 +79,9 @@ def open_or_create(
                 else MergeMode.COMMIT_TIME_ORDERING
             ),
             bucket_hash_fields=options.bucket_hash_fields,
+            named_key_generator=options.key_generator,
+            partition_kinds=options.partition_kinds,
+            key_generator_settings=options.timestamp.settings if options.timestamp else {},
         )
         check_bucket(location)
         location.ensure_folder(location.path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
@@ -28,14 +28,17 @@ _KEY_GENERATOR_CLASSES = {
     "SIMPLE": "org.apache.hudi.keygen.SimpleKeyGenerator",
     "COMPLEX": "org.apache.hudi.keygen.ComplexKeyGenerator",
     "NON_PARTITION": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+    "TIMESTAMP": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+    "CUSTOM": "org.apache.hudi.keygen.CustomKeyGenerator",
 }
 # The key generators whose record keys and partition paths the writer builds
-# (``hudi_sync.spark.writing.keys``), by the type (v8+) or a class (v6; Spark's or Avro's) a
-# table names. Others (TIMESTAMP, CUSTOM, user classes) format values by rules the
-# writer does not apply.
+# (``hudi_sync.spark.writing.keys``, ``hudi_sync.table.partition_paths``), by the type
+# (v8+; Hudi's ``*_AVRO`` types too) or a class (v6; Spark's or Avro's) a table names.
+# Others (user classes) format values by rules the writer does not know.
 WRITABLE_KEY_GENERATORS = frozenset(
     [
         *_KEY_GENERATOR_CLASSES,
+        *(f"{t}_AVRO" for t in _KEY_GENERATOR_CLASSES),
         *_KEY_GENERATOR_CLASSES.values(),
         *(c.replace("KeyGenerator", "AvroKeyGenerator") for c in _KEY_GENERATOR_CLASSES.values()),
     ]
@@ -65,9 +68,17 @@ class TableSettings:
     url_encode_partitions: bool = False
     # The bucket index's hash fields when a subset of the record key (kept likewise).
     bucket_hash_fields: tuple[str, ...] = ()
+    # A named key generator (TIMESTAMP, CUSTOM; else inferred from the fields), its
+    # partition fields' kinds (CUSTOM: kept as field:kind from version 8 on, as Hudi
+    # keeps them) and its hoodie.keygen.timebased.* settings (kept as given).
+    named_key_generator: str | None = None
+    partition_kinds: tuple[str, ...] = ()
+    key_generator_settings: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def key_generator_type(self) -> str:
+        if self.named_key_generator:
+            return self.named_key_generator
         if not self.partition_fields:
             return "NON_PARTITION"
         if len(self.record_key_fields) > 1 or len(self.partition_fields) > 1:
@@ -107,7 +118,12 @@ class TableSettings:
             props[cfg.CDC_ENABLED.key] = "true"
             props[cfg.CDC_MODE.key] = self.cdc_mode.stored_value(self.version)
         if self.partition_fields:
-            props[cfg.PARTITION_FIELDS.key] = ",".join(self.partition_fields)
+            fields = self.partition_fields
+            if self.key_generator_type == "CUSTOM" and self.version >= 8:
+                kinds = zip(fields, self.partition_kinds, strict=True)
+                fields = tuple(f"{name}:{kind.lower()}" for name, kind in kinds)
+            props[cfg.PARTITION_FIELDS.key] = ",".join(fields)
+        props.update(self.key_generator_settings)
         if self.version == 6:
             props[cfg.KEY_GENERATOR_CLASS.key] = _KEY_GENERATOR_CLASSES[self.key_generator_type]
             props[_V6_MERGER_STRATEGY] = PAYLOAD_MERGER_STRATEGY
