@@ -193,14 +193,15 @@ def test_writes_into_a_hudi_1_1_written_table_read_back_in_hudi_rs(  # type: ign
     assert {k: after.get(k) for k in props} == props
 
 
-def test_a_write_into_a_time_based_key_generator_table_is_refused(  # type: ignore[no-untyped-def]
+def test_a_write_into_a_time_based_key_generator_table_formats_its_partition(  # type: ignore[no-untyped-def]
     spark: SparkSession, tmp_path, fixture_copy
 ) -> None:
     """Hudi's TIMESTAMP key generator formats the partition field (a date string into
-    ``yyyy/MM/dd/HH``, as the Hudi 1.1 time-based fixtures of hudi-rs store); the writer
-    would file rows under the raw value instead, so it refuses such a table in one line
-    and leaves it as it was: a version 9 table declaring the type (set up by rewriting
-    the properties of a table we created) and Hudi's own v6 fixture naming the class."""
+    ``yyyy/MM/dd/HH``, as the Hudi 1.1 time-based fixtures of hudi-rs store): a version 9
+    table declaring the type and its settings (set up by rewriting the properties of a
+    table we created) gets the new row under the formatted path; Hudi's own v6 fixture
+    keeps no timestamp type, which Hudi's key generator requires, so a write stating none
+    is refused in one line and leaves the table as it was."""
     path = tmp_path / "timebased"
     rows = [{"id": 1, "p": "2024-01-15T10:30:00.000Z", "name": "a", "ts": 1}]
     settings = options(
@@ -217,10 +218,9 @@ def test_a_write_into_a_time_based_key_generator_table_is_refused(  # type: igno
         }
     )
     (path / ".hoodie" / "hoodie.properties").write_text(java_properties_text(props))
-    before = sorted(p.relative_to(path).as_posix() for p in path.rglob("*"))
-    with pytest.raises(BadInputError, match=r"keygenerator\.type=TIMESTAMP: the writer builds"):
-        write(frame(spark, [dict(rows[0], ts=2)], False), str(path), settings)
-    assert sorted(p.relative_to(path).as_posix() for p in path.rglob("*")) == before
+    write(frame(spark, [dict(rows[0], id=2, ts=2)], False), str(path), settings)
+    paths = {r["id"]: r["_hoodie_partition_path"] for r in hudi_rs_rows(str(path)).to_pylist()}
+    assert paths == {1: "2024-01-15T10:30:00.000Z", 2: "2024/01/15/10"}
 
     hudi_written = fixture_copy("cow/v6_timebasedkeygen_nonhivestyle")
     existing = spark.read.format("hudi").load(str(hudi_written))
@@ -231,5 +231,7 @@ def test_a_write_into_a_time_based_key_generator_table_is_refused(  # type: igno
         "hoodie.datasource.write.partitionpath.field": "ts_str",
         "hoodie.datasource.write.precombine.field": "longField",
     }
-    with pytest.raises(BadInputError, match=r"keygenerator\.class=.*TimestampBasedKeyGenerator"):
+    before = sorted(p.relative_to(hudi_written).as_posix() for p in hudi_written.rglob("*"))
+    with pytest.raises(BadInputError, match=r"keygen\.timebased\.timestamp\.type is required"):
         write(df.limit(1), str(hudi_written), fixture_settings)
+    assert sorted(p.relative_to(hudi_written).as_posix() for p in hudi_written.rglob("*")) == before

@@ -46,6 +46,11 @@ class PartitionScheme:
         return TIMESTAMP in self.kinds
 
 
+def field_names(specs: Sequence[str]) -> list[str]:
+    """The field names of partition specs (``ts:TIMESTAMP`` -> ``ts``)."""
+    return [spec.split(KIND_SEPARATOR)[0].strip() for spec in specs]
+
+
 def partition_specs(
     specs: Sequence[str], custom: bool, option: str
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:

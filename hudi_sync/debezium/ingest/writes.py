@@ -28,6 +28,7 @@ from hudi_sync.spark.writing.options import WriteOptions
 from hudi_sync.spark.writing.writer import write, write_arrow
 from hudi_sync.sync.hook import run_post_commit_hook
 from hudi_sync.table import HudiTable
+from hudi_sync.table.partition_paths import field_names
 from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.snapshot_read import table_data_fields
 from hudi_sync.table.write.compaction import compact, pending_compactions
@@ -216,7 +217,7 @@ class BatchWriter:
         return self._buckets()
 
     def partition_fields(self) -> list[str]:
-        return list(cfg.PARTITION_PATH.read(self.config.write_options))
+        return field_names(cfg.PARTITION_PATH.read(self.config.write_options))
 
     def stored_types(self) -> dict[str, pa.DataType] | None:
         """The table's data columns and types; None before its first write."""
@@ -254,7 +255,7 @@ class BatchWriter:
         return frame.drop(UNAVAILABLE_COLUMNS)
 
     def _check_partition_values(self, rows: list[ChangeEvent]) -> None:
-        fields = cfg.PARTITION_PATH.read(self.config.write_options)
+        fields = self.partition_fields()  # a CUSTOM key generator's specs name them field:kind
         for event in rows:
             if event.op == "d" and any(event.row.get(f) is None for f in fields):
                 raise EventError(
