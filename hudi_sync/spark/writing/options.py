@@ -20,6 +20,7 @@ from hudi_sync.table.cdc_log import CdcMode, parse_cdc_mode
 from hudi_sync.table.partition_paths import (
     TIMESTAMP,
     PartitionScheme,
+    field_names,
     partition_specs,
 )
 from hudi_sync.table.properties import TableConfig
@@ -168,10 +169,12 @@ class WriteOptions:
         hashed = cfg.BUCKET_INDEX_HASH_FIELD.read(stated)  # a subset of the record key
         placeholders = {TABLE_NAME: "-", RECORD_KEY: ",".join(hashed) or "-", ORDERING: "-"}
         unsaid = {k: v for k, v in placeholders.items() if not cfg.option(k).given(stated)}
-        cls._parse({**unsaid, **stated}, creates=False)
+        cls._parse({**unsaid, **stated}, creates=False, partial=True)
 
     @classmethod
-    def _parse(cls, raw: dict[str, str], creates: bool) -> WriteOptions:
+    def _parse(cls, raw: dict[str, str], creates: bool, partial: bool = False) -> WriteOptions:
+        """``partial``: the options alone, before the table that may supply the partition
+        fields and timestamp settings is read (those are checked by ``parse``)."""
         operation = cfg.OPERATION.read(raw)
         name = cfg.TABLE_NAME.read(raw)
         if not name:
@@ -181,10 +184,11 @@ class WriteOptions:
             raise BadInputError(f"{RECORD_KEY} is required to create a table")
         stated = _stated_key_generator(raw)
         named = key_generator_type(stated[1]) if stated else None
-        named = named if named in NAMED_KEY_GENERATORS else None
-        partitions, kinds = partition_specs(
-            cfg.PARTITION_PATH.read(raw), named == "CUSTOM", PARTITION_PATH
-        )
+        named = named if named in NAMED_KEY_GENERATORS and not partial else None
+        specs = cfg.PARTITION_PATH.read(raw)
+        if partial:  # a CUSTOM key generator's kinds are checked by parse
+            specs = tuple(field_names(specs))
+        partitions, kinds = partition_specs(specs, named == "CUSTOM", PARTITION_PATH)
         if named == "TIMESTAMP":
             if len(partitions) != 1 or len(keys) != 1:
                 raise BadInputError(
