@@ -96,12 +96,14 @@ HIVE_STYLE = _boolean(
 KEY_GENERATOR_OPTION = _string(
     "hoodie.datasource.write.keygenerator.class",
     "Key generator class; the writer builds SIMPLE, COMPLEX and NON_PARTITION keys, chosen by "
-    "the numbers of key and partition fields (a stated one must be that, or the table's).",
+    "the numbers of key and partition fields (a stated one must be that, or the table's), and "
+    "TIMESTAMP and CUSTOM (TimestampBasedKeyGenerator, CustomKeyGenerator) when named.",
     "write",
 )
 KEY_GENERATOR_TYPE_OPTION = _string(
     "hoodie.datasource.write.keygenerator.type",
-    "Key generator type (SIMPLE, COMPLEX, NON_PARTITION), checked as the class option is.",
+    "Key generator type (SIMPLE, COMPLEX, NON_PARTITION, TIMESTAMP, CUSTOM), checked as the "
+    "class option is.",
     "write",
 )
 _TIMEBASED = "hoodie.keygen.timebased."
@@ -162,6 +164,13 @@ KEYGEN_TIMEZONE = _string(
     **_timebased("timezone"),
     doc="Both the input and the output zone (Hudi's older option; when given it wins).",
     group="write",
+)
+KEYGEN_PARSER_CLASS = _string(
+    "hoodie.keygen.datetime.parser.class",
+    "The date parser of the TIMESTAMP key generator: Hudi's own (HoodieDateTimeParser) only.",
+    "write",
+    alternates=("hoodie.deltastreamer.keygen.datetime.parser.class",),
+    default="org.apache.hudi.keygen.parser.HoodieDateTimeParser",
 )
 COMPLEX_KEYGEN_NEW_ENCODING = _boolean(
     "hoodie.write.complex.keygen.new.encoding",

@@ -345,6 +345,14 @@ def test_unsupported_pattern_letters_are_refused_naming_the_option(
             },
             "output.timezone=Mars/Base: not a time zone",
         ),
+        (
+            {
+                P + "timestamp.type": "UNIX_TIMESTAMP",
+                P + "output.dateformat": "y",
+                "hoodie.keygen.datetime.parser.class": "com.example.OwnParser",
+            },
+            "parser.class=com.example.OwnParser: only Hudi's",
+        ),
     ],
 )
 def test_missing_or_bad_settings_are_refused_in_one_line(

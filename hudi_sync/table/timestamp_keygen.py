@@ -409,6 +409,12 @@ class TimestampPartition:
     def from_options(cls, raw: Mapping[str, str]) -> TimestampPartition:
         """The settings ``raw`` states (a write's options over the table's properties);
         a type or output format unsaid is refused, as Hudi's key generator refuses it."""
+        parser = str(cfg.KEYGEN_PARSER_CLASS.read(raw)).strip()
+        if parser.rsplit(".", 1)[-1] != "HoodieDateTimeParser":
+            raise BadInputError(
+                f"{cfg.KEYGEN_PARSER_CLASS.key}={parser}: only Hudi's HoodieDateTimeParser "
+                "rules are applied"
+            )
         kind = cfg.KEYGEN_TIMESTAMP_TYPE.read(raw)
         if not kind:
             raise BadInputError(
@@ -558,6 +564,7 @@ def _keygen_options() -> tuple[cfg.OptionSpec[Any], ...]:
         cfg.KEYGEN_OUTPUT_FORMAT,
         cfg.KEYGEN_OUTPUT_TIMEZONE,
         cfg.KEYGEN_TIMEZONE,
+        cfg.KEYGEN_PARSER_CLASS,
     )
 
 
