@@ -236,6 +236,8 @@ def _printed(letter: str, count: int, local: dt.datetime, zone: dt.tzinfo) -> st
 
     if letter in "yY":
         return f"{local.year % 100:02d}" if count == 2 else number(local.year)
+    if letter == "x" and count == 2:
+        return f"{local.isocalendar().year % 100:02d}"
     numbers: dict[str, Callable[[], int]] = {
         "C": lambda: local.year // 100,
         "x": lambda: local.isocalendar().year,
@@ -290,7 +292,10 @@ def _parser(tokens: Sequence[Token]) -> _Parser:
             continue
         letter, count = token
         following = tokens[index + 1] if index + 1 < len(tokens) else None
-        adjacent = isinstance(following, tuple) and following[0] in "yYMdHhKkmsS"
+        # Joda's isNumericToken: a numeric field follows (MMM and longer are text)
+        adjacent = isinstance(following, tuple) and (
+            following[0] in "yYdHhKkmsS" or (following[0] == "M" and following[1] <= 2)
+        )
         if letter in "yY":
             # Joda reads up to 9 digits, or exactly as many as the letters when a
             # number follows.
@@ -352,8 +357,7 @@ def _parsed_instant(
             if (letter == "h" and not 1 <= value <= 12) or (letter == "K" and value > 11):
                 return None
             hour = value % 12 + 12 * (half or 0)
-    elif half is not None:
-        hour = hour % 12 + 12 * half
+    # with H, a half-day marker changes nothing: Joda sets the hour of day last
     try:
         local = dt.datetime(
             values["y"],
