@@ -419,3 +419,26 @@ def test_timestamp_and_date_columns_are_refused() -> None:
     keygen = _keygen("EPOCHMILLISECONDS", "yyyy")
     with pytest.raises(BadInputError, match="timestamp"):
         keygen.values(pa.array([dt.datetime(2024, 1, 1)]), "t", False)
+
+
+def test_the_debezium_ingest_names_a_custom_specs_fields(tmp_path: Any) -> None:
+    """The ingest writes through ``write``/``write_arrow`` (the paths above); it reads the
+    partition fields itself only to check that a delete carries their values, by name."""
+    from hudi_sync.debezium.events import ChangeEvent, EventError, Position
+    from hudi_sync.debezium.ingest import IngestConfig
+    from hudi_sync.debezium.ingest.writes import BatchWriter
+
+    options = {
+        "hoodie.streamer.source.kafka.topic": "t",
+        "hoodie.datasource.write.keygenerator.type": "CUSTOM",
+        "hoodie.datasource.write.partitionpath.field": "region:SIMPLE,ts:TIMESTAMP",
+    }
+    writer = BatchWriter(None, IngestConfig.from_options(str(tmp_path), options), tuple)  # type: ignore[arg-type]
+    assert writer.partition_fields() == ["region", "ts"]
+
+    def delete(row: dict[str, Any]) -> ChangeEvent:
+        return ChangeEvent("d", '["1"]', row, {}, "1", "db", None, Position("t", 0, 1))
+
+    writer._check_partition_values([delete({"id": 1, "region": "eu", "ts": 5})])
+    with pytest.raises(EventError, match="no value for partition field region,ts"):
+        writer._check_partition_values([delete({"id": 1, "region": "eu"})])
