@@ -250,6 +250,17 @@ def test_without_an_output_zone_a_string_prints_in_its_own_zone() -> None:
         input_timezone="Asia/Tokyo",
     )
     assert _one(keygen, "2024-02-29 23") == "2024-02-29 23 Asia/Tokyo"
+    # an offset in the string places the instant; the input zone still prints it
+    keygen = _keygen(
+        "DATE_STRING",
+        "yyyy-MM-dd HH",
+        input_dateformat="yyyy-MM-dd HH:mmZ",
+        input_timezone="Asia/Tokyo",
+    )
+    tokyo = dt.datetime.fromisoformat("2024-02-29 23:30+00:00").astimezone(ZoneInfo("Asia/Tokyo"))
+    assert (
+        _one(keygen, "2024-02-29 23:30+00:00") == tokyo.strftime("%Y-%m-%d %H") == "2024-03-01 08"
+    )
 
 
 def test_mixed_reads_strings_and_refuses_numbers() -> None:

@@ -318,8 +318,8 @@ def _parser(tokens: Sequence[Token]) -> _Parser:
 def _parsed_instant(
     parser: _Parser, text: str, zone: dt.tzinfo | None
 ) -> tuple[int, dt.tzinfo] | None:
-    """``text`` read whole by ``parser``: its instant (ms) and zone, or None (Joda's
-    defaults for unsaid fields: 1970-01-01T00:00:00.000)."""
+    """``text`` read whole by ``parser``: its instant (ms) and the zone Joda gives the
+    parsed date, or None (Joda's defaults for unsaid fields: 1970-01-01T00:00:00.000)."""
     match = parser.regex.fullmatch(text)
     if match is None:
         return None
@@ -370,13 +370,16 @@ def _parsed_instant(
         )
     except ValueError:
         return None
-    chosen = offset or zone or dt.UTC
-    instant = local.replace(tzinfo=chosen)
+    reading = offset or zone or dt.UTC
+    instant = local.replace(tzinfo=reading)
     # A local time a zone skips (a DST gap) is no instant: Joda refuses it.
-    if instant.astimezone(dt.UTC).astimezone(chosen).replace(tzinfo=None) != local:
+    if instant.astimezone(dt.UTC).astimezone(reading).replace(tzinfo=None) != local:
         return None
     delta = instant - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000, chosen
+    millis = (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+    # The parsed date's zone: the input zone when set (Joda's withZone), else the
+    # string's offset (withOffsetParsed), else the default zone.
+    return millis, zone or offset or dt.UTC
 
 
 def _fixed_offset(text: str) -> dt.tzinfo:
