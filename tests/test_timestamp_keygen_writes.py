@@ -222,7 +222,10 @@ def test_a_custom_table_by_both_engines(spark, tmp_path: Path) -> None:  # type:
     assert config.raw["hoodie.table.partition.fields"] == "region:simple,ts:timestamp"
     assert config.raw["hoodie.table.keygenerator.type"] == "CUSTOM"
     assert config.partition_fields == ("region", "ts")
-    # so a later write needs no partition options
+    # so a later write needs no partition options, and may not change a field's kind
+    changed = {"hoodie.datasource.write.partitionpath.field": "region:SIMPLE,ts:SIMPLE"}
+    with pytest.raises(BadInputError, match="ts:SIMPLE \\(table: region:simple,ts:timestamp\\)"):
+        write_arrow(rows, str(arrow_path), _options(9, "MERGE_ON_READ", **{**CUSTOM, **changed}))
     write_arrow(
         _rows(SECONDS[:1], "b", region=["eu"]), str(arrow_path), _options(9, "MERGE_ON_READ")
     )

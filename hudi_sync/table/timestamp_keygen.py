@@ -308,7 +308,7 @@ def _parser(tokens: Sequence[Token]) -> _Parser:
         elif letter == "S":
             parts.append(rf"(\d{{1,{count}}}+)")
         elif letter == "Z":
-            parts.append(r"(Z|[-+]\d{2}(?::?\d{2})?)")
+            parts.append(r"([Zz]|[-+]\d{2}(?::?\d{2})?)")
         else:
             parts.append(rf"(\d{{1,{_MAX_DIGITS[letter]}}}+)")
         fields.append(token)
@@ -343,7 +343,7 @@ def _parsed_instant(
         elif letter == "S":
             values["S"] = int(group.ljust(3, "0")[:3])
         elif letter == "Z":
-            offset = dt.UTC if group == "Z" else _fixed_offset(group)
+            offset = dt.UTC if group in "Zz" else _fixed_offset(group)
         else:
             values[letter] = int(group)
     hour = values["H"]

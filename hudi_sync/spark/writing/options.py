@@ -18,6 +18,7 @@ from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.table.cdc_log import CdcMode, parse_cdc_mode
 from hudi_sync.table.partition_paths import (
+    KIND_SEPARATOR,
     TIMESTAMP,
     PartitionScheme,
     field_names,
@@ -365,9 +366,18 @@ class WriteOptions:
         return [f"{spec.key}={value} (table: {table})"]
 
     def _timestamp_mismatches(self, config: TableConfig) -> list[str]:
-        """The timestamp settings a table keeps (``hoodie.keygen.timebased.*``) decide
-        its paths: a write may repeat them, not change them."""
+        """The timestamp settings a table keeps (``hoodie.keygen.timebased.*``, a CUSTOM
+        table's field kinds) decide its paths: a write may repeat them, not change them."""
         mismatches = []
+        stored = cfg.PARTITION_FIELDS.read(config.raw)
+        if any(KIND_SEPARATOR in spec for spec in stored):  # a CUSTOM table of version 8+
+            kinds = partition_specs(stored, True, cfg.PARTITION_FIELDS.key)[1]
+            if self.partition_kinds and self.partition_kinds != kinds:
+                stated = ",".join(
+                    f"{f}:{k}"
+                    for f, k in zip(self.partition_fields, self.partition_kinds, strict=True)
+                )
+                mismatches.append(f"{PARTITION_PATH}={stated} (table: {','.join(stored)})")
         for spec in KEYGEN_OPTIONS:
             if spec.given(config.raw) and spec.given(self.raw):
                 stated, stored = str(spec.text(self.raw)), str(spec.text(config.raw))
