@@ -369,20 +369,18 @@ class WriteOptions:
         """The timestamp settings a table keeps (``hoodie.keygen.timebased.*``, a CUSTOM
         table's field kinds) decide its paths: a write may repeat them, not change them."""
         mismatches = []
-        stored = cfg.PARTITION_FIELDS.read(config.raw)
-        if any(KIND_SEPARATOR in spec for spec in stored):  # a CUSTOM table of version 8+
-            kinds = partition_specs(stored, True, cfg.PARTITION_FIELDS.key)[1]
+        specs = cfg.PARTITION_FIELDS.read(config.raw)
+        if any(KIND_SEPARATOR in spec for spec in specs):  # a CUSTOM table of version 8+
+            kinds = partition_specs(specs, True, cfg.PARTITION_FIELDS.key)[1]
             if self.partition_kinds and self.partition_kinds != kinds:
-                stated = ",".join(
-                    f"{f}:{k}"
-                    for f, k in zip(self.partition_fields, self.partition_kinds, strict=True)
-                )
-                mismatches.append(f"{PARTITION_PATH}={stated} (table: {','.join(stored)})")
+                named = zip(self.partition_fields, self.partition_kinds, strict=True)
+                stated = ",".join(f"{f}:{k}" for f, k in named)
+                mismatches.append(f"{PARTITION_PATH}={stated} (table: {','.join(specs)})")
         for spec in KEYGEN_OPTIONS:
             if spec.given(config.raw) and spec.given(self.raw):
-                stated, stored = str(spec.text(self.raw)), str(spec.text(config.raw))
-                if stated.strip() != stored.strip():
-                    mismatches.append(f"{spec.key}={stated} (table: {stored})")
+                given, stored = str(spec.text(self.raw)), str(spec.text(config.raw))
+                if given.strip() != stored.strip():
+                    mismatches.append(f"{spec.key}={given} (table: {stored})")
         return mismatches
 
     def _cdc_mismatches(self, config: TableConfig) -> list[str]:
