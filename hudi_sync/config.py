@@ -172,6 +172,13 @@ KEYGEN_PARSER_CLASS = _string(
     alternates=("hoodie.deltastreamer.keygen.datetime.parser.class",),
     default="org.apache.hudi.keygen.parser.HoodieDateTimeParser",
 )
+KEYGEN_LOGICAL_TIMESTAMPS = _boolean(
+    "hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled",
+    "TIMESTAMP key generator: a timestamp column is formatted as its instant (Hudi's Spark "
+    "writer refuses timestamp columns without it).",
+    "write",
+    default=False,
+)
 COMPLEX_KEYGEN_NEW_ENCODING = _boolean(
     "hoodie.write.complex.keygen.new.encoding",
     "COMPLEX key over one field, table version 8 and below: the value alone (as Hudi 0.14.1 "

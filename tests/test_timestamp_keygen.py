@@ -426,12 +426,6 @@ def test_custom_specs_name_each_field_kind() -> None:
         partition_specs(("ts:timestamp",), False, option)
 
 
-def test_timestamp_and_date_columns_are_refused() -> None:
-    keygen = _keygen("EPOCHMILLISECONDS", "yyyy")
-    with pytest.raises(BadInputError, match="timestamp"):
-        keygen.values(pa.array([dt.datetime(2024, 1, 1)]), "t", False)
-
-
 def test_the_debezium_ingest_names_a_custom_specs_fields(tmp_path: Any) -> None:
     """The ingest writes through ``write``/``write_arrow`` (the paths above); it reads the
     partition fields itself only to check that a delete carries their values, by name."""
@@ -453,3 +447,32 @@ def test_the_debezium_ingest_names_a_custom_specs_fields(tmp_path: Any) -> None:
     writer._check_partition_values([delete({"id": 1, "region": "eu", "ts": 5})])
     with pytest.raises(EventError, match="no value for partition field region,ts"):
         writer._check_partition_values([delete({"id": 1, "region": "eu"})])
+
+
+def test_date_columns_are_epoch_days_in_the_unit() -> None:
+    """Hudi's LocalDate branch: the epoch day as a number of the type's unit."""
+    days = _keygen("SCALAR", "yyyy-MM-dd", timestamp_scalar_time_unit="DAYS")
+    dates = pa.array([dt.date(2024, 2, 29), dt.date(1969, 12, 31), None])
+    assert days.values(dates, "t", False).to_pylist() == ["2024-02-29", "1969-12-31", "1970-01-02"]
+    with pytest.raises(BadInputError, match="takes strings"):
+        _keygen("DATE_STRING", "y", input_dateformat="y").values(dates, "t", False)
+
+
+def test_timestamp_columns_need_hudis_consistent_logical_timestamps() -> None:
+    stamps = pa.array([-1, 1_709_164_800_999_999, None], pa.timestamp("us", "UTC"))
+    with pytest.raises(BadInputError, match=r"consistent\.logical\.timestamp\.enabled=true"):
+        _keygen("EPOCHMILLISECONDS", "yyyy").values(stamps, "t", False)
+    keygen = _keygen("EPOCHMICROSECONDS", "yyyy-MM-dd HH:mm:ss.SSS", output_timezone="UTC")
+    keygen = TimestampPartition.from_options(
+        {
+            **keygen.settings,
+            "hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled": "true",
+        }
+    )
+    # the instant's milliseconds, truncated toward zero (-1 µs is the epoch); a null is
+    # the type's default (1 µs: the epoch)
+    assert keygen.values(stamps, "t", False).to_pylist() == [
+        "1970-01-01 00:00:00.000",
+        "2024-02-29 00:00:00.999",
+        "1970-01-01 00:00:00.000",
+    ]

@@ -263,3 +263,36 @@ def test_a_bad_value_is_refused_by_the_spark_engine_in_one_line(spark, tmp_path:
     assert not (tmp_path / "t" / ".hoodie" / "timeline").exists() or not list(
         (tmp_path / "t" / ".hoodie" / "timeline").glob("*.commit")
     )
+
+
+def test_the_spark_engine_formats_date_and_timestamp_columns(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A date is its epoch day in the unit; a timestamp its instant (with Hudi's consistent
+    logical timestamps), whatever the session's zone: Spark hands pandas local times."""
+    path = tmp_path / "t"
+    options = _options(
+        6,
+        "COPY_ON_WRITE",
+        **{
+            "hoodie.datasource.write.partitionpath.field": "d:TIMESTAMP,t:TIMESTAMP",
+            "hoodie.datasource.write.keygenerator.type": "CUSTOM",
+            "hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled": "true",
+            P + "timestamp.type": "SCALAR",
+            P + "timestamp.scalar.time.unit": "DAYS",
+            P + "output.dateformat": "yyyy-MM-dd",
+            P + "output.timezone": "America/New_York",
+        },
+    )
+    instant = dt.datetime(2024, 3, 10, 6, 59, 59, tzinfo=dt.UTC)  # 01:59:59 in New York
+    rows = [(1, dt.date(2024, 2, 29), instant, "a", 1), (2, None, None, "b", 1)]
+    frame = spark.createDataFrame(rows, "id long, d date, t timestamp, v string, seq long")
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Tokyo")
+    try:
+        write(frame, str(path), options)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+    # a null date is day 1 (1970-01-02 UTC: 01-01 in New York); a null timestamp 1 day too
+    assert _snapshot(path) == {
+        1: ("2024-02-28/2024-03-10", "a"),
+        2: ("1970-01-01/1970-01-01", "b"),
+    }

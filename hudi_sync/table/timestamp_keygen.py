@@ -411,6 +411,8 @@ class TimestampPartition:
     output_zone: dt.tzinfo | None
     # hoodie.keygen.timebased.* as given, stored in a new table's hoodie.properties
     settings: Mapping[str, str]
+    # timestamp columns formatted as their instants (Hudi's consistent logical timestamps)
+    logical_timestamps: bool = False
 
     @classmethod
     def from_options(cls, raw: Mapping[str, str]) -> TimestampPartition:
@@ -474,6 +476,7 @@ class TimestampPartition:
             input_zone=zone_of(str(in_name), in_key) if str(in_name).strip() else None,
             output_zone=zone_of(str(out_name), out_key) if str(out_name).strip() else None,
             settings=settings,
+            logical_timestamps=cfg.KEYGEN_LOGICAL_TIMESTAMPS.read(raw),
         )
 
     def value(self, value: Any, where: str) -> str:
@@ -536,7 +539,12 @@ class TimestampPartition:
         if pa.types.is_dictionary(column.type):
             column = column.dictionary_decode()
         kind = column.type
-        if not (
+        if pa.types.is_date(kind):
+            # Hudi's LocalDate: its epoch day, a number in the type's unit
+            column = column.cast(pa.date32()).cast(pa.int32())
+        elif pa.types.is_timestamp(kind):
+            return self._timestamps(column, where)
+        elif not (
             pa.types.is_integer(kind)
             or pa.types.is_floating(kind)
             or pa.types.is_decimal(kind)
@@ -546,7 +554,7 @@ class TimestampPartition:
         ):
             raise BadInputError(
                 f"{where}: a {kind} column: the TIMESTAMP key generator takes integer, "
-                "floating, decimal and string columns"
+                "floating, decimal, date, timestamp and string columns"
             )
         distinct = pc.unique(column)
         texts = []
@@ -558,6 +566,29 @@ class TimestampPartition:
                     raise BadInputError(f"{where}: {item!r} is not a number") from None
             texts.append(self.value(item, where))
         return pc.take(pa.array(texts, pa.string()), pc.index_in(column, distinct))
+
+    def _timestamps(self, column: pa.Array, where: str) -> pa.Array:
+        """A timestamp column as Hudi's Spark writer formats it: only with
+        ``hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled``,
+        as the instant's milliseconds (``java.sql.Timestamp.getTime`` of the value's
+        microseconds divided by 1000), whatever the timestamp type; a null is the type's
+        default value."""
+        if not self.logical_timestamps:
+            raise BadInputError(
+                f"{where}: a {column.type} column: Hudi's writer formats timestamp columns "
+                f"only with {cfg.KEYGEN_LOGICAL_TIMESTAMPS.key}=true"
+            )
+        micros = pc.cast(column, pa.timestamp("us", column.type.tz), safe=False).cast(pa.int64())
+        distinct = pc.unique(micros)
+        texts = []
+        for item in distinct.to_pylist():
+            if item is None:
+                texts.append(self.value(None, where))
+                continue
+            millis = -(-item // 1000) if item < 0 else item // 1000  # toward zero, as Java
+            zone = self.output_zone or dt.UTC
+            texts.append(print_instant(self.output_format, millis, zone, where))
+        return pc.take(pa.array(texts, pa.string()), pc.index_in(micros, distinct))
 
 
 # The options ``hoodie.properties`` keeps (Hudi's HoodieTableConfig.PERSISTED_CONFIG_LIST).

@@ -10,7 +10,7 @@ import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import pandas_udf
-from pyspark.sql.types import DecimalType, IntegralType, StructType
+from pyspark.sql.types import DecimalType, IntegralType, StructType, TimestampType
 
 from hudi_sync.table.partition_encoding import ESCAPED, escape
 from hudi_sync.table.partition_paths import TIMESTAMP, PartitionScheme, partition_paths
@@ -69,19 +69,29 @@ def partition_path_column(scheme: PartitionScheme, schema: StructType, where: st
     if not scheme.formats_time:
         return simple_partition_path(scheme.fields, scheme.hive_style, scheme.url_encode)
     types = {f.name: f.dataType for f in schema.fields}
-    numeric_text = tuple(
-        name
-        for name, kind in zip(scheme.fields, scheme.kinds, strict=True)
-        if kind == TIMESTAMP and isinstance(types.get(name), IntegralType | DecimalType)
-    )
+    timed = [
+        name for name, kind in zip(scheme.fields, scheme.kinds, strict=True) if kind == TIMESTAMP
+    ]
+    numeric_text = tuple(n for n in timed if isinstance(types.get(n), IntegralType | DecimalType))
+    # Spark hands timestamps to pandas in the session's zone: their microseconds instead
+    micros = tuple(n for n in timed if isinstance(types.get(n), TimestampType))
     columns = [
-        F.col(name).cast("string") if kind != TIMESTAMP or name in numeric_text else F.col(name)
-        for name, kind in zip(scheme.fields, scheme.kinds, strict=True)
+        F.unix_micros(F.col(name)).cast("string")
+        if name in micros
+        else F.col(name)
+        if name in timed and name not in numeric_text
+        else F.col(name).cast("string")
+        for name in scheme.fields
     ]
     names = list(scheme.fields)
 
     def paths(*values: pd.Series) -> pd.Series:
-        data = pa.table([pa.Array.from_pandas(v) for v in values], names=names)
+        arrays = [pa.Array.from_pandas(v) for v in values]
+        arrays = [
+            a.cast(pa.int64()).cast(pa.timestamp("us", "UTC")) if n in micros else a
+            for n, a in zip(names, arrays, strict=True)
+        ]
+        data = pa.table(arrays, names=names)
         return partition_paths(data, scheme, where, numeric_text).to_pandas()
 
     udf = pandas_udf(paths, "string")  # type: ignore[call-overload]
