@@ -20,6 +20,7 @@ from hudi_sync.table.timestamp_keygen import (
     TimestampPartition,
     compile_pattern,
     print_instant,
+    to_millis,
     zone_of,
 )
 
@@ -185,3 +186,24 @@ def test_reading_matches_joda(joda: Any) -> None:
         assert expected is not None or text == "2020-04-01"
         if expected is not None:
             assert keygen.value(text, "t") == expected
+
+
+def test_units_convert_as_javas_time_unit(joda: Any) -> None:
+    """Numbers become milliseconds by ``TimeUnit.MILLISECONDS.convert``: finer units
+    truncated toward zero, coarser ones saturating at Long's bounds."""
+    draw = random.Random(7)
+    values = [0, 1, -1, 999, -999, 1_999_999, -1_999_999, 2**62, -(2**62), 2**63 - 1, -(2**63)]
+    values += [draw.randint(-(2**63), 2**63 - 1) for _ in range(30)]
+    millis = joda.java.util.concurrent.TimeUnit.MILLISECONDS
+    for unit in (
+        "NANOSECONDS",
+        "MICROSECONDS",
+        "MILLISECONDS",
+        "SECONDS",
+        "MINUTES",
+        "HOURS",
+        "DAYS",
+    ):
+        java_unit = joda.java.util.concurrent.TimeUnit.valueOf(unit)
+        for value in values:
+            assert to_millis(value, unit) == millis.convert(value, java_unit), (unit, value)
