@@ -295,3 +295,18 @@ def test_the_spark_engine_formats_date_and_timestamp_columns(spark, tmp_path: Pa
         1: ("2024-02-28/2024-03-10", "a"),
         2: ("1970-01-01/1970-01-01", "b"),
     }
+
+
+def test_a_custom_tables_timestamp_fields_are_read_as_formatted_strings(tmp_path: Path) -> None:
+    """Warehouse targets type partition columns from these: a CUSTOM table's TIMESTAMP
+    fields hold printed dates, its SIMPLE fields their values (version 6 keeps no kinds:
+    every field is taken as printed)."""
+    bucket = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": 1}
+    rows = _rows(SECONDS, "a", region=[1, 2, 3])
+    for version, region_formatted in ((9, False), (6, True)):
+        path = tmp_path / f"v{version}"
+        write_arrow(rows, str(path), _options(version, "MERGE_ON_READ", **CUSTOM, **bucket))
+        fields = {f.name: f for f in HudiTable.open(str(path)).partition_fields}
+        assert fields["ts"].formatted and fields["ts"].avro_type == "string"
+        assert fields["region"].formatted is region_formatted
+        assert (fields["region"].avro_type == "string") is region_formatted

@@ -51,6 +51,14 @@ def field_names(specs: Sequence[str]) -> list[str]:
     return [spec.split(KIND_SEPARATOR)[0].strip() for spec in specs]
 
 
+def stored_kinds(specs: Sequence[str]) -> tuple[str, ...]:
+    """The kinds a CUSTOM table of version 8+ keeps with its fields
+    (``region:simple,ts:timestamp``), or () when they are not kept."""
+    if not specs or not all(KIND_SEPARATOR in spec for spec in specs):
+        return ()
+    return tuple(spec.split(KIND_SEPARATOR)[1].strip().upper() for spec in specs)
+
+
 def partition_specs(
     specs: Sequence[str], custom: bool, option: str
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -127,17 +127,28 @@ def _arrow_to_avro(arrow_type: Any, namespace: str, name: str) -> Any:
 
 
 def partition_fields(
-    schema: dict[str, Any], names: tuple[str, ...], key_generator: str | None
+    schema: dict[str, Any],
+    names: tuple[str, ...],
+    key_generator: str | None,
+    kinds: tuple[str, ...] = (),
 ) -> list[PartitionField]:
     """Partition fields with their types from the data schema. Timestamp-based key
-    generators format the path, so their partition values are strings."""
+    generators format the path, so their partition values are strings: every field of
+    the TIMESTAMP key generator, a CUSTOM one's TIMESTAMP fields (``kinds``, as a table
+    of version 8+ keeps them; unknown, every field)."""
     by_name = {f["name"]: f["type"] for f in schema.get("fields", [])}
-    formatted = bool(key_generator) and "TIMESTAMP" in (key_generator or "").upper()
-    return [
-        PartitionField(
-            name,
-            "string" if formatted or name not in by_name else by_name[name],
-            formatted and name in by_name,
+    generator = (key_generator or "").upper()
+    custom = "CUSTOM" in generator
+    fields = []
+    for index, name in enumerate(names):
+        formatted = "TIMESTAMP" in generator or (
+            custom and (kinds[index] == "TIMESTAMP" if len(kinds) == len(names) else True)
         )
-        for name in names
-    ]
+        fields.append(
+            PartitionField(
+                name,
+                "string" if formatted or name not in by_name else by_name[name],
+                formatted and name in by_name,
+            )
+        )
+    return fields

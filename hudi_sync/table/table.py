@@ -246,10 +246,13 @@ class HudiTable:
 
     @property
     def partition_fields(self) -> list[PartitionField]:
+        from hudi_sync.table.partition_paths import stored_kinds
         from hudi_sync.table.schema import partition_fields
 
+        config = self.config
+        kinds = stored_kinds(cfg.PARTITION_FIELDS.read(config.raw))
         return partition_fields(
-            self.avro_schema, self.config.partition_fields, self.config.key_generator
+            self.avro_schema, config.partition_fields, config.key_generator, kinds
         )
 
 
