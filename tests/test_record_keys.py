@@ -65,8 +65,13 @@ def test_key_fields_whose_text_is_uncertain_are_refused(kind: pa.DataType) -> No
         ("org.apache.hudi.keygen.NonpartitionedKeyGenerator", ("a",), None),
         ("org.apache.hudi.keygen.ComplexKeyGenerator", ("id",), "depends on the Hudi release"),
         ("org.apache.hudi.keygen.SimpleKeyGenerator", ("a", "b"), "several record key fields"),
-        ("org.apache.hudi.keygen.TimestampBasedKeyGenerator", ("id",), "cannot be rebuilt"),
-        ("org.apache.hudi.keygen.CustomKeyGenerator", ("id",), "cannot be rebuilt"),
+        # TIMESTAMP keys as SIMPLE does, CUSTOM by the number of fields
+        ("org.apache.hudi.keygen.TimestampBasedKeyGenerator", ("id",), None),
+        ("TIMESTAMP_AVRO", ("id",), None),
+        ("org.apache.hudi.keygen.TimestampBasedKeyGenerator", ("a", "b"), "several record key"),
+        ("org.apache.hudi.keygen.CustomKeyGenerator", ("id",), None),
+        ("CUSTOM", ("a", "b"), None),
+        ("com.example.OwnKeyGenerator", ("id",), "cannot be rebuilt"),
     ],
 )
 def test_only_key_generators_of_the_key_fields_alone_are_keyed(
@@ -87,7 +92,7 @@ def test_only_key_generators_of_the_key_fields_alone_are_keyed(
 
 def test_a_refused_key_generator_refuses_the_merged_read_only(fixture_copy: Any) -> None:
     path: Path = fixture_copy(mor_read.NO_META)
-    custom = "org.apache.hudi.keygen.CustomKeyGenerator"
+    custom = "com.example.OwnKeyGenerator"
     mor_read._set_property(path, cfg.KEY_GENERATOR_CLASS.key, custom)
     mor_read.add_no_meta_log(path, mor_read.no_meta_blocks())
     table = HudiTable.open(str(path))

@@ -5,14 +5,16 @@ no ``_hoodie_record_key``: its log data blocks hold the bare records, and Hudi's
 readers rebuild each key with the table's key generator (delete blocks carry the
 built key). Merging such a table's logs needs the same keys, built here:
 
-- one key field (``SimpleKeyGenerator``, ``NonpartitionedKeyGenerator``): the field's
-  value as Java's ``toString`` gives it; null or empty is no key (Hudi refuses it);
-- several (``ComplexKeyGenerator``, ``NonpartitionedKeyGenerator``): ``f1:v1,f2:v2``,
+- one key field (``SimpleKeyGenerator``, ``NonpartitionedKeyGenerator``,
+  ``TimestampBasedKeyGenerator``, ``CustomKeyGenerator``): the field's value as Java's
+  ``toString`` gives it; null or empty is no key (Hudi refuses it);
+- several (``ComplexKeyGenerator``, ``NonpartitionedKeyGenerator``, ``CustomKeyGenerator``):
+  ``f1:v1,f2:v2``,
   ``__null__``/``__empty__`` standing for a null or empty value; every value null or
   empty is no key.
 
 Only values whose text is certain are keyed: strings and integers (Java prints them
-as Python does). Other key generators (timestamp-based, custom), a complex key
+as Python does). Other key generators (a class of one's own), a complex key
 generator over one field (its encoding changed between Hudi releases:
 ``hoodie.write.complex.keygen.new.encoding``) and key fields of other types are
 refused in one line. The writer's key columns (``hudi_sync.spark.writing.keys``) share the
@@ -51,6 +53,11 @@ EMPTY_KEY_VALUE = "__empty__"
 _SIMPLE = {"SimpleKeyGenerator", "SIMPLE"}
 _COMPLEX = {"ComplexKeyGenerator", "COMPLEX"}
 _NON_PARTITIONED = {"NonpartitionedKeyGenerator", "NON_PARTITION"}
+# Their record keys are a simple key generator's (TimestampBasedAvroKeyGenerator extends
+# SimpleAvroKeyGenerator), or by the number of fields (CustomAvroKeyGenerator: simple
+# over one, complex over several); only their partition paths are their own.
+_TIMESTAMP = {"TimestampBasedKeyGenerator", "TIMESTAMP"}
+_CUSTOM = {"CustomKeyGenerator", "CUSTOM"}
 
 
 def _generator_name(raw: str | None) -> str | None:
@@ -100,9 +107,11 @@ def key_fields(config: TableConfig, where: str) -> tuple[str, ...]:
         )
     raw = config.key_generator
     name = _generator_name(raw)
-    if name is None or name in _NON_PARTITIONED or (name in _SIMPLE and len(fields) == 1):
+    if name is None or name in _NON_PARTITIONED or name in _CUSTOM:
         return fields  # none named: Hudi infers simple (one field) or complex (several)
-    if name in _SIMPLE:
+    if (name in _SIMPLE or name in _TIMESTAMP) and len(fields) == 1:
+        return fields
+    if name in _SIMPLE or name in _TIMESTAMP:
         raise UnsupportedTableError(
             f"{where}: key generator {raw} with several record key fields "
             f"({','.join(fields)}) is not supported"
@@ -117,7 +126,8 @@ def key_fields(config: TableConfig, where: str) -> tuple[str, ...]:
         return fields
     raise UnsupportedTableError(
         f"{where}: key generator {raw}: its record keys cannot be rebuilt from the key "
-        "fields (only simple, complex and non-partitioned key generators)"
+        "fields (only simple, complex, non-partitioned, timestamp-based and custom key "
+        "generators)"
     )
 
 
