@@ -207,3 +207,10 @@ def test_units_convert_as_javas_time_unit(joda: Any) -> None:
         java_unit = joda.java.util.concurrent.TimeUnit.valueOf(unit)
         for value in values:
             assert to_millis(value, unit) == millis.convert(value, java_unit), (unit, value)
+
+
+def test_old_three_letter_zone_ids_map_as_joda_maps_them(joda: Any) -> None:
+    from hudi_sync.table.timestamp_keygen import _JODA_IDS
+
+    for old, zone in _JODA_IDS.items():
+        assert _zone(joda, old).getID() == zone, old

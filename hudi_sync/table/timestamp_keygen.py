@@ -6,10 +6,11 @@
   (UNIX_TIMESTAMP: seconds, EPOCHMILLISECONDS, EPOCHMICROSECONDS, SCALAR: the unit of
   ``hoodie.keygen.timebased.timestamp.scalar.time.unit``), truncated toward zero to
   milliseconds as Java's ``TimeUnit.convert`` does (a fraction of a floating or decimal
-  value dropped first, as ``longValue`` drops it); a string is parsed by the input
-  date formats (DATE_STRING, MIXED), the first that reads it whole winning;
+  value dropped first, as ``longValue`` drops it; a date is its epoch day so, a
+  timestamp its instant with Hudi's consistent logical timestamps); a string is parsed
+  by the input date formats (DATE_STRING, MIXED), the first that reads it whole winning;
 - the instant is printed with the output date format in the output zone; without
-  one, a parsed string's own zone (its offset, else the input zone) and otherwise UTC
+  one, a parsed string's zone (the input zone, else its offset) and otherwise UTC
   (Hudi takes the JVM's zone, UTC on the clusters it documents);
 - ``hoodie.keygen.timebased.timezone``, when given, is both the input and the output zone;
 - a null is the epoch plus 1 of the unit (a string type: that instant printed in the
