@@ -8,7 +8,7 @@ stream hand-over that 4.0's own implementations use, so every type survives."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -117,7 +117,8 @@ def collect_arrow(df: DataFrame) -> pa.Table:
     if _arrow_native():
         return df.toArrow()
     schema = to_arrow_schema(df.schema)
-    batches = df._collect_as_arrow()
+    frame: Any = df  # 4.0's stubs type unknown attributes as columns
+    batches = frame._collect_as_arrow()
     if not batches:
         return schema.empty_table()
     return pa.Table.from_batches(batches).cast(schema)
@@ -219,11 +220,11 @@ def apply_in_arrow(
 
 def _by_group(
     keys: list[str], fn: Callable[[pa.Table], pa.Table]
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
     """A ``mapInArrow`` function calling ``fn`` on each run of equal ``keys`` in a
     stream sorted by them."""
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         pending: list[pa.RecordBatch] = []  # the current group's rows so far
         for batch in batches:
             if not batch.num_rows:
