@@ -26,6 +26,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from hudi_sync.spark.compat import collect_arrow
+
 SCHEMA = "id int, p string, name string, ts long"
 STEPS: list[tuple[str, list[tuple[int, str, str, int]]]] = [
     ("insert", [(i, "abc"[i % 3], f"v{i}", 1) for i in range(12)]),
@@ -103,7 +105,7 @@ def run_sequence(
         frame = spark.createDataFrame(rows, SCHEMA).repartition(4)
         result = write(frame, uri, options(operation), storage_options=storage_options)
         instants.append(result.instant)
-    read_back = read(spark, uri, {}, storage_options).toArrow().to_pylist()
+    read_back = collect_arrow(read(spark, uri, {}, storage_options)).to_pylist()
     worker_pids = [] if connect else _worker_pids(spark)
     rows = sorted((r["id"], r["p"], r["name"], r["ts"]) for r in read_back)
     return {

@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.spark import read, write
+from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS
 from hudi_sync.table import HudiTable
 from hudi_sync.table.cdc_log import CdcMode, json_value, parse_cdc_mode, read_cdc_file
@@ -163,13 +164,11 @@ def test_cdc_rows_equal_the_snapshot_model_for_every_operation(  # type: ignore[
         everything += want
         previous = instant
 
-    # The whole range at once, through spark.read.format("hudi").
-    whole = (
-        spark.read.format("hudi")
-        .options(**CDC_READ, **{"hoodie.datasource.read.begin.instanttime": "earliest"})
-        .load(str(path))
-        .collect()
-    )
+    # The whole range at once (read() and format("hudi") agree on CDC queries:
+    # tests/test_incremental_begin_and_streams.py).
+    whole = read(
+        spark, str(path), {**CDC_READ, "hoodie.datasource.read.begin.instanttime": "earliest"}
+    ).collect()
     assert observed([r.asDict() for r in whole]) == everything
     assert len({r.ts_ms for r in whole}) == len(commits)  # each commit its own ts_ms
     check_cdc_files(path, parse_cdc_mode(mode))
@@ -257,7 +256,7 @@ def test_a_cdc_table_reads_syncs_and_lists_like_the_same_writes_without_cdc(  # 
     }
     run_sequence(spark, with_cdc, 8, {"hoodie.table.cdc.enabled": "true", **sync})
     assert data_rows(with_cdc) == data_rows(plain)  # hudi-rs reads the snapshot unchanged
-    ours = read(spark, str(with_cdc)).toArrow().to_pylist()
+    ours = collect_arrow(read(spark, str(with_cdc))).to_pylist()
     assert Counter(json.dumps(_data(r), sort_keys=True) for r in ours) == data_rows(plain)
     assert list((with_cdc).rglob("*.cdc")), "the sequence rewrote file groups"
     manifest = (with_cdc / ".hoodie" / "manifest" / "latest_snapshot_files.csv").read_text()
@@ -441,6 +440,7 @@ def _subset(text: str | None, fields: list[str]) -> dict[str, Any] | None:
     return {k: image.get(k) for k in fields}
 
 
+@pytest.mark.spark4
 def test_read_stream_restarts_from_its_checkpoint_without_loss_or_repeats(  # type: ignore[no-untyped-def]
     spark, tmp_path: Path
 ) -> None:

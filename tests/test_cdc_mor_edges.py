@@ -188,6 +188,7 @@ def _changes_of(got: Counter[str], key: int) -> list[tuple[str, Any, Any]]:
         ("data_before_after", "commit", 8, True),
     ],
 )
+@pytest.mark.spark4  # format("hudi"): the Python Data Source API
 def test_merge_on_read_changes_equal_the_snapshot_model(  # type: ignore[no-untyped-def]
     spark: SparkSession, tmp_path: Path, mode: str, ordering: str, version: int, bucket: bool
 ) -> None:

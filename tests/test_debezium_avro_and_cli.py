@@ -26,6 +26,7 @@ from hudi_sync.cli.app import app
 from hudi_sync.debezium.events import EventError
 from hudi_sync.debezium.ingest import IngestConfig, ingest
 from hudi_sync.spark import read
+from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.table import HudiTable
 from tests.debezium_events import PostgresLog
 from tests.schema_registry import RegistryServer
@@ -160,7 +161,7 @@ def test_avro_events_through_a_schema_registry(spark, broker, registry, tmp_path
         str(path), options, bootstrap_servers=broker.bootstrap_servers, topics=(topic,)
     )
     assert ingest(spark, config).batches_committed == 1
-    ours = read(spark, str(path)).toArrow()
+    ours = collect_arrow(read(spark, str(path)))
     assert hudi_rs_rows(str(path)).column("price").to_pylist() == [decimal.Decimal("12.34")]
     stored = ours.to_pylist()
     assert len(stored) == 1 and stored[0]["price"] == decimal.Decimal("12.34")

@@ -18,6 +18,7 @@ import pytest
 from hudi_sync.debezium.ingest import IngestConfig, ingest
 from hudi_sync.debezium.state import load_state
 from hudi_sync.spark import read
+from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.table import HudiTable
 from hudi_sync.table.write.compaction import pending_compactions
 from tests.debezium_events import final_state
@@ -129,7 +130,7 @@ def test_killed_at_each_step_resumes_exactly_once(  # type: ignore[no-untyped-de
     if step == "during-compaction":
         # The batch is in the deltacommit; readers merge it beside the pending plan.
         assert pending_compactions(table)
-        assert rows_of(read(spark, str(path)).toArrow()) == final_state(model)
+        assert rows_of(collect_arrow(read(spark, str(path)))) == final_state(model)
     summary = ingest(spark, crash_config(broker, topic, path, table_type))  # the restart
     assert summary.batches_committed == (0 if batch_committed else 1)
     assert table_state(spark, path) == final_state(model)  # includes the DuckDB view (COW)

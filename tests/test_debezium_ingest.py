@@ -18,6 +18,7 @@ from hudi_sync.debezium.ingest import IngestConfig, ingest
 from hudi_sync.debezium.state import CHECKPOINT_KEY, load_state, parse_checkpoint
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark import read
+from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.table import HudiTable
 from hudi_sync.table.snapshot_read import read_snapshot
 from tests.debezium_events import ITEM_FIELDS, PostgresLog, final_state
@@ -63,7 +64,7 @@ def rows_of(table: Any) -> dict[int, dict[str, Any]]:
 def table_state(spark: Any, path: Path) -> dict[int, dict[str, Any]]:
     """The table's rows, the same by Spark, by the table core's reader, by hudi-rs and
     (Copy-on-Write) in the synced DuckDB view, each key once."""
-    stored = read(spark, str(path)).toArrow()
+    stored = collect_arrow(read(spark, str(path)))
     ours = rows_of(stored)
     assert stored.num_rows == len(ours)
     table = HudiTable.open(str(path))
@@ -125,7 +126,7 @@ def test_shuffled_delivery_over_seven_batches_matches_the_database(  # type: ign
         f"{p}:{o}" for p, o in sorted(ends.items())
     )
     # Hudi's Debezium columns are stored; deletes are not rows.
-    stored = read(spark, str(path)).toArrow()
+    stored = collect_arrow(read(spark, str(path)))
     assert {"_change_operation_type", "_event_lsn", "_event_tx_id", "_event_order"} <= set(
         stored.column_names
     )
@@ -204,7 +205,7 @@ def test_truncate_policy_delete_and_schema_evolution(  # type: ignore[no-untyped
     broker.produce(topic, [log.change("c", None, new_row), early])
     summary = ingest(spark, config(broker, topic, path, table_type, truncate_policy="delete"))
     assert summary.events_dropped == 1
-    stored = read(spark, str(path)).toArrow()
+    stored = collect_arrow(read(spark, str(path)))
     assert [{c: r[c] for c in (*COLUMNS, "color")} for r in stored.to_pylist()] == [new_row]
     assert table_state(spark, path) == {9: {c: new_row[c] for c in COLUMNS}}
 
@@ -264,7 +265,7 @@ def test_a_topic_pattern_reads_every_matching_topic(spark, broker, tmp_path) -> 
     )
     summary = ingest(spark, config)
     assert summary.batches_committed == 1
-    assert sorted(r["name"] for r in read(spark, str(path)).toArrow().to_pylist()) == topics
+    assert sorted(r["name"] for r in collect_arrow(read(spark, str(path))).to_pylist()) == topics
     assert set(load_state(str(path)).offsets) == set(topics)
     assert summary.checkpoint.count(";") == 1
 
@@ -311,7 +312,7 @@ def test_plain_string_and_opaque_kafka_keys_with_a_record_key(spark, broker, tmp
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["events_read"] == len(messages)
     expected = final_state(history)
-    stored = read(spark, str(path)).toArrow()
+    stored = collect_arrow(read(spark, str(path)))
     assert expected == {1: {**rows[1], "name": "one"}, 3: {**rows[3], "qty": 33}, 5: rows[5]}
     assert rows_of(stored) == expected
     assert rows_of(hudi_rs_rows(str(path))) == expected

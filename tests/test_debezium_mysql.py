@@ -18,6 +18,7 @@ import pytest
 
 from hudi_sync.debezium.ingest import IngestConfig, ingest
 from hudi_sync.spark import read
+from hudi_sync.spark.compat import collect_arrow
 from tests.warehouse_rows import hudi_rs_rows
 
 DATA = Path(__file__).parent / "data" / "debezium"
@@ -78,7 +79,7 @@ def test_mysql_events_in_any_order_give_the_recorded_table(
     )
     summary = ingest(spark, config)
     assert summary.batches_committed == (4 if delivery == "shuffled" else 1)
-    ours = read(spark, str(path)).toArrow()
+    ours = collect_arrow(read(spark, str(path)))
     assert _rows(ours) == EXPECTED
     assert _rows(hudi_rs_rows(str(path))) == EXPECTED
     types = {f.name: f.type for f in ours.schema}
@@ -171,7 +172,7 @@ def test_snapshot_reads_without_a_binlog_position_order_before_binlog_changes(
     summary = ingest(spark, config)
     assert summary.batches_committed == 4 and summary.events_read == len(messages)
     expected = {1: "bin-1", 3: "back", 5: "snap", 6: "snap-b", 7: "new", 8: "bin-8"}
-    ours = read(spark, str(path)).toArrow().to_pylist()
+    ours = collect_arrow(read(spark, str(path))).to_pylist()
     assert {r["id"]: r["name"] for r in ours} == expected
     assert {r["id"]: r["name"] for r in hudi_rs_rows(str(path)).to_pylist()} == expected
     meta = {r["id"]: (r["_event_bin_file"], r["_event_seq"]) for r in ours}

@@ -16,6 +16,7 @@ from hudi_sync.debezium.ingest import IngestConfig, ingest
 from hudi_sync.debezium.state import FOLDER, load_state
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark import read
+from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.table import HudiTable
 from tests.debezium_events import final_state
 from tests.objectstores import ObjectStore
@@ -68,7 +69,7 @@ def test_ingest_into_an_object_store_table_matches_the_database(  # type: ignore
     assert summary.batches_committed == 4 and summary.events_read == len(messages)
     assert not summary.sync_errors
     expected = final_state(model)
-    ours = rows_of(read(spark, uri, storage_options=store.storage_options).toArrow())
+    ours = rows_of(collect_arrow(read(spark, uri, storage_options=store.storage_options)))
     assert ours == expected
     assert rows_of(hudi_rs_rows(uri, store)) == expected
     table = HudiTable.open(uri, store.storage_options)

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from hudi_sync.debezium.ingest import IngestConfig, ingest
 from hudi_sync.spark import read
+from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.table import HudiTable
 from hudi_sync.table.snapshot_read import read_snapshot
 from tests.debezium_capture import DebeziumCapture
@@ -188,7 +189,7 @@ def _table_rows(spark: Any, path: Path, database: Path) -> list[dict[str, Any]]:
     """The table's rows by Spark, the same by the table core's reader, hudi-rs and the
     synced DuckDB view (``accounts_rt`` for Merge-on-Read, whose view merges the log
     records; that table is written through the bucket index, the ingest's default)."""
-    ours = read(spark, str(path)).toArrow()
+    ours = collect_arrow(read(spark, str(path)))
     rows = _rows(ours.to_pylist())
     table = HudiTable.open(str(path))
     assert _rows(read_snapshot(table).to_pylist()) == rows

@@ -21,6 +21,7 @@ from hudi_sync.debezium.ingest import IngestConfig, ingest
 from hudi_sync.debezium.registry import SchemaRegistry
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark import read
+from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.table import HudiTable
 from tests.debezium_events import PostgresLog
 from tests.kafka_broker import KafkaBroker
@@ -78,7 +79,7 @@ def test_the_registry_gets_basic_auth_from_user_info_or_the_url(  # type: ignore
             str(path), options, bootstrap_servers=broker.bootstrap_servers, topics=(topic,)
         )
         assert ingest(spark, config).batches_committed == 1, options
-        assert [r["name"] for r in read(spark, str(path)).toArrow().to_pylist()] == ["b"]
+        assert [r["name"] for r in collect_arrow(read(spark, str(path))).to_pylist()] == ["b"]
     expected = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
     assert set(registry.authorizations) == {expected}
 

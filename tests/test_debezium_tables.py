@@ -27,6 +27,7 @@ from hudi_sync.debezium.ingest import (
 from hudi_sync.debezium.state import load_state
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark import read
+from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.table import HudiTable
 from hudi_sync.table.snapshot_read import read_snapshot
 from tests.debezium_capture import DebeziumCapture
@@ -155,7 +156,7 @@ def _rows(records: list[dict[str, Any]], table: str) -> dict[Any, dict[str, Any]
 def table_rows(spark: Any, base: Path, table: str) -> dict[Any, dict[str, Any]]:
     """The table's rows by Spark, the same by the table core's reader and hudi-rs."""
     path = str(base / table)
-    ours = read(spark, path).toArrow()
+    ours = collect_arrow(read(spark, path))
     rows = _rows(ours.to_pylist(), table)
     assert ours.num_rows == len(rows)
     assert _rows(read_snapshot(HudiTable.open(path)).to_pylist(), table) == rows
@@ -235,7 +236,7 @@ def test_one_table_per_topic_from_postgres(spark, broker, tmp_path: Path) -> Non
                 assert table_rows(spark, base, table) == database_rows(pg, table)
             assert HudiTable.open(str(customers)).config.is_mor
             assert not HudiTable.open(str(notes)).config.is_mor
-            stored = read(spark, str(notes)).toArrow().column("_hoodie_record_key").to_pylist()
+            stored = collect_arrow(read(spark, str(notes))).column("_hoodie_record_key").to_pylist()
             assert stored == ["2"]
             # One checkpoint per table: each table's commits hold its own topic's offsets.
             for table in ("customers", "notes"):
@@ -341,7 +342,7 @@ def test_topics_sharing_a_name_and_new_topics_in_continuous_mode(spark, broker, 
         "items3": 1,
     }
     names = {
-        t: [r["name"] for r in read(spark, str(base / t)).toArrow().to_pylist()]
+        t: [r["name"] for r in collect_arrow(read(spark, str(base / t))).to_pylist()]
         for t in result.tables
     }
     assert names == {"items": [topics[0]], "items_s2": [topics[1]], "items3": ["late"]}

@@ -13,6 +13,7 @@ import pytest
 
 from hudi_sync.errors import BadInputError, TimeTravelError
 from hudi_sync.spark import read, write
+from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.table import HudiTable
 from hudi_sync.table.time_travel import to_begin_bound
 from tests.objectstores import commits_after_hidden
@@ -47,12 +48,13 @@ def test_other_begins_are_instants_or_errors() -> None:
 
 def _both_apis(spark: Any, path: str, query: dict[str, str]) -> tuple[Any, Any]:
     """The same query through ``read()`` and ``spark.read.format("hudi")``, as Arrow."""
-    ours = read(spark, path, query).toArrow()
-    source = spark.read.format("hudi").options(**query).load(path).toArrow()
+    ours = collect_arrow(read(spark, path, query))
+    source = collect_arrow(spark.read.format("hudi").options(**query).load(path))
     return ours, source
 
 
 @pytest.mark.parametrize("suffix", BY_VERSION.values(), ids=BY_VERSION.keys())
+@pytest.mark.spark4  # format("hudi"): the Python Data Source API
 def test_latest_state_from_the_start_is_the_whole_snapshot(  # type: ignore[no-untyped-def]
     spark, fixture_copy, suffix: str
 ) -> None:
@@ -106,10 +108,11 @@ def _change_rows(frame_arrow: Any) -> Counter[tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize("version", [6, 8])
+@pytest.mark.spark4  # format("hudi"): the Python Data Source API
 def test_cdc_from_the_start_reads_every_change(spark, tmp_path: Path, version: int) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "t"
     instants = _cdc_table(spark, path, version)
-    earliest = read(spark, str(path), {**CDC_READ, BEGIN: "earliest"}).toArrow()
+    earliest = collect_arrow(read(spark, str(path), {**CDC_READ, BEGIN: "earliest"}))
     # 6 inserts; an update and an insert; a delete.
     assert Counter(earliest["op"].to_pylist()) == {"i": 7, "u": 1, "d": 1}
     assert set(earliest["ts_ms"].to_pylist()) == set(instants)
@@ -126,15 +129,16 @@ def test_cdc_from_the_start_reads_every_change(spark, tmp_path: Path, version: i
         write_clean(path / ".hoodie" / "timeline", clean, instants[1], f"{clean}_{clean}.clean")
     else:
         write_clean(path / ".hoodie", clean, instants[1])
-    after_clean = read(spark, str(path), {**CDC_READ, BEGIN: "000"}).toArrow()
+    after_clean = collect_arrow(read(spark, str(path), {**CDC_READ, BEGIN: "000"}))
     assert set(after_clean["ts_ms"].to_pylist()) == set(instants[2:])
     assert _change_rows(
-        read(spark, str(path), {**CDC_READ, BEGIN: "19990101000000"}).toArrow()
+        collect_arrow(read(spark, str(path), {**CDC_READ, BEGIN: "19990101000000"}))
     ) == _change_rows(after_clean)
     with pytest.raises(BadInputError, match="before the earliest instant whose changes"):
         read(spark, str(path), {**CDC_READ, BEGIN: instants[0]})
 
 
+@pytest.mark.spark4  # format("hudi"): the Python Data Source API
 def test_cdc_from_the_start_on_a_hudi_written_version_9_table(  # type: ignore[no-untyped-def]
     spark, unpack_table, tmp_path: Path
 ) -> None:
@@ -142,7 +146,7 @@ def test_cdc_from_the_start_on_a_hudi_written_version_9_table(  # type: ignore[n
 
     (fixture,) = [t for t in fixture_tables() if t.name.endswith("mor/avro/v9_txns_simple_meta")]
     path = str(_with_cdc_enabled(unpack_table(fixture), tmp_path / "v9"))
-    earliest = read(spark, path, {**CDC_READ, BEGIN: "earliest"}).toArrow()
+    earliest = collect_arrow(read(spark, path, {**CDC_READ, BEGIN: "earliest"}))
     assert earliest.num_rows > 0
     for begin in FROM_THE_START:
         ours, source = _both_apis(spark, path, {**CDC_READ, BEGIN: begin})
@@ -170,6 +174,7 @@ STREAM_CASES = [("v6", "earliest"), ("v8", "000"), ("v9", "0")]
 
 
 @pytest.mark.parametrize(("version", "start"), STREAM_CASES, ids=[v for v, _ in STREAM_CASES])
+@pytest.mark.spark4  # format("hudi"): the Python Data Source API
 def test_read_stream_delivers_every_commit_once_as_the_table_grows(  # type: ignore[no-untyped-def]
     spark, fixture_copy, tmp_path: Path, version: str, start: str
 ) -> None:

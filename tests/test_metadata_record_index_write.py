@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from hudi_sync.spark import write
+from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
 from hudi_sync.table.log_records import OrderingValue, delete_keys
 from hudi_sync.table.logfile import BlockType, read_blocks
@@ -59,7 +59,7 @@ def test_writes_keep_record_and_secondary_indexes_current(  # type: ignore[no-un
     snapshot = read_snapshot(table)
     data_columns = [c for c in snapshot.column_names if not c.startswith("_hoodie_")]
     model = {r[key]: {c: r[c] for c in data_columns} for r in snapshot.to_pylist()}
-    schema = spark.read.format("hudi").load(str(path)).select(*data_columns).schema
+    schema = read(spark, str(path)).select(*data_columns).schema
     keys = sorted(model)
     index = IndexModel(path)
 
@@ -161,7 +161,7 @@ def test_with_every_index_maintained_a_write_needs_no_option(  # type: ignore[no
     snapshot = read_snapshot(table)
     data_columns = [c for c in snapshot.column_names if not c.startswith("_hoodie_")]
     rows = sorted(snapshot.select(data_columns).to_pylist(), key=lambda r: r["txn_id"])
-    schema = spark.read.format("hudi").load(str(path)).select(*data_columns).schema
+    schema = read(spark, str(path)).select(*data_columns).schema
     index = IndexModel(path)
     options = {k: v for k, v in _options(table, "upsert").items() if k not in DISABLE_STATS}
     new = dict(rows[0], txn_id="TXN-NEW", merchant_name="new merchant")
@@ -180,7 +180,7 @@ def upsert_new_key(spark, path: str, new_key: str):  # type: ignore[no-untyped-d
     snapshot = read_snapshot(table)
     data_columns = [c for c in snapshot.column_names if not c.startswith("_hoodie_")]
     first = min(snapshot.select(data_columns).to_pylist(), key=lambda r: r["txn_id"])
-    schema = spark.read.format("hudi").load(path).select(*data_columns).schema
+    schema = read(spark, path).select(*data_columns).schema
     row = dict(first, txn_id=new_key, merchant_name=f"merchant of {new_key}")
     frame = spark.createDataFrame([[row[c] for c in data_columns]], schema)
     return write(frame, path, _options(table, "upsert"))

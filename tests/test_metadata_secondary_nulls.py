@@ -8,7 +8,7 @@ null drops the row's old entry.
 
 from __future__ import annotations
 
-from hudi_sync.spark import write
+from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
 from hudi_sync.table.metadata_table import index_keys
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
@@ -37,7 +37,7 @@ def test_v8_null_values_have_no_secondary_index_entries(  # type: ignore[no-unty
     table = HudiTable.open(str(path))
     model = rows_by_key(read_snapshot(table), "uuid")
     columns = list(next(iter(model.values())))
-    schema = spark.read.format("hudi").load(str(path)).select(*columns).schema
+    schema = read(spark, str(path)).select(*columns).schema
     before = _entries(path)
     updated = min(model)
     assert before[updated] == model[updated]["rider"]

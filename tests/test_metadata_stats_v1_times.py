@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hudi_sync.spark import write
+from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
 from hudi_sync.table.metadata_table import column_stats
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
@@ -78,7 +78,7 @@ def test_a_v8_write_of_a_timestamp_column_keeps_its_stats(  # type: ignore[no-un
     table = HudiTable.open(str(path))
     model = rows_by_key(read_snapshot(table), "uuid")
     columns = list(next(iter(model.values())))
-    base = spark.read.format("hudi").load(str(path)).select(*columns).schema
+    base = read(spark, str(path)).select(*columns).schema
     schema = base.add(StructField("seen_at", TimestampType(), True))
     schema = schema.add(StructField("seen_on", DateType(), True))
     template = model[min(model)]

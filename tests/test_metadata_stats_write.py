@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from hudi_sync.spark import write
+from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
 from hudi_sync.table.metadata_table import column_stats
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
@@ -51,7 +51,7 @@ def test_writes_keep_column_and_partition_stats_current(  # type: ignore[no-unty
     partition_field = table.config.partition_fields[0]
     model = rows_by_key(read_snapshot(table), key)
     columns = list(next(iter(model.values())))
-    schema = spark.read.format("hudi").load(str(path)).select(*columns).schema
+    schema = read(spark, str(path)).select(*columns).schema
     keys = sorted(model)
     text_column = next(
         c for c in columns if c not in (key, partition_field) and isinstance(model[keys[0]][c], str)
@@ -100,7 +100,7 @@ def test_a_log_file_a_write_adds_has_its_column_stats(  # type: ignore[no-untype
     table = HudiTable.open(str(path))
     model = rows_by_key(read_snapshot(table), "txn_id")
     columns = list(next(iter(model.values())))
-    schema = spark.read.format("hudi").load(str(path)).select(*columns).schema
+    schema = read(spark, str(path)).select(*columns).schema
     row = dict(model[min(model)], merchant_name="logged", txn_ts=model[min(model)]["txn_ts"] + 1)
     frame = spark.createDataFrame([[row[c] for c in columns]], schema)
     result = write(frame, str(path), _options(table, "upsert"))
@@ -126,7 +126,7 @@ def test_a_file_whose_values_of_a_column_are_all_null_counts_in_partition_stats(
     table = HudiTable.open(str(path))
     model = rows_by_key(read_snapshot(table), "uuid")
     columns = list(next(iter(model.values())))
-    schema = spark.read.format("hudi").load(str(path)).select(*columns).schema
+    schema = read(spark, str(path)).select(*columns).schema
     stats = StatsModel(path)
     template = model[min(model)]
     for key, ts in (("unordered", None), ("ordered", 7)):

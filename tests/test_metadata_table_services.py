@@ -15,7 +15,7 @@ from typing import Any
 
 import fastavro
 
-from hudi_sync.spark import write
+from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
 from hudi_sync.table.metadata_table.compaction import base_hfile
 from hudi_sync.table.metadata_table.hfile import read_hfile
@@ -81,7 +81,7 @@ def test_compaction_clean_and_archival_of_the_metadata_table(  # type: ignore[no
     table = HudiTable.open(str(path))
     model = rows_by_key(read_snapshot(table), "txn_id")
     columns = list(next(iter(model.values())))
-    schema = spark.read.format("hudi").load(str(path)).select(*columns).schema
+    schema = read(spark, str(path)).select(*columns).schema
     options = {
         **_options(table, "upsert"),
         "hoodie.metadata.compact.max.delta.commits": "7",

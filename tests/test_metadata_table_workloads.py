@@ -21,6 +21,7 @@ import pytest
 
 from hudi_sync.errors import WriteError
 from hudi_sync.spark import read, write
+from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.table import HudiTable
 from hudi_sync.table.metadata_table.writer import MetadataTableWriter
 from hudi_sync.table.snapshot_read import read_snapshot
@@ -55,7 +56,7 @@ class Workload:
         self.partition = config.partition_fields[0]
         self.model = rows_by_key(read_snapshot(self.table), self.key)
         self.columns = list(next(iter(self.model.values())))
-        self.schema = spark.read.format("hudi").load(str(path)).select(*self.columns).schema
+        self.schema = read(spark, str(path)).select(*self.columns).schema
         # The text column changed by writes: a secondary index's source, so it moves too.
         self.text = index_definitions(path).secondary_indexes[0].source_field
         self.gone: dict[str, Row] = {}
@@ -190,7 +191,7 @@ class Workload:
     # -- checking --------------------------------------------------------------------
     def check(self, instant: str, clean: str | None, completed: bool = True) -> None:
         assert_readers_agree(self.path, self.key, self.model)
-        spark_rows = rows_by_key(read(self.spark, str(self.path)).toArrow(), self.key)
+        spark_rows = rows_by_key(collect_arrow(read(self.spark, str(self.path))), self.key)
         assert sorted(spark_rows) == sorted(self.model)
         for key, row in self.model.items():
             assert {c: spark_rows[key][c] for c in row} == row, key

@@ -22,7 +22,7 @@ import pytest
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
-from hudi_sync.spark import write
+from hudi_sync.spark import read, write
 from hudi_sync.storage import open_location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.logfile import BlockType, read_blocks
@@ -128,7 +128,7 @@ def test_upserts_deletes_and_overwrites_keep_the_files_partition_current(  # typ
     partition_field = table.config.partition_fields[0]
     model = rows_by_key(read_snapshot(table), key)
     columns = list(next(iter(model.values())))
-    schema = spark.read.format("hudi").load(str(path)).select(*columns).schema
+    schema = read(spark, str(path)).select(*columns).schema
     keys = sorted(model)
     text_column = next(
         c for c in columns if c not in (key, partition_field) and isinstance(model[keys[0]][c], str)
@@ -208,7 +208,7 @@ def upsert_one(spark, path: str, text: str):  # type: ignore[no-untyped-def]
     table = HudiTable.open(path)
     model = rows_by_key(read_snapshot(table), "txn_id")
     columns = list(next(iter(model.values())))
-    schema = spark.read.format("hudi").load(path).select(*columns).schema
+    schema = read(spark, path).select(*columns).schema
     row = dict(model[min(model)], merchant_name=text)
     row["txn_ts"] += 1
     df = spark.createDataFrame([[row[c] for c in columns]], schema)
@@ -270,7 +270,7 @@ def test_a_refused_write_leaves_the_table_alone_and_metadata_enable_false_delete
     options = {k: v for k, v in _options(table, "upsert").items() if k not in DISABLE_INDEXES}
     model = rows_by_key(read_snapshot(table), "txn_id")
     columns = list(next(iter(model.values())))
-    df = spark.read.format("hudi").load(str(path)).select(*columns).limit(1)
+    df = read(spark, str(path)).select(*columns).limit(1)
     refusal = "cannot keep these metadata table partitions current: bloom_filters "
     with pytest.raises(BadInputError, match=f"{refusal}.*{cfg.METADATA_BLOOM_FILTERS.key}"):
         write(df, str(path), options)

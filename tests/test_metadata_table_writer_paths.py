@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from hudi_sync.spark.reading.reader import read
 from hudi_sync.spark.writing.writer import write, write_arrow
 from hudi_sync.table import HudiTable
 from hudi_sync.table.snapshot_read import read_snapshot
@@ -160,7 +161,7 @@ def test_a_v6_metadata_table_is_refused_or_deleted_by_hudis_switch(  # type: ign
     ordering = table.config.ordering_fields[0]
     model = {r[key]: r for r in _meta_free(read_snapshot(table))}
     columns = list(next(iter(model.values())))
-    df = spark.read.format("hudi").load(str(path)).select(*columns).limit(1)
+    df = read(spark, str(path)).select(*columns).limit(1)
     options = {**_options(table, "upsert"), "hoodie.write.table.version": "6"}
     with pytest.raises(BadInputError) as refused:
         write(df, str(path), options)
@@ -175,8 +176,7 @@ def test_a_v6_metadata_table_is_refused_or_deleted_by_hudis_switch(  # type: ign
     text = next(c for c in columns if c != key and isinstance(first[c], str))
     row = dict(first, **{ordering: first[ordering] + 1, text: "written"})
     changed = (
-        spark.read.format("hudi")
-        .load(str(path))
+        read(spark, str(path))
         .select(*columns)
         .where(F.col(key) == first[key])
         .withColumn(ordering, F.col(ordering) + 1)

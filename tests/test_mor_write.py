@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from hudi_sync.cli.app import app
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark import read, write
+from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.table import HudiTable
 from hudi_sync.table.snapshot_read import read_snapshot
 from hudi_sync.table.write.compaction import compact, pending_compactions, plan_compaction
@@ -31,6 +32,12 @@ from tests.spark_model import TableModel, table_rows
 from tests.test_spark_writer import RandomWorkload, frame, hudi_rs, options, our_rows
 from tests.warehouse_rows import hudi_rs_rows
 
+HUDI_WRITTEN_MOR = (
+    "mor/avro/v6_trips_8i3d",
+    "mor/avro/v8_trips_8i3u1d",
+    "mor/parquet/v6_nonpartitioned_rollback",
+    "mor/avro/v9_txns_simple_meta",
+)
 MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
 
 
@@ -70,9 +77,6 @@ def test_random_merge_on_read_writes_match_the_model_in_every_reader(  # type: i
         assert our_rows(spark, workload.path, extra) == expected, (operation, instant)
         assert core_rows(workload.path, extra) == expected, (operation, instant)
 
-    # format("hudi") too, with the column the last steps added (in log files first).
-    loaded = spark.read.format("hudi").load(str(workload.path)).toArrow()
-    assert table_rows(loaded, True) == workload.model.snapshot()
     table = HudiTable.open(str(workload.path))
     actions = [i.action for i in table.timeline.instants if i.is_completed]
     assert "deltacommit" in actions and "rollback" in actions
@@ -170,9 +174,7 @@ def test_a_hudi_written_merge_on_read_table_takes_upserts_and_deletes(  # type: 
         **MOR,
     }
     rows = [{c: upserted[c] for c in data_columns}]
-    df = spark.createDataFrame(
-        rows, spark.read.format("hudi").load(str(path)).select(*data_columns).schema
-    )
+    df = spark.createDataFrame(rows, read(spark, str(path)).select(*data_columns).schema)
     write(df, str(path), settings)
     deleted = [{c: before[keys[1]][c] for c in data_columns}]
     write(
@@ -591,15 +593,7 @@ def test_archival_of_deltacommits_and_compactions_keeps_every_reader_in_agreemen
         assert (workload.path / ".hoodie" / "timeline" / "history" / "_version_").exists()
 
 
-@pytest.mark.parametrize(
-    "fixture",
-    [
-        "mor/avro/v6_trips_8i3d",
-        "mor/avro/v8_trips_8i3u1d",
-        "mor/parquet/v6_nonpartitioned_rollback",
-        "mor/avro/v9_txns_simple_meta",
-    ],
-)
+@pytest.mark.parametrize("fixture", HUDI_WRITTEN_MOR)
 def test_spark_reads_hudi_written_merge_on_read_tables_as_hudi_rs_does(  # type: ignore[no-untyped-def]
     spark, unpack_table, fixture
 ) -> None:
@@ -608,28 +602,41 @@ def test_spark_reads_hudi_written_merge_on_read_tables_as_hudi_rs_does(  # type:
 
     (table,) = [t for t in fixture_tables() if t.name.endswith(fixture)]
     path = str(unpack_table(table))
-    ours, theirs = same_columns(read(spark, path).toArrow(), hudi_rs_rows(path))
+    ours, theirs = same_columns(collect_arrow(read(spark, path)), hudi_rs_rows(path))
     assert canonical(ours) == canonical(theirs)
-    via_format = spark.read.format("hudi").load(path).toArrow()
+
+
+@pytest.mark.spark4
+@pytest.mark.parametrize("fixture", HUDI_WRITTEN_MOR)
+def test_format_hudi_reads_hudi_written_merge_on_read_tables_as_hudi_rs_does(  # type: ignore[no-untyped-def]
+    spark, unpack_table, fixture
+) -> None:
+    """``format("hudi")`` (PySpark 4.0+) reads what hudi-rs reads, evolved columns in log
+    files included."""
+    from tests.fixture_tables import fixture_tables
+    from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
+
+    (table,) = [t for t in fixture_tables() if t.name.endswith(fixture)]
+    path = str(unpack_table(table))
+    theirs = hudi_rs_rows(path)
+    via_format = collect_arrow(spark.read.format("hudi").load(path))
     assert canonical(same_columns(via_format, theirs)[0]) == canonical(theirs)
 
 
+@pytest.mark.parametrize("via", ["read", pytest.param("format", marks=pytest.mark.spark4)])
 def test_a_truncated_log_file_fails_the_spark_read_naming_the_file(  # type: ignore[no-untyped-def]
-    spark, fixture_copy
+    spark, fixture_copy, via
 ) -> None:
     path = fixture_copy("mor/avro/v6_trips_8i1u")
     (log,) = [p for p in path.rglob(".*.log.*") if not p.name.endswith(".crc")]
     log.write_bytes(log.read_bytes()[: log.stat().st_size // 2])
-    for reader in (
-        lambda: read(spark, str(path)),
-        lambda: spark.read.format("hudi").load(str(path)),
-    ):
-        with pytest.raises(Exception) as failed:
-            reader().collect()
-        lines = [line for line in str(failed.value).splitlines() if "CorruptTableError" in line]
-        assert lines and log.name in lines[-1] and "truncated" in lines[-1], str(failed.value)[
-            -800:
-        ]
+    with pytest.raises(Exception) as failed:
+        if via == "read":
+            read(spark, str(path)).collect()
+        else:
+            spark.read.format("hudi").load(str(path)).collect()
+    lines = [line for line in str(failed.value).splitlines() if "CorruptTableError" in line]
+    assert lines and log.name in lines[-1] and "truncated" in lines[-1], str(failed.value)[-800:]
 
 
 @pytest.mark.parametrize("version", [6, 8])

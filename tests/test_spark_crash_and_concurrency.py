@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hudi_sync.spark import write
+from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
 from hudi_sync.table.snapshot_read import read_snapshot
 from tests.metadata_checks import (
@@ -207,7 +207,7 @@ def upsert_new_key(spark, path: str, new_key: str):  # type: ignore[no-untyped-d
     table = HudiTable.open(path)
     model = rows_by_key(read_snapshot(table), "txn_id")
     columns = list(next(iter(model.values())))
-    schema = spark.read.format("hudi").load(path).select(*columns).schema
+    schema = read(spark, path).select(*columns).schema
     row = dict(model[min(model)], txn_id=new_key, merchant_name=f"merchant of {new_key}")
     frame = spark.createDataFrame([[row[c] for c in columns]], schema)
     return write(frame, path, write_options(table, "upsert")), row

@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from hudi_sync.cli.common import parse_storage_options
 from hudi_sync.errors import TableNotFoundError
 from hudi_sync.spark import hadoop, read, write
+from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.spark.reading import reader
 from hudi_sync.storage import open_location
 from hudi_sync.table import HudiTable
@@ -64,7 +65,7 @@ def hudi_format(spark: SparkSession, path: str, opts: dict[str, str]) -> DataFra
 
 
 def _rows(df: DataFrame) -> tuple[pa.Table, Counter[str]]:
-    table = df.toArrow()
+    table = collect_arrow(df)
     return table, canonical(table)
 
 
@@ -78,13 +79,14 @@ def local_rows(spark: SparkSession):  # type: ignore[no-untyped-def]
         key = (local, json.dumps(opts, sort_keys=True), through_format)
         if key not in cache:
             df = hudi_format(spark, local, opts) if through_format else read(spark, local, opts)
-            cache[key] = canonical(df.toArrow())
+            cache[key] = canonical(collect_arrow(df))
         return cache[key]
 
     return rows
 
 
 @pytest.mark.parametrize("name", TABLES)
+@pytest.mark.spark4  # format("hudi"): the Python Data Source API
 def test_store_reads_equal_local_reads_and_hudi_rs(  # type: ignore[no-untyped-def]
     spark, unpack_table, local_rows, store: ObjectStore, name: str
 ) -> None:
@@ -139,7 +141,7 @@ def test_store_reads_equal_local_reads_and_hudi_rs(  # type: ignore[no-untyped-d
     storage = storage_read_options(store)
     reads = ((query, snapshot), ({**query, "as.of.instant": commits[0]}, old), (incremental, later))
     for opts, ours in reads:
-        got = hudi_format(spark, uri, {**opts, **storage}).toArrow()
+        got = collect_arrow(hudi_format(spark, uri, {**opts, **storage}))
         assert canonical(got) == local_rows(local, opts, through_format=True)
         assert sorted(got.column("_hoodie_record_key").to_pylist()) == sorted(
             ours.column("_hoodie_record_key").to_pylist()
@@ -174,6 +176,7 @@ def _changes(df: DataFrame) -> Counter[str]:
     return Counter(json.dumps(r.asDict(), sort_keys=True) for r in df.collect())
 
 
+@pytest.mark.spark4  # format("hudi"): the Python Data Source API
 def test_cdc_reads_from_the_store_equal_the_local_ones(  # type: ignore[no-untyped-def]
     spark, cdc_table: Path, store: ObjectStore, monkeypatch
 ) -> None:
@@ -208,19 +211,20 @@ def test_files_without_a_later_column_read_it_as_null_from_the_store(  # type: i
     spark, evolved_table: Path, store: ObjectStore
 ) -> None:
     uri = store.upload_dir(evolved_table, store.make_bucket(), "t")
-    local = read(spark, str(evolved_table)).toArrow()
-    ours = read(spark, uri, {}, store.storage_options).toArrow()
+    local = collect_arrow(read(spark, str(evolved_table)))
+    ours = collect_arrow(read(spark, uri, {}, store.storage_options))
     assert canonical(ours) == canonical(local)
     extra = {r["id"]: r["extra"] for r in ours.to_pylist()}
     assert extra == {0: "x0", 1: None, 2: None, 3: None}
     # As of the first commit no file has the column: neither read shows it.
     first = HudiTable.open(str(evolved_table)).timeline.completed_writes[0].requested_time
-    old = read(spark, uri, {"as.of.instant": first}, store.storage_options).toArrow()
-    old_local = read(spark, str(evolved_table), {"as.of.instant": first}).toArrow()
+    old = collect_arrow(read(spark, uri, {"as.of.instant": first}, store.storage_options))
+    old_local = collect_arrow(read(spark, str(evolved_table), {"as.of.instant": first}))
     assert "extra" not in old.column_names and "extra" not in old_local.column_names
     assert canonical(old) == canonical(old_local) and old.num_rows == 4
 
 
+@pytest.mark.spark4  # format("hudi"): the Python Data Source API
 def test_a_missing_bucket_fails_in_one_line_without_credentials(  # type: ignore[no-untyped-def]
     spark, store: ObjectStore
 ) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from hudi_sync.errors import MetaSyncError
 from hudi_sync.spark import read, write
+from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS
 from hudi_sync.table import HudiTable
 from hudi_sync.table.snapshot_read import read_snapshot
@@ -28,18 +29,18 @@ def test_reader_equals_hudi_rs_on_fixture_tables(spark, unpack_table, fixture) -
     path = str(unpack_table(fixture))
     table = HudiTable.open(path)
     query = "read_optimized" if table.config.is_mor else "snapshot"
-    ours = read(spark, path, {"hoodie.datasource.query.type": query}).toArrow()
+    ours = collect_arrow(read(spark, path, {"hoodie.datasource.query.type": query}))
     theirs = hudi_rs_rows(path, read_optimized=table.config.is_mor)
     ours, theirs = same_columns(ours, theirs)
     assert canonical(ours) == canonical(theirs)
     commits = [i.requested_time for i in table.completed_commits()]
     if table.config.is_mor:  # snapshots merge log files, at the latest and the first commit
         for as_of in (None, commits[0]):
-            merged = read(spark, path, {"as.of.instant": as_of} if as_of else {}).toArrow()
+            merged = collect_arrow(read(spark, path, {"as.of.instant": as_of} if as_of else {}))
             theirs = hudi_rs_rows(path, as_of=as_of)
             assert canonical(same_columns(merged, theirs)[0]) == canonical(theirs), as_of
         return
-    first = read(spark, path, {"as.of.instant": commits[0]}).toArrow()
+    first = collect_arrow(read(spark, path, {"as.of.instant": commits[0]}))
     assert canonical(same_columns(first, hudi_rs_rows(path, as_of=commits[0]))[0]) == canonical(
         hudi_rs_rows(path, as_of=commits[0])
     )
@@ -47,14 +48,16 @@ def test_reader_equals_hudi_rs_on_fixture_tables(spark, unpack_table, fixture) -
     # range is by completion time on layout-2 tables, as in Hudi 1.x).
     first_commit = table.timeline.completed_writes[0]
     begin = first_commit.completion_time or first_commit.requested_time
-    later = read(
-        spark,
-        path,
-        {
-            "hoodie.datasource.query.type": "incremental",
-            "hoodie.datasource.read.begin.instanttime": begin,
-        },
-    ).toArrow()
+    later = collect_arrow(
+        read(
+            spark,
+            path,
+            {
+                "hoodie.datasource.query.type": "incremental",
+                "hoodie.datasource.read.begin.instanttime": begin,
+            },
+        )
+    )
     snapshot_rows = ours.to_pylist()
     expected = [r for r in snapshot_rows if r["_hoodie_commit_time"] > commits[0]]
     assert sorted(r["_hoodie_record_key"] for r in later.to_pylist()) == sorted(
@@ -76,7 +79,7 @@ def test_write_with_meta_sync_updates_the_duckdb_view(spark, tmp_path: Path) -> 
         assert result.sync is not None and result.sync.ok, result.sync
         with duckdb.connect(database) as con:
             view = con.sql('SELECT * FROM "trips"').to_arrow_table()
-        ours = read(spark, path).toArrow()
+        ours = collect_arrow(read(spark, path))
         assert canonical(same_columns(view, ours)[0]) == canonical(ours)
         assert sorted(view.column("name").to_pylist()) == sorted(names)
 
@@ -143,7 +146,7 @@ def test_a_failed_sync_does_not_undo_the_commit(spark, tmp_path: Path) -> None: 
     message = str(raised.value)
     assert raised.value.instant in message and "duckdb" in message
     assert "missing-folder" in message  # the cause
-    assert [r["name"] for r in read(spark, path).toArrow().to_pylist()] == ["kept"]
+    assert [r["name"] for r in collect_arrow(read(spark, path)).to_pylist()] == ["kept"]
     assert [i.requested_time for i in HudiTable.open(path).instants()] == [raised.value.instant]
 
     # Opted out: the failure is in the result, the commit stands the same.
@@ -151,7 +154,10 @@ def test_a_failed_sync_does_not_undo_the_commit(spark, tmp_path: Path) -> None: 
     ignoring = {**broken, "hoodie.meta.sync.ignore_exceptions": "true"}
     result = write(frame(spark, rows, False), path, options("t", 6, "upsert", **ignoring))
     assert result.sync is not None and "duckdb" in result.sync.error_summary()
-    assert sorted(r["name"] for r in read(spark, path).toArrow().to_pylist()) == ["also", "kept"]
+    assert sorted(r["name"] for r in collect_arrow(read(spark, path)).to_pylist()) == [
+        "also",
+        "kept",
+    ]
 
 
 def test_reader_merges_logs_of_a_table_without_meta_fields(spark, fixture_copy) -> None:  # type: ignore[no-untyped-def]
@@ -159,7 +165,7 @@ def test_reader_merges_logs_of_a_table_without_meta_fields(spark, fixture_copy) 
     as the table core does (``tests/test_mor_read.py`` checks it against a model)."""
     path: Path = fixture_copy(mor_read.NO_META)
     mor_read.add_no_meta_log(path, mor_read.no_meta_blocks())
-    ours = read(spark, str(path)).toArrow()
+    ours = collect_arrow(read(spark, str(path)))
     core = read_snapshot(HudiTable.open(str(path)))
     assert mor_read._no_meta_rows(ours) == mor_read._no_meta_rows(core)
     ours, core = same_columns(ours, core)

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from hudi_sync.errors import BadInputError, TimeTravelError, WriteError
 from hudi_sync.spark import read, write
+from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.table import HudiTable
 from tests.spark_model import TableModel, table_rows
 from tests.warehouse_rows import hudi_rs_rows
@@ -51,7 +52,7 @@ def frame(spark: SparkSession, rows: list[dict[str, Any]], with_extra: bool) -> 
 
 
 def our_rows(spark: SparkSession, path: Path, with_extra: bool, **read_options: str) -> list[Any]:
-    return table_rows(read(spark, str(path), read_options).toArrow(), with_extra)
+    return table_rows(collect_arrow(read(spark, str(path), read_options)), with_extra)
 
 
 def our_rows_as_of(
@@ -70,7 +71,7 @@ def our_rows_as_of(
     union = frames[0]
     for each in frames[1:]:
         union = union.unionByName(each, allowMissingColumns=True)
-    collected = union.toArrow()
+    collected = collect_arrow(union)
     tags = collected.column(tag)
     return {
         instant: table_rows(collected.filter(pc.equal(tags, instant)), with_extra)
@@ -285,11 +286,11 @@ def test_unchanged_rows_keep_commit_time_and_seqno(spark, tmp_path) -> None:  # 
     path = str(tmp_path / "t")
     rows = [{"id": i, "p": "a", "name": f"n{i}", "ts": 1} for i in range(5)]
     first = write(frame(spark, rows, False), path, options("t", 6, "upsert")).instant
-    before = {r["id"]: r for r in read(spark, path).toArrow().to_pylist()}
+    before = {r["id"]: r for r in collect_arrow(read(spark, path)).to_pylist()}
     second = write(
         frame(spark, [dict(rows[0], ts=2, name="new")], False), path, options("t", 6, "upsert")
     )
-    after = {r["id"]: r for r in read(spark, path).toArrow().to_pylist()}
+    after = {r["id"]: r for r in collect_arrow(read(spark, path)).to_pylist()}
     assert after[0]["_hoodie_commit_time"] == second.instant != first
     for key in range(1, 5):
         assert after[key]["_hoodie_commit_time"] == before[key]["_hoodie_commit_time"] == first
@@ -424,7 +425,7 @@ def test_rows_spark_reads_from_a_hudi_v6_table_upsert_back_into_it(  # type: ign
     path = fixture_copy("cow/v6_simplekeygen_nonhivestyle")
     config = HudiTable.open(str(path)).config
     key, ordering = config.record_key_fields[0], config.ordering_fields[0]
-    loaded = spark.read.format("hudi").load(str(path))
+    loaded = read(spark, str(path))
     data = [c for c in loaded.columns if not c.startswith("_hoodie_")]
     first = loaded.select(*data).orderBy(key).limit(1)
     changed = first.withColumn(ordering, F.col(ordering) + 1).withColumn("name", F.lit("again"))

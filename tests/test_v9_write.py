@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from hudi_sync.errors import BadInputError
-from hudi_sync.spark import write
+from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
 from hudi_sync.table.properties import decode_properties, parse_java_properties
 from hudi_sync.table.snapshot_read import read_snapshot
@@ -155,7 +155,7 @@ def test_writes_into_a_hudi_1_1_written_table_read_back_in_hudi_rs(  # type: ign
     before = {r["txn_id"]: r for r in read_snapshot(HudiTable.open(str(path))).to_pylist()}
     assert {r["txn_id"]: r for r in hudi_rs_rows(str(path)).to_pylist()}.keys() == before.keys()
     data_columns = [c for c in next(iter(before.values())) if not c.startswith("_hoodie_")]
-    schema = spark.read.format("hudi").load(str(path)).select(*data_columns).schema
+    schema = read(spark, str(path)).select(*data_columns).schema
     settings = {
         "hoodie.table.name": config.name,
         "hoodie.datasource.write.recordkey.field": "txn_id",
@@ -223,7 +223,7 @@ def test_a_write_into_a_time_based_key_generator_table_formats_its_partition(  #
     assert paths == {1: "2024-01-15T10:30:00.000Z", 2: "2024/01/15/10"}
 
     hudi_written = fixture_copy("cow/v6_timebasedkeygen_nonhivestyle")
-    existing = spark.read.format("hudi").load(str(hudi_written))
+    existing = read(spark, str(hudi_written))
     df = existing.select(*[c for c in existing.columns if not c.startswith("_hoodie_")])
     fixture_settings = {
         "hoodie.table.name": "v6_timebasedkeygen_nonhivestyle",

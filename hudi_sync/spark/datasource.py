@@ -30,19 +30,18 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
     InputPartition,
 )
-from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark.arrow_columns import align
+from hudi_sync.spark.compat import from_arrow_schema
 from hudi_sync.spark.reading.reader import (
     BEGIN,
     END,
@@ -63,11 +62,6 @@ from hudi_sync.table.slice_reader import read_file_slice
 from hudi_sync.table.snapshot_read import snapshot_schema
 
 START_OFFSET = cfg.START_OFFSET.key
-
-
-def register(spark: SparkSession) -> None:
-    """Make ``format("hudi")`` read through hudi_sync in this session."""
-    spark.dataSource.register(HudiDataSource)
 
 
 @dataclass(frozen=True)
@@ -275,4 +269,4 @@ class _StreamReader(DataSourceStreamReader):
         """Nothing to acknowledge: the table keeps every commit until cleaned."""
 
 
-__all__ = ["HudiDataSource", "register"]
+__all__ = ["HudiDataSource"]

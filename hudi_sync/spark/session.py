@@ -5,10 +5,17 @@ from __future__ import annotations
 import os
 import sys
 
+import pyspark
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 from hudi_sync.errors import HudiSyncError
+from hudi_sync.spark.compat import (
+    error_condition,
+    has_data_source_api,
+    minimum_java,
+    require_data_source_api,
+)
 
 
 class SparkStartError(HudiSyncError):
@@ -17,7 +24,8 @@ class SparkStartError(HudiSyncError):
 
 def local_session(app_name: str = "hudi_sync", cores: int = 2) -> SparkSession:
     """``local[cores]`` with UTC session time and Python workers on this interpreter
-    (they import pyarrow and hudi_sync); ``format("hudi")`` reads through hudi_sync."""
+    (they import pyarrow and hudi_sync); ``format("hudi")`` reads through hudi_sync where
+    the Spark line has the Python Data Source API (4.0+), and is left unregistered on 3.5."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = (
@@ -34,14 +42,22 @@ def local_session(app_name: str = "hudi_sync", cores: int = 2) -> SparkSession:
     try:
         spark = builder.getOrCreate()
     except PySparkRuntimeError as exc:
-        if exc.getCondition() != "JAVA_GATEWAY_EXITED":
+        if error_condition(exc) != "JAVA_GATEWAY_EXITED":
             raise
         java_home = os.environ.get("JAVA_HOME", "not set")
         raise SparkStartError(
             f"cannot start Spark: its Java process exited (JAVA_HOME {java_home}); "
-            "PySpark 4 needs Java 17 or later (`java -version`)"
+            f"PySpark {pyspark.__version__} needs Java {minimum_java()} or later (`java -version`)"
         ) from None
-    from hudi_sync.spark.datasource import register  # imports pyspark's data source API
-
-    register(spark)  # spark.read.format("hudi")
+    if has_data_source_api():
+        register(spark)  # spark.read.format("hudi")
     return spark
+
+
+def register(spark: SparkSession) -> None:
+    """Make ``format("hudi")`` read through hudi_sync in this session; refused in one line
+    on PySpark 3.5, which has no Python Data Source API."""
+    require_data_source_api()
+    from hudi_sync.spark.datasource import HudiDataSource  # imports pyspark.sql.datasource
+
+    spark.dataSource.register(HudiDataSource)

@@ -21,6 +21,7 @@ from hudi_sync.debezium.kafka_source import KafkaSettings
 from hudi_sync.debezium.state import IngestState, TombstoneStore
 from hudi_sync.errors import BadInputError, TableNotFoundError
 from hudi_sync.gc_pause import cycle_collection_paused
+from hudi_sync.spark.compat import arrow_dataframe
 from hudi_sync.spark.reading.reader import read
 from hudi_sync.spark.writing import options as opt
 from hudi_sync.spark.writing.compaction import spark_executor
@@ -245,7 +246,7 @@ class BatchWriter:
         missing = [sorted(reduced.unresolved.get(e.key or "", ())) or None for e in rows]
         arrow = to_table(rows, self.config.binary_handling_mode)
         arrow = arrow.append_column(UNAVAILABLE_COLUMNS, pa.array(missing, pa.list_(pa.string())))
-        frame = self.spark.createDataFrame(arrow)
+        frame = arrow_dataframe(self.spark, arrow)
         key_fields = list(self.key_fields())
         if stored is not None:
             frame = _fill_from_stored(frame, stored, key_fields, reduced)

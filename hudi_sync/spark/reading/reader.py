@@ -28,11 +28,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark.arrow_columns import align, spark_ready
+from hudi_sync.spark.compat import arrow_dataframe, from_arrow_schema
 from hudi_sync.spark.hadoop import spark_opens
 from hudi_sync.spark.parallelism import default_parallelism
 from hudi_sync.spark.reading.slice_read import read_merged_slices
@@ -171,12 +171,12 @@ def changes(spark: SparkSession, table: HudiTable, begin: str, end: str | None) 
     lookup in parts (``CDC_PART_BYTES``) so that several tasks decode it."""
     plan = plan_changes(table, begin, end)
     if not plan.splits:
-        return spark.createDataFrame(CHANGE_SCHEMA.empty_table())
+        return arrow_dataframe(spark, CHANGE_SCHEMA.empty_table())
     size = plan.read_bytes
     parallelism = default_parallelism(spark)
     if size is not None and size <= DRIVER_READ_MAX_BYTES:
         threads = max(1, min(os.cpu_count() or 1, parallelism))
-        return spark.createDataFrame(change_rows(table.location, plan.splits, threads))
+        return arrow_dataframe(spark, change_rows(table.location, plan.splits, threads))
     # The splits travel in the function; Spark only numbers them (no Python stage).
     texts = [s.to_json() for s in divide_splits(plan.splits, CDC_PART_BYTES, parallelism)]
     slices = max(1, min(len(texts), parallelism))
@@ -259,7 +259,7 @@ def _file_reader(
 
 
 def _empty(spark: SparkSession, table: HudiTable) -> DataFrame:
-    return spark.createDataFrame(empty_schema(table).empty_table())
+    return arrow_dataframe(spark, empty_schema(table).empty_table())
 
 
 def empty_schema(table: HudiTable) -> pa.Schema:

@@ -38,6 +38,7 @@ from pyspark.sql.types import BooleanType, LongType, StringType, StructField, St
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, WriteError, first_line
+from hudi_sync.spark.compat import apply_in_arrow
 from hudi_sync.spark.writing.bucket_index import (
     BucketLayout,
     key_buckets,
@@ -180,7 +181,7 @@ def append_groups(
     )
     keyed = arriving.mapInArrow(_keyer(options, where), schema)
     stats_schema = StructType([StructField("stat", StringType(), False)])
-    written = keyed.groupBy(PARTITION_PATH, BUCKET).applyInArrow(appender, stats_schema)
+    written = apply_in_arrow(keyed, (PARTITION_PATH, BUCKET), appender, stats_schema)
     return [_stat(json.loads(row[0])) for row in written.collect()]
 
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
-from pyspark.sql.pandas.types import from_arrow_schema
 
+from hudi_sync.spark.compat import apply_in_arrow, collect_arrow, from_arrow_schema
 from hudi_sync.spark.writing.merge import PARTITION_PATH, RECORD_KEY
 from hudi_sync.spark.writing.spark_merge import CDC_AFTER, CDC_BEFORE, CDC_OP, FILE_ID, WRITE_TOKEN
 from hudi_sync.storage import Location, open_location
@@ -52,9 +52,9 @@ def write_cdc_logs(
         location.uri, dict(location.storage_options), mode, schema, data_schema, instant
     )
     if collect_on_driver:
-        written = _per_group(changes.toArrow(), encode)
+        written = _per_group(collect_arrow(changes), encode)
         return {r["file_id"]: (r["path"], int(r["size"])) for r in written.to_pylist()}
-    on_workers = changes.groupBy(FILE_ID).applyInArrow(encode, from_arrow_schema(_WRITTEN))
+    on_workers = apply_in_arrow(changes, (FILE_ID,), encode, from_arrow_schema(_WRITTEN))
     return {r["file_id"]: (r["path"], int(r["size"])) for r in on_workers.collect()}
 
 

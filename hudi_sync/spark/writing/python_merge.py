@@ -26,8 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import from_arrow_schema
 
+from hudi_sync.spark.compat import apply_in_arrow, collect_arrow, from_arrow_schema
 from hudi_sync.spark.writing import key_lookup, spark_files
 from hudi_sync.spark.writing.cdc_logs import DRIVER_BYTES
 from hudi_sync.spark.writing.file_groups import WriteTarget, new_key_buckets, uses_small_files
@@ -128,7 +128,7 @@ def _append_logs(
         return []
     if found.matched_rows * found.row_bytes > DRIVER_BYTES:
         return _merge_groups(target, updates, cdc_mode, spec)
-    rows = updates.toArrow()
+    rows = collect_arrow(updates)
     order = pc.sort_indices(rows, [(PARTITION_PATH, "ascending"), (FILE_ID, "ascending")])
     rows = rows.take(order)
     # The sorted rows' runs of one (partition, file id) each.
@@ -164,7 +164,7 @@ def _merge_groups(
         json.loads(json_schema(schema, target.options.table_name)) if cdc_mode else {},
         log_appends,
     )
-    collected = rows.groupBy(PARTITION_PATH, FILE_ID).applyInArrow(merge, from_arrow_schema(_STATS))
+    collected = apply_in_arrow(rows, (PARTITION_PATH, FILE_ID), merge, from_arrow_schema(_STATS))
     return [
         WriteStat(
             partition_path=r["partition"],

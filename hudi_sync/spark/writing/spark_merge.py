@@ -53,9 +53,9 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.window import Window
 
+from hudi_sync.spark.compat import arrow_dataframe, from_arrow_schema
 from hudi_sync.spark.writing.merge import (
     COMMIT_TIME,
     DELETE_FLAG,
@@ -569,7 +569,8 @@ def route(spark: SparkSession, merged: DataFrame, buckets: Sequence[Bucket]) -> 
         return merged
     # From Arrow: a local relation in the JVM (from Python rows it would be a job on
     # Python workers, a second or more to start).
-    ranges = spark.createDataFrame(
+    ranges = arrow_dataframe(
+        spark,
         pa.table(
             {
                 "__bucket_partition": pa.array([b.partition for b in buckets], pa.string()),
@@ -577,7 +578,7 @@ def route(spark: SparkSession, merged: DataFrame, buckets: Sequence[Bucket]) -> 
                 "__hi": pa.array([b.high for b in buckets], pa.float64()),
                 "__bucket_file": pa.array([b.file_id for b in buckets], pa.string()),
             }
-        )
+        ),
     )
     position = F.pmod(F.xxhash64(RECORD_KEY), F.lit(HASH_SPAN)) / F.lit(float(HASH_SPAN))
     hashed = merged.withColumn("__hudi_sync_position", position)

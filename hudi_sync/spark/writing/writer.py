@@ -56,6 +56,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, MetaSyncError, TableNotFoundError
+from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.spark.hadoop import spark_opens
 from hudi_sync.spark.writing import bucket_write, python_merge, spark_merge_plan
 from hudi_sync.spark.writing.bucket_index import (
@@ -170,7 +171,7 @@ def write(
         write_options = _resolved(options, location)
         if write_options.index_type == "BUCKET":  # see bucket_index, bucket_write
             # A small batch is appended in the driver; a large one by the executors.
-            rows = df if bucket_write.on_executors(df, write_options) else df.toArrow()
+            rows = df if bucket_write.on_executors(df, write_options) else collect_arrow(df)
             result = _write_buckets(rows, location, write_options, dict(extra_metadata or {}))
         else:
             result = _write(df, location, write_options, dict(extra_metadata or {}))
