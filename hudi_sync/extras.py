@@ -36,7 +36,9 @@ def missing_extra(exc: BaseException) -> MissingExtraError | None:
 
 
 def extra_error(module: str) -> MissingExtraError:
+    """The error for ``module`` (a key of ``EXTRAS``) missing."""
     extra = EXTRAS[module]
     return MissingExtraError(
-        f"{module} is not installed; this needs the {extra} extra: pip install 'hudi-sync[{extra}]'"
+        f"this needs the {extra} extra, which is not installed (no module {module}): "
+        f"pip install 'hudi-sync[{extra}]'"
     )
