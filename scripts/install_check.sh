@@ -3,14 +3,15 @@
 # and wheel (python -m build), then in clean venvs without the test extras:
 #   plain      pip install WHEEL: hudi-sync --help, a DuckDB sync of a fixture table (the
 #              view's row count is hudi-rs's), and a BigQuery dry-run that fails with one
-#              line naming the extra to install
-#   bigquery   pip install 'WHEEL[bigquery,gcs]': an offline BigQuery --dry-run
-#   snowflake  pip install 'WHEEL[snowflake,s3]': an offline Snowflake --dry-run
+#              line naming the extra to install; then WHEEL[s3] on top: fsspec opens s3://
+#   bigquery   pip install 'WHEEL[bigquery,gcs]': an offline BigQuery --dry-run, gs://
+#   snowflake  pip install 'WHEEL[snowflake,s3]': an offline Snowflake --dry-run, s3://
 #   spark      pip install 'WHEEL[spark]': PySpark writes three rows and reads them back
-#   py313      Python 3.13, pip install WHEEL: --help and the DuckDB sync
+#   py313      Python 3.13, pip install WHEEL: --help and the DuckDB sync; then WHEEL[gcs]
 #   sdist      pip install SDIST: --help and the DuckDB sync
 # and that every `pip install` line in README.md and docs/ is one of these.
-# The venvs install concurrently, from pip's own cache (what scripts/bootstrap.sh filled).
+# The venvs install concurrently; pip resolves each against the package index and takes
+# what its cache has (PySpark's wheel, built once by scripts/bootstrap.sh).
 # HUDI_SYNC_INSTALL_CHECK=0 skips it (scripts/test.sh --quick skips it too).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -88,7 +89,8 @@ if ! python313="$(find_python313)"; then
   exit 1
 fi
 
-# From here on nothing of the source tree or the project's venv is seen.
+# From here on the venvs see nothing of the source tree or the project's venv (whose pip
+# is only the installer).
 unset PYTHONPATH VIRTUAL_ENV
 cd "$work"
 
