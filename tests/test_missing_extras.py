@@ -9,6 +9,7 @@ BigQuery case again in a venv that really lacks the extra."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,12 +23,12 @@ from hudi_sync.cli.app import app
 results = []
 for args in json.loads(sys.argv[2]):
     result = CliRunner().invoke(app, args)
-    results.append([result.exit_code, result.stderr])
+    results.append([result.exit_code, result.stderr, result.stdout])
 print(json.dumps(results))
 """
 
 
-def _run_without(absent: list[str], commands: list[list[str]]) -> list[tuple[int, str]]:
+def _run_without(absent: list[str], commands: list[list[str]]) -> list[tuple[int, str, str]]:
     done = subprocess.run(
         [sys.executable, "-c", _CHILD, json.dumps(absent), json.dumps(commands)],
         capture_output=True,
@@ -35,7 +36,7 @@ def _run_without(absent: list[str], commands: list[list[str]]) -> list[tuple[int
         check=True,
         cwd=Path(__file__).resolve().parent.parent,
     )
-    return [(code, stderr) for code, stderr in json.loads(done.stdout)]
+    return [(code, stderr, stdout) for code, stderr, stdout in json.loads(done.stdout)]
 
 
 def test_commands_name_the_extra_to_install(fixture_copy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -63,9 +64,21 @@ def test_commands_name_the_extra_to_install(fixture_copy, tmp_path: Path) -> Non
         ],
         ["sync", "snowflake", table, *snowflake, "--stage-url", "s3://lake/trips", "--dry-run"],
     ]
+    # The hook's path (backfill, watch, a write's post-commit sync) reports each target's
+    # failure in its row, naming the extra too.
+    lake = tmp_path / "lake"
+    shutil.copytree(table, lake / "trips")
+    hook = ["--conf", "hoodie.meta.sync.client.tool.class=bigquery"]
+    hook += ["--conf", "hoodie.gcp.bigquery.sync.project_id=test-project"]
+    hook += ["--conf", "hoodie.gcp.bigquery.sync.dataset_name=lake"]
+    hook += ["--conf", "hoodie.gcp.bigquery.sync.source_uri_prefix=gs://lake/trips"]
+    commands.append(["backfill", str(lake), *hook, "--json"])
     results = _run_without(absent, commands)
+    code, _, stdout = results.pop()
+    [row] = json.loads(stdout)
+    assert code == 1 and row["errors"].endswith("pip install 'hudi-sync[bigquery]'"), row
     expected = ["spark", "s3", "gcs", "bigquery", "snowflake"]
-    for (code, stderr), extra in zip(results, expected, strict=True):
+    for (code, stderr, _), extra in zip(results, expected, strict=True):
         assert code == 1, stderr
         [line] = stderr.splitlines()
         assert line.startswith("error: ") and line.endswith(f"pip install 'hudi-sync[{extra}]'")
