@@ -30,6 +30,12 @@ class StorageAccessError(BadInputError):
     """The object store refused us: no credentials, bad credentials, access denied."""
 
 
+class MissingExtraError(HudiSyncError):
+    """A command needs a package that an extra of ``pip install 'hudi-sync[EXTRA]'``
+    brings (PySpark, a warehouse client, an object-store filesystem), and it is not
+    installed (``hudi_sync.extras``)."""
+
+
 class StorageUnreachableError(HudiSyncError):
     """The object store's endpoint did not answer; retrying may help."""
 

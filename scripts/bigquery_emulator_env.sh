@@ -37,33 +37,10 @@ if [ -f "$stamp" ]; then
   exit 0
 fi
 
-find_python313() {
-  if [ -n "${PYTHON313:-}" ]; then
-    printf '%s\n' "$PYTHON313"
-    return
-  fi
-  if command -v python3.13 >/dev/null 2>&1 && python3.13 -c '' >/dev/null 2>&1; then
-    command -v python3.13
-    return
-  fi
-  if command -v pyenv >/dev/null 2>&1; then
-    local candidate
-    for candidate in "$(pyenv root)"/versions/3.13.*/bin/python3; do
-      if [ -x "$candidate" ]; then
-        printf '%s\n' "$candidate"
-        return
-      fi
-    done
-  fi
-  return 1
-}
-
+# shellcheck source=scripts/python313.sh
+source "$(dirname "$script")/python313.sh"
 if ! python313="$(find_python313)"; then
-  echo "bigquery_emulator_env.sh: no Python 3.13 found (set PYTHON313, put python3.13 on PATH, or install it with pyenv)" >&2
-  exit 1
-fi
-if ! "$python313" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' 2>/dev/null; then
-  echo "bigquery_emulator_env.sh: $python313 is not a working Python 3.13" >&2
+  echo "bigquery_emulator_env.sh: no working Python 3.13 found (set PYTHON313, put python3.13 on PATH, or install it with pyenv)" >&2
   exit 1
 fi
 

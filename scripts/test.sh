@@ -20,6 +20,11 @@ scripts/postgres_env.sh  # PostgreSQL 15 for the Debezium tests
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir .venv/docs-site
 .venv/bin/ruff check hudi_sync tests benchmarks
 .venv/bin/mypy
+# Each documented install in clean venvs, from the built wheel and sdist (Python 3.11 and
+# 3.13): not under --quick; HUDI_SYNC_INSTALL_CHECK=0 skips it (docs/testing.md).
+if ((!quick)); then
+  scripts/install_check.sh
+fi
 tests=()
 if ((quick)); then
   mapfile -t tests < <(.venv/bin/python scripts/changed_tests.py)

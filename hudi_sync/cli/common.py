@@ -19,6 +19,7 @@ from rich.table import Table
 
 from hudi_sync.config import SNOWFLAKE_SECRETS
 from hudi_sync.errors import BadInputError, HudiSyncError
+from hudi_sync.extras import missing_extra
 from hudi_sync.storage import nest_option
 from hudi_sync.table.properties import parse_java_properties
 
@@ -62,6 +63,12 @@ def exit_on_error(action: Callable[[], T]) -> T:
         raise typer.Exit(1) from None
     except (OSError, ValueError) as exc:
         typer.echo(f"error: {type(exc).__name__}: {exc}", err=True)
+        raise typer.Exit(1) from None
+    except ImportError as exc:  # a module an extra brings (pyspark, s3fs...) is missing
+        missing = missing_extra(exc)
+        if missing is None:
+            raise
+        typer.echo(f"error: {missing}", err=True)
         raise typer.Exit(1) from None
 
 

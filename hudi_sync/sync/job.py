@@ -16,6 +16,7 @@ from hudi_sync.errors import (
     TimeTravelError,
     UnsupportedTableError,
 )
+from hudi_sync.extras import missing_extra
 from hudi_sync.manifest.change_feed import ChangeFeedStore, PublishedChanges, feed_enabled
 from hudi_sync.manifest.delta import DeltaStore
 from hudi_sync.manifest.log_parquet import LogParquetStore
@@ -340,7 +341,8 @@ def sync_table(
                 raise
             if isinstance(exc, OtherTableError):
                 taken_at.append(target.name)
-            message = str(exc) if isinstance(exc, HudiSyncError) else f"{type(exc).__name__}: {exc}"
+            known = exc if isinstance(exc, HudiSyncError) else missing_extra(exc)
+            message = str(known) if known is not None else f"{type(exc).__name__}: {exc}"
             errors[target.name] = message
             continue
         plans.append(plan)

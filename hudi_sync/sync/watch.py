@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hudi_sync.errors import BadInputError, HudiSyncError, first_line
+from hudi_sync.extras import missing_extra
 from hudi_sync.storage import open_location
 from hudi_sync.sync.backfill import discover_tables, sync_discovered
 from hudi_sync.sync.hook import run_post_commit_hook
@@ -99,8 +100,10 @@ def backoff(interval: float, failures: int, max_backoff: float) -> float:
 
 def _message(exc: BaseException) -> str:
     """One line naming the failure; errors not raised on purpose carry their type."""
-    text = first_line(exc)
-    return text if isinstance(exc, HudiSyncError) else f"{type(exc).__name__}: {text}"
+    known = exc if isinstance(exc, HudiSyncError) else missing_extra(exc)
+    if known is not None:
+        return first_line(known)
+    return f"{type(exc).__name__}: {first_line(exc)}"
 
 
 def _one_line(text: str) -> str:

@@ -40,7 +40,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from hudi_sync import config as cfg
-from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
+from hudi_sync.errors import (
+    BadInputError,
+    HudiSyncError,
+    MissingExtraError,
+    UnsupportedTableError,
+)
+from hudi_sync.extras import extra_error
 from hudi_sync.manifest.change_feed import DATE_KEY, TIME_KEY, PublishedChanges
 from hudi_sync.manifest.log_parquet import FILE_ID_COLUMN, SOURCE_COLUMN
 from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest
@@ -340,10 +346,7 @@ class SnowflakeTarget:
         try:
             import snowflake.connector
         except ImportError:
-            raise HudiSyncError(
-                "the Snowflake target needs snowflake-connector-python "
-                "(pip install 'hudi-sync[snowflake]')"
-            ) from None
+            raise extra_error("snowflake") from None
         try:
             connection: Connection = snowflake.connector.connect(
                 **self.config.connection, application="hudi_sync"
@@ -763,7 +766,9 @@ class SnowflakeTarget:
         if dry_run:
             try:
                 connection = self._connect()
-            except HudiSyncError as exc:  # no connector, credentials or answer
+            except MissingExtraError:  # a real run could not start either: say what to install
+                raise
+            except HudiSyncError as exc:  # no credentials or answer
                 plan, _ = self._plan(None, table, published, as_of, force, str(exc))
                 return plan, plan.result(instant, objects, dry_run)
             connection.close()
