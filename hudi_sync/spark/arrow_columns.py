@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+from hudi_sync.spark.compat import from_arrow_schema, to_arrow_schema
 
 
 def align(table: pa.Table, schema: pa.Schema) -> pa.Table:

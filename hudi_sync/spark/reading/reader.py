@@ -28,11 +28,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark.arrow_columns import align, spark_ready
+from hudi_sync.spark.compat import from_arrow_schema
 from hudi_sync.spark.hadoop import spark_opens
 from hudi_sync.spark.parallelism import default_parallelism
 from hudi_sync.spark.reading.slice_read import read_merged_slices

@@ -15,9 +15,9 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from hudi_sync.spark.arrow_columns import spark_ready
+from hudi_sync.spark.compat import from_arrow_schema
 from hudi_sync.spark.parallelism import default_parallelism
 from hudi_sync.storage import open_location
 from hudi_sync.table import HudiTable

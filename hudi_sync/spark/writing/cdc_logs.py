@@ -17,8 +17,8 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
-from pyspark.sql.pandas.types import from_arrow_schema
 
+from hudi_sync.spark.compat import from_arrow_schema
 from hudi_sync.spark.writing.merge import PARTITION_PATH, RECORD_KEY
 from hudi_sync.spark.writing.spark_merge import CDC_AFTER, CDC_BEFORE, CDC_OP, FILE_ID, WRITE_TOKEN
 from hudi_sync.storage import Location, open_location

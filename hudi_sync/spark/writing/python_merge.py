@@ -26,8 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import from_arrow_schema
 
+from hudi_sync.spark.compat import from_arrow_schema
 from hudi_sync.spark.writing import key_lookup, spark_files
 from hudi_sync.spark.writing.cdc_logs import DRIVER_BYTES
 from hudi_sync.spark.writing.file_groups import WriteTarget, new_key_buckets, uses_small_files

@@ -53,9 +53,9 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.window import Window
 
+from hudi_sync.spark.compat import from_arrow_schema
 from hudi_sync.spark.writing.merge import (
     COMMIT_TIME,
     DELETE_FLAG,

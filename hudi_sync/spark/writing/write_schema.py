@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, TableNotFoundError
+from hudi_sync.spark.compat import to_arrow_schema
 from hudi_sync.spark.writing.options import WriteOptions
 from hudi_sync.storage import Location, reporting_storage_failures
 from hudi_sync.table import HudiTable
@@ -146,7 +146,7 @@ def check_bucket(location: Location) -> None:
 def incoming_arrow_schema(df: DataFrame, data_columns: Sequence[str]) -> pa.Schema:
     """The Arrow schema of the rows' data columns (timestamps in UTC)."""
     data = df.select(*data_columns).schema
-    return to_arrow_schema(data, timestamp_utc=True, prefers_large_types=False)
+    return to_arrow_schema(data)
 
 
 def writer_schema(
