@@ -5,6 +5,11 @@
 # (default 10) when they last ran; docs/testing.md says how it chooses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The other PySpark lines the compat tier (`pytest -m spark_compat`) runs on after the
+# suite (which runs on .venv's pyspark), each from its own .venv-spark-X.Y
+# (scripts/spark_line_env.sh). HUDI_SYNC_SPARK_LINES overrides the list ("" runs none);
+# --quick runs none unless it is set. docs/testing.md says what the tier holds.
+SPARK_COMPAT_LINES="4.1.4 4.2.1 4.3.0"
 quick=0
 if [[ "${1:-}" == "--quick" ]]; then
   quick=1
@@ -34,5 +39,33 @@ fi
 # services): -n 0 runs in one process, -n N on N workers. Work-stealing evens out the
 # long Spark tests. Each worker starts its own Spark session and services. Every run
 # records each test's duration in .pytest_cache (what --quick leaves out by).
-exec .venv/bin/python -m pytest -q -n "${HUDI_SYNC_TEST_WORKERS:-2}" --dist worksteal \
-  "${tests[@]}" "$@"
+workers="${HUDI_SYNC_TEST_WORKERS:-2}"
+status=0
+.venv/bin/python -m pytest -q -n "$workers" --dist worksteal "${tests[@]}" "$@" || status=$?
+
+# The compat tier on each other Spark line: only the test files that mark tests
+# spark_compat are collected (collecting the whole suite to deselect it costs a minute).
+if ((quick)); then
+  lines="${HUDI_SYNC_SPARK_LINES-}"
+else
+  lines="${HUDI_SYNC_SPARK_LINES-$SPARK_COMPAT_LINES}"
+fi
+mapfile -t compat_files < <(grep -l "pytest.mark.spark_compat" tests/test_*.py)
+for version in $lines; do
+  line="${version%.*}"
+  echo "compat tier on PySpark $version (.venv-spark-$line)"
+  start=$SECONDS
+  if ! scripts/spark_line_env.sh "$version"; then
+    echo "compat tier on PySpark $version: its venv could not be built" >&2
+    status=1
+    continue
+  fi
+  # -p no:cacheprovider: the suite's durations in .pytest_cache stay .venv's.
+  if ! ".venv-spark-$line/bin/python" -m pytest -q -n "$workers" --dist worksteal \
+    -p no:cacheprovider -m spark_compat "${compat_files[@]}"; then
+    echo "compat tier on PySpark $version failed" >&2
+    status=1
+  fi
+  echo "compat tier on PySpark $version: $((SECONDS - start)) s"
+done
+exit "$status"

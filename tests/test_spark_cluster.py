@@ -104,8 +104,11 @@ def model_rows() -> list[tuple[Any, ...]]:
 
 @pytest.mark.parametrize(
     ("store_name", "connect"),
-    [("s3_server", False), ("gcs_server", False), ("s3_server", True)],
-    ids=["s3-local-cluster", "gcs-local-cluster", "s3-spark-connect"],
+    [
+        pytest.param("s3_server", False, id="s3-local-cluster"),
+        pytest.param("gcs_server", False, id="gcs-local-cluster", marks=pytest.mark.spark_compat),
+        pytest.param("s3_server", True, id="s3-spark-connect", marks=pytest.mark.spark_compat),
+    ],
 )
 def test_write_sequence_on_a_multi_process_cluster(  # type: ignore[no-untyped-def]
     store_name: str, connect: bool, request, tmp_path: Path
