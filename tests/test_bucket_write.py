@@ -134,6 +134,7 @@ def test_executors_and_driver_write_the_same_table(
         assert len(groups) == len(slices) <= (2 if partitioned else 1) * 4, name
 
 
+@pytest.mark.spark_compat
 def test_a_refused_key_on_the_executors_leaves_nothing_written(
     spark: SparkSession, tmp_path: Path
 ) -> None:

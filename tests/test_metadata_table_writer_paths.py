@@ -97,6 +97,7 @@ def test_compact_through_the_cli_keeps_the_metadata_table_current(tmp_path: Path
     assert_current(path, model)
 
 
+@pytest.mark.spark_compat
 def test_a_cdc_table_keeps_its_metadata_table_and_its_change_feed(  # type: ignore[no-untyped-def]
     spark, tmp_path: Path
 ) -> None:
@@ -138,6 +139,7 @@ def test_a_cdc_table_keeps_its_metadata_table_and_its_change_feed(  # type: igno
     assert any(f.endswith(".cdc") for files in mdt_files(path)[1].values() for f in files)
 
 
+@pytest.mark.spark_compat
 def test_a_v6_metadata_table_is_refused_or_deleted_by_hudis_switch(  # type: ignore[no-untyped-def]
     spark, fixture_copy
 ) -> None:

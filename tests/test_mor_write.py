@@ -157,6 +157,7 @@ def test_incremental_queries_return_the_changes_in_log_files(  # type: ignore[no
         assert ours and ours == hudi_rs_incremental(path, low, high)
 
 
+@pytest.mark.spark_compat
 def test_a_hudi_written_merge_on_read_table_takes_upserts_and_deletes(  # type: ignore[no-untyped-def]
     spark, fixture_copy
 ) -> None:
@@ -195,6 +196,7 @@ def test_a_hudi_written_merge_on_read_table_takes_upserts_and_deletes(  # type: 
             }
 
 
+@pytest.mark.spark_compat
 def test_a_pending_compaction_is_finished_before_the_next_write(  # type: ignore[no-untyped-def]
     spark, tmp_path
 ) -> None:

@@ -106,9 +106,14 @@ def model_rows() -> list[tuple[Any, ...]]:
     ("store_name", "connect"),
     [
         pytest.param("s3_server", False, id="s3-local-cluster"),
-        pytest.param("gcs_server", False, id="gcs-local-cluster"),
+        pytest.param("gcs_server", False, id="gcs-local-cluster", marks=pytest.mark.spark_compat),
         # PySpark 3.5's Connect client has no Arrow collect or Arrow createDataFrame.
-        pytest.param("s3_server", True, id="s3-spark-connect", marks=pytest.mark.spark4),
+        pytest.param(
+            "s3_server",
+            True,
+            id="s3-spark-connect",
+            marks=[pytest.mark.spark4, pytest.mark.spark_compat],
+        ),
     ],
 )
 def test_write_sequence_on_a_multi_process_cluster(  # type: ignore[no-untyped-def]

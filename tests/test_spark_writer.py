@@ -413,6 +413,7 @@ def test_options_that_contradict_the_table_fail_clearly(spark, tmp_path) -> None
     assert len(HudiTable.open(path).timeline.instants) == 1
 
 
+@pytest.mark.spark_compat
 def test_rows_spark_reads_from_a_hudi_v6_table_upsert_back_into_it(  # type: ignore[no-untyped-def]
     spark, fixture_copy
 ) -> None:

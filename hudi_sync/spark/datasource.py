@@ -41,7 +41,7 @@ from pyspark.sql.types import StructType
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark.arrow_columns import align
-from hudi_sync.spark.compat import from_arrow_schema
+from hudi_sync.spark.compat import batch_schema, from_arrow_schema
 from hudi_sync.spark.reading.reader import (
     BEGIN,
     END,
@@ -126,9 +126,15 @@ def _is_cdc(options: Mapping[str, str]) -> bool:
     return query == "incremental" and incremental_format(options) == "cdc"
 
 
-def _read_part(location: Location, schema: pa.Schema, part: InputPartition) -> Iterator[Any]:
+def _read_part(
+    location: Location, schema: pa.Schema, part: InputPartition, output: pa.Schema
+) -> Iterator[Any]:
+    """The rows of ``part`` (read as the table's ``schema``) as batches of ``output``,
+    the Arrow schema Spark takes for the declared one."""
     if isinstance(part, _ChangePart):
-        yield from read_split(location, ChangeSplit.from_json(part.split)).to_batches()
+        yield from align(
+            read_split(location, ChangeSplit.from_json(part.split)), output
+        ).to_batches()
         return
     if isinstance(part, _SlicePart):
         table = read_file_slice(
@@ -147,7 +153,7 @@ def _read_part(location: Location, schema: pa.Schema, part: InputPartition) -> I
     if part.commits is not None:
         keep = pc.is_in(table.column(META_FIELDS[0]), value_set=pa.array(part.commits))
         table = table.filter(keep)
-    yield from align(table, schema).to_batches()
+    yield from align(table, output).to_batches()
 
 
 class HudiDataSource(DataSource):
@@ -166,14 +172,14 @@ class HudiDataSource(DataSource):
         return _table_schema(_Source.of(self.options).table())
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return _BatchReader(dict(self.options), self._arrow_schema())
+        return _BatchReader(dict(self.options), self._arrow_schema(), batch_schema(schema))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         options = {**self.options, QUERY_TYPE: "incremental"}
         arrow_schema = (
             CHANGE_SCHEMA if _is_cdc(options) else _table_schema(_Source.of(options).table())
         )
-        return _StreamReader(options, arrow_schema)
+        return _StreamReader(options, arrow_schema, batch_schema(schema))
 
 
 def _plan(
@@ -198,9 +204,10 @@ def _plan(
 
 
 class _BatchReader(DataSourceReader):
-    def __init__(self, options: dict[str, str], schema: pa.Schema) -> None:
+    def __init__(self, options: dict[str, str], schema: pa.Schema, output: pa.Schema) -> None:
         self.options = options
         self.arrow_schema = schema
+        self.output = output
 
     def partitions(self) -> list[InputPartition]:
         source = _Source.of(self.options)
@@ -212,7 +219,7 @@ class _BatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         location = _Source.of(self.options).location()
-        yield from _read_part(location, self.arrow_schema, partition)
+        yield from _read_part(location, self.arrow_schema, partition, self.output)
 
 
 def _newest_safe_end(table: HudiTable, cdc: bool) -> str | None:
@@ -240,9 +247,10 @@ def _newest_safe_end(table: HudiTable, cdc: bool) -> str | None:
 class _StreamReader(DataSourceStreamReader):
     """Micro-batches of commits: offsets ``{"instant": T}``, each batch ``(start, end]``."""
 
-    def __init__(self, options: dict[str, str], schema: pa.Schema) -> None:
+    def __init__(self, options: dict[str, str], schema: pa.Schema, output: pa.Schema) -> None:
         self.options = options
         self.arrow_schema = schema
+        self.output = output
 
     def initialOffset(self) -> dict[str, str]:
         start = str(cfg.START_OFFSET.text(self.options)).strip()  # an instant, or a word
@@ -263,7 +271,7 @@ class _StreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         location = _Source.of(self.options).location()
-        yield from _read_part(location, self.arrow_schema, partition)
+        yield from _read_part(location, self.arrow_schema, partition, self.output)
 
     def commit(self, end: dict[str, str]) -> None:
         """Nothing to acknowledge: the table keeps every commit until cleaned."""
