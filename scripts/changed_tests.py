@@ -122,7 +122,8 @@ def select(changed: set[str]) -> list[str]:
 def main() -> None:
     base_ref = os.environ.get("HUDI_SYNC_QUICK_BASE", "main")
     changed = set(sys.argv[1:]) or changed_files(base_ref)
-    print("\n".join(select(changed)))
+    for path in select(changed):  # nothing at all when nothing is chosen
+        print(path)
 
 
 if __name__ == "__main__":
