@@ -163,6 +163,9 @@ def test_format_hudi_reads_on_4_and_is_refused_in_one_line_on_3_5(
     and it reads what ``read`` reads; 3.5 refuses ``register`` and ``HudiDataSource`` in
     one line naming the line needed, and leaves the format name to Spark."""
     path = _written(spark, tmp_path)
+    star: dict[str, object] = {}
+    exec("from hudi_sync.spark import *", star)  # every line: what the line has
+    assert ("HudiDataSource" in star) == has_data_source_api()
     ours = sorted(r["id"] for r in collect_arrow(read(spark, path)).to_pylist())
     assert ours == list(range(6))
     if has_data_source_api():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hudi_sync.spark.compat import require_data_source_api
+from hudi_sync.spark.compat import has_data_source_api, require_data_source_api
 from hudi_sync.spark.reading.reader import read
 from hudi_sync.spark.session import local_session, register
 from hudi_sync.spark.writing.writer import WriteResult, write, write_arrow
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from hudi_sync.spark.datasource import HudiDataSource
 
 __all__ = [
-    "HudiDataSource",
     "WriteResult",
     "local_session",
     "read",
@@ -25,6 +24,8 @@ __all__ = [
     "write",
     "write_arrow",
 ]
+if has_data_source_api():  # ``import *`` works on 3.5 too
+    __all__ += ["HudiDataSource"]
 
 
 def __getattr__(name: str) -> Any:
