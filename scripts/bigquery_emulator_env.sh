@@ -24,18 +24,9 @@ DUCKDB_VERSION=1.5.5
 EXTENSIONS=(icu ducklake spatial httpfs postgres_scanner)
 
 inputs="$LOCAL_BIGQUERY_VERSION $DUCKDB_VERSION ${EXTENSIONS[*]} $(sha256sum "$script" | cut -c1-16)"
-stamp="$VENV/.ready-$(printf '%s' "$inputs" | sha256sum | cut -c1-16)"
-if [ -f "$stamp" ]; then
-  exit 0
-fi
-
-# One run at a time (e.g. parallel test workers): wait for the lock, then look again.
-mkdir -p "$VENV"
-exec 9>"$VENV/.lock"
-flock 9
-if [ -f "$stamp" ]; then
-  exit 0
-fi
+# shellcheck source=scripts/venv_stamp.sh
+source scripts/venv_stamp.sh
+venv_ready_or_lock "$VENV" "$inputs"  # exits when built; sets $stamp
 
 # shellcheck source=scripts/python313.sh
 source "$(dirname "$script")/python313.sh"

@@ -13,18 +13,9 @@ VENV=.venv-checkov
 CHECKOV_VERSION=3.3.30
 
 inputs="$CHECKOV_VERSION $(sha256sum "$script" | cut -c1-16)"
-stamp="$VENV/.ready-$(printf '%s' "$inputs" | sha256sum | cut -c1-16)"
-if [ -f "$stamp" ]; then
-  exit 0
-fi
-
-# One run at a time (e.g. parallel test workers): wait for the lock, then look again.
-mkdir -p "$VENV"
-exec 9>"$VENV/.lock"
-flock 9
-if [ -f "$stamp" ]; then
-  exit 0
-fi
+# shellcheck source=scripts/venv_stamp.sh
+source scripts/venv_stamp.sh
+venv_ready_or_lock "$VENV" "$inputs"  # exits when built; sets $stamp
 
 find_python311() {
   if [ -n "${PYTHON311:-}" ]; then

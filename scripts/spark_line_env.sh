@@ -36,18 +36,9 @@ fi
 base_site="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
 
 inputs="${packages[*]} $base_site $(sha256sum "$script" | cut -c1-16)"
-stamp="$VENV/.ready-$(printf '%s' "$inputs" | sha256sum | cut -c1-16)"
-if [ -f "$stamp" ]; then
-  exit 0
-fi
-
-# One run at a time (e.g. two test runs at once): wait for the lock, then look again.
-mkdir -p "$VENV"
-exec 9>"$VENV/.lock"
-flock 9
-if [ -f "$stamp" ]; then
-  exit 0
-fi
+# shellcheck source=scripts/venv_stamp.sh
+source scripts/venv_stamp.sh
+venv_ready_or_lock "$VENV" "$inputs"  # exits when built; sets $stamp
 
 start=$SECONDS
 rm -f "$VENV"/.ready-*
