@@ -214,22 +214,33 @@ def test_each_extra_module_names_the_extra_that_brings_it() -> None:
 
 def test_loading_the_cli_imports_no_extra() -> None:
     """``hudi-sync --help`` loads the CLI only: none of the modules that only an extra
-    brings (pyspark, google, snowflake, ...) is imported until a command needs it."""
+    brings (pyspark, google, snowflake, ...) is needed until a command needs it. They
+    are made unimportable in a child that loads the CLI, as in a plain install (pyarrow
+    imports pandas when it is there and goes on without it when it is not)."""
     core, _ = _declared()
     _, imports = _all_imports()
     extras_only = sorted(
         {top for i in imports if (top := _third_party(i.name)) and not _distributions(top) & core}
     )
     assert "pyspark" in extras_only and "snowflake" in extras_only
+    # A finder first on the meta path refuses them, as a plain install's Python would.
+    child = (
+        "import sys\n"
+        f"ABSENT = {extras_only!r}\n"
+        "class Absent:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ABSENT:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Absent())\n"
+        "import hudi_sync.cli.app\n"
+        "print(*sorted({m.split('.')[0] for m in sys.modules}))\n"
+    )
     loaded = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys, hudi_sync.cli.app; print(*sorted({m.split('.')[0] for m in sys.modules}))",
-        ],
+        [sys.executable, "-c", child],
         capture_output=True,
         text=True,
-        check=True,
         cwd=ROOT,
-    ).stdout.split()
-    assert sorted(set(loaded) & set(extras_only)) == []
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    assert "hudi_sync" in loaded.stdout.split()
+    assert sorted(set(loaded.stdout.split()) & set(extras_only)) == []
