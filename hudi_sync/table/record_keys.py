@@ -57,6 +57,7 @@ _NON_PARTITIONED = {"NonpartitionedKeyGenerator", "NON_PARTITION"}
 # SimpleAvroKeyGenerator), or by the number of fields (CustomAvroKeyGenerator: simple
 # over one, complex over several); only their partition paths are their own.
 _TIMESTAMP = {"TimestampBasedKeyGenerator", "TIMESTAMP"}
+_ONE_KEY_FIELD = _SIMPLE | _TIMESTAMP  # these key over one field only
 _CUSTOM = {"CustomKeyGenerator", "CUSTOM"}
 
 
@@ -109,9 +110,9 @@ def key_fields(config: TableConfig, where: str) -> tuple[str, ...]:
     name = _generator_name(raw)
     if name is None or name in _NON_PARTITIONED or name in _CUSTOM:
         return fields  # none named: Hudi infers simple (one field) or complex (several)
-    if (name in _SIMPLE or name in _TIMESTAMP) and len(fields) == 1:
+    if name in _ONE_KEY_FIELD and len(fields) == 1:
         return fields
-    if name in _SIMPLE or name in _TIMESTAMP:
+    if name in _ONE_KEY_FIELD:
         raise UnsupportedTableError(
             f"{where}: key generator {raw} with several record key fields "
             f"({','.join(fields)}) is not supported"

@@ -58,8 +58,6 @@ from hudi_sync.table.schema import META_FIELDS
 
 ARRIVAL = "__hudi_sync_arrival"
 BUCKET = "__hudi_sync_bucket"
-# A BadInputError raised in a Python worker, as Spark reports it to the driver.
-_REFUSAL = WORKER_REFUSAL
 
 
 def size_estimate(df: DataFrame) -> int | None:
@@ -109,7 +107,7 @@ def keyed_batch(df: DataFrame, options: WriteOptions, where: str) -> KeyedBatch:
     try:
         counted = bucketed.groupBy(PARTITION_PATH, BUCKET).count().collect()
     except Exception as exc:
-        refusal = _REFUSAL.search(str(exc))
+        refusal = WORKER_REFUSAL.search(str(exc))
         if refusal:
             raise BadInputError(refusal.group(1).strip()) from None
         raise WriteError(

@@ -480,15 +480,15 @@ def _check_new_key_generator(
     raw: Mapping[str, str], record_key: tuple[str, ...], partitions: tuple[str, ...]
 ) -> None:
     """A table the write creates stores the key generator the writer builds keys with;
-    a stated other one (TIMESTAMP, CUSTOM, a user class...) cannot be honoured."""
+    TIMESTAMP and CUSTOM are built as named; another stated one (a user class...) cannot
+    be honoured."""
     stated = _stated_key_generator(raw)
     if stated is None:
         return
     spec, value = stated
     built = built_key_generator(record_key, partitions)
-    if key_generator_type(value) in NAMED_KEY_GENERATORS:
-        return
-    if key_generator_type(value) != built:
+    named = key_generator_type(value)
+    if named not in NAMED_KEY_GENERATORS and named != built:
         raise BadInputError(
             f"{spec.key}={value}: the writer builds the keys and partition paths of the "
             f"SIMPLE, COMPLEX and NON_PARTITION key generators by the numbers of fields "
