@@ -9,7 +9,7 @@ stored as parquet by the executors: updates of existing keys and new keys, sever
 days). Measured: the write's time and the peak RSS of the driver alone, its Python
 process and its JVM (sampled every 0.1 s), not the executors or their Python workers
 (the JVM's child processes). Each size runs in a fresh process. The executors write
-(``hudi_sync.write.bucket.driver.max.bytes=0``); with ``--size-switch`` the write goes
+(``hudi_sync.write.driver.max.bytes=0``); with ``--size-switch`` the write goes
 where ``write`` sends it by the batch's estimated size. Target: a flat driver peak.
 """
 
@@ -110,7 +110,7 @@ def child(rows: int, work: str, driver_memory: str, switch: bool) -> dict[str, A
     table, incoming = os.path.join(work, "table"), os.path.join(work, "incoming")
     per_day = rows // DAYS
     # The table holds the batch's keys once; the batch updates half and adds as many.
-    executors = {"hudi_sync.write.bucket.driver.max.bytes": "0"}  # nothing kept in the driver
+    executors = {"hudi_sync.write.driver.max.bytes": "0"}  # nothing kept in the driver
     insert = {**write_options("insert"), **BUCKET, **executors}
     write(_rows(spark.range(rows // 2), per_day, 1), table, insert)
     _rows(spark.range(rows), per_day, 2).withColumn("amount", F.col("amount") + 1).write.parquet(

@@ -20,7 +20,7 @@ are upserted into each, in fresh processes, on hard-linked copies:
   (``hoodie.index.type=BUCKET``, 4 buckets a day; generated once through the bucket
   path, then compacted: base files only): each touched bucket's rows appended as a log
   file, no key lookup; the batch goes to the driver or the executors by its estimated
-  size (``hudi_sync.write.bucket.driver.max.bytes``): target <= 0.4x cow-upsert;
+  size (``hudi_sync.write.driver.max.bytes``): target <= 0.4x cow-upsert;
 - **bucket-upsert-executors**: the same, the executors writing whatever the size.
 
 ``--steps`` runs some of them (e.g. ``cow-upsert,bucket-upsert``).
@@ -53,7 +53,7 @@ from benchmarks.bench_writer import (
 
 MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
 BUCKET = {**MOR, "hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "4"}
-ON_EXECUTORS = {"hudi_sync.write.bucket.driver.max.bytes": "0"}
+ON_EXECUTORS = {"hudi_sync.write.driver.max.bytes": "0"}
 STEPS = (
     "cow-upsert",
     "mor-upsert",

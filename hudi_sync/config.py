@@ -321,10 +321,11 @@ BUCKET_INDEX_HASH_FIELD = _list(
     "(default: all); fixed for the table's life.",
     "write",
 )
-BUCKET_DRIVER_MAX_BYTES = _integer(
-    "hudi_sync.write.bucket.driver.max.bytes",
-    "BUCKET index: a DataFrame Spark estimates at most this many bytes is appended in the "
-    "driver (Arrow, no Spark jobs); a larger one, or one Spark cannot size, by the executors.",
+WRITE_DRIVER_MAX_BYTES = _integer(
+    "hudi_sync.write.driver.max.bytes",
+    "A DataFrame Spark estimates at most this many bytes is collected and written in the "
+    "driver (the Arrow engine, no Spark jobs after the collect); a larger one, or one Spark "
+    "cannot size, is written by the executors (0: always the executors).",
     "write",
     default=32 * 1024 * 1024,
     minimum=0,

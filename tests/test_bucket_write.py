@@ -1,6 +1,6 @@
 """Bucket-index writes of a DataFrame on the executors (``bucket_write``) against the
 driver's Arrow path (``bucket_index``): the same sequence of inserts, upserts and deletes,
-written once each way (``hudi_sync.write.bucket.driver.max.bytes`` picks the path), reads
+written once each way (``hudi_sync.write.driver.max.bytes`` picks the path), reads
 the same row for row in our reader and in hudi-rs, and as a model of Hudi's rules says:
 one row per key by ordering value then arrival (ties to the later row, a null ordering
 value lowest), new and existing buckets, partitioned or not, before and after a
@@ -26,7 +26,7 @@ from hudi_sync.table.write.lock import TableLock
 from tests.warehouse_rows import hudi_rs_rows
 
 SCHEMA = "id int, p string, name string, ts long"
-PATHS = {"driver": 2**63 - 1, "executors": 0}  # hudi_sync.write.bucket.driver.max.bytes
+PATHS = {"driver": 2**63 - 1, "executors": 0}  # hudi_sync.write.driver.max.bytes
 
 
 def options(operation: str, partitioned: bool, version: int, path: str) -> dict[str, object]:
@@ -39,7 +39,7 @@ def options(operation: str, partitioned: bool, version: int, path: str) -> dict[
         "hoodie.bucket.index.num.buckets": 4,
         "hoodie.write.table.version": version,
         "hoodie.datasource.write.operation": operation,
-        "hudi_sync.write.bucket.driver.max.bytes": PATHS[path],
+        "hudi_sync.write.driver.max.bytes": PATHS[path],
     }
     if partitioned:
         chosen["hoodie.datasource.write.partitionpath.field"] = "p"

@@ -1,6 +1,6 @@
 """Bucket-index writes of a DataFrame on Spark's executors: the driver plans and commits.
 
-A batch too big for the driver (``hudi_sync.write.bucket.driver.max.bytes``, against
+A batch too big for the driver (``hudi_sync.write.driver.max.bytes``, against
 Spark's size estimate of the DataFrame) is written in two Spark jobs, by the same rules
 as the driver's Arrow path (``bucket_index``), so both write the same table:
 
@@ -73,9 +73,9 @@ def size_estimate(df: DataFrame) -> int | None:
 
 def on_executors(df: DataFrame, options: WriteOptions) -> bool:
     """Whether the executors write this batch: Spark estimates it larger than the
-    driver's share (``hudi_sync.write.bucket.driver.max.bytes``), or cannot say."""
+    driver's share (``hudi_sync.write.driver.max.bytes``), or cannot say."""
     estimate = size_estimate(df)
-    return estimate is None or estimate > cfg.BUCKET_DRIVER_MAX_BYTES.read(options.raw)
+    return estimate is None or estimate > cfg.WRITE_DRIVER_MAX_BYTES.read(options.raw)
 
 
 @dataclasses.dataclass
