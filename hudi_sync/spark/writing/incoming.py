@@ -7,15 +7,18 @@ partition's rows are counted, which routing new keys into file groups starts fro
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import MapType
 
 from hudi_sync.errors import BadInputError, WriteError, first_line
+from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.spark.writing import options as opt
 from hudi_sync.spark.writing import spark_merge
 from hudi_sync.spark.writing.keys import (
@@ -26,6 +29,8 @@ from hudi_sync.spark.writing.keys import (
 from hudi_sync.spark.writing.merge import DELETE_FLAG, IS_DELETED, PARTITION_PATH, RECORD_KEY
 from hudi_sync.spark.writing.options import WriteOptions
 from hudi_sync.table.partition_encoding import partition_refusal
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -133,8 +138,20 @@ def _blank_key_words(fields: Sequence[str]) -> str:
 def _collected(summary: DataFrame, base: str) -> list[Row]:
     """The summary's rows; a failure of the rows' own computation (e.g. a UDF) is a
     ``WriteError`` saying nothing was written."""
+    return _computed(summary.collect, base)
+
+
+def collected_rows(df: DataFrame, base: str) -> pa.Table:
+    """``df``'s rows in the driver, as Arrow (the driver's engine writes them); a failure
+    of their computation is a ``WriteError`` saying nothing was written."""
+    return _computed(lambda: collect_arrow(df), base)
+
+
+def _computed(compute: Callable[[], T], base: str) -> T:
+    """``compute()``: a refusal raised in a Python worker as that one line, another
+    failure as a ``WriteError`` saying nothing was written."""
     try:
-        return summary.collect()
+        return compute()
     except Exception as exc:
         refusal = WORKER_REFUSAL.search(str(exc))
         if refusal:  # a partition value the key generator cannot take
@@ -229,6 +246,18 @@ def _partitions_to_delete(
     if not requested:
         column = partition_path_column(o.partition_scheme, df.schema, base)
         requested = sorted(r[0] for r in df.select(column).distinct().collect())
+    return partitions_to_delete(requested, options, snapshot, base)
+
+
+def partitions_to_delete(
+    requested: Sequence[str],
+    options: WriteOptions,
+    snapshot: Mapping[tuple[str, str], str],
+    base: str,
+) -> set[str]:
+    """The snapshot's partition paths that ``requested`` (the option's values, else the
+    rows' partition paths) name; each must name one."""
+    o = options
     if not requested:
         raise BadInputError(
             f"{base}: delete_partition needs {opt.PARTITIONS_TO_DELETE} or rows "

@@ -152,8 +152,54 @@ def _merge_groups(
     target: WriteTarget, rows: DataFrame, cdc_mode: CdcMode | None, log_appends: AppendSpec | None
 ) -> list[WriteStat]:
     """Each file group's rows (tagged or routed) merged by one Python worker."""
+    merge = group_merger(target, cdc_mode, log_appends)
+
+    def one_group(rows: pa.Table) -> pa.Table:  # one parameter: Spark passes the rows alone
+        return merge(rows)
+
+    collected = apply_in_arrow(
+        rows, (PARTITION_PATH, FILE_ID), one_group, from_arrow_schema(_STATS)
+    )
+    return [write_stat(r) for r in collected.collect()]
+
+
+def write_stat(r: Any) -> WriteStat:
+    """A row of ``_STATS`` (a Spark ``Row`` or a dict) as the commit's ``WriteStat``."""
+    return WriteStat(
+        partition_path=r["partition"],
+        file_id=r["file_id"],
+        path=r["path"],
+        prev_commit=r["prev_commit"],
+        num_writes=r["num_writes"],
+        num_deletes=r["num_deletes"],
+        num_updates=r["num_update_writes"],
+        num_inserts=r["num_inserts"],
+        total_write_bytes=r["file_size"],
+        file_size=r["file_size"],
+        prev_base_file=r["prev_base_file"],
+        cdc_stats={r["cdc_path"]: r["cdc_size"]} if r["cdc_path"] else {},
+        base_file=r["base_file"],
+        log_files=tuple(r["log_files"] or ()),
+        log_version=r["log_version"],
+    )
+
+
+def _read_parquet(location: Location, path: str, columns: list[str] | None = None) -> pa.Table:
+    if location.is_local:
+        return pq.read_table(path, columns=columns)  # Arrow's own file: no Python calls
+    with location.fs.open(path, "rb") as handle:
+        return cast(pa.Table, read_parquet(handle, columns))
+
+
+def group_merger(
+    target: WriteTarget, cdc_mode: CdcMode | None, log_appends: AppendSpec | None
+) -> Callable[..., pa.Table]:
+    """The function that merges (or, with ``log_appends``, appends to) one touched file
+    group: ``merge(rows, task=None)`` returns its rows of ``_STATS``. Spark's Python
+    workers call it with their task; the driver's Arrow engine with a task triple of its
+    own, one a file group, so write tokens and sequence numbers stay apart."""
     schema = target.schema
-    merge = _group_merger(
+    return _group_merger(
         target.location.uri,
         dict(target.location.storage_options),
         target.instant,
@@ -164,34 +210,6 @@ def _merge_groups(
         json.loads(json_schema(schema, target.options.table_name)) if cdc_mode else {},
         log_appends,
     )
-    collected = apply_in_arrow(rows, (PARTITION_PATH, FILE_ID), merge, from_arrow_schema(_STATS))
-    return [
-        WriteStat(
-            partition_path=r["partition"],
-            file_id=r["file_id"],
-            path=r["path"],
-            prev_commit=r["prev_commit"],
-            num_writes=r["num_writes"],
-            num_deletes=r["num_deletes"],
-            num_updates=r["num_update_writes"],
-            num_inserts=r["num_inserts"],
-            total_write_bytes=r["file_size"],
-            file_size=r["file_size"],
-            prev_base_file=r["prev_base_file"],
-            cdc_stats={r["cdc_path"]: r["cdc_size"]} if r["cdc_path"] else {},
-            base_file=r["base_file"],
-            log_files=tuple(r["log_files"] or ()),
-            log_version=r["log_version"],
-        )
-        for r in collected.collect()
-    ]
-
-
-def _read_parquet(location: Location, path: str, columns: list[str] | None = None) -> pa.Table:
-    if location.is_local:
-        return pq.read_table(path, columns=columns)  # Arrow's own file: no Python calls
-    with location.fs.open(path, "rb") as handle:
-        return cast(pa.Table, read_parquet(handle, columns))
 
 
 def _group_merger(
@@ -204,26 +222,27 @@ def _group_merger(
     cdc_mode: CdcMode | None,
     data_schema: Mapping[str, Any],
     log_appends: AppendSpec | None,
-) -> Callable[[pa.Table], pa.Table]:
-    """The function Spark's Python workers run for each touched file group. It opens
-    the table from its URI and storage options (plain data: it runs on any executor),
-    never assuming the driver's disk."""
+) -> Callable[..., pa.Table]:
+    """The function run for each touched file group. It opens the table from its URI
+    and storage options (plain data: it runs on any executor), never assuming the
+    driver's disk."""
 
-    def merge(rows: pa.Table) -> pa.Table:
-        from pyspark import TaskContext
-
+    def merge(rows: pa.Table, task: tuple[int, int, int] | None = None) -> pa.Table:
         location = open_location(base, storage_options)
         partition = rows.column(PARTITION_PATH)[0].as_py()
         file_id = rows.column(FILE_ID)[0].as_py()
         stored = stored_names.get(f"{partition}\0{file_id}")
         folder = location.join(partition)
         old = _read_parquet(location, f"{folder}/{stored}") if stored else None
-        context = TaskContext.get()
-        task = (
-            (context.partitionId(), context.stageId(), context.attemptNumber())
-            if context
-            else (0, 0, 0)
-        )
+        if task is None:
+            from pyspark import TaskContext
+
+            context = TaskContext.get()
+            task = (
+                (context.partitionId(), context.stageId(), context.attemptNumber())
+                if context
+                else (0, 0, 0)
+            )
         token = f"{task[0]}-{task[1]}-{task[2]}"
         if log_appends is not None and stored:
             appended = append_log(location, log_appends, rows, partition, file_id, stored, token)

@@ -52,13 +52,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, MetaSyncError, TableNotFoundError
-from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.spark.hadoop import spark_opens
-from hudi_sync.spark.writing import bucket_write, python_merge, spark_merge_plan
+from hudi_sync.spark.writing import bucket_write, driver_write, python_merge, spark_merge_plan
 from hudi_sync.spark.writing.bucket_index import (
     append_buckets,
     check_key_types,
@@ -69,8 +69,14 @@ from hudi_sync.spark.writing.bucket_index import (
 )
 from hudi_sync.spark.writing.compaction import spark_executor
 from hudi_sync.spark.writing.file_groups import WriteTarget, replaced_file_groups
-from hudi_sync.spark.writing.incoming import IncomingRows, incoming_rows
+from hudi_sync.spark.writing.incoming import (
+    IncomingRows,
+    collected_rows,
+    incoming_rows,
+    partitions_to_delete,
+)
 from hudi_sync.spark.writing.log_append import AppendSpec
+from hudi_sync.spark.writing.merge import PARTITION_PATH
 from hudi_sync.spark.writing.options import WriteOptions
 from hudi_sync.spark.writing.write_schema import (
     check_columns,
@@ -169,13 +175,22 @@ def write(
     location = open_location(table_uri(path), dict(storage_options or {}))
     with reporting_storage_failures(location):  # a refusal mid-write: one line
         write_options = _resolved(options, location)
+        metadata = dict(extra_metadata or {})
+        # A small batch is written in the driver (the Arrow engine); a large one by the
+        # executors.
+        in_driver = not bucket_write.on_executors(df, write_options)
         if write_options.index_type == "BUCKET":  # see bucket_index, bucket_write
-            # A small batch is appended in the driver; a large one by the executors.
-            rows = df if bucket_write.on_executors(df, write_options) else collect_arrow(df)
-            result = _write_buckets(rows, location, write_options, dict(extra_metadata or {}))
+            rows = collected_rows(df, location.uri) if in_driver else df
+            result = _write_buckets(rows, location, write_options, metadata)
+        elif in_driver and driver_write.refusal(_schema_of(df), write_options) is None:
+            result = _write(collected_rows(df, location.uri), location, write_options, metadata)
         else:
-            result = _write(df, location, write_options, dict(extra_metadata or {}))
+            result = _write(df, location, write_options, metadata)
     return _synced(result, options)
+
+
+def _schema_of(df: DataFrame) -> pa.Schema:
+    return incoming_arrow_schema(df, df.columns)
 
 
 def _synced(result: WriteResult, options: Mapping[str, object]) -> WriteResult:
@@ -187,14 +202,29 @@ def _synced(result: WriteResult, options: Mapping[str, object]) -> WriteResult:
 
 
 def _write(
-    df: DataFrame, location: Location, options: WriteOptions, extra_metadata: dict[str, str]
+    rows: DataFrame | pa.Table,
+    location: Location,
+    options: WriteOptions,
+    extra_metadata: dict[str, str],
 ) -> WriteResult:
-    """The steps of one write, in order (see the module's docstring)."""
-    spark: SparkSession = df.sparkSession
+    """The steps of one write, in order (see the module's docstring): a DataFrame by the
+    executors' engines, Arrow rows by the driver's (``driver_write``)."""
+    spark = rows.sparkSession if isinstance(rows, DataFrame) else None
     operation = options.operation
-    data_columns = [c for c in df.columns if c not in META_FIELDS]
-    check_columns(df.columns, options)
-    table = open_or_create(location, options, lambda: incoming_arrow_schema(df, data_columns))
+    columns = rows.columns if isinstance(rows, DataFrame) else rows.column_names
+    data_columns = [c for c in columns if c not in META_FIELDS]
+    check_columns(columns, options)
+
+    def incoming_schema() -> pa.Schema:
+        if isinstance(rows, DataFrame):
+            return incoming_arrow_schema(rows, data_columns)
+        return rows.select(data_columns).schema
+
+    if not isinstance(rows, DataFrame):
+        reason = driver_write.refusal(rows.schema, options)
+        if reason is not None:
+            raise BadInputError(f"{location.uri}: Arrow rows cannot be written here: {reason}")
+    table = open_or_create(location, options, incoming_schema)
     config = table.config
     settings = _commit_settings(options)
     if settings.async_compaction and config.is_mor:
@@ -215,14 +245,20 @@ def _write(
     # commit that completes after it is caught at commit time).
     snapshot = table.view.base_files_as_of()
     # Bad input is refused before the timeline is touched.
-    schema = writer_schema(location, incoming_arrow_schema(df, data_columns), snapshot, operation)
-    # Spark merges when it can open the table itself.
-    spark_merges = (
-        options.merge_engine == "spark" and not config.is_mor and spark_opens(spark, location)
-    )
-    incoming = incoming_rows(
-        df, data_columns, options, merge_ordering, snapshot, spark_merges, location.uri
-    )
+    schema = writer_schema(location, incoming_schema(), snapshot, operation)
+    incoming: IncomingRows | DriverRows
+    if isinstance(rows, DataFrame):
+        # Spark merges when it can open the table itself.
+        assert spark is not None
+        spark_merges = (
+            options.merge_engine == "spark" and not config.is_mor and spark_opens(spark, location)
+        )
+        incoming = incoming_rows(
+            rows, data_columns, options, merge_ordering, snapshot, spark_merges, location.uri
+        )
+    else:
+        spark_merges = False
+        incoming = DriverRows.of(rows, options, merge_ordering, snapshot, location.uri)
     try:
         rolled_back = transaction.start()
         with transaction.inflight():
@@ -262,15 +298,20 @@ def write_arrow(
     storage_options: Mapping[str, Any] | None = None,
     extra_metadata: Mapping[str, str] | None = None,
 ) -> WriteResult:
-    """Write Arrow ``rows`` to a Merge-on-Read table through Hudi's bucket index
-    (``hoodie.index.type=BUCKET``, ``bucket_index``): upsert, insert or delete, in
-    this process, without Spark jobs. The same table as ``write`` writes, and the same
-    commit protocol, services and hook (a failed sync raises as in ``write``)."""
+    """Write Arrow ``rows`` in this process, without Spark: the Arrow engine
+    (``driver_write``; with ``hoodie.index.type=BUCKET`` a Merge-on-Read table's buckets,
+    ``bucket_index``). Every operation ``write`` takes; the same table as ``write``
+    writes, and the same commit protocol, services and hook (a failed sync raises as in
+    ``write``). Key and partition fields must be strings or integers."""
     WriteOptions.precheck(options)
     location = open_location(table_uri(path), dict(storage_options or {}))
     with reporting_storage_failures(location):
         write_options = _resolved(options, location)
-        result = _write_buckets(rows, location, write_options, dict(extra_metadata or {}))
+        metadata = dict(extra_metadata or {})
+        if write_options.index_type == "BUCKET":
+            result = _write_buckets(rows, location, write_options, metadata)
+        else:
+            result = _write(rows, location, write_options, metadata)
     return _synced(result, options)
 
 
@@ -327,8 +368,6 @@ def _write_buckets(
     checks, the same table, the same commit protocol."""
     operation = options.operation
     where = location.uri
-    if cfg.INDEX_TYPE.given(options.raw):  # asked for another index: refused before opening
-        _require_buckets(options, where)
     if operation not in BUCKET_OPERATIONS:
         raise BadInputError(
             f"{where}: {cfg.OPERATION.key}={operation} is not supported with "
@@ -345,7 +384,6 @@ def _write_buckets(
 
     table = open_or_create(location, options, incoming_schema)
     options = options.for_table(table.config)  # a bucket table's own index settings
-    _require_buckets(options, where)
     if not table.config.is_mor:
         raise BadInputError(
             f"{where}: {cfg.INDEX_TYPE.key}=BUCKET writes Merge-on-Read tables only "
@@ -383,14 +421,6 @@ def _write_buckets(
         transaction.instant, Action.DELTA_COMMIT, operation, stats, {}, rolled_back
     )
     return _after_commit(result, transaction, finished, options, settings, spark)
-
-
-def _require_buckets(options: WriteOptions, where: str) -> None:
-    if options.index_type != "BUCKET":
-        raise BadInputError(
-            f"{where}: Arrow rows are written through the bucket index only "
-            f"({cfg.INDEX_TYPE.key}=BUCKET); write a DataFrame for {options.index_type}"
-        )
 
 
 def _finish_pending_compactions(
@@ -446,10 +476,39 @@ def _stored_schema(table: HudiTable) -> pa.Schema | None:
     return pa.schema([*meta, *table_data_fields(table)])
 
 
+@dataclass(frozen=True)
+class DriverRows:
+    """A driver write's rows, keyed (``driver_write.keyed_incoming``), and the partitions
+    the write changes."""
+
+    keyed: pa.Table | None  # None for delete_partition, which writes no rows
+    partitions: frozenset[str]
+
+    @classmethod
+    def of(
+        cls,
+        rows: pa.Table,
+        options: WriteOptions,
+        ordering: str | None,
+        snapshot: Mapping[tuple[str, str], str],
+        where: str,
+    ) -> DriverRows:
+        if options.operation == "delete_partition":
+            named = options.partitions_to_delete or driver_write.row_partitions(
+                rows, options, where
+            )
+            return cls(None, frozenset(partitions_to_delete(named, options, snapshot, where)))
+        keyed = driver_write.keyed_incoming(rows, options, ordering, where)
+        return cls(keyed, frozenset(pc.unique(keyed.column(PARTITION_PATH)).to_pylist()))
+
+    def release(self) -> None:
+        """Nothing is cached for a driver write."""
+
+
 def _write_file_groups(
-    spark: SparkSession,
+    spark: SparkSession | None,
     target: WriteTarget,
-    incoming: IncomingRows,
+    incoming: IncomingRows | DriverRows,
     spark_merges: bool,
     cdc_mode: CdcMode | None,
     log_appends: AppendSpec | None,
@@ -460,6 +519,12 @@ def _write_file_groups(
     replaced = replaced_file_groups(operation, target.snapshot, target.partitions)
     if operation == "delete_partition":
         return [], replaced
+    if isinstance(incoming, DriverRows):
+        assert incoming.keyed is not None
+        return driver_write.write_file_groups(target, incoming.keyed, cdc_mode, log_appends), (
+            replaced
+        )
+    assert spark is not None
     if spark_merges:
         stats = spark_merge_plan.write_file_groups(spark, target, incoming, cdc_mode)
         return stats, replaced
