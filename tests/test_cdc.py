@@ -178,16 +178,19 @@ def test_cdc_rows_equal_the_snapshot_model_for_every_operation(  # type: ignore[
 def test_both_merge_engines_log_the_same_changes(  # type: ignore[no-untyped-def]
     spark, tmp_path: Path, mode: str
 ) -> None:
-    """The Spark merge (the default) logs CDC from its own job over the changed keys;
-    the Python merge logs each group as it merges it. Commit by commit their CDC logs
-    hold the same records (file ids may differ: routing to small files depends on the
-    files' sizes), and each engine's logs pass ``check_cdc_files``."""
+    """The Spark merge (the executors' default) logs CDC from its own job over the
+    changed keys; the Python merge logs each group as it merges it, and so does the
+    driver's engine (small writes). Commit by commit their CDC logs hold the same records
+    (file ids may differ: routing to small files depends on the files' sizes), and each
+    engine's logs pass ``check_cdc_files``."""
     cdc = {"hoodie.table.cdc.enabled": "true", "hoodie.table.cdc.supplemental.logging.mode": mode}
-    engines = ("spark", "python")
-    commits = {
-        e: run_sequence(spark, tmp_path / e, 6, {**cdc, "hudi_sync.write.merge.engine": e})
-        for e in engines
+    engines = ("spark", "python", "driver")
+    chosen: dict[str, dict[str, object]] = {
+        "spark": {"hudi_sync.write.merge.engine": "spark"},
+        "python": {"hudi_sync.write.merge.engine": "python"},
+        "driver": {},  # no engine named: small writes go to the driver
     }
+    commits = {e: run_sequence(spark, tmp_path / e, 6, {**cdc, **chosen[e]}) for e in engines}
     logged: dict[str, list[Counter[str]]] = {}
     for engine in engines:
         path = tmp_path / engine
@@ -204,8 +207,8 @@ def test_both_merge_engines_log_the_same_changes(  # type: ignore[no-untyped-def
                         records[json.dumps(record, sort_keys=True, default=str)] += 1
             per_commit.append(records)
         logged[engine] = per_commit
-    assert len(commits["spark"]) == len(commits["python"])
-    assert logged["spark"] == logged["python"]
+    assert len(commits["spark"]) == len(commits["python"]) == len(commits["driver"])
+    assert logged["spark"] == logged["python"] == logged["driver"]
     assert sum(c.total() for c in logged["spark"]) >= 3  # an update, a soft delete, a delete
 
 

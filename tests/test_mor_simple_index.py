@@ -16,7 +16,8 @@ from hudi_sync.spark.writing import python_merge
 from hudi_sync.table import HudiTable
 from tests.test_spark_writer import frame, hudi_rs, options
 
-MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
+# The executors' engines (the driver's takes small writes: tests/test_driver_write.py).
+MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ", "hudi_sync.write.driver.max.bytes": 0}
 # Plan nodes of the Python workers' Arrow jobs (``applyInArrow``, ``mapInArrow``).
 PYTHON_NODES = ("FlatMapGroupsInArrow", "MapInArrow", "PythonMapInArrow")
 

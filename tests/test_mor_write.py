@@ -29,7 +29,7 @@ from hudi_sync.table.write.compaction import compact, pending_compactions, plan_
 from hudi_sync.table.write.lock import TableLock
 from tests.fixture_tables import set_properties
 from tests.spark_model import TableModel, table_rows
-from tests.test_spark_writer import RandomWorkload, frame, hudi_rs, options, our_rows
+from tests.test_spark_writer import ENGINES, RandomWorkload, frame, hudi_rs, options, our_rows
 from tests.warehouse_rows import hudi_rs_rows
 
 HUDI_WRITTEN_MOR = (
@@ -57,13 +57,20 @@ def hudi_rs_incremental(path: Path, begin: str, end: str) -> list[Any]:
 
 
 @pytest.mark.parametrize(
-    ("version", "block_format", "seed"), [(6, "avro", 11), (8, "parquet", 12), (8, "avro", 13)]
+    ("version", "block_format", "seed", "engine"),
+    [
+        (6, "avro", 11, "driver"),
+        (8, "parquet", 12, "driver"),
+        (8, "avro", 13, "driver"),
+        (8, "parquet", 12, "executors"),
+    ],
 )
 def test_random_merge_on_read_writes_match_the_model_in_every_reader(  # type: ignore[no-untyped-def]
-    spark, tmp_path, version, block_format, seed
+    spark, tmp_path, version, block_format, seed, engine
 ) -> None:
     settings = {
         **MOR,
+        **ENGINES[engine],
         "hoodie.logfile.data.block.format": block_format,
         "hoodie.compact.inline": "true",
         "hoodie.compact.inline.max.delta.commits": 3,

@@ -32,9 +32,9 @@ CHILD = textwrap.dedent(
     from hudi_sync.spark import local_session, write
     from hudi_sync.table.write import commit as commit_module
     from hudi_sync.table.write import timeline as timeline_writer
-    from tests.test_spark_writer import frame, options
+    from tests.test_spark_writer import ENGINES, frame, options
 
-    path, mode, flag = sys.argv[1], sys.argv[2], sys.argv[3]
+    path, mode, flag, engine = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 
     def die(*args, **kwargs):
         os._exit(9)
@@ -57,7 +57,7 @@ CHILD = textwrap.dedent(
     spark = local_session("child", cores=1)
     rows = [{"id": 1, "p": "a", "name": mode, "ts": 5}, {"id": 9, "p": "a", "name": mode, "ts": 5}]
     try:
-        write(frame(spark, rows, False), path, options("t", 6, "upsert"))
+        write(frame(spark, rows, False), path, options("t", 6, "upsert", **ENGINES[engine]))
     except WriteConflictError as exc:
         print(exc)
         os._exit(3)
@@ -66,9 +66,11 @@ CHILD = textwrap.dedent(
 )
 
 
-def _child(path: Path, mode: str, flag: Path | None = None) -> subprocess.Popen[str]:
+def _child(
+    path: Path, mode: str, flag: Path | None = None, engine: str = "driver"
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(path), mode, str(flag or path.parent / "flag")],
+        [sys.executable, "-c", CHILD, str(path), mode, str(flag or path.parent / "flag"), engine],
         cwd=Path(__file__).resolve().parents[1],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -93,12 +95,20 @@ def _seed(seeded, tmp_path: Path) -> tuple[Path, list]:  # type: ignore[no-untyp
     return path, before
 
 
-@pytest.mark.parametrize("step", ["after-requested", "after-files", "before-completion"])
+@pytest.mark.parametrize(
+    "step,engine",
+    [
+        ("after-requested", "driver"),
+        ("after-files", "driver"),
+        ("after-files", "executors"),  # data files written by Spark's tasks
+        ("before-completion", "driver"),
+    ],
+)
 def test_a_writer_killed_at_each_step_leaves_the_previous_snapshot(  # type: ignore[no-untyped-def]
-    spark, seeded, tmp_path, step
+    spark, seeded, tmp_path, step, engine
 ) -> None:
     path, before = _seed(seeded, tmp_path)
-    child = _child(path, step)
+    child = _child(path, step, engine=engine)
     _, err = child.communicate(timeout=300)
     assert child.returncode == 9, err[-2000:]
     pending = [i.requested_time for i in HudiTable.open(str(path)).timeline.pending]

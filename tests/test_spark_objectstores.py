@@ -20,7 +20,7 @@ from hudi_sync.table.write import timeline as timeline_writer
 from hudi_sync.table.write.create import TableSettings, create_table
 from tests.objectstores import ObjectStore
 from tests.spark_model import TableModel, table_rows
-from tests.test_spark_writer import frame, options
+from tests.test_spark_writer import ENGINES, frame, options
 from tests.warehouse_rows import hudi_rs_rows
 
 STORES = ["s3_server", "gcs_server"]
@@ -95,7 +95,9 @@ def test_a_write_sequence_on_an_object_store_matches_a_local_table(  # type: ign
     steps = SEQUENCE
     for (operation, batch), seen_locally in zip(steps, local_sequence(version), strict=True):
         df = frame(spark, batch, False)
-        opts = options(f"t{version}", version, operation)
+        # Version 6 on the driver's engine, 8 on the executors' (fsspec in Python workers).
+        engine = ENGINES["executors" if version == 8 else "driver"]
+        opts = options(f"t{version}", version, operation, **engine)
         result = write(df, uri, opts, storage_options=store.storage_options)
         if operation == "insert":
             model.insert(batch, result.instant)

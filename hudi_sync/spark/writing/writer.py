@@ -12,10 +12,12 @@ Steps of one write (Hudi's, see docs/spark.md#written-table-rules), each in its 
    Hudi's commit protocol, which needs no Spark).
 4. Each touched file group is merged and written under its Hudi name, after a marker
    that lets a rollback find it; new keys go into small files, then into new file groups
-   sized by ``hoodie.parquet.max.file.size`` (``file_groups``). One of two merge engines
-   does it. By default, where Spark can open the table (local disk, or a scheme its
-   Hadoop reads without fsspec options), Spark merges with its own
-   joins and parquet writer (and a CDC table's logs come from a second job over the
+   sized by ``hoodie.parquet.max.file.size`` (``file_groups``). A small batch
+   (``hudi_sync.write.driver.max.bytes``) is collected and written by the driver without
+   Spark jobs (``driver_write``; steps 2 and 4 on Arrow rows, by the same rules). On the
+   executors, one of two merge engines does it. By default, where Spark can open the
+   table (local disk, or a scheme its Hadoop reads without fsspec options), Spark merges
+   with its own joins and parquet writer (and a CDC table's logs come from a second job over the
    changed keys, ``cdc_logs``) (``spark_merge_plan`` driving ``spark_merge``: it profiles
    and deduplicates the keys itself, nothing cached; faster and leaner in the writer
    benchmark; no Hudi key-range footer metadata). Otherwise, or with
@@ -57,6 +59,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, MetaSyncError, TableNotFoundError
+from hudi_sync.spark.compat import to_arrow_schema
 from hudi_sync.spark.hadoop import spark_opens
 from hudi_sync.spark.writing import bucket_write, driver_write, python_merge, spark_merge_plan
 from hudi_sync.spark.writing.bucket_index import (
@@ -190,7 +193,7 @@ def write(
 
 
 def _schema_of(df: DataFrame) -> pa.Schema:
-    return incoming_arrow_schema(df, df.columns)
+    return to_arrow_schema(df.schema)
 
 
 def _synced(result: WriteResult, options: Mapping[str, object]) -> WriteResult:
