@@ -29,7 +29,10 @@ def _no_spark() -> SparkSession:
 
 
 def _rows(path: Path) -> list[dict[str, object]]:
-    return hudi_rs_rows(str(path)).select(list(COLUMNS)).sort_by("id").to_pylist()
+    rows: list[dict[str, object]] = (
+        hudi_rs_rows(str(path)).select(list(COLUMNS)).sort_by("id").to_pylist()
+    )
+    return rows
 
 
 def _topic(broker: KafkaBroker) -> str:
