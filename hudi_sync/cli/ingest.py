@@ -143,6 +143,7 @@ def ingest_debezium(
     table per topic; a table that fails is reported on one stderr line and the command
     exits 1 after the others. With hoodie.datasource.meta.sync.enable=true the sync hook
     runs after each commit."""
+    import functools
     import signal
     import threading
 
@@ -209,18 +210,24 @@ def ingest_debezium(
             failed.append(table)
             typer.echo(f"error: table {table} (topic {topic_name}): {error}", err=True)
 
+        def on_signals() -> None:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(signum, lambda *_: stop.set())
+
+        @functools.cache
         def session() -> SparkSession:
+            """Started by the first batch that needs Spark (Arrow batches need none)."""
             from hudi_sync.spark import local_session
 
             spark = local_session("hudi-sync ingest")
-            for signum in (signal.SIGINT, signal.SIGTERM):  # after Spark's own SIGINT handler
-                signal.signal(signum, lambda *_: stop.set())
+            on_signals()  # again, after Spark's own SIGINT handler
             return spark
 
+        on_signals()
         if config is None:
-            result = exit_on_error(lambda: ingest_tables(session(), tables, show, stop, report))
+            result = exit_on_error(lambda: ingest_tables(session, tables, show, stop, report))
         else:
-            summary = exit_on_error(lambda: ingest(session(), config, show, stop))
+            summary = exit_on_error(lambda: ingest(session, config, show, stop))
     if config is None:
         _emit_tables(result.rows(), as_json, f"ingest into {base_path}")
         if failed:

@@ -1,4 +1,5 @@
-"""``hudi-sync write``: data files to a Hudi table with PySpark (imported on use);
+"""``hudi-sync write``: data files to a Hudi table (small parquet files by the driver's
+Arrow engine, the rest with PySpark, imported on use);
 ``hudi-sync compact``: Merge-on-Read compaction."""
 
 from __future__ import annotations
@@ -35,24 +36,35 @@ def write_command(
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Write data files to a Hudi table with PySpark, by Hudi's write options
-    (hoodie.table.name, hoodie.datasource.write.*, ...). With
-    hoodie.datasource.meta.sync.enable=true the sync hook runs after the commit; a failed
-    sync keeps the commit and exits 1."""
+    """Write data files to a Hudi table, by Hudi's write options (hoodie.table.name,
+    hoodie.datasource.write.*, ...): parquet files of at most
+    hudi_sync.write.driver.max.bytes together in this process, without Spark; the rest
+    with PySpark. With hoodie.datasource.meta.sync.enable=true the sync hook runs after
+    the commit; a failed sync keeps the commit and exits 1."""
     options = exit_on_error(lambda: command_options(props, conf))
     storage = exit_on_error(lambda: parse_storage_options(storage_option))
 
     def body() -> dict[str, Any]:
+        from hudi_sync import config as cfg
         from hudi_sync.errors import MetaSyncError
-        from hudi_sync.spark import local_session, write
-        from hudi_sync.spark.writing.files import check_sources, load_files, source_format
+        from hudi_sync.spark import local_session, write, write_arrow
+        from hudi_sync.spark.writing.files import (
+            arrow_rows,
+            check_sources,
+            load_files,
+            source_format,
+        )
         from hudi_sync.spark.writing.options import WriteOptions
 
         WriteOptions.precheck(options)  # bad options and sources fail before Spark starts
         check_sources(sources)
         kind = source_format(sources, file_format)
-        spark = local_session("hudi-sync write")
         try:
+            # Small files, as write(df) routes a small DataFrame: no Spark session at all.
+            rows = arrow_rows(sources, kind, cfg.WRITE_DRIVER_MAX_BYTES.read(options))
+            if rows is not None:
+                return write_arrow(rows, table, options, storage).summary()
+            spark = local_session("hudi-sync write")
             return write(load_files(spark, sources, kind), table, options, storage).summary()
         except MetaSyncError as failed:  # the commit stands: summarised, then exit 1
             summary: dict[str, Any] = failed.result.summary()

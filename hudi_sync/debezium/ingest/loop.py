@@ -34,15 +34,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import SparkSession
-
 from hudi_sync import config as cfg
 from hudi_sync.debezium.batch import Reduced, reduce_events
 from hudi_sync.debezium.columns import ColumnEvents, ColumnReduced, decode_columns, reduce_columns
 from hudi_sync.debezium.events import ChangeEvent, EventError, EventReader, EventSettings, Position
 from hudi_sync.debezium.ingest.compactor import AsyncCompactor
 from hudi_sync.debezium.ingest.options import IngestConfig
-from hudi_sync.debezium.ingest.writes import BatchWriter
+from hudi_sync.debezium.ingest.writes import BatchWriter, SparkSource
 from hudi_sync.debezium.kafka_source import KafkaSource, Message, lag
 from hudi_sync.debezium.registry import SchemaRegistry
 from hudi_sync.debezium.state import IngestState, Offsets, format_checkpoint, load_state
@@ -83,25 +81,25 @@ class _Batch:
 
 
 def ingest(
-    spark: SparkSession,
+    spark: SparkSource,
     config: IngestConfig,
     progress: ProgressCallback | None = None,
     stop: threading.Event | None = None,
 ) -> IngestSummary:
     """Ingest until the topics are read to their end (or, ``continuous``, until
-    ``stop`` is set); each batch is one commit."""
+    ``stop`` is set); each batch is one commit. ``spark``: a session, or what starts
+    one, called on the first batch that needs Spark (``writes``)."""
     return _Ingest(spark, config, progress, stop or threading.Event()).run()
 
 
 class _Ingest:
     def __init__(
         self,
-        spark: SparkSession,
+        spark: SparkSource,
         config: IngestConfig,
         progress: ProgressCallback | None,
         stop: threading.Event,
     ) -> None:
-        self.spark = spark
         self.config = config
         self.path = config.table_path
         self.progress = progress or (lambda summary: None)
@@ -121,9 +119,9 @@ class _Ingest:
         if state.instant is not None:
             self._sync()  # a run killed during its sync left the warehouse behind
         source = KafkaSource(self.config.kafka)
-        # The next batch is read and decoded while Spark writes this one (the driver
-        # mostly waits for the JVM then); it is reduced only after this commit, against
-        # the tombstones the commit leaves.
+        # The next batch is read and decoded while this one is written (the driver
+        # mostly waits for the JVM or for storage then); it is reduced only after this
+        # commit, against the tombstones the commit leaves.
         prefetch = ThreadPoolExecutor(max_workers=1, thread_name_prefix="debezium-read")
         try:
             pending = prefetch.submit(self._read, source, source.seek(state.offsets))

@@ -9,12 +9,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import SparkSession
-
 from hudi_sync import config as cfg
 from hudi_sync.debezium.ingest.loop import IngestSummary, ProgressCallback, ingest
 from hudi_sync.debezium.ingest.options import _OPTION_OVERRIDES, IngestConfig
-from hudi_sync.debezium.ingest.writes import table_name_of
+from hudi_sync.debezium.ingest.writes import SparkSource, table_name_of
 from hudi_sync.debezium.kafka_source import KafkaSource
 from hudi_sync.debezium.masking import mask_value
 from hudi_sync.errors import BadInputError, HudiSyncError, first_line
@@ -167,7 +165,7 @@ FailureCallback = Callable[[str, str, str], None]  # table name, topic, one-line
 
 
 def ingest_tables(
-    spark: SparkSession,
+    spark: SparkSource,
     config: TablesConfig,
     progress: ProgressCallback | None = None,
     stop: threading.Event | None = None,

@@ -1,8 +1,9 @@
-"""The write paths of one batch: its reduced rows as Arrow appended through the bucket
-index (a Merge-on-Read table the ingest created; no Spark job), or as a Spark
-DataFrame upserted by the writer (TOAST columns filled from the stored rows, a
-truncate's deletes, the table's column types); each commit carries the batch's
-checkpoint and tombstones (``state``)."""
+"""The write paths of one batch: its reduced rows as Arrow written in this process
+(``write_arrow``: no Spark session is started for them), or as a Spark DataFrame
+upserted by the writer when the table does not take Arrow rows or the batch needs the
+stored rows (TOAST columns filled from them, a truncate's deletes); each commit carries
+the batch's checkpoint and tombstones (``state``). The Spark session is started on the
+first batch that needs it."""
 
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ from hudi_sync.table.write.compaction import compact, pending_compactions
 from hudi_sync.table.write.lock import TableLock
 
 UNAVAILABLE_COLUMNS = "__hudi_sync_unavailable"
+# A Spark session, or what starts one when first needed (the CLI starts none up front).
+SparkSource = SparkSession | Callable[[], SparkSession]
 
 
 class BatchWriter:
@@ -44,11 +47,11 @@ class BatchWriter:
 
     def __init__(
         self,
-        spark: SparkSession,
+        spark: SparkSource,
         config: IngestConfig,
         key_fields: Callable[[], tuple[str, ...]],
     ) -> None:
-        self.spark = spark
+        self._spark = spark
         self.config = config
         self.path = config.table_path
         self.key_fields = key_fields
@@ -58,6 +61,14 @@ class BatchWriter:
         self._mor = False
         self._async: bool | None = None  # compactions run beside the ingest
 
+    @property
+    def spark(self) -> SparkSession:
+        """The Spark session, started on first use: batches written as Arrow rows need
+        none."""
+        if not isinstance(self._spark, SparkSession):
+            self._spark = self._spark()
+        return self._spark
+
     def commit(
         self,
         reduced: Reduced | ColumnReduced,
@@ -66,17 +77,23 @@ class BatchWriter:
         after: dict[str, dict[int, int]],
     ) -> IngestState:
         rows: list[ChangeEvent] = []
-        if isinstance(reduced, ColumnReduced):  # decoded in columns: a bucket-index table
+        if isinstance(reduced, ColumnReduced):  # decoded in columns: the table takes Arrow
             if reduced.size:
                 arrow = self._aligned(_zoned_timestamps(reduced.rows))
                 return self._commit_rows(arrow, reduced, state, tombstones, after)
         else:
             rows = list(reduced.final.values())
-            if rows and not reduced.unresolved and not reduced.truncated_at and self._buckets():
-                # The bucket index: Arrow rows appended in this process, no Spark job.
+            if rows and self._arrow_batch(reduced):
                 with cycle_collection_paused():
                     arrow = self._arrow_rows(rows)
                 return self._commit_rows(arrow, reduced, state, tombstones, after)
+        if not rows:
+            types = self.stored_types()
+            if types is None:  # no table yet: nothing to commit the checkpoint to
+                return IngestState(after, state.tombstone_files, state.truncated_before)
+            if self._arrow_batch(reduced):  # only the checkpoint moves
+                empty = pa.schema(list(types.items())).empty_table()
+                return self._commit_rows(empty, reduced, state, tombstones, after)
         stored = self._stored()
         if not rows and not (reduced.truncated_at and stored is not None):
             if stored is None:
@@ -95,8 +112,8 @@ class BatchWriter:
         tombstones: dict[str, str],
         after: dict[str, dict[int, int]],
     ) -> IngestState:
-        """Commit the batch's rows (a DataFrame, or Arrow rows for the bucket index)
-        with its checkpoint and tombstones."""
+        """Commit the batch's rows (a DataFrame, or Arrow rows for ``write_arrow``) with
+        its checkpoint and tombstones."""
         files = self.store.add(state, tombstones, reduced.deletes, reduced.upserted_keys)
         new_state = IngestState(
             offsets=after,
@@ -214,8 +231,17 @@ class BatchWriter:
         return self._aligned(_zoned_timestamps(to_table(rows, self.config.binary_handling_mode)))
 
     def takes_arrow(self) -> bool:
-        """The batch goes to the table as Arrow rows (the bucket index)."""
+        """The table takes Arrow rows (``write_arrow``). Today that is the bucket index
+        only; once ``write_arrow`` writes every index, this is True for every table."""
         return self._buckets()
+
+    def _arrow_batch(self, reduced: Reduced | ColumnReduced) -> bool:
+        """The batch goes as Arrow rows, without Spark: the table takes them and the
+        batch needs no stored rows (TOAST columns to fill, a truncate's deletes; those
+        are read through Spark)."""
+        if isinstance(reduced, ColumnReduced):
+            return True  # decoded in columns only for a table that takes Arrow rows
+        return self.takes_arrow() and not reduced.unresolved and not reduced.truncated_at
 
     def partition_fields(self) -> list[str]:
         return field_names(cfg.PARTITION_PATH.read(self.config.write_options))
