@@ -16,9 +16,7 @@ and **cli**: ``hudi-sync write`` of a 3-row parquet file, end to end (a fresh pr
 its start included).
 
 Tables (``--tables``): ``cow-simple`` and ``mor-simple`` (``hoodie.index.type=SIMPLE``),
-``mor-bucket`` (``BUCKET``). Until ``write_arrow`` takes every index it refuses the
-simple-index tables, and their arrow and cli cases fail the run (nothing is caught);
-``--tables mor-bucket`` runs what works today.
+``mor-bucket`` (``BUCKET``). A refused case fails the run (nothing is caught).
 
 Times cover the write only (reading the 10 incoming rows included), after ``--warmup``
 unrecorded attempts (the session's first jobs). Medians of ``--repeat`` runs and their

@@ -245,7 +245,7 @@ def test_options_the_bucket_index_cannot_honour_are_refused(  # type: ignore[no-
     refusals = {
         "hoodie.bucket.index.num.buckets": (2, "hoodie.bucket.index.num.buckets=2"),
         "hoodie.datasource.write.operation": ("insert_overwrite", "insert_overwrite"),
-        "hoodie.index.type": ("SIMPLE", "bucket index only"),
+        "hoodie.index.type": ("SIMPLE", "hoodie.index.type=SIMPLE (table: BUCKET)"),
     }
     for key, (value, words) in refusals.items():
         with pytest.raises(BadInputError) as refused:

@@ -174,9 +174,9 @@ class _Ingest:
         return _Batch(messages, after, ends, self._decode(messages))
 
     def _decode_columns(self, messages: list[Message]) -> ColumnEvents | None:
-        """The batch in columns, when its table takes Arrow rows (the bucket index) and
-        the columnar decoder can express every event; None: decode row by row."""
-        if not messages or not self.reader.key_fields or not self.writer.takes_arrow():
+        """The batch in columns, when the columnar decoder can express every event;
+        None: decode row by row."""
+        if not messages or not self.reader.key_fields:
             return None  # key fields are learned from the first batch's messages
         return decode_columns(
             [m.value for m in messages],

@@ -26,6 +26,7 @@ from hudi_sync.spark.compat import arrow_dataframe
 from hudi_sync.spark.reading.reader import read
 from hudi_sync.spark.writing import options as opt
 from hudi_sync.spark.writing.compaction import spark_executor
+from hudi_sync.spark.writing.driver_write import text_as_in_spark
 from hudi_sync.spark.writing.options import WriteOptions
 from hudi_sync.spark.writing.writer import write, write_arrow
 from hudi_sync.sync.hook import run_post_commit_hook
@@ -120,6 +121,8 @@ class BatchWriter:
             tombstone_files=files,
             truncated_before=reduced.truncated_at or state.truncated_before,
         )
+        if isinstance(rows, pa.Table) and not self._keyed_in_arrow(rows):
+            rows = arrow_dataframe(self.spark, rows)
         writes = write_arrow if isinstance(rows, pa.Table) else write
         result = writes(
             rows,
@@ -230,18 +233,23 @@ class BatchWriter:
         self._check_partition_values(rows)
         return self._aligned(_zoned_timestamps(to_table(rows, self.config.binary_handling_mode)))
 
-    def takes_arrow(self) -> bool:
-        """The table takes Arrow rows (``write_arrow``). Today that is the bucket index
-        only; once ``write_arrow`` writes every index, this is True for every table."""
-        return self._buckets()
-
     def _arrow_batch(self, reduced: Reduced | ColumnReduced) -> bool:
-        """The batch goes as Arrow rows, without Spark: the table takes them and the
-        batch needs no stored rows (TOAST columns to fill, a truncate's deletes; those
-        are read through Spark)."""
+        """The batch goes as Arrow rows, without Spark (``write_arrow``, which writes
+        every table): it needs no stored rows (TOAST columns to fill, a truncate's
+        deletes; those are read through Spark)."""
         if isinstance(reduced, ColumnReduced):
-            return True  # decoded in columns only for a table that takes Arrow rows
-        return self.takes_arrow() and not reduced.unresolved and not reduced.truncated_at
+            return True
+        return not reduced.unresolved and not reduced.truncated_at
+
+    def _keyed_in_arrow(self, rows: pa.Table) -> bool:
+        """Whether the Arrow engine can key the rows: key and partition fields Arrow
+        writes as Spark does (strings, integers). Others (a numeric key) are keyed by
+        Spark; the bucket index refuses them either way."""
+        if self._buckets():
+            return True
+        names = [*self.key_fields(), *self.partition_fields()]
+        fields = [rows.schema.field(n) for n in names if n in rows.schema.names]
+        return all(text_as_in_spark(f.type) for f in fields)
 
     def partition_fields(self) -> list[str]:
         return field_names(cfg.PARTITION_PATH.read(self.config.write_options))

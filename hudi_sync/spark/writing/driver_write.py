@@ -19,8 +19,9 @@ here, by the same rules as the executors' engines and into the same table:
    (``python_merge.group_merger``), a few at once (pyarrow releases the GIL).
 
 The commit protocol, services and hook around it are the writer's (``writer``).
-Which engine takes a write is decided by ``refusal``: key and partition fields whose
-text Arrow and Spark spell alike, and no Spark merge engine named in the options.
+Which engine takes a write is the writer's choice (by size, and no Spark merge engine
+named in the options); ``refusal`` says which rows this engine cannot key: key and
+partition fields must be ones whose text Arrow and Spark spell alike.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudi_sync import config as cfg
 from hudi_sync.spark.writing.bucket_index import java_string_hashes, keyed_columns, one_per_key
 from hudi_sync.spark.writing.file_groups import WriteTarget, new_key_buckets, uses_small_files
 from hudi_sync.spark.writing.log_append import AppendSpec
@@ -50,9 +50,9 @@ _WRITERS = 8  # file groups merged or read at once
 _ROW = "__hudi_sync_row"
 
 
-def _plain_text(kind: pa.DataType) -> bool:
-    """Whether Arrow and Spark write a value of ``kind`` as the same text (a key or a
-    partition path is that text)."""
+def text_as_in_spark(kind: pa.DataType) -> bool:
+    """Whether Arrow writes a value of ``kind`` as the same text as Spark does (a record
+    key or a partition path is that text): strings and integers."""
     return bool(
         pa.types.is_string(kind)
         or pa.types.is_large_string(kind)
@@ -62,16 +62,13 @@ def _plain_text(kind: pa.DataType) -> bool:
 
 
 def refusal(schema: pa.Schema, options: WriteOptions) -> str | None:
-    """Why the Arrow engine cannot take rows of ``schema`` (None: it can): a record key
-    or simple partition field whose text Spark and Arrow spell differently (a double's
-    ``1.0``, a timestamp's fraction), or a Spark merge engine named in the options (a
-    write that asks for Spark's engine gets it)."""
-    if cfg.MERGE_ENGINE.given(options.raw):
-        return f"{cfg.MERGE_ENGINE.key} names a Spark merge engine"
+    """Why the Arrow engine cannot key rows of ``schema`` (None: it can): a record key or
+    simple partition field whose text Spark and Arrow spell differently (a double's
+    ``1.0``, a timestamp's fraction)."""
     scheme = options.partition_scheme
     simple = [f for f, kind in zip(scheme.fields, scheme.kinds, strict=True) if kind != TIMESTAMP]
     for name in (*options.record_key_fields, *simple):
-        if name in schema.names and not _plain_text(schema.field(name).type):
+        if name in schema.names and not text_as_in_spark(schema.field(name).type):
             return f"field {name} is {schema.field(name).type}: only string and integer fields"
     return None
 

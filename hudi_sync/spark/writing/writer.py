@@ -185,15 +185,19 @@ def write(
         if write_options.index_type == "BUCKET":  # see bucket_index, bucket_write
             rows = collected_rows(df, location.uri) if in_driver else df
             result = _write_buckets(rows, location, write_options, metadata)
-        elif in_driver and driver_write.refusal(_schema_of(df), write_options) is None:
+        elif in_driver and _driver_takes(df, write_options):
             result = _write(collected_rows(df, location.uri), location, write_options, metadata)
         else:
             result = _write(df, location, write_options, metadata)
     return _synced(result, options)
 
 
-def _schema_of(df: DataFrame) -> pa.Schema:
-    return to_arrow_schema(df.schema)
+def _driver_takes(df: DataFrame, options: WriteOptions) -> bool:
+    """Whether the driver's engine takes a small write: the options name no Spark merge
+    engine (a write that asks for one gets it), and it can key the rows."""
+    if cfg.MERGE_ENGINE.given(options.raw):
+        return False
+    return driver_write.refusal(to_arrow_schema(df.schema), options) is None
 
 
 def _synced(result: WriteResult, options: Mapping[str, object]) -> WriteResult:
