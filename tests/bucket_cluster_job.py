@@ -83,7 +83,7 @@ def _payloads(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
 def main(uri: str, work: str) -> dict[str, Any]:
     from hudi_sync.spark import write
-    from hudi_sync.spark.writing.bucket_write import size_estimate
+    from hudi_sync.spark.writing.engine_choice import size_estimate
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = session()

@@ -36,7 +36,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
-from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, WriteError, first_line
 from hudi_sync.spark.compat import apply_in_arrow
 from hudi_sync.spark.writing.bucket_index import (
@@ -58,24 +57,6 @@ from hudi_sync.table.schema import META_FIELDS
 
 ARRIVAL = "__hudi_sync_arrival"
 BUCKET = "__hudi_sync_bucket"
-
-
-def size_estimate(df: DataFrame) -> int | None:
-    """Spark's optimizer estimate of the DataFrame's size in bytes; None where it has
-    none to give (a Spark Connect client)."""
-    try:
-        stats = df._jdf.queryExecution().optimizedPlan().stats()
-        size = stats.sizeInBytes()  # a Scala BigInt: py4j hands it over as an int
-        return int(size if isinstance(size, int) else size.toString())
-    except Exception:
-        return None
-
-
-def on_executors(df: DataFrame, options: WriteOptions) -> bool:
-    """Whether the executors write this batch: Spark estimates it larger than the
-    driver's share (``hudi_sync.write.driver.max.bytes``), or cannot say."""
-    estimate = size_estimate(df)
-    return estimate is None or estimate > cfg.WRITE_DRIVER_MAX_BYTES.read(options.raw)
 
 
 @dataclasses.dataclass

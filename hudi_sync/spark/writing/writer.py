@@ -71,10 +71,10 @@ from hudi_sync.spark.writing.bucket_index import (
     stored_timestamps,
 )
 from hudi_sync.spark.writing.compaction import spark_executor
+from hudi_sync.spark.writing.engine_choice import driver_rows
 from hudi_sync.spark.writing.file_groups import WriteTarget, replaced_file_groups
 from hudi_sync.spark.writing.incoming import (
     IncomingRows,
-    collected_rows,
     incoming_rows,
     partitions_to_delete,
 )
@@ -180,21 +180,23 @@ def write(
         write_options = _resolved(options, location)
         metadata = dict(extra_metadata or {})
         # A small batch is written in the driver (the Arrow engine); a large one by the
-        # executors.
-        in_driver = not bucket_write.on_executors(df, write_options)
+        # executors (``engine_choice``).
+        rows = (
+            driver_rows(df, write_options, location.uri) if _driver_may(df, write_options) else None
+        )
         if write_options.index_type == "BUCKET":  # see bucket_index, bucket_write
-            rows = collected_rows(df, location.uri) if in_driver else df
-            result = _write_buckets(rows, location, write_options, metadata)
-        elif in_driver and _driver_takes(df, write_options):
-            result = _write(collected_rows(df, location.uri), location, write_options, metadata)
+            result = _write_buckets(df if rows is None else rows, location, write_options, metadata)
         else:
-            result = _write(df, location, write_options, metadata)
+            result = _write(df if rows is None else rows, location, write_options, metadata)
     return _synced(result, options)
 
 
-def _driver_takes(df: DataFrame, options: WriteOptions) -> bool:
-    """Whether the driver's engine takes a small write: the options name no Spark merge
-    engine (a write that asks for one gets it), and it can key the rows."""
+def _driver_may(df: DataFrame, options: WriteOptions) -> bool:
+    """Whether the driver's engine may take the write if it is small: the bucket index
+    (whose own checks refuse keys it cannot hash), or the options name no Spark merge
+    engine (a write that asks for one gets it) and the engine can key the rows."""
+    if options.index_type == "BUCKET":
+        return True
     if cfg.MERGE_ENGINE.given(options.raw):
         return False
     return driver_write.refusal(to_arrow_schema(df.schema), options) is None
