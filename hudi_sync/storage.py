@@ -392,12 +392,13 @@ def write_files_atomically(files: Sequence[tuple[str, bytes]]) -> None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
         raise
-    for folder in sorted({os.path.dirname(path) for path, _ in files}):
-        descriptor = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)  # the new names
-        finally:
-            os.close(descriptor)
+    if os.name == "posix":  # the new names (a folder cannot be opened elsewhere)
+        for folder in sorted({os.path.dirname(path) for path, _ in files}):
+            descriptor = os.open(folder, os.O_RDONLY)
+            try:
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
 
 
 def _flush_to_disk(paths: Sequence[str]) -> None:
