@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import datetime as dt
+import functools
 import os
 import shutil
+import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,6 +108,16 @@ class Location:
             write_file_atomically(path, data, exclusive=exclusive)
         else:
             self.fs.pipe_file(path, data, mode="create" if exclusive else "overwrite")
+
+    def write_files(self, files: Sequence[tuple[str, bytes]]) -> None:
+        """``write_file`` of each ``(path, data)``, made durable together: locally one
+        flush of the disk for all of them (``write_files_atomically``), which costs what
+        one small file's fsync does; object stores put them concurrently (one PUT each
+        publishes it)."""
+        if self.is_local:
+            write_files_atomically(files)
+        elif files:
+            self.fs.pipe(dict(files))
 
     def read_file(self, path: str) -> bytes:
         """The whole file at ``path`` (``FileNotFoundError`` when there is none)."""
@@ -357,6 +370,69 @@ def write_file_atomically(path: str, data: bytes, exclusive: bool = False) -> No
             os.unlink(temporary)
     else:
         os.replace(temporary, path)
+
+
+def write_files_atomically(files: Sequence[tuple[str, bytes]]) -> None:
+    """``write_file_atomically`` of each ``(path, data)`` with one flush for them all
+    rather than an fsync each: every file is written under a temporary name, the file
+    systems holding them flushed (``_flush_to_disk``), then each is moved into place and
+    its folder synced. So no file has its name before it is on disk, and a failure
+    before the moves leaves none of them (the temporaries are removed)."""
+    temporaries: list[str] = []
+    try:
+        for path, data in files:
+            temporaries.append(temporary_path_beside(path))
+            with open(temporaries[-1], "wb") as handle:
+                handle.write(data)
+        _flush_to_disk(temporaries)
+        for (path, _), temporary in zip(files, temporaries, strict=True):
+            os.replace(temporary, path)
+    except BaseException:
+        for temporary in temporaries:  # the ones not moved yet
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+        raise
+    if os.name == "posix":  # the new names (a folder cannot be opened elsewhere)
+        for folder in sorted({os.path.dirname(path) for path, _ in files}):
+            descriptor = os.open(folder, os.O_RDONLY)
+            try:
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
+
+
+def _flush_to_disk(paths: Sequence[str]) -> None:
+    """Make the written files ``paths`` durable: on Linux one ``syncfs(2)`` per folder
+    (its file system's dirty data written and the disk's cache flushed at once, errors
+    reported since Linux 5.8), elsewhere an fsync of each."""
+    syncfs = _syncfs()
+    if syncfs is None:
+        for path in paths:
+            with open(path, "rb+") as handle:
+                os.fsync(handle.fileno())
+        return
+    for folder in sorted({os.path.dirname(path) for path in paths}):
+        descriptor = os.open(folder, os.O_RDONLY)
+        try:
+            if syncfs(descriptor) != 0:
+                code = ctypes.get_errno()
+                raise OSError(code, os.strerror(code), folder)
+        finally:
+            os.close(descriptor)
+
+
+@functools.cache
+def _syncfs() -> Callable[[int], int] | None:
+    """The C library's ``syncfs`` (Linux only), or None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int]
+    function.restype = ctypes.c_int
+    return function
 
 
 def modified_time(info: dict[str, Any]) -> float:

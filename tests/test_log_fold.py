@@ -17,7 +17,12 @@ import pytest
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, CorruptTableError
-from hudi_sync.manifest.log_parquet import LOG_FOLDER, LogParquetStore
+from hudi_sync.manifest.log_parquet import (
+    LOG_FOLDER,
+    LogParquetStore,
+    folded_batch_rows,
+    folded_file_rows,
+)
 from hudi_sync.spark.writing.writer import write_arrow
 from hudi_sync.table import HudiTable
 from hudi_sync.table.record_merge import DeleteKey, MergeMode, MergeRules, fold_log_records
@@ -179,3 +184,36 @@ def test_deletes_are_folded_record_by_record() -> None:
     rules = MergeRules(MergeMode.EVENT_TIME_ORDERING, "ts")
     assert columnar_fold(log, [0, 1], rules) is None
     assert columnar_fold(log.slice(0, 1), [0, DeleteKey("a")], rules) is None
+
+
+@pytest.mark.parametrize("with_partition", [True, False])
+def test_a_batchs_file_columns_are_each_slices_own(with_partition: bool) -> None:
+    def folded(rows: list[tuple[str, str | None]], ts: pa.DataType) -> pa.Table:
+        columns: dict[str, pa.Array] = {KEY: pa.array([k for k, _ in rows], pa.string())}
+        if with_partition:  # a delete row's partition is null
+            columns["_hoodie_partition_path"] = pa.array([p for _, p in rows], pa.string())
+        columns["ts"] = pa.array(range(len(rows)), ts)
+        return pa.table(columns)
+
+    files = [("p/a", "f-a", "a.parquet"), ("p/b", "f-b", "b.parquet"), ("p/c", "f-c", "c.parquet")]
+    rows: list[list[tuple[str, str | None]]] = [
+        [("k1", None), ("k2", "p/x")],
+        [],
+        [("k3", None)] * 3,
+    ]
+    same = [folded(r, pa.int64()) for r in rows]
+    mixed = [*same[:2], folded(rows[2], pa.float64())]  # another schema: slice by slice
+    for tables in (same, mixed):
+        alone = [folded_file_rows(t, *f) for t, f in zip(tables, files, strict=True)]
+        batched = folded_batch_rows(tables, files)
+        assert [t.to_pylist() for t in batched] == [t.to_pylist() for t in alone]
+        assert [t.schema for t in batched] == [t.schema for t in alone]
+        partitions = [t.column("_hoodie_partition_path").to_pylist() for t in batched]
+        stored = "p/x" if with_partition else "p/a"
+        assert partitions == [["p/a", stored], [], ["p/c"] * 3]
+        assert [t.column("_hudi_sync_file_id").to_pylist() for t in batched] == [
+            ["f-a"] * 2,
+            [],
+            ["f-c"] * 3,
+        ]
+        assert batched[2].column("_hudi_sync_log_file").to_pylist() == ["c.parquet"] * 3

@@ -65,3 +65,36 @@ def test_a_plain_write_replaces_the_whole_file(
     with pytest.raises(FileExistsError):
         location.write_file(path, b"again", exclusive=True)
     assert bytes(location.fs.cat_file(path)) == b"short"
+
+
+@pytest.mark.parametrize("store_name", ["local", "s3_server", "gcs_server"])
+def test_files_written_together_are_all_published(
+    store_name: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    location = _location(store_name, request, tmp_path)
+    files = [
+        (location.join(folder, f"f{i}.parquet"), f"{folder} {i}".encode())
+        for folder in ("a", "b")
+        for i in range(3)
+    ]
+    location.write_files([(files[0][0], b"an older version")])
+    location.write_files(files)
+    for path, data in files:
+        assert bytes(location.fs.cat_file(path)) == data
+    if location.is_local:  # no temporary is left beside them
+        assert sorted(p.name for p in (tmp_path / "t" / "a").iterdir()) == [
+            "f0.parquet",
+            "f1.parquet",
+            "f2.parquet",
+        ]
+
+
+def test_a_batch_that_cannot_be_written_publishes_none_of_its_files(tmp_path: Path) -> None:
+    location = open_location(str(tmp_path / "t"))
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "blocked").write_bytes(b"a file where a folder should be")
+    files = [(location.join("logs", f"f{i}.parquet"), b"rows") for i in range(3)]
+    with pytest.raises(OSError):
+        location.write_files([*files, (location.join("blocked", "f.parquet"), b"rows")])
+    # The files written before the failure are not published, and their temporaries are gone.
+    assert list((tmp_path / "t" / "logs").iterdir()) == []

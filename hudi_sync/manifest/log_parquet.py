@@ -46,10 +46,11 @@ import re
 import subprocess
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -104,9 +105,6 @@ _BATCH_SLICES = 256
 # start (an interpreter importing pyarrow and hudi_sync) costs what folding a few hundred
 # slices does.
 MIN_SLICES_PER_PROCESS = 500
-# Threads writing a batch's files (a local write waits on fsync, an object store's on
-# the network).
-_WRITER_THREADS = 8
 
 
 def fold_processes(setting: int) -> int:
@@ -311,7 +309,7 @@ class LogParquetStore(ListedFileStore):
         as_of: str | None,
     ) -> None:
         """Write the folded log file of each ``(name, slice)``, in batches
-        (``fold_batch``): in this process, or, when there are enough slices to repay
+        (``fold_batches``): in this process, or, when there are enough slices to repay
         starting them, in ``processes`` worker processes (``run_fold_workers``)."""
         self.workers_used = 0
         if not missing:
@@ -335,8 +333,7 @@ class LogParquetStore(ListedFileStore):
             for first in range(0, len(missing), size)
         ]
         if workers <= 1:
-            for job in jobs:
-                fold_batch(job, location)
+            fold_batches(jobs, location)
             return
         self.workers_used = workers
         run_fold_workers(jobs, workers)
@@ -359,28 +356,39 @@ class FoldJob:
     as_of: str | None
 
 
-def fold_batch(job: FoldJob, location: Location | None = None) -> int:
-    """Fold and write one batch's slices (``read_folded_logs``); how many were written.
-    ``location``: the table's, in the driver (a worker opens its own from the job).
-    Writes run on threads: a local file's fsync waits on the disk, not the CPU."""
-    if location is None:
-        location = open_location(job.uri, job.storage_options)
+def fold_batches(jobs: Sequence[FoldJob], location: Location | None = None) -> int:
+    """Fold and write the slices of ``jobs``, batch after batch; how many were written.
+    A batch's files are published together (``Location.write_files``: one flush of the
+    disk for the batch, not an fsync a file), on a thread while the next batch folds.
+    ``location``: the table's, in the driver (a worker opens its own from the jobs)."""
+    written = 0
+    with ThreadPoolExecutor(max_workers=1) as writer:
+        publishing: Future[None] | None = None
+        for job in jobs:
+            if location is None:
+                location = open_location(job.uri, job.storage_options)
+            files = folded_files(job, location)
+            if publishing is not None:
+                publishing.result()
+            publishing = writer.submit(location.write_files, files)
+            written += len(files)
+        if publishing is not None:
+            publishing.result()
+    return written
+
+
+def folded_files(job: FoldJob, location: Location) -> list[tuple[str, bytes]]:
+    """The path and Parquet bytes of each of the batch's folded log files
+    (``read_folded_logs``, ``folded_batch_rows``)."""
     pairs = list(job.slices)
     folded = read_folded_logs(
         location, [s for _, s in pairs], job.rules, job.committed, job.schema, job.as_of
     )
-    with ThreadPoolExecutor(max_workers=_WRITER_THREADS) as pool:
-        pending = [
-            pool.submit(
-                location.write_file,
-                f"{job.folder}/parquet/{name}",
-                folded_file_bytes(rows, file_slice.partition_path, file_slice.file_id, name),
-            )
-            for (name, file_slice), rows in zip(pairs, folded, strict=True)
-        ]
-        for future in pending:
-            future.result()
-    return len(pairs)
+    files = [(s.partition_path, s.file_id, name) for name, s in pairs]
+    return [
+        (f"{job.folder}/parquet/{name}", parquet_bytes(rows))
+        for (name, _), rows in zip(pairs, folded_batch_rows(list(folded), files), strict=True)
+    ]
 
 
 # A worker's start: the parent's import path first (hudi_sync may be importable only
@@ -431,7 +439,7 @@ def serve_fold_jobs(jobs: BinaryIO, results: BinaryIO) -> None:
     ``jobs``; write how many slices were folded, or the error, pickled to ``results``."""
     outcome: object
     try:
-        outcome = sum(fold_batch(job) for job in pickle.load(jobs))
+        outcome = fold_batches(pickle.load(jobs))
     except Exception as exc:  # the driver raises it
         try:
             pickle.dumps(exc)
@@ -442,9 +450,8 @@ def serve_fold_jobs(jobs: BinaryIO, results: BinaryIO) -> None:
     results.flush()
 
 
-def folded_file_bytes(folded: pa.Table, partition: str, file_id: str, name: str) -> bytes:
-    """A slice's folded log file (``folded_file_rows``) as Parquet bytes."""
-    rows = folded_file_rows(folded, partition, file_id, name)
+def parquet_bytes(rows: pa.Table) -> bytes:
+    """A folded log file's rows (``folded_file_rows``) as Parquet bytes."""
     buffer = io.BytesIO()
     # No column statistics: they leave NaN out, and DuckDB folds isnan() and
     # comparisons by them (a NaN ordering value would compare as no NaN).
@@ -456,17 +463,45 @@ def folded_file_rows(folded: pa.Table, partition: str, file_id: str, name: str) 
     """A slice's folded log (``fold_log_records``) as its Parquet file holds it: every
     row with its partition (a delete block's rows have only their key), its file group
     and its file's name, which the view meets base rows and filters by."""
-    rows = folded.num_rows
+    return _with_file_columns(folded, [folded.num_rows], [(partition, file_id, name)])
+
+
+def folded_batch_rows(
+    folded: Sequence[pa.Table], files: Sequence[tuple[str, str, str]]
+) -> list[pa.Table]:
+    """``folded_file_rows`` of each slice's folded log and ``(partition, file id, name)``:
+    for the batch at once when the slices' columns agree (an Arrow call per batch, not
+    per slice, then each slice's rows cut out), else slice by slice."""
+    first = folded[0].schema if folded else None
+    if first is None or any(not t.schema.equals(first, check_metadata=True) for t in folded):
+        return [folded_file_rows(t, *f) for t, f in zip(folded, files, strict=True)]
+    counts = [t.num_rows for t in folded]
+    rows = _with_file_columns(pa.concat_tables(folded), counts, files)
+    starts = np.cumsum([0, *counts[:-1]])
+    return [rows.slice(start, count) for start, count in zip(starts, counts, strict=True)]
+
+
+def _with_file_columns(
+    folded: pa.Table, counts: Sequence[int], files: Sequence[tuple[str, str, str]]
+) -> pa.Table:
+    """``folded``, the rows of consecutive slices (``counts`` rows each), with each
+    slice's ``(partition, file id, name)`` filled in (``folded_file_rows``)."""
+
+    def repeated(field: int) -> pa.Array:
+        values = np.array([f[field] for f in files], dtype=object)
+        return pa.array(np.repeat(values, counts), pa.string())
+
+    partitions = repeated(0)
     if PARTITION_FIELD in folded.column_names:
         column = folded.column(PARTITION_FIELD)
-        filled = pc.fill_null(column, pa.scalar(partition, column.type))
+        filled = pc.coalesce(column, partitions.cast(column.type))
         folded = folded.set_column(
             folded.column_names.index(PARTITION_FIELD), PARTITION_FIELD, filled
         )
     else:  # a table without meta fields: the view meets base rows by the slice's partition
-        folded = folded.append_column(PARTITION_FIELD, pa.array([partition] * rows, pa.string()))
-    folded = folded.append_column(FILE_ID_COLUMN, pa.array([file_id] * rows, pa.string()))
-    return folded.append_column(SOURCE_COLUMN, pa.array([name] * rows, pa.string()))
+        folded = folded.append_column(PARTITION_FIELD, partitions)
+    folded = folded.append_column(FILE_ID_COLUMN, repeated(1))
+    return folded.append_column(SOURCE_COLUMN, repeated(2))
 
 
 def folded_schema(schema: pa.Schema) -> pa.Schema:

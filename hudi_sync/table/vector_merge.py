@@ -121,8 +121,10 @@ def columnar_fold(
     if folded is None:
         return None
     _, survivors, _ = folded
-    schema = pa.schema([f.with_nullable(True) for f in log_rows.schema])
-    rows = log_rows.take(pa.array(survivors, pa.int64())).cast(schema)
+    rows = log_rows.take(pa.array(survivors, pa.int64()))
+    # Every column nullable, no schema metadata; a cast costs per column, even to itself.
+    if rows.schema.metadata or not all(f.nullable for f in rows.schema):
+        rows = rows.cast(pa.schema([f.with_nullable(True) for f in rows.schema]))
     always = rules.mode is MergeMode.COMMIT_TIME_ORDERING
     rows = rows.append_column(DELETED_COLUMN, pa.array(np.zeros(len(survivors), dtype=bool)))
     return rows.append_column(LOG_WINS_COLUMN, pa.array(np.full(len(survivors), always)))
