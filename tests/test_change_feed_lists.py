@@ -138,3 +138,37 @@ def test_a_feed_description_names_only_its_own_lists(unpack_table, tmp_path: Pat
         message = str(refused.value)
         assert "\n" not in message and message.startswith(f"{described}: "), message
         assert sorted(p for p in (path / CHANGES_FOLDER).rglob("*") if p.is_file()) == written
+
+
+def test_bigquery_changes_table_reads_the_base_list_and_the_delta_list(  # type: ignore[no-untyped-def]
+    unpack_table, tmp_path: Path
+) -> None:
+    """After a sync on a base, ``<t>_changes``' file set is the base's ``uris.csv`` and
+    the delta's ``added_uris.csv``: together they name each change file of the feed's
+    commits once."""
+    from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
+
+    path = _trips_with_cdc(unpack_table, tmp_path / "t")
+    held = HeldBackCommits(path, keep=2)
+    base = HudiTable.open(str(path))
+    ChangeFeedStore(base, keep=2).publish(base.latest_instant())
+    held.complete_all()
+    table = HudiTable.open(str(path))
+    instant = table.latest_instant()
+    published = ChangeFeedStore(table, keep=2).publish(instant)
+    config = BigQuerySyncConfig.from_options(
+        {"project_id": "p", "dataset_name": "d", "table_name": "t"}
+    )
+    resource = BigQueryTarget(config)._changes_resource(
+        "t_changes", published, {"description": "synced"}, lambda uri: uri
+    )
+    sources = resource["externalDataConfiguration"]["sourceUris"]
+    folder = f"{path}/{CHANGES_FOLDER}/snapshots"
+    assert sources == [
+        f"{folder}/{base.latest_instant()}/uris.csv",
+        f"{folder}/{instant}/added_uris.csv",
+    ]
+    uris = [line for source in sources for line in _lines(Path(source))]
+    commits = [i.requested_time for i in plan_changes(table, "earliest").instants]
+    assert sorted(Path(u).parent.name.removeprefix("commit_time=") for u in uris) == commits
+    assert all(Path(u).is_file() for u in uris)
