@@ -157,7 +157,7 @@ def test_bigquery_changes_table_reads_the_base_list_and_the_delta_list(  # type:
     instant = table.latest_instant()
     published = ChangeFeedStore(table, keep=2).publish(instant)
     config = BigQuerySyncConfig.from_options(
-        {"project_id": "p", "dataset_name": "d", "table_name": "t"}
+        {"project_id": "lake-project", "dataset_name": "lake", "table_name": "t"}
     )
     resource = BigQueryTarget(config)._changes_resource(
         "t_changes", published, {"description": "synced"}, lambda uri: uri
