@@ -13,8 +13,10 @@ as ``read_parquet`` will read them), replaced by the first sync that has files.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -587,12 +589,23 @@ def schema_map(columns: Sequence[tuple[str, str]]) -> str:
     return f"MAP {{{entries}}}"
 
 
+@functools.cache
+def _types_database() -> duckdb.DuckDBPyConnection:
+    """An in-memory database kept for the process, which ``arrow_columns`` asks how DuckDB
+    reads Arrow types: opening one costs tens of milliseconds, every sync of a feed or a
+    Merge-on-Read table asks."""
+    return duckdb.connect()
+
+
+_TYPES_LOCK = threading.Lock()
+
+
 def arrow_columns(schema: pa.Schema) -> list[tuple[str, str]]:
     """The columns and DuckDB types of parquet files pyarrow writes with ``schema`` (the
-    folded log files), as DuckDB reads Arrow: its Arrow and parquet readers agree on the
-    types pyarrow writes."""
-    with duckdb.connect() as con:
-        relation = con.from_arrow(schema.empty_table())
+    folded log files, the change files), as DuckDB reads Arrow: its Arrow and parquet
+    readers agree on the types pyarrow writes."""
+    with _TYPES_LOCK:  # a connection serves one thread at a time
+        relation = _types_database().from_arrow(schema.empty_table())
         return [(str(n), str(t)) for n, t in zip(relation.columns, relation.types, strict=True)]
 
 
