@@ -9,16 +9,25 @@ Layout under ``<table>/.hoodie/manifest/changes/``:
   after a crash finds it and reuses it. Hive-style folders, so a warehouse prunes by
   commit date and time; ``<schema>`` is a digest of the file's columns, so a reader can
   bind each group of equal files from one footer (``schema_digest``).
-- ``snapshots/<instant>/files.csv`` and ``uris.csv`` — the change files the feed holds
-  as of that snapshot (relative to ``changes/``, and as absolute URIs). Written before
-  the warehouse objects switch to the snapshot, which read exactly the files listed:
-  a commit's changes appear together with the manifest that publishes it, and a
-  commit a rollback or restore removed is in no later list.
+- ``snapshots/<instant>/`` — the change files the feed holds as of that snapshot, as a
+  base list or a delta list, like the manifests' deltas (``delta``): a base holds
+  ``files.csv`` and ``uris.csv`` (every change file, relative to ``changes/`` and as
+  absolute URIs); a delta holds ``added.csv`` and ``added_uris.csv``, the change files
+  added since its base (cumulative: a reader needs the base and this one delta), so a
+  sync after one commit writes a list of the commits since the base, not of the feed.
+  ``feed.json``, written last, says which (``base``: null, or the base's instant) and
+  what the lists hold (count, oldest and newest commit, the newest file of each schema);
+  a folder without it is incomplete (a folder of an older version, with ``files.csv``
+  only, is read as a base). Every ``roll_commits`` commits, and whenever a commit leaves
+  the feed (cleaning moved its range, a rollback or restore), a sync writes a new base.
+  The lists are written before the warehouse objects switch to the snapshot, which
+  read exactly the files listed: a commit's changes appear together with the manifest
+  that publishes it, and a commit a rollback or restore removed is in no later list.
 
 The feed covers the commits the CDC query can still answer (after the last clean's
 earliest retained commit and the newest archived commit, ``plan_changes`` with
 ``earliest``) up to the published instant; files no retained list names are pruned
-with the manifests' retention.
+with the manifests' retention (the newest ``keep`` snapshots and the bases they name).
 
 Each row: ``op``, ``ts_ms`` (the commit's instant, as the CDC query gives it),
 ``record_key``, ``partition_path``, ``before`` and ``after`` (Hudi's JSON images) and
@@ -31,9 +40,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import json
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -42,9 +52,11 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from hudi_sync.errors import CorruptTableError
-from hudi_sync.manifest.file_set import lines_bytes
+from hudi_sync.manifest.file_set import lines_bytes, string_array
 from hudi_sync.manifest.listed_files import FILES_LIST, INSTANT, ListedFileStore
+from hudi_sync.manifest.snapshot import why_not_incremental
 from hudi_sync.table import HudiTable
+from hudi_sync.table.bounded_avro import load_json
 from hudi_sync.table.cdc_query import (
     ChangePlan,
     ChangeSplit,
@@ -77,6 +89,13 @@ FIXED_COLUMNS = pa.schema(
 _EXACT_DECIMAL_DIGITS = 15
 _DIGEST_LENGTH = 12
 PENDING_LIST = "pending.csv"
+# A delta snapshot's lists (the change files added since its base) and every complete
+# snapshot's description, written last.
+DELTA_LIST = "added.csv"
+DELTA_URIS = "added_uris.csv"
+FEED_META = "feed.json"
+# Commits a chain of delta lists covers before a sync writes a new base list.
+ROLL_COMMITS = 100
 # ``change_file``'s names: the lines of the snapshots' ``files.csv``.
 CHANGE_FILE_NAME = re.compile(
     rf"{DATE_KEY}=\d{{4}}-\d{{2}}-\d{{2}}/{TIME_KEY}=\d+/"
@@ -86,12 +105,13 @@ CHANGE_FILE_NAME = re.compile(
 
 @dataclass(frozen=True)
 class PublishedChanges:
-    """The change feed as of one snapshot: its files, where their lists live, and the
-    range of commits it holds (``after`` exclusive, ``through`` inclusive)."""
+    """The change feed as of one snapshot: where its lists live (a base list, and a
+    delta list unless the snapshot is a base), how many files they name, and the range
+    of commits it holds (``after`` exclusive, ``through`` inclusive)."""
 
     instant: str | None
-    names: tuple[str, ...]  # change files, relative to ``folder_uri``
-    files_uri: str
+    count: int  # change files the lists name
+    files_uri: str  # the base's lists
     uris_uri: str
     folder_uri: str
     after: str | None  # the feed holds commits after this one (None: from the first)
@@ -99,24 +119,70 @@ class PublishedChanges:
     # The newest change file's columns (``feed_schema``): what a warehouse declares.
     schema: pa.Schema = FIXED_COLUMNS
     written: int = 0  # change files this publication wrote (the rest were reused)
+    # Each schema digest the lists name, with its columns, newest first.
+    groups: tuple[tuple[str, pa.Schema], ...] = ()
+    delta_files_uri: str | None = None  # the delta's lists (None: the snapshot is a base)
+    delta_uris_uri: str | None = None
 
-    def uris(self) -> list[str]:
-        return [f"{self.folder_uri.rstrip('/')}/{name}" for name in self.names]
+    def list_uris(self) -> list[str]:
+        """The lists of change files relative to ``folder_uri`` (base, then delta)."""
+        return [self.files_uri, *([self.delta_files_uri] if self.delta_files_uri else [])]
+
+    def uri_lists(self) -> list[str]:
+        """The lists of change files as absolute URIs (base, then delta)."""
+        return [self.uris_uri, *([self.delta_uris_uri] if self.delta_uris_uri else [])]
 
     def summary(self) -> dict[str, Any]:
         """The feed in a sync's ``--json`` report."""
         return {
-            "commits": len(self.names),
+            "commits": self.count,
             "after": self.after,
             "through": self.through,
             "written": self.written,
             "uris_uri": self.uris_uri,
+            "delta_uris_uri": self.delta_uris_uri,
         }
 
     def description(self) -> str:
         """What range the feed holds, for the warehouse object's description."""
         start = f"after {self.after}" if self.after else "from the first commit"
         return f"changes of the commits {start} through {self.through or '(none)'}"
+
+
+@dataclass(frozen=True)
+class ListsMeta:
+    """A snapshot's ``feed.json``: its base (None: it is one), the commits its deltas
+    cover since the base, and what its lists name."""
+
+    base: str | None
+    commits: int
+    count: int
+    oldest: str | None  # the oldest and newest listed commit
+    last: str | None
+    digests: dict[str, str]  # schema digest -> the newest change file with it
+
+    def to_json(self) -> bytes:
+        return json.dumps(
+            {
+                "base": self.base,
+                "commits": self.commits,
+                "count": self.count,
+                "oldest": self.oldest,
+                "last": self.last,
+                "digests": self.digests,
+            },
+            sort_keys=True,
+        ).encode()
+
+
+def _lists_meta(names: list[str], base: str | None, commits: int) -> ListsMeta:
+    """The description of lists naming ``names`` (in commit order)."""
+    digests: dict[str, str] = {}
+    for name in names:
+        digests[schema_digest(name)] = name  # the newest wins
+    oldest = _commit_of(names[0]) if names else None
+    last = _commit_of(names[-1]) if names else None
+    return ListsMeta(base, commits, len(names), oldest, last, digests)
 
 
 def change_file(instant: str, digest: str) -> str:
@@ -155,35 +221,76 @@ def _digest(schema: pa.Schema) -> str:
 
 class ChangeFeedStore(ListedFileStore):
     """Writes and publishes a table's change feed under ``.hoodie/manifest/changes`` (the
-    files listed per snapshot: ``ListedFileStore``)."""
+    files listed per snapshot: ``ListedFileStore``, as base and delta lists)."""
 
-    def __init__(self, table: HudiTable, keep: int) -> None:
+    def __init__(self, table: HudiTable, keep: int, roll_commits: int = ROLL_COMMITS) -> None:
         super().__init__(
-            table, CHANGES_FOLDER, "", keep, {FILES_LIST: CHANGE_FILE_NAME, PENDING_LIST: INSTANT}
+            table,
+            CHANGES_FOLDER,
+            "",
+            keep,
+            {FILES_LIST: CHANGE_FILE_NAME, DELTA_LIST: CHANGE_FILE_NAME, PENDING_LIST: INSTANT},
         )
         # A table without CDC has its changes inferred (``plan_changes(infer=True)``).
         self.infer = not table.config.cdc_enabled
+        self.roll_commits = roll_commits
         self._typed: dict[str, pa.Schema] = {}  # typed_at, by instant
+        self._metas: dict[str, ListsMeta | None] = {}
+        self._lists: dict[tuple[str, str], set[str]] = {}  # listed: lists are immutable
+
+    def listed(self, folder: str, list_name: str = FILES_LIST) -> set[str]:
+        key = (folder, list_name)
+        if key not in self._lists:
+            self._lists[key] = super().listed(folder, list_name)
+        return self._lists[key]
 
     def publish(self, instant: str | None, dry_run: bool = False) -> PublishedChanges:
         """Write the change file of every commit in the feed's range that has none yet,
-        then the snapshot's lists (unless ``dry_run``: nothing is written)."""
+        then the snapshot's lists (unless ``dry_run``: nothing is written): a delta list
+        of the commits since the base when the previous snapshot's lists still hold
+        (``_delta_base``), else a new base list."""
         table = self.table
-        boundary = earliest_valid_begin(table) if instant is not None else None
-        kept, plan, full = (
-            self._plan(instant, boundary) if instant is not None else ([], None, True)
-        )
-        commits = list(plan.instants) if plan is not None else []
+        if instant is None:
+            return self._published("empty", None, None, ListsMeta(None, 0, 0, None, None, {}))
+        boundary = earliest_valid_begin(table)
+        done = self.meta(instant)
+        if done is not None:  # a rerun of a published snapshot: its lists are immutable
+            return self._published(instant, done.base or instant, boundary, done)
+        previous = self._previous_folder(instant)
+        before = self.meta(previous) if previous is not None else None
+        plan = self._incremental_plan(instant, previous, before, boundary)
+        full = plan is None
+        if plan is None:
+            plan = plan_changes(table, "earliest", instant, self.infer, boundary)
+        commits = list(plan.instants)
         by_commit: dict[str, list[ChangeSplit]] = defaultdict(list)
-        for split in plan.splits if plan is not None else ():
+        for split in plan.splits:
             by_commit[split.instant].append(split)
-        new = [
-            change_file(commit.requested_time, _digest(feed_schema(self.typed_at(commit))))
-            for commit in commits
-        ]
-        names = (*kept, *new)
-        newest = commits[-1] if commits else self._commit_instant(kept[-1]) if kept else None
-        schema = feed_schema(self.typed_at(newest)) if newest is not None else FIXED_COLUMNS
+        fresh = {commit.requested_time: feed_schema(self.typed_at(commit)) for commit in commits}
+        new = [change_file(c.requested_time, _digest(fresh[c.requested_time])) for c in commits]
+        base = None if full else self._delta_base(instant, previous, before, boundary, commits)
+        if base is not None:
+            assert previous is not None and before is not None
+            added = sorted(
+                {*self._delta_names(previous, before), *new},
+                key=lambda n: comparable_instant(_commit_of(n)),
+            )
+            base_meta = self.meta(base)
+            assert base_meta is not None
+            meta = _lists_meta(added, base, before.commits + len(commits))
+            meta = ListsMeta(
+                base,
+                meta.commits,
+                base_meta.count + meta.count,
+                base_meta.oldest or meta.oldest,
+                meta.last or base_meta.last,
+                {**base_meta.digests, **meta.digests},
+            )
+            listed = tuple(added)
+        else:
+            kept = [] if full or previous is None else self._kept(previous, boundary)
+            listed = (*kept, *new)
+            meta = _lists_meta(list(listed), None, 0)
         written = 0
         if not dry_run:
             fs = table.location.fs
@@ -193,66 +300,206 @@ class ChangeFeedStore(ListedFileStore):
                 rows = self.commit_rows(commit, by_commit.get(commit.requested_time, []))
                 self._write_parquet(self.path(name), rows)
                 written += 1
-            if instant is not None:
-                pending = sorted(i.requested_time for i in table.timeline.pending)
-                self._write_lists(instant, names, pending)
-                self.prune(instant, set(names), scan=full)
-        folder = instant or "empty"
+            pending = sorted(i.requested_time for i in table.timeline.pending)
+            self._write_lists(instant, listed, pending, meta)
+            self.prune_chains(instant, meta, scan=full)
+        published = self._published(instant, base or instant, boundary, meta, fresh)
+        return replace(published, written=written)
+
+    def _published(
+        self,
+        folder: str,
+        base: str | None,
+        boundary: str | None,
+        meta: ListsMeta,
+        fresh: dict[str, pa.Schema] | None = None,
+    ) -> PublishedChanges:
+        """The feed as ``folder``'s lists hold it (``base``: where its base lists are)."""
+        groups = self._groups(meta, fresh or {})
+        delta = base is not None and base != folder
         return PublishedChanges(
-            instant,
-            names,
-            self.uri("snapshots", folder, "files.csv"),
-            self.uri("snapshots", folder, "uris.csv"),
+            None if folder == "empty" else folder,
+            meta.count,
+            self.uri("snapshots", base or folder, FILES_LIST),
+            self.uri("snapshots", base or folder, "uris.csv"),
             self.uri(),
             boundary,
-            instant,
-            schema,
-            written,
+            None if folder == "empty" else folder,
+            groups[0][1] if groups else FIXED_COLUMNS,
+            0,
+            groups,
+            self.uri("snapshots", folder, DELTA_LIST) if delta else None,
+            self.uri("snapshots", folder, DELTA_URIS) if delta else None,
         )
 
-    def _plan(self, instant: str, boundary: str | None) -> tuple[list[str], ChangePlan, bool]:
-        """The change files the previous list holds that stay (their commits still on
-        the timeline and readable), the plan of the commits after it (a sync after one
-        commit plans that commit alone), and whether the plan is a full one: without a
-        usable previous list (the first sync, a restore that undid its last commit,
-        cleaning past it, a pending write completed since) every readable commit is
-        planned."""
+    def _groups(
+        self, meta: ListsMeta, fresh: dict[str, pa.Schema]
+    ) -> tuple[tuple[str, pa.Schema], ...]:
+        """Each schema digest the lists name with its columns, newest first: a file
+        written now has its schema at hand, an older one's is read from its footer."""
+        newest_first = sorted(
+            meta.digests.items(), key=lambda d: comparable_instant(_commit_of(d[1])), reverse=True
+        )
+        groups = []
+        for digest, name in newest_first:
+            schema = fresh.get(_commit_of(name))
+            if schema is None or _digest(schema) != digest:
+                schema = self._footer_schema(name)
+            groups.append((digest, schema))
+        return tuple(groups)
+
+    def _footer_schema(self, name: str) -> pa.Schema:
+        path = self.path(name)
+        try:
+            with self.table.location.fs.open(path, "rb") as handle:
+                return pq.read_schema(handle).remove_metadata()
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise CorruptTableError(
+                f"{self.uri(name)}: not a readable change file ({exc})"
+            ) from None
+
+    def _incremental_plan(
+        self, instant: str, previous: str | None, before: ListsMeta | None, boundary: str | None
+    ) -> ChangePlan | None:
+        """The plan of the commits after the previous snapshot's newest listed commit (a
+        sync after one commit plans that commit alone); None when every readable commit
+        must be planned: no usable previous list (the first sync, a restore that undid
+        its last commit, cleaning past it, a pending write completed since)."""
+        if previous is None or before is None:
+            return None
         table = self.table
-        folder = self._previous_folder(instant)
-        previous = self.listed(folder) if folder is not None else set()
         completed = {i.requested_time for i in table.timeline.completed_writes}
-        by_commit = {_commit_of(name): name for name in previous}
-        last = max(by_commit, key=comparable_instant) if by_commit else None
-        readable = boundary is None or (
-            last is not None and comparable_instant(last) >= comparable_instant(boundary)
-        )
-        completed_since = folder is not None and bool(self.listed(folder, PENDING_LIST) & completed)
-        if last is not None and last in completed and readable and not completed_since:
-            kept = [
-                name
-                for commit, name in sorted(
-                    by_commit.items(), key=lambda c: comparable_instant(c[0])
-                )
-                if commit in completed
-                and (boundary is None or comparable_instant(commit) > comparable_instant(boundary))
-            ]
-            return kept, plan_changes(table, last, instant, self.infer, boundary), False
-        return [], plan_changes(table, "earliest", instant, self.infer, boundary), True
+        completed_since = bool(self.listed(previous, PENDING_LIST) & completed)
+        last = before.last
+        if last is None or completed_since:
+            return None
+        if before.base is not None and self.meta(before.base) is None:
+            return None  # its base list is gone: what the feed held is unknown
+        readable = boundary is None or comparable_instant(last) >= comparable_instant(boundary)
+        if last not in completed or not readable:
+            return None
+        return plan_changes(table, last, instant, self.infer, boundary)
 
-    def _commit_instant(self, name: str) -> Instant | None:
-        """The completed write a change file holds the changes of."""
-        commit = _commit_of(name)
-        return next(
-            (i for i in self.table.timeline.completed_writes if i.requested_time == commit), None
-        )
+    def _delta_base(
+        self,
+        instant: str,
+        previous: str | None,
+        before: ListsMeta | None,
+        boundary: str | None,
+        commits: list[Instant],
+    ) -> str | None:
+        """The base the snapshot's delta list extends, or None when it gets a base list of
+        its own: every ``roll_commits`` commits, and whenever a listed commit leaves the
+        feed (the range moved past the oldest, a rollback or restore since)."""
+        if previous is None or before is None or before.oldest is None:
+            return None
+        base = before.base or previous
+        if before.commits + len(commits) > self.roll_commits or self.meta(base) is None:
+            return None
+        if boundary is not None and comparable_instant(before.oldest) <= comparable_instant(
+            boundary
+        ):
+            return None
+        pending = tuple(sorted(self.listed(previous, PENDING_LIST)))
+        if why_not_incremental(self.table.timeline, previous, pending) is not None:
+            return None
+        return base
+
+    def _delta_names(self, folder: str, meta: ListsMeta) -> set[str]:
+        """The change files ``folder``'s delta list adds to its base (none for a base)."""
+        return self.listed(folder, DELTA_LIST) if meta.base is not None else set()
+
+    def _kept(self, previous: str, boundary: str | None) -> list[str]:
+        """The change files the previous snapshot lists whose commits are still on the
+        timeline and readable, in commit order."""
+        completed = {i.requested_time for i in self.table.timeline.completed_writes}
+        by_commit = {_commit_of(name): name for name in self.names_of(previous)}
+        return [
+            name
+            for commit, name in sorted(by_commit.items(), key=lambda c: comparable_instant(c[0]))
+            if commit in completed
+            and (boundary is None or comparable_instant(commit) > comparable_instant(boundary))
+        ]
+
+    def names_of(self, folder: str) -> set[str]:
+        """Every change file snapshot ``folder`` lists: its base's and its delta's."""
+        meta = self.meta(folder)
+        if meta is None or meta.base is None:
+            return self.listed(folder) | self.listed(folder, DELTA_LIST)
+        return self.listed(meta.base) | self.listed(folder, DELTA_LIST)
+
+    def meta(self, folder: str) -> ListsMeta | None:
+        """Snapshot ``folder``'s ``feed.json`` (read once); a folder of an older version
+        (``files.csv`` alone) is a base described from its list; None: incomplete."""
+        if folder not in self._metas:
+            self._metas[folder] = self._read_meta(folder)
+        return self._metas[folder]
+
+    def _read_meta(self, folder: str) -> ListsMeta | None:
+        source = self.uri("snapshots", folder, FEED_META)
+        try:
+            data = self.table.location.read_file(self.path("snapshots", folder, FEED_META))
+        except FileNotFoundError:
+            if not self.table.location.fs.exists(self.path("snapshots", folder, FILES_LIST)):
+                return None
+            names = sorted(self.listed(folder), key=lambda n: comparable_instant(_commit_of(n)))
+            return _lists_meta(names, None, 0)
+        document = load_json(data, source, "change feed lists")
+        try:
+            base = document["base"]
+            if base is not None:
+                base = self.checked_line(str(base), PENDING_LIST, source)
+            instants = [document[k] for k in ("oldest", "last")]
+            oldest, last = (
+                None if i is None else self.checked_line(str(i), PENDING_LIST, source)
+                for i in instants
+            )
+            digests = {}
+            for digest, name in dict(document["digests"]).items():
+                checked = self.checked_line(str(name), FILES_LIST, source)
+                if schema_digest(checked) != digest:
+                    raise CorruptTableError(f"{source}: {name!r} is not of schema {digest!r}")
+                digests[digest] = checked
+            meta = ListsMeta(
+                base, int(document["commits"]), int(document["count"]), oldest, last, digests
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CorruptTableError(f"{source} is corrupt ({exc!r})") from None
+        if meta.base is not None and comparable_instant(meta.base) >= comparable_instant(folder):
+            raise CorruptTableError(f"{source}: its base {meta.base} is not older than it")
+        return meta
 
     def _previous_folder(self, instant: str) -> str | None:
         """The newest complete list folder before ``instant`` (None: no earlier list)."""
         key = comparable_instant(instant)
         older = [f for f in self.snapshot_folders() if comparable_instant(f) < key]
-        fs = self.table.location.fs
-        complete = [f for f in older if fs.exists(self.path("snapshots", f, "files.csv"))]
-        return complete[-1] if complete else None
+        for folder in reversed(older):
+            if self.meta(folder) is not None:
+                return folder
+        return None
+
+    def prune_chains(self, current: str, meta: ListsMeta, scan: bool) -> None:
+        """Keep the newest ``keep`` snapshots up to ``current`` and the bases their deltas
+        extend; drop the rest (``ListedFileStore.prune``'s rules for their files). A
+        dropped delta whose base stays lists nothing a newer delta on that base does not
+        (deltas are cumulative and a removal makes a new base): then no list is read."""
+        key = comparable_instant(current)
+        older = [f for f in self.snapshot_folders() if comparable_instant(f) < key]
+        window = [*older, current][-self.keep :]
+        retained = set(window)
+        if meta.base is not None:
+            retained.add(meta.base)
+        for folder in window[:-1]:
+            folder_meta = self.meta(folder)
+            if folder_meta is not None and folder_meta.base is not None:
+                retained.add(folder_meta.base)
+        dropped = [f for f in older if f not in retained]
+        metas = [self.meta(f) for f in dropped]
+        if not scan and all(m is not None and m.base in retained for m in metas):
+            for folder in dropped:
+                self.table.location.remove_tree(self.path("snapshots", folder))
+            return
+        self.prune(current, self.names_of(current), scan, retained)
 
     def commit_rows(self, commit: Instant, splits: list[ChangeSplit]) -> pa.Table:
         """One commit's change rows with their keys, partitions and typed images."""
@@ -331,16 +578,32 @@ class ChangeFeedStore(ListedFileStore):
         pq.write_table(rows, sink, compression="zstd")
         self.table.location.write_file(path, sink.getvalue())
 
-    def _write_lists(self, instant: str, names: tuple[str, ...], pending: list[str]) -> None:
+    def _write_lists(
+        self, instant: str, names: tuple[str, ...], pending: list[str], meta: ListsMeta
+    ) -> None:
         """The snapshot's lists, after ``pending.csv``: the writes pending at this
         publication (one that completes later, requested before the last listed commit,
-        makes the next sync plan in full)."""
-        if not self.table.location.fs.exists(self.path("snapshots", instant, "files.csv")):
-            self.table.location.write_file(
-                self.path("snapshots", instant, PENDING_LIST),
-                lines_bytes(pa.array(pending, pa.string()), ""),
+        makes the next sync plan in full). A base's ``files.csv`` and ``uris.csv``
+        (``write_lists``) or a delta's ``added.csv`` and ``added_uris.csv``, then
+        ``feed.json``, which completes the folder."""
+        location = self.table.location
+        location.write_file(
+            self.path("snapshots", instant, PENDING_LIST),
+            lines_bytes(pa.array(pending, pa.string()), ""),
+        )
+        if meta.base is None:
+            self.write_lists(instant, names)
+        else:
+            listed = string_array(list(names))
+            location.write_file(
+                self.path("snapshots", instant, DELTA_URIS),
+                lines_bytes(listed, self.uri(self.data_folder) + "/"),
             )
-        self.write_lists(instant, names)
+            location.write_file(
+                self.path("snapshots", instant, DELTA_LIST), lines_bytes(listed, "")
+            )
+        location.write_file(self.path("snapshots", instant, FEED_META), meta.to_json())
+        self._metas[instant] = meta
 
     def existing(self) -> set[str]:
         """Change files present, relative to ``changes/``."""
@@ -424,6 +687,7 @@ def feed_enabled(table: HudiTable, setting: str) -> bool:
 __all__ = [
     "CHANGES_FOLDER",
     "ChangeFeedStore",
+    "ListsMeta",
     "PublishedChanges",
     "change_file",
     "feed_enabled",

@@ -112,23 +112,36 @@ class ListedFileStore:
             raise CorruptTableError(f"{source}: {line!r} is not a name this list holds")
         return line
 
-    def prune(self, current: str, current_names: set[str], scan: bool = True) -> None:
+    def names_of(self, folder: str) -> set[str]:
+        """Every file snapshot ``folder`` names (by default its ``files.csv``)."""
+        return self.listed(folder)
+
+    def prune(
+        self,
+        current: str,
+        current_names: set[str],
+        scan: bool = True,
+        retained: frozenset[str] | set[str] = frozenset(),
+    ) -> None:
         """Keep the newest ``keep`` lists up to ``current`` (which counts even when it
-        names nothing and has no folder); remove the files a dropped list named that no
-        kept list names. With ``scan`` every present file is checked too: one no list
-        names goes once it is older than ``UNNAMED_GRACE_SECONDS``. Lists after
-        ``current`` (a newer sync's, or one a restore undid) stay."""
+        names nothing and has no folder) and the ``retained`` ones; remove the files a
+        dropped list named that no kept list names. With ``scan`` every present file is
+        checked too: one no list names goes once it is older than
+        ``UNNAMED_GRACE_SECONDS``. Lists after ``current`` (a newer sync's, or one a
+        restore undid) stay."""
         location = self.table.location
         key = comparable_instant(current)
         older = [f for f in self.snapshot_folders() if comparable_instant(f) < key]
+        dropped = [f for f in [*older, current][: -self.keep] if f not in retained]
         released: set[str] = set()
-        for folder in [*older, current][: -self.keep]:
-            released |= self.listed(folder)
+        for folder in dropped:  # all read before any goes (one may name another's list)
+            released |= self.names_of(folder)
+        for folder in dropped:
             location.remove_tree(self.path("snapshots", folder))
         named = set(current_names)
         for folder in self.snapshot_folders():
             if folder != current:
-                named |= self.listed(folder)
+                named |= self.names_of(folder)
         if scan and location.is_local:  # a sync killed mid-write
             remove_stale_temporaries(self.folder, UNNAMED_GRACE_SECONDS)
         deadline = time.time() - UNNAMED_GRACE_SECONDS

@@ -44,14 +44,13 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from hudi_sync import config
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.gc_pause import cycle_collection_paused
-from hudi_sync.manifest.change_feed import PublishedChanges
 from hudi_sync.manifest.file_set import FileSet, lines_bytes
 from hudi_sync.manifest.listed_files import INSTANT
 from hudi_sync.manifest.safe_paths import check_paths
@@ -59,6 +58,9 @@ from hudi_sync.storage import remove_stale_temporaries, temporary_path_beside
 from hudi_sync.table import HudiTable
 from hudi_sync.table.instant import Action, comparable_instant
 from hudi_sync.table.timeline import Timeline
+
+if TYPE_CHECKING:  # the feed's store reads this module's timeline checks
+    from hudi_sync.manifest.change_feed import PublishedChanges
 
 MANIFEST_FOLDER = ".hoodie/manifest"
 LATEST_FILES = "latest_snapshot_files.csv"

@@ -536,12 +536,13 @@ class BigQueryTarget:
         stamp: dict[str, Any],
         seen_by_bigquery: Callable[[str], str],
     ) -> dict[str, Any]:
-        """``<t>_changes``: a PARQUET external table whose file set is the feed's list of
-        change files (``NEW_LINE_DELIMITED_MANIFEST``, switched to the next list in one
-        metadata update), hive-partitioned by ``commit_date`` and ``commit_time`` so a
-        query for recent changes reads only their files. A feed without a change file
-        yet is a native table with the same columns and no rows (an external table
-        whose list names no file cannot be queried)."""
+        """``<t>_changes``: a PARQUET external table whose file set is the feed's lists of
+        change files (``NEW_LINE_DELIMITED_MANIFEST``: each source URI a list, the base's
+        and the delta's; switched to the next lists in one metadata update),
+        hive-partitioned by ``commit_date`` and ``commit_time`` so a query for recent
+        changes reads only their files. A feed without a change file yet is a native
+        table with the same columns and no rows (an external table whose list names no
+        file cannot be queried)."""
         folder = seen_by_bigquery(changes.folder_uri).rstrip("/")
         partitions = [
             {"name": DATE_KEY, "type": "DATE", "mode": "NULLABLE"},
@@ -550,7 +551,7 @@ class BigQueryTarget:
         fields = [arrow_field(f.name, f.type) for f in changes.schema]
         described = {**stamp, "description": f"{stamp['description']} ({changes.description()})"}
         resource: dict[str, Any] = {"tableReference": self._ref(table_id), **described}
-        if not changes.names:
+        if not changes.count:
             return resource | {"schema": {"fields": fields + partitions}}
         keys = "/".join(f"{{{p['name']}:{p['type']}}}" for p in partitions)
         return resource | {
@@ -559,7 +560,7 @@ class BigQueryTarget:
                 "sourceFormat": "PARQUET",
                 "autodetect": False,
                 "parquetOptions": {"enableListInference": True},
-                "sourceUris": [seen_by_bigquery(changes.uris_uri)],
+                "sourceUris": [seen_by_bigquery(uri) for uri in changes.uri_lists()],
                 "fileSetSpecType": MANIFEST_FILE_SET,
                 "hivePartitioningOptions": {
                     "mode": "CUSTOM",

@@ -13,8 +13,10 @@ as ``read_parquet`` will read them), replaced by the first sync that has files.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -25,10 +27,10 @@ import pyarrow.compute as pc
 
 from hudi_sync.errors import BadInputError, HudiSyncError, UnsupportedTableError
 from hudi_sync.manifest.change_feed import (
+    CHANGE_FILE_PREFIX,
     DATE_KEY,
     TIME_KEY,
     PublishedChanges,
-    schema_digest,
 )
 from hudi_sync.manifest.file_set import FileSet
 from hudi_sync.manifest.log_parquet import (
@@ -286,12 +288,15 @@ class DuckDBTarget:
             (names.manifest, manifest_sql),
             (names.history, history_sql),
         ]
+        feed_lists = changes_manifest(names.feed)
         if names.changes is not None and published.changes is not None:
-            views.append((names.changes, changes_select(published.changes)))
+            views.append((feed_lists, changes_lists_select(published.changes)))
+            views.append((names.changes, changes_select(published.changes, feed_lists)))
         elif live:  # the feed was turned off (hudi_sync.sync.change.feed): drop it
-            views.append((names.feed, None))
+            views += [(names.feed, None), (feed_lists, None)]
         views.append((names.view, view_sql))
-        switched = {names.manifest}  # re-created every sync: the next snapshot's list
+        # Re-created every sync: the next snapshot's lists.
+        switched = {names.manifest, feed_lists}
         if names.snapshot_view is not None and published.logs is not None:
             views += self._snapshot_views(table, names, published.logs)
             if names.log_manifest is not None:
@@ -400,13 +405,37 @@ def snapshot_select(names: ObjectNames, logs: PublishedLogs, base_rows: str | No
     )
 
 
-def changes_select(changes: PublishedChanges) -> str:
-    """``<t>_changes``: the change files the feed lists, each commit's rows once, with
-    the hive columns ``commit_date`` and ``commit_time``. One ``read_parquet`` per group
-    of files with the same columns (``schema_digest``), newest file first: binding the
-    view reads one footer a group, and a filter on ``commit_time`` opens only the files
-    of the commits it keeps. Groups are unioned by name (newest first: its column order)."""
-    if not changes.names:
+def changes_manifest(feed: str) -> str:
+    """The view of the change files the feed's lists name (``<t>_changes_manifest``)."""
+    return f"{feed}_manifest"
+
+
+# A change file's name as its lists hold it: the last three parts of its path.
+CHANGE_FILE_TAIL = "[^/]+/[^/]+/[^/]+$"
+
+
+def changes_lists_select(changes: PublishedChanges) -> str:
+    """``<t>_changes_manifest``: the lines of the snapshot's lists (its base's, and its
+    delta's), each a change file relative to the feed's folder. Re-created each sync:
+    the switch to the snapshot's feed."""
+    if not changes.count:
+        return "SELECT CAST(NULL AS VARCHAR) AS filename WHERE false"
+    sources = "[" + ", ".join(_source(uri) for uri in changes.list_uris()) + "]"
+    return (
+        f"SELECT filename FROM read_csv({sources}, header = false, "
+        f"columns = {{'filename': 'VARCHAR'}}, auto_detect = false, {WHOLE_LINES})"
+    )
+
+
+def changes_select(changes: PublishedChanges, lists: str) -> str:
+    """``<t>_changes``: the rows of the change files the view ``lists`` names, with the
+    hive columns ``commit_date`` and ``commit_time``. One ``read_parquet`` per group of
+    files with the same columns (``schema_digest``), over a glob of the group's file
+    name and bound from its columns: the query is the same whatever the feed's length
+    (a sync re-creates it only when a group comes or goes), binding it opens no file,
+    and a filter on ``commit_time`` opens only the files of the commits it keeps.
+    Groups are unioned by name (newest first: its column order)."""
+    if not changes.count:
         columns = ", ".join(
             f"CAST(NULL AS {kind}) AS {quote_identifier(name)}"
             for name, kind in arrow_columns(changes.schema)
@@ -415,18 +444,25 @@ def changes_select(changes: PublishedChanges) -> str:
             f"SELECT {columns}, CAST(NULL AS DATE) AS {DATE_KEY}, "
             f"CAST(NULL AS VARCHAR) AS {TIME_KEY} WHERE false"
         )
-    groups: dict[str, list[str]] = {}
-    newest_first = sorted(
-        zip(changes.names, changes.uris(), strict=True), key=lambda pair: pair[0], reverse=True
-    )
-    for name, uri in newest_first:
-        groups.setdefault(schema_digest(name), []).append(uri)
-    hive_types = f"{{'{DATE_KEY}': DATE, '{TIME_KEY}': VARCHAR}}"
-    reads = [
-        f"SELECT * FROM read_parquet([{', '.join(_source(uri) for uri in uris)}], "
-        f"hive_partitioning = true, hive_types = {hive_types})"
-        for uris in groups.values()
-    ]
+    folder = glob_literal(changes.folder_uri.rstrip("/"))
+    source = quote_identifier(SOURCE_FILE_COLUMN)
+    # The hive columns from the path (DuckDB takes no ``schema`` with hive_partitioning);
+    # a filter on them is a file filter, as on hive columns.
+    date = quote_literal(f"{DATE_KEY}=([^/]*)/")
+    time = quote_literal(f"{TIME_KEY}=([^/]*)/")
+    reads = []
+    for digest, schema in changes.groups:
+        glob = f"{folder}/{DATE_KEY}=*/{TIME_KEY}=*/{CHANGE_FILE_PREFIX}{digest}.parquet"
+        reads.append(
+            f"SELECT * EXCLUDE ({source}), "
+            f"CAST(regexp_extract({source}, {date}, 1) AS DATE) AS {DATE_KEY}, "
+            f"regexp_extract({source}, {time}, 1) AS {TIME_KEY} "
+            f"FROM read_parquet({quote_literal(glob)}, "
+            f"filename = {quote_literal(SOURCE_FILE_COLUMN)}, "
+            f"schema = {schema_map(arrow_columns(schema))}) "
+            f"WHERE regexp_extract({source}, {quote_literal(CHANGE_FILE_TAIL)}) IN "
+            f"(SELECT filename FROM {quote_identifier(lists)})"
+        )
     return " UNION ALL BY NAME ".join(reads)
 
 
@@ -553,12 +589,23 @@ def schema_map(columns: Sequence[tuple[str, str]]) -> str:
     return f"MAP {{{entries}}}"
 
 
+@functools.cache
+def _types_database() -> duckdb.DuckDBPyConnection:
+    """An in-memory database kept for the process, which ``arrow_columns`` asks how DuckDB
+    reads Arrow types: opening one costs tens of milliseconds, every sync of a feed or a
+    Merge-on-Read table asks."""
+    return duckdb.connect()
+
+
+_TYPES_LOCK = threading.Lock()
+
+
 def arrow_columns(schema: pa.Schema) -> list[tuple[str, str]]:
     """The columns and DuckDB types of parquet files pyarrow writes with ``schema`` (the
-    folded log files), as DuckDB reads Arrow: its Arrow and parquet readers agree on the
-    types pyarrow writes."""
-    with duckdb.connect() as con:
-        relation = con.from_arrow(schema.empty_table())
+    folded log files, the change files), as DuckDB reads Arrow: its Arrow and parquet
+    readers agree on the types pyarrow writes."""
+    with _TYPES_LOCK:  # a connection serves one thread at a time
+        relation = _types_database().from_arrow(schema.empty_table())
         return [(str(n), str(t)) for n, t in zip(relation.columns, relation.types, strict=True)]
 
 

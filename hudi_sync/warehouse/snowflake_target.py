@@ -696,9 +696,10 @@ class SnowflakeTarget:
         """``<view>_history``: an external table over every change file under the stage's
         ``.hoodie/manifest/changes/`` (typed columns from ``VALUE``, ``commit_date`` and
         ``commit_time`` parsed from the path, ``PARTITION BY`` both, so a filter on them
-        prunes files); ``<view>_manifest``: over the snapshot's list of change files
-        (replaced: the switch to this snapshot's feed); the view ``<view>``: the rows of
-        the listed files, its comment the range the feed holds."""
+        prunes files); ``<view>_manifest``: over the snapshot's lists of change files
+        (its base's, and its delta's; replaced: the switch to this snapshot's feed); the
+        view ``<view>``: the rows of the listed files, its comment the range the feed
+        holds."""
         stage = f"@{self._qualified(self._stage())}"
         history, manifest = self._qualified(f"{view}_history"), self._qualified(f"{view}_manifest")
         columns = [
@@ -724,14 +725,20 @@ class SnowflakeTarget:
             f"PATTERN = {quote_literal(CHANGE_FILE_PATTERN)} "
             "FILE_FORMAT = (TYPE = PARQUET) COPY GRANTS"
         )
-        folder = _stage_path(table, changes.files_uri).rsplit("/", 1)[0]
-        manifest_sql = self._list_table_sql(manifest, folder)
+        lists = [_stage_path(table, uri) for uri in changes.list_uris()]
+        if len(lists) == 1:
+            folder, pattern = lists[0].rsplit("/", 1)[0], MANIFEST_PATTERN
+        else:  # the base's list and the delta's, matched exactly under their folder
+            folder = os.path.commonpath(lists)
+            files = [regex_literal(p[len(folder) + 1 :]) for p in lists]
+            pattern = f"^(.*/)?({'|'.join(files)})$"
+        manifest_sql = self._list_table_sql(manifest, folder, pattern)
         shown = ", ".join(sql_name(c.name) for c in [*columns, *keys])
         query = (
             f"SELECT {shown} FROM {history} WHERE {sql_name(CHANGE_FILE_COLUMN)} IN "
             f"(SELECT {sql_name('filename')} FROM {manifest})"
         )
-        if not changes.names:  # no change file yet: no list to read
+        if not changes.count:  # no change file yet: no list to read
             query += " AND FALSE"
         view_sql = create_view(self._qualified(view), query, changes.description())
         return [
