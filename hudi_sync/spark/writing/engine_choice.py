@@ -20,6 +20,7 @@ from hudi_sync.spark.writing.options import WriteOptions
 
 UNKNOWN_SIZE = 2**63 - 1  # what Spark estimates for rows it cannot size
 _VALUE_BYTES = 20  # Spark's default size of a string value, the widest common guess
+_MOST_ROWS = 2**31 - 2  # Spark's limit takes an int
 
 
 def size_estimate(df: DataFrame) -> int | None:
@@ -42,6 +43,6 @@ def driver_rows(df: DataFrame, options: WriteOptions, where: str) -> pa.Table | 
     estimate = size_estimate(df)
     if estimate is not None and estimate < UNKNOWN_SIZE:
         return collected_rows(df, where) if estimate <= limit else None
-    most = max(1, limit // (_VALUE_BYTES * max(1, len(df.columns))))
+    most = max(1, min(limit // (_VALUE_BYTES * max(1, len(df.columns))), _MOST_ROWS))
     probe = collected_rows(df.limit(most + 1), where)  # in the rows' order
     return probe if probe.num_rows <= most and probe.nbytes <= limit else None
