@@ -129,9 +129,9 @@ def test_write_arrow_takes_every_operation(tmp_path: Path, table_type: str) -> N
     def rows(keys: range, p: str, ts: int) -> pa.Table:
         return pa.table(
             {
-                "id": list(keys),
-                "p": [p] * len(keys),
-                "name": [f"n{k}" for k in keys],
+                "id": pa.array(list(keys), pa.int64()),
+                "p": pa.array([p] * len(keys), pa.string()),
+                "name": pa.array([f"n{k}" for k in keys], pa.string()),
                 "ts": pa.array([ts] * len(keys), pa.int64()),
             }
         )
@@ -144,10 +144,16 @@ def test_write_arrow_takes_every_operation(tmp_path: Path, table_type: str) -> N
     run("upsert", rows(range(5, 12), "a", 2))  # 10 and 11: new in "a" (the index is per partition)
     run("delete", rows(range(0, 3), "a", 0))
     run("delete_partition", rows(range(0, 1), "b", 0))
+    run("upsert", rows(range(0), "a", 3))  # an empty batch commits, writing no file
+    assert (
+        not HudiTable.open(path)
+        .timeline.commit_metadata(HudiTable.open(path).timeline.completed_writes[-1])
+        .write_stats
+    )
     table = HudiTable.open(path)
     got = sorted((r["id"], r["p"], r["ts"]) for r in read_snapshot(table).to_pylist())
     want = [(k, "a", 1) for k in range(3, 5)] + [(k, "a", 2) for k in range(5, 12)]
     assert got == want
     theirs = sorted((r["id"], r["p"], r["ts"]) for r in hudi_rs_rows(path).to_pylist())
     assert theirs == want
-    assert [i.action for i in table.timeline.completed_writes][-1] == "replacecommit"
+    assert [i.action for i in table.timeline.completed_writes][-2] == "replacecommit"

@@ -269,13 +269,13 @@ def keyed_columns(rows: pa.Table, options: WriteOptions, where: str) -> pa.Table
 def _delete_flags(data: pa.Table, options: WriteOptions) -> pa.Array:
     count = data.num_rows
     if options.operation == "delete":
-        return pa.array([True] * count)
+        return pa.array([True] * count, pa.bool_())
     if options.delete_field is not None and options.delete_field in data.column_names:
         field = data.column(options.delete_field).cast(pa.string())
         return pc.fill_null(pc.equal(field, options.delete_marker), False)
     if IS_DELETED in data.column_names:
         return pc.fill_null(data.column(IS_DELETED).cast(pa.bool_()), False)
-    return pa.array([False] * count)
+    return pa.array([False] * count, pa.bool_())
 
 
 def one_per_key(keyed: pa.Table, ordering: str | None, sequence: str | None = None) -> pa.Table:
