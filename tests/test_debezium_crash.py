@@ -42,8 +42,9 @@ CHILD = textwrap.dedent(
     def die(*args, **kwargs):
         os._exit(9)
 
-    if step == "before-write":
+    if step == "before-write":  # Arrow rows (write_arrow) or a DataFrame (write)
         writes_module.write = die
+        writes_module.write_arrow = die
     elif step == "during-write":  # files written, the commit not completed
         TimelineWriter.complete = die
     elif step == "after-commit":  # completed, offsets not told to Kafka, no sync
