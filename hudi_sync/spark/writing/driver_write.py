@@ -206,7 +206,7 @@ def _routed(inserts: pa.Table, buckets: Sequence[Bucket]) -> pa.Table:
     partition's hash range), as the executors route them."""
     if not inserts.num_rows:
         return inserts
-    position = java_string_hashes(inserts.column(RECORD_KEY)).astype(np.float64) / 2.0**32
+    position = _mixed(java_string_hashes(inserts.column(RECORD_KEY))).astype(np.float64) / 2.0**32
     partitions = np.asarray(inserts.column(PARTITION_PATH).to_pylist(), dtype=object)
     file_ids = np.empty(inserts.num_rows, dtype=object)
     for bucket in buckets:
@@ -214,6 +214,20 @@ def _routed(inserts: pa.Table, buckets: Sequence[Bucket]) -> pa.Table:
         file_ids[inside & (position < bucket.high)] = bucket.file_id
     column = inserts.schema.get_field_index(FILE_ID)
     return inserts.set_column(column, FILE_ID, pa.array(file_ids.tolist(), pa.string()))
+
+
+def _mixed(hashes: np.ndarray) -> np.ndarray:
+    """Hashes spread over the whole 32-bit range (MurmurHash3's finalizer): Java's
+    string hashes of short keys (``"7"``, ``"42"``) are small numbers, which would all
+    fall into the first file group's share."""
+    with np.errstate(over="ignore"):
+        mixed = hashes.astype(np.uint32)
+        mixed ^= mixed >> np.uint32(16)
+        mixed *= np.uint32(0x85EBCA6B)
+        mixed ^= mixed >> np.uint32(13)
+        mixed *= np.uint32(0xC2B2AE35)
+        mixed ^= mixed >> np.uint32(16)
+    return mixed
 
 
 def _runs(rows: pa.Table) -> list[tuple[int, int]]:
