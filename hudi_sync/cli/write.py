@@ -55,6 +55,7 @@ def write_command(
             source_format,
         )
         from hudi_sync.spark.writing.options import WriteOptions
+        from hudi_sync.spark.writing.writer import driver_takes
 
         WriteOptions.precheck(options)  # bad options and sources fail before Spark starts
         check_sources(sources)
@@ -62,7 +63,7 @@ def write_command(
         try:
             # Small files, as write(df) routes a small DataFrame: no Spark session at all.
             rows = arrow_rows(sources, kind, cfg.WRITE_DRIVER_MAX_BYTES.read(options))
-            if rows is not None:
+            if rows is not None and driver_takes(rows.schema, table, options, storage):
                 return write_arrow(rows, table, options, storage).summary()
             spark = local_session("hudi-sync write")
             return write(load_files(spark, sources, kind), table, options, storage).summary()

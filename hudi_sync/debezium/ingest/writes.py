@@ -26,9 +26,8 @@ from hudi_sync.spark.compat import arrow_dataframe
 from hudi_sync.spark.reading.reader import read
 from hudi_sync.spark.writing import options as opt
 from hudi_sync.spark.writing.compaction import spark_executor
-from hudi_sync.spark.writing.driver_write import text_as_in_spark
 from hudi_sync.spark.writing.options import WriteOptions
-from hudi_sync.spark.writing.writer import write, write_arrow
+from hudi_sync.spark.writing.writer import driver_takes, write, write_arrow
 from hudi_sync.sync.hook import run_post_commit_hook
 from hudi_sync.table import HudiTable
 from hudi_sync.table.partition_paths import field_names
@@ -121,16 +120,14 @@ class BatchWriter:
             tombstone_files=files,
             truncated_before=reduced.truncated_at or state.truncated_before,
         )
-        if isinstance(rows, pa.Table) and not self._keyed_in_arrow(rows):
-            rows = arrow_dataframe(self.spark, rows)
+        options = self.write_options()
+        storage = self.config.storage_options
+        if isinstance(rows, pa.Table) and not driver_takes(
+            rows.schema, self.path, options, storage
+        ):
+            rows = arrow_dataframe(self.spark, rows)  # keyed by Spark (e.g. a numeric key)
         writes = write_arrow if isinstance(rows, pa.Table) else write
-        result = writes(
-            rows,
-            self.path,
-            self.write_options(),
-            self.config.storage_options,
-            extra_metadata=new_state.metadata(),
-        )
+        result = writes(rows, self.path, options, storage, extra_metadata=new_state.metadata())
         new_state.instant = result.instant
         for key in reduced.upserted_keys:
             tombstones.pop(key, None)
@@ -240,16 +237,6 @@ class BatchWriter:
         if isinstance(reduced, ColumnReduced):
             return True
         return not reduced.unresolved and not reduced.truncated_at
-
-    def _keyed_in_arrow(self, rows: pa.Table) -> bool:
-        """Whether the Arrow engine can key the rows: key and partition fields Arrow
-        writes as Spark does (strings, integers). Others (a numeric key) are keyed by
-        Spark; the bucket index refuses them either way."""
-        if self._buckets():
-            return True
-        names = [*self.key_fields(), *self.partition_fields()]
-        fields = [rows.schema.field(n) for n in names if n in rows.schema.names]
-        return all(text_as_in_spark(f.type) for f in fields)
 
     def partition_fields(self) -> list[str]:
         return field_names(cfg.PARTITION_PATH.read(self.config.write_options))

@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from hudi_sync.spark.writing.bucket_index import java_string_hashes, keyed_columns, one_per_key
 from hudi_sync.spark.writing.file_groups import WriteTarget, new_key_buckets, uses_small_files
@@ -50,7 +51,7 @@ _WRITERS = 8  # file groups merged or read at once
 _ROW = "__hudi_sync_row"
 
 
-def text_as_in_spark(kind: pa.DataType) -> bool:
+def _text_as_in_spark(kind: pa.DataType) -> bool:
     """Whether Arrow writes a value of ``kind`` as the same text as Spark does (a record
     key or a partition path is that text): strings and integers."""
     return bool(
@@ -68,7 +69,7 @@ def refusal(schema: pa.Schema, options: WriteOptions) -> str | None:
     scheme = options.partition_scheme
     simple = [f for f, kind in zip(scheme.fields, scheme.kinds, strict=True) if kind != TIMESTAMP]
     for name in (*options.record_key_fields, *simple):
-        if name in schema.names and not text_as_in_spark(schema.field(name).type):
+        if name in schema.names and not _text_as_in_spark(schema.field(name).type):
             return f"field {name} is {schema.field(name).type}: only string and integer fields"
     return None
 
@@ -164,8 +165,6 @@ def stored_keys(location: Location, files: Sequence[tuple[str, str, str]]) -> pa
         partition, file_id, name = file
         path = location.join(partition, name)
         if location.is_local:
-            import pyarrow.parquet as pq
-
             keys = pq.read_table(path, columns=[RECORD_KEY]).column(RECORD_KEY)
         else:
             with location.fs.open(path, "rb") as handle:

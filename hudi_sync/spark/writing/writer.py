@@ -182,7 +182,9 @@ def write(
         # A small batch is written in the driver (the Arrow engine); a large one by the
         # executors (``engine_choice``).
         rows = (
-            driver_rows(df, write_options, location.uri) if _driver_may(df, write_options) else None
+            driver_rows(df, write_options, location.uri)
+            if _driver_may(to_arrow_schema(df.schema), write_options)
+            else None
         )
         if write_options.index_type == "BUCKET":  # see bucket_index, bucket_write
             result = _write_buckets(df if rows is None else rows, location, write_options, metadata)
@@ -191,7 +193,21 @@ def write(
     return _synced(result, options)
 
 
-def _driver_may(df: DataFrame, options: WriteOptions) -> bool:
+def driver_takes(
+    schema: pa.Schema,
+    path: str,
+    options: Mapping[str, object],
+    storage_options: Mapping[str, Any] | None = None,
+) -> bool:
+    """Whether small rows of ``schema`` go to the driver's engine (``write_arrow``) by
+    the rule ``write`` applies to a small DataFrame; callers holding Arrow rows (the
+    CLI's small files, the Debezium ingest) hand the others to ``write``."""
+    location = open_location(table_uri(path), dict(storage_options or {}))
+    with reporting_storage_failures(location):
+        return _driver_may(schema, _resolved(options, location))
+
+
+def _driver_may(schema: pa.Schema, options: WriteOptions) -> bool:
     """Whether the driver's engine may take the write if it is small: the bucket index
     (whose own checks refuse keys it cannot hash), or the options name no Spark merge
     engine (a write that asks for one gets it) and the engine can key the rows."""
@@ -199,7 +215,7 @@ def _driver_may(df: DataFrame, options: WriteOptions) -> bool:
         return True
     if cfg.MERGE_ENGINE.given(options.raw):
         return False
-    return driver_write.refusal(to_arrow_schema(df.schema), options) is None
+    return driver_write.refusal(schema, options) is None
 
 
 def _synced(result: WriteResult, options: Mapping[str, object]) -> WriteResult:
