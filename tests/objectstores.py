@@ -266,16 +266,50 @@ def _stop_process(process: subprocess.Popen[bytes]) -> None:
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[S3Store]:
     """Run moto's S3 server on 127.0.0.1 (free port) for the session."""
-    from moto.server import ThreadedMotoServer
+    import threading
+
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no per-request log lines
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
+    app = _PreconditionsInOneStep(DomainDispatcherApplication(create_backend_app))
+    server = make_server(
+        "127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler
+    )  # what moto's ThreadedMotoServer runs, with the wrapper in front
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
     try:
-        host, port = server.get_host_and_port()
-        yield S3Store(f"http://{host}:{port}")
+        yield S3Store(f"http://127.0.0.1:{server.server_port}")
     finally:
-        server.stop()
+        server.shutdown()
+        thread.join()
+
+
+class _PreconditionsInOneStep:
+    """WSGI wrapper giving moto's conditional writes S3's atomicity.
+
+    moto checks an ``If-None-Match``/``If-Match`` precondition and then writes, as two
+    steps, while its server answers requests on many threads: two racing creates can
+    both pass the check. S3 decides a precondition and the write as one step, which is
+    what the writers' exclusive create relies on. Requests carrying a precondition run
+    one at a time here; every other request still runs in parallel.
+    """
+
+    def __init__(self, app: Any) -> None:
+        import threading
+
+        self._app = app
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        if "HTTP_IF_NONE_MATCH" not in environ and "HTTP_IF_MATCH" not in environ:
+            return self._app(environ, start_response)
+        with self._lock:
+            return list(self._app(environ, start_response))  # the whole answer, locked
 
 
 @contextlib.contextmanager
