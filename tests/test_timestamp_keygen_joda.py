@@ -112,24 +112,48 @@ def _joda_partition(
     HoodieDateTimeParser's formatter (the input patterns' parsers as alternatives, the
     input zone or else the parsed offset), then the output pattern in the output zone or
     else the parsed date's zone."""
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    assert gateway is not None
-    parsers = gateway.new_array(jvm.org.joda.time.format.DateTimeParser, len(inputs))
-    for i, pattern in enumerate(inputs):
-        parsers[i] = jvm.org.joda.time.format.DateTimeFormat.forPattern(pattern).getParser()
-    formatter = (
-        jvm.org.joda.time.format.DateTimeFormatterBuilder().append(None, parsers).toFormatter()
-    )
-    formatter = formatter.withZone(_zone(jvm, in_zone)) if in_zone else formatter.withOffsetParsed()
     try:
-        parsed = formatter.parseDateTime(text)
+        parsed = _joda_parser(jvm, tuple(inputs), in_zone).parseDateTime(text)
     except Exception:  # Joda's IllegalArgumentException / IllegalInstantException
         return None
-    printer = jvm.org.joda.time.format.DateTimeFormat.forPattern(OUTPUT)
-    printer = printer.withZone(_zone(jvm, out_zone) if out_zone else parsed.getZone())
+    printer = (
+        _joda_printer(jvm, out_zone)
+        if out_zone
+        else _joda_printer(jvm, "").withZone(parsed.getZone())
+    )
     return str(printer.print(parsed.getMillis()))
+
+
+_JODA: dict[tuple[str, ...], Any] = {}  # Joda's formatters are immutable: built once
+
+
+def _joda_parser(jvm: Any, inputs: tuple[str, ...], in_zone: str) -> Any:
+    """HoodieDateTimeParser's formatter for ``inputs`` in ``in_zone`` (or the parsed offset)."""
+    key = ("parse", in_zone, *inputs)
+    if key not in _JODA:
+        from pyspark import SparkContext
+
+        gateway = SparkContext._gateway
+        assert gateway is not None
+        parsers = gateway.new_array(jvm.org.joda.time.format.DateTimeParser, len(inputs))
+        for i, pattern in enumerate(inputs):
+            parsers[i] = jvm.org.joda.time.format.DateTimeFormat.forPattern(pattern).getParser()
+        formatter = (
+            jvm.org.joda.time.format.DateTimeFormatterBuilder().append(None, parsers).toFormatter()
+        )
+        _JODA[key] = (
+            formatter.withZone(_zone(jvm, in_zone)) if in_zone else formatter.withOffsetParsed()
+        )
+    return _JODA[key]
+
+
+def _joda_printer(jvm: Any, out_zone: str) -> Any:
+    """The output pattern's formatter, in ``out_zone`` ("": the caller sets the zone)."""
+    key = ("print", out_zone)
+    if key not in _JODA:
+        printer = jvm.org.joda.time.format.DateTimeFormat.forPattern(OUTPUT)
+        _JODA[key] = printer.withZone(_zone(jvm, out_zone)) if out_zone else printer
+    return _JODA[key]
 
 
 def test_reading_matches_joda(joda: Any) -> None:
