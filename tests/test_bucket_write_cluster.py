@@ -20,6 +20,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_an_upsert_several_times_the_drivers_memory(tmp_path: Path) -> None:
+    """Over 30 s by nature: its own cluster of executor JVMs writes a batch larger than
+    the driver's memory, which is the point."""
     uri, work = str(tmp_path / "table"), tmp_path / "work"
     work.mkdir()
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}

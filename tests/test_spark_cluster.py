@@ -119,7 +119,10 @@ def model_rows() -> list[tuple[Any, ...]]:
 def test_write_sequence_on_a_multi_process_cluster(  # type: ignore[no-untyped-def]
     store_name: str, connect: bool, request, tmp_path: Path
 ) -> None:
-    """On ``local-cluster`` (separate executor JVMs), and as a Spark Connect client."""
+    """On ``local-cluster`` (separate executor JVMs), and as a Spark Connect client.
+
+    Over 30 s by nature: the first case starts the cluster's executor JVMs, the Connect
+    case a Connect server of its own."""
     store = request.getfixturevalue(store_name)
     uri = f"{store.scheme}://{store.make_bucket()}/lake/cluster_t"
     if connect:  # its own process: a Connect server's session is not a local-cluster
