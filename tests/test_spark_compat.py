@@ -75,6 +75,16 @@ def test_arrow_tables_cross_into_spark_and_back_with_every_type(spark: SparkSess
     assert back.schema.field("at").type == pa.timestamp("us", "UTC")
 
 
+def test_an_empty_batch_inside_an_arrow_table_loses_no_later_row(spark: SparkSession) -> None:
+    """Spark's Arrow stream reader ends at an empty batch: rows after one were dropped."""
+    part = pa.table({"id": pa.array([1, 2], pa.int64())})
+    table = pa.concat_tables([part, part.slice(0, 0), part, part.slice(0, 0)])
+    assert [len(c) for c in table.column("id").chunks] == [2, 0, 2, 0]
+    df = arrow_dataframe(spark, table)
+    assert df.count() == 4
+    assert sorted(collect_arrow(df).column("id").to_pylist()) == [1, 1, 2, 2]
+
+
 def test_zoneless_timestamps_are_wall_clock_times_of_the_session_zone(
     spark: SparkSession,
 ) -> None:

@@ -197,7 +197,12 @@ def collect_arrow(df: DataFrame) -> pa.Table:
 def arrow_dataframe(spark: SparkSession, table: pa.Table) -> DataFrame:
     """``spark.createDataFrame(table)``: every Arrow type kept (timestamps, decimals,
     binary, nested). 3.5 takes only pandas there (which loses them), so its Arrow stream
-    hand-over to the JVM, the one 4.0's implementation uses, is called directly."""
+    hand-over to the JVM, the one 4.0's implementation uses, is called directly.
+
+    Empty record batches are left out: Spark's Arrow stream reader takes one for the
+    stream's end, silently dropping every row after it (a table concatenated from
+    per-file reads, one of them empty, lost its later rows)."""
+    table = pa.Table.from_batches([b for b in table.to_batches() if b.num_rows], table.schema)
     if _arrow_native():
         return spark.createDataFrame(table)
     from pyspark.sql.pandas.serializers import ArrowStreamSerializer
