@@ -151,8 +151,9 @@ class ChangePlan:
 
     @property
     def read_bytes(self) -> int | None:
-        """Bytes the splits read, when the commits' write stats tell (``None`` if any
-        split reads files of unknown size: earlier versions, logs, replaced groups)."""
+        """Bytes the splits read, from the commits' write stats and the slices' files
+        (``None`` if any split reads files of unknown size: a base file a commit
+        deleted from, an inferred diff)."""
         sizes = [s.read_bytes for s in self.splits]
         return None if any(size is None for size in sizes) else sum(s or 0 for s in sizes)
 
@@ -313,6 +314,7 @@ class _Planner:
             found = self._slices_at(ts).get((stat.partition_path, stat.file_id))
             return split(
                 InferenceCase.LOG_FILE,
+                read_bytes=found.file_bytes(self.table.location) if found else 0,
                 before_file=found.relative_base_path if found else None,
                 log_files=_log_paths(found) if found else (),
                 committed=self.committed,
@@ -433,6 +435,7 @@ class _Planner:
                         before_file=found.relative_base_path,
                         log_files=_log_paths(found),
                         committed=self.committed,
+                        read_bytes=found.file_bytes(self.table.location),
                         **(self._rules if found.log_files else {}),
                     )
                 )

@@ -82,6 +82,17 @@ class FileSlice:
             return log.size
         return int(location.fs.size(location.join(self.relative_path(log.name))) or 0)
 
+    def file_bytes(self, location: Location) -> int:
+        """Bytes of the slice's base file and log files (what reading it costs); sizes
+        from the listing, else a stat each."""
+        total = sum(self.log_size(location, log) for log in self.log_files)
+        if self.base_file is not None:
+            stated = self.base_file.size or location.fs.size(
+                location.join(self.relative_path(self.base_file.name))
+            )
+            total += int(stated or 0)
+        return total
+
     def to_json(self) -> dict[str, Any]:
         return {
             "partition_path": self.partition_path,
