@@ -16,8 +16,10 @@ from hudi_sync.spark.writing import python_merge
 from hudi_sync.table import HudiTable
 from tests.test_spark_writer import frame, hudi_rs, options
 
-# The executors' engines (the driver's takes small writes: tests/test_driver_write.py).
-MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ", "hudi_sync.write.driver.max.bytes": 0}
+# The executors' engines (the driver's takes small writes: tests/test_driver_write.py);
+# the stored rows (the tests' setup) are written by the driver's.
+STORED = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
+MOR = {**STORED, "hudi_sync.write.driver.max.bytes": 0}
 # Plan nodes of the Python workers' Arrow jobs (``applyInArrow``, ``mapInArrow``).
 PYTHON_NODES = ("FlatMapGroupsInArrow", "MapInArrow", "PythonMapInArrow")
 
@@ -77,7 +79,7 @@ def test_driver_and_worker_log_appends_write_tables_hudi_rs_reads_alike(  # type
     spark, tmp_path, version, monkeypatch
 ) -> None:
     base = tmp_path / "base"
-    write(frame(spark, _base_rows(), False), str(base), options("t", version, "insert", **MOR))
+    write(frame(spark, _base_rows(), False), str(base), options("t", version, "insert", **STORED))
     stored = set(HudiTable.open(str(base)).view.base_files_as_of())
     written: dict[str, Any] = {}
     for way in ("driver", "workers"):
@@ -115,7 +117,7 @@ def test_driver_and_worker_log_appends_write_tables_hudi_rs_reads_alike(  # type
 
 def test_a_small_merge_on_read_upsert_starts_no_python_workers(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "table"
-    write(frame(spark, _base_rows(), False), str(path), options("t", 8, "insert", **MOR))
+    write(frame(spark, _base_rows(), False), str(path), options("t", 8, "insert", **STORED))
     before = max(_execution_ids(spark), default=-1)
     result = write(frame(spark, _upserts(), False), str(path), options("t", 8, "upsert", **MOR))
     plans = _sql_plans_after(spark, before)
