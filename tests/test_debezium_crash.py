@@ -27,7 +27,7 @@ from tests.test_debezium_ingest import COW, MOR, config, rows_of, table_state
 
 CHILD = textwrap.dedent(
     """
-    import os, sys
+    import functools, os, sys
     from hudi_sync.debezium import ingest as ingest_module
     from hudi_sync.debezium.ingest import writes as writes_module
     from hudi_sync.debezium.kafka_source import KafkaSource
@@ -86,7 +86,9 @@ CHILD = textwrap.dedent(
 
     from pathlib import Path
     config = crash_config(Broker, topic, Path(path), table_type)
-    ingest_module.ingest(local_session("child", cores=1), config)
+    # As the CLI does: the session is started by the first batch that needs Spark (one
+    # written as Arrow rows needs none).
+    ingest_module.ingest(functools.cache(lambda: local_session("child", cores=1)), config)
     os._exit(0)
     """
 )

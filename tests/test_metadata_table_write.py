@@ -18,11 +18,14 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
+from pyspark.sql import SparkSession
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
-from hudi_sync.spark import read, write
+from hudi_sync.spark import read, write, write_arrow
+from hudi_sync.spark.compat import arrow_dataframe
 from hudi_sync.storage import open_location
 from hudi_sync.table import HudiTable
 from hudi_sync.table.logfile import BlockType, read_blocks
@@ -35,6 +38,7 @@ from hudi_sync.table.metadata_table.sync import maintained_partitions
 from hudi_sync.table.snapshot_read import read_snapshot
 from hudi_sync.table.write.timeline import CommitRecord, TimelineWriter
 from tests.fixture_tables import set_properties
+from tests.frames import rows_frame
 from tests.metadata_checks import (
     MDT_FIXTURES,
     assert_readers_agree,
@@ -135,7 +139,7 @@ def test_upserts_deletes_and_overwrites_keep_the_files_partition_current(  # typ
     )
 
     def frame(rows: list[dict[str, Any]]):  # type: ignore[no-untyped-def]
-        return spark.createDataFrame([[r[c] for c in columns] for r in rows], schema)
+        return rows_frame(spark, rows, schema)
 
     # Upsert: two updates and one insert (a copy of a row under a new key).
     changed = [
@@ -183,7 +187,6 @@ def _partition_path(table: HudiTable, value: str) -> str:
 CHILD = textwrap.dedent(
     """
     import os, sys
-    from hudi_sync.spark import local_session
     from hudi_sync.table.write import timeline as timeline_module
     import tests.test_metadata_table_write as t
 
@@ -197,22 +200,25 @@ CHILD = textwrap.dedent(
         return original(self, instant, action, data, after)
 
     timeline_module.TimelineWriter._complete_file = die
-    t.upsert_one(local_session("child", cores=1), sys.argv[1], "killed")
+    t.upsert_one(None, sys.argv[1], "killed")  # Arrow rows: the child starts no JVM
     os._exit(0)
     """
 )
 
 
-def upsert_one(spark, path: str, text: str):  # type: ignore[no-untyped-def]
-    """Upsert the first row of the table with ``text`` in its merchant name."""
+def upsert_one(spark: SparkSession | None, path: str, text: str):  # type: ignore[no-untyped-def]
+    """Upsert the first row of the table with ``text`` in its merchant name (through
+    Spark's writer, or without ``spark`` as Arrow rows in this process)."""
     table = HudiTable.open(path)
-    model = rows_by_key(read_snapshot(table), "txn_id")
+    snapshot = read_snapshot(table)
+    model = rows_by_key(snapshot, "txn_id")
     columns = list(next(iter(model.values())))
-    schema = read(spark, path).select(*columns).schema
     row = dict(model[min(model)], merchant_name=text)
     row["txn_ts"] += 1
-    df = spark.createDataFrame([[row[c] for c in columns]], schema)
-    return write(df, path, _options(table, "upsert")), row
+    rows = pa.Table.from_pylist([row], snapshot.select(columns).schema)
+    if spark is None:
+        return write_arrow(rows, path, _options(table, "upsert")), row
+    return write(arrow_dataframe(spark, rows), path, _options(table, "upsert")), row
 
 
 @pytest.mark.parametrize("step", ["before-metadata-completion", "before-data-completion"])
@@ -280,7 +286,7 @@ def test_a_refused_write_leaves_the_table_alone_and_metadata_enable_false_delete
     )
     # Hudi's own switch: the metadata table goes, the write goes on, readers list directly.
     row = dict(model[min(model)], merchant_name="direct", txn_ts=model[min(model)]["txn_ts"] + 1)
-    changed = spark.createDataFrame([[row[c] for c in columns]], df.schema)
+    changed = rows_frame(spark, [row], df.schema)
     write(changed, str(path), {**options, "hoodie.metadata.enable": "false"})
     assert not (path / ".hoodie/metadata").exists()
     assert HudiTable.open(str(path)).config.metadata_partitions == ()

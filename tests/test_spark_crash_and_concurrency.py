@@ -1,5 +1,9 @@
 """A writer killed at each step (of the data commit and of the metadata table's
-deltacommit before it), and two writers at once (separate processes)."""
+deltacommit before it), and two writers at once (separate processes).
+
+A child whose rows go to the driver's engine writes them as Arrow rows (``write_arrow``:
+the same ``_write`` steps ``write`` runs on a small DataFrame it collects) and starts no
+JVM; the child whose data files are written by Spark's tasks starts a session."""
 
 from __future__ import annotations
 
@@ -10,9 +14,12 @@ import textwrap
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from pyspark.sql import SparkSession
 
-from hudi_sync.spark import read, write
+from hudi_sync.spark import write, write_arrow
+from hudi_sync.spark.compat import arrow_dataframe
 from hudi_sync.table import HudiTable
 from hudi_sync.table.snapshot_read import read_snapshot
 from tests.metadata_checks import (
@@ -23,15 +30,22 @@ from tests.metadata_checks import (
     rows_by_key,
     write_options,
 )
-from tests.test_spark_writer import frame, hudi_rs, options, our_rows
+from tests.test_spark_writer import core_rows, frame, hudi_rs, options, our_rows
+
+# The rows of tests.test_spark_writer.SCHEMA as Arrow (parsing its DDL needs a JVM).
+ARROW_SCHEMA = pa.schema(
+    [("id", pa.int32()), ("p", pa.string()), ("name", pa.string()), ("ts", pa.int64())]
+)
 
 CHILD = textwrap.dedent(
     """
     import os, sys, time
+    import pyarrow as pa
     from hudi_sync.errors import WriteConflictError
-    from hudi_sync.spark import local_session, write
+    from hudi_sync.spark import local_session, write, write_arrow
     from hudi_sync.table.write import commit as commit_module
     from hudi_sync.table.write import timeline as timeline_writer
+    from tests.test_spark_crash_and_concurrency import ARROW_SCHEMA
     from tests.test_spark_writer import ENGINES, frame, options
 
     path, mode, flag, engine = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
@@ -54,10 +68,13 @@ CHILD = textwrap.dedent(
         timeline_writer.TimelineWriter.complete = die
     elif mode == "slow":
         commit_module.WriteTransaction.write_partition_metadata = wait_for_flag
-    spark = local_session("child", cores=1)
     rows = [{"id": 1, "p": "a", "name": mode, "ts": 5}, {"id": 9, "p": "a", "name": mode, "ts": 5}]
+    write_options = options("t", 6, "upsert", **ENGINES[engine])
     try:
-        write(frame(spark, rows, False), path, options("t", 6, "upsert", **ENGINES[engine]))
+        if engine == "driver":
+            write_arrow(pa.Table.from_pylist(rows, ARROW_SCHEMA), path, write_options)
+        else:
+            write(frame(local_session("child", cores=1), rows, False), path, write_options)
     except WriteConflictError as exc:
         print(exc)
         os._exit(3)
@@ -124,7 +141,7 @@ def test_a_writer_killed_at_each_step_leaves_the_previous_snapshot(  # type: ign
     assert result.rolled_back == pending
     leftovers = [p for p in path.rglob(f"*_{pending[0]}.parquet")]
     assert leftovers == []
-    after = our_rows(spark, path, False)
+    after = core_rows(path, False)
     assert hudi_rs(path, False) == after
     assert {r[2] for r in after} == {"n0", "n1", "after"}
 
@@ -164,7 +181,6 @@ def test_a_second_writer_of_the_same_file_group_fails_cleanly(spark, seeded, tmp
 MDT_CHILD = textwrap.dedent(
     """
     import os, sys
-    from hudi_sync.spark import local_session
     from hudi_sync.table.metadata_table.writer import MetadataTableWriter
     from hudi_sync.table.write import timeline as timeline_module
     import tests.test_spark_crash_and_concurrency as t
@@ -199,7 +215,7 @@ MDT_CHILD = textwrap.dedent(
         MetadataTableWriter.deltacommit = after_deltacommit
     else:
         timeline_module.TimelineWriter._complete_file = before_completion
-    t.upsert_new_key(local_session("child", cores=1), path, "KILLED")
+    t.upsert_new_key(None, path, "KILLED")
     os._exit(0)
     """
 )
@@ -212,15 +228,19 @@ MDT_STEPS = [
 ]
 
 
-def upsert_new_key(spark, path: str, new_key: str):  # type: ignore[no-untyped-def]
-    """Upsert a copy of the first row under ``new_key``; the written row."""
+def upsert_new_key(spark: SparkSession | None, path: str, new_key: str):  # type: ignore[no-untyped-def]
+    """Upsert a copy of the first row under ``new_key`` (through Spark's writer, or
+    without ``spark`` as Arrow rows in this process); the written row."""
     table = HudiTable.open(path)
-    model = rows_by_key(read_snapshot(table), "txn_id")
+    snapshot = read_snapshot(table)
+    model = rows_by_key(snapshot, "txn_id")
     columns = list(next(iter(model.values())))
-    schema = read(spark, path).select(*columns).schema
     row = dict(model[min(model)], txn_id=new_key, merchant_name=f"merchant of {new_key}")
-    frame = spark.createDataFrame([[row[c] for c in columns]], schema)
-    return write(frame, path, write_options(table, "upsert")), row
+    rows = pa.Table.from_pylist([row], snapshot.select(columns).schema)
+    settings = write_options(table, "upsert")
+    if spark is None:
+        return write_arrow(rows, path, settings), row
+    return write(arrow_dataframe(spark, rows), path, settings), row
 
 
 @pytest.mark.parametrize("step", MDT_STEPS)
