@@ -71,10 +71,19 @@ def create_source_table(cursor: Any, name: str) -> None:
 
 
 def insert_rows(cursor: Any, name: str, rows: list[dict[str, Any]], path: str) -> int:
-    for row in rows:
-        value = json.dumps({k: json_value(v) for k, v in row.items()})
-        cursor.execute(f"INSERT INTO {name} SELECT PARSE_JSON(%s), %s", (value, path))
+    """One INSERT a batch of rows: fakesnow translates each statement (sqlglot) anew,
+    which costs more than the rows."""
+    for start in range(0, len(rows), _INSERT_BATCH):
+        batch = rows[start : start + _INSERT_BATCH]
+        selects = " UNION ALL ".join(["SELECT PARSE_JSON(%s), %s"] * len(batch))
+        params = []
+        for row in batch:
+            params += [json.dumps({k: json_value(v) for k, v in row.items()}), path]
+        cursor.execute(f"INSERT INTO {name} {selects}", params)
     return len(rows)
+
+
+_INSERT_BATCH = 100
 
 
 @dataclass
@@ -104,6 +113,7 @@ class EmulatedSnowflake:
     fail_on: str | None = None  # raise a connector error on the first statement matching
     view_comments: dict[tuple[str, ...], str] = field(default_factory=dict)
     external: dict[tuple[str, ...], _ExternalTable] = field(default_factory=dict)
+    file_rows: dict[tuple[Any, ...], list[dict[str, Any]]] = field(default_factory=dict)
 
     @contextlib.contextmanager
     def patched(self) -> Iterator[None]:
@@ -227,6 +237,21 @@ class EmulatedSnowflake:
         assert urls, f"stage {stage} does not exist"
         return str(urls[0])
 
+    def _rows(
+        self, fs: Any, path: str, info: Mapping[str, Any], table: _ExternalTable
+    ) -> list[dict[str, Any]]:
+        """A file's rows, read once per version (its ETag): each refresh loads every
+        file again, most of them unchanged."""
+        key = (path, str(info.get("ETag")), info.get("size"), table.file_type)
+        if key not in self.file_rows:
+            with fs.open(path, "rb") as handle:
+                if table.file_type == "PARQUET":
+                    rows = pq.read_table(handle).to_pylist()
+                else:
+                    rows = [{"c1": line} for line in handle.read().decode().splitlines()]
+            self.file_rows[key] = rows
+        return self.file_rows[key]
+
     def _load(self, cursor: Any, table: _ExternalTable) -> None:
         """List, filter by PATTERN, load, and (re)define the table as a view over the rows."""
         url = self._stage_url(cursor, table.stage)
@@ -237,17 +262,11 @@ class EmulatedSnowflake:
         files_table = _sql(files)
         create_source_table(cursor, files_table)
         root_path = root.split("://", 1)[1]
-        for found in sorted(fs.find(root + table.path)):
+        for found, info in sorted(fs.find(root + table.path, detail=True).items()):
             relative = found.removeprefix(root_path)
             if not re.search(table.pattern, relative):
                 continue
-            with fs.open(found, "rb") as handle:
-                if table.file_type == "PARQUET":
-                    rows = pq.read_table(handle).to_pylist()
-                else:
-                    lines = handle.read().decode().splitlines()
-                    rows = [{"c1": line} for line in lines]
-            insert_rows(cursor, files_table, rows, relative)
+            insert_rows(cursor, files_table, self._rows(fs, found, info, table), relative)
         cursor.execute(
             f"CREATE OR REPLACE VIEW {_sql(table.table)} AS "
             f"SELECT VALUE, {table.select} FROM {files_table}"

@@ -28,6 +28,7 @@ from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.partition_encoding import escape_value
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from tests.frames import rows_frame
 from tests.hudi_oracle import slices
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
 
@@ -48,7 +49,7 @@ def _options(**extra: object) -> dict[str, object]:
 
 
 def _frame(spark: SparkSession, rows: list[tuple[Any, ...]]) -> DataFrame:
-    return spark.createDataFrame(rows, SCHEMA)
+    return rows_frame(spark, rows, SCHEMA)
 
 
 def _write(spark: SparkSession, path: Path, rows: list[tuple[Any, ...]], **extra: object) -> None:

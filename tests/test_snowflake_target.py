@@ -37,7 +37,8 @@ from hudi_sync.warehouse.snowflake_target import (
 )
 from tests import test_mor_read as mor_read
 from tests.fixture_tables import fixture_tables
-from tests.objectstores import S3Store, commits_after_hidden
+from tests.growing_timeline import growing_timeline
+from tests.objectstores import S3Store
 from tests.snowflake_emulation import EmulatedSnowflake
 from tests.warehouse_rows import hudi_rs_rows
 
@@ -553,29 +554,30 @@ def test_view_follows_every_commit_in_full_and_delta_mode(  # type: ignore[no-un
     instants = [i.requested_time for i in table.completed_commits()]
     with_meta = table.config.populate_meta_fields
     bases = set()
-    for instant in instants:
-        with commits_after_hidden(fs, table.uri, instant):
+    with growing_timeline(fs, table.uri) as advance:
+        for instant in instants:
+            advance(instant)
             report = sync_table(
                 HudiTable.open(table.uri, s3_server.storage_options),
                 [_target()],
                 delta_commits=delta_commits,
             )
-        assert report.ok and report.instant == instant, report
-        manifest = emulation.external[
-            (object_name(DATABASE), object_name(SCHEMA), "TRIPS_MANIFEST")
-        ]
-        if delta_commits:
-            assert manifest.path == ".hoodie/manifest/"
-            snapshot, changes = (
-                manifest.pattern.removeprefix("^(.*/)?(").removesuffix(")$").split("|")
-            )
-            assert snapshot.endswith("/uris[.]csv") and changes.startswith("deltas/"), manifest
-            bases.add(snapshot)
-        else:
-            assert manifest.path == f".hoodie/manifest/snapshots/{instant}/"
-        names, keys = _shown_files(with_meta)
-        assert names == build_manifest(HudiTable.open(str(local)), instant).names(), instant
-        assert len(keys) == len(set(keys)), instant
+            assert report.ok and report.instant == instant, report
+            manifest = emulation.external[
+                (object_name(DATABASE), object_name(SCHEMA), "TRIPS_MANIFEST")
+            ]
+            if delta_commits:
+                assert manifest.path == ".hoodie/manifest/"
+                snapshot, changes = (
+                    manifest.pattern.removeprefix("^(.*/)?(").removesuffix(")$").split("|")
+                )
+                assert snapshot.endswith("/uris[.]csv") and changes.startswith("deltas/"), manifest
+                bases.add(snapshot)
+            else:
+                assert manifest.path == f".hoodie/manifest/snapshots/{instant}/"
+            names, keys = _shown_files(with_meta)
+            assert names == build_manifest(HudiTable.open(str(local)), instant).names(), instant
+            assert len(keys) == len(set(keys)), instant
     if delta_commits and len(instants) > 3:
         assert len(bases) >= 2  # a compaction re-based the manifest
     assert _view_rows(table) == _hudi_rs(table, local)
