@@ -309,11 +309,11 @@ def test_unchanged_rows_keep_commit_time_and_seqno(spark, tmp_path) -> None:  # 
     path = str(tmp_path / "t")
     rows = [{"id": i, "p": "a", "name": f"n{i}", "ts": 1} for i in range(5)]
     first = write(frame(spark, rows, False), path, options("t", 6, "upsert")).instant
-    before = {r["id"]: r for r in collect_arrow(read(spark, path)).to_pylist()}
+    before = {r["id"]: r for r in read_snapshot(HudiTable.open(path)).to_pylist()}
     second = write(
         frame(spark, [dict(rows[0], ts=2, name="new")], False), path, options("t", 6, "upsert")
     )
-    after = {r["id"]: r for r in collect_arrow(read(spark, path)).to_pylist()}
+    after = {r["id"]: r for r in read_snapshot(HudiTable.open(path)).to_pylist()}
     assert after[0]["_hoodie_commit_time"] == second.instant != first
     for key in range(1, 5):
         assert after[key]["_hoodie_commit_time"] == before[key]["_hoodie_commit_time"] == first
@@ -417,9 +417,7 @@ def test_options_that_contradict_the_table_fail_clearly(spark, tmp_path) -> None
     changed_key = {**options("t", 6, "upsert"), "hoodie.datasource.write.recordkey.field": "name"}
     with pytest.raises(BadInputError, match=r"recordkey\.field=name"):
         write(frame(spark, rows, False), path, changed_key)
-    retyped = spark.createDataFrame(
-        [(1, "a", "x", "late")], "id int, p string, name string, ts string"
-    )
+    retyped = rows_frame(spark, [(1, "a", "x", "late")], "id int, p string, name string, ts string")
     with pytest.raises(BadInputError, match="column ts changes type"):
         write(retyped, path, options("t", 6, "upsert"))
     with pytest.raises(BadInputError, match="no column name"):
