@@ -23,8 +23,11 @@ from hudi_sync.table import HudiTable
 from tests.test_spark_writer import RandomWorkload, frame, hudi_rs, options
 from tests.warehouse_rows import hudi_rs_rows
 
-STEPS = ["insert", "upsert", "insert", "upsert", "delete", "insert_overwrite", "add_column"]
-STEPS += ["upsert", "delete", "upsert"]
+# Each kind of write once in each state that differs: a new table, upserts and inserts
+# into stored files, a delete, an overwrite, a column added, then an upsert and a delete
+# where some stored files lack the column.
+STEPS = ["insert", "upsert", "insert", "delete", "insert_overwrite", "add_column"]
+STEPS += ["upsert", "delete"]
 
 
 def _normalized(path: Path, instants: list[str]) -> pa.Table:
@@ -66,6 +69,8 @@ def _check_files(path: Path) -> None:
 def test_spark_and_python_merges_write_the_same_table(  # type: ignore[no-untyped-def]
     spark, tmp_path, version, seed
 ) -> None:
+    """Over 30 s: each step is two writes by the executors' engines (some 15 Spark jobs
+    each), and the two engines' tables after every kind of write are the subject."""
     engines = ("python", "spark")
     workloads = {
         e: RandomWorkload(spark, tmp_path / e, version, seed, **{MERGE_ENGINE: e}) for e in engines
@@ -304,7 +309,9 @@ def test_stored_files_are_merged_in_place_when_the_profile_allows(  # type: igno
     writes; it is used exactly when no key comes twice, the stored partitions' incoming
     rows fit the broadcast threshold and no new key goes to a small file. The profile
     streams the stored keys through a broadcast of the incoming ones whenever broadcasts
-    are on, and shuffles both sides when they are off: both give the same stats."""
+    are on, and shuffles both sides when they are off: both give the same stats.
+    Over 30 s: each of the six profiles is written by both executor engines (some 15
+    Spark jobs a write)."""
     paths = {e: tmp_path / e for e in ("python", "spark")}
     for engine, path in paths.items():
         _seed_table(spark, path, engine)

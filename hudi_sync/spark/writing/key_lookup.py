@@ -22,6 +22,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from hudi_sync.errors import CorruptTableError
 from hudi_sync.spark.parallelism import default_parallelism
 from hudi_sync.spark.writing.file_groups import WriteTarget
 from hudi_sync.spark.writing.merge import DELETE_FLAG, FILE_NAME, PARTITION_PATH, RECORD_KEY
@@ -31,6 +32,11 @@ from hudi_sync.spark.writing.spark_merge_plan import broadcast_limit
 from hudi_sync.storage import Location, open_location, read_parquet
 
 _SP, _SK = "__stored_partition", "__stored_key"  # the stored side's columns
+# The meta columns the stored keys are read from: strings in every base file. Naming
+# their types spares Spark's schema inference (a Spark job a lookup); ``_row_bytes``
+# has checked each file's footer holds them.
+_KEY_COLUMNS = (PARTITION_PATH, RECORD_KEY, FILE_NAME)
+_KEY_SCHEMA = ", ".join(f"{name} string" for name in _KEY_COLUMNS)
 _MP, _MK, _MD = "__matched_partition", "__matched_key", "__matched_delete"
 # What a narrow key row costs in a broadcast beyond its key and partition bytes.
 _ROW_OVERHEAD = 48
@@ -147,10 +153,14 @@ def _positive(counts: Mapping[str, int]) -> dict[str, int]:
 def _row_bytes(location: Location, files: Sequence[str]) -> tuple[int, int]:
     """What one narrow key row and one whole row take at most, from the stored files'
     footers: the largest uncompressed bytes per row of their key columns (key,
-    partition, file name) and of all their columns."""
+    partition, file name) and of all their columns. A file without those columns is
+    refused, naming it."""
     keys, rows = 0, 0
     for path in files:
         meta = footer(location, path)
+        missing = [c for c in _KEY_COLUMNS if c not in meta.schema.names]
+        if missing:
+            raise CorruptTableError(f"{path}: a base file without column {missing[0]}")
         count = max(1, meta.num_rows)
         key_total, total = 0, 0
         for group in range(meta.num_row_groups):
@@ -168,10 +178,14 @@ def _row_bytes(location: Location, files: Sequence[str]) -> tuple[int, int]:
 def _stored_keys(spark: SparkSession, location: Location, files: Sequence[str]) -> DataFrame:
     """``(partition, key, file id)`` of the stored rows of ``files``."""
     if location.is_local:
-        return spark.read.parquet(*files).select(
-            F.col(PARTITION_PATH).alias(_SP),
-            F.col(RECORD_KEY).alias(_SK),
-            F.split(F.col(FILE_NAME), "_").getItem(0).alias(FILE_ID),
+        return (
+            spark.read.schema(_KEY_SCHEMA)
+            .parquet(*files)
+            .select(
+                F.col(PARTITION_PATH).alias(_SP),
+                F.col(RECORD_KEY).alias(_SK),
+                F.split(F.col(FILE_NAME), "_").getItem(0).alias(FILE_ID),
+            )
         )
     # Spark cannot open object-store paths without Hadoop connectors: the Python
     # workers read the stored keys through fsspec.
