@@ -202,7 +202,9 @@ def arrow_dataframe(spark: SparkSession, table: pa.Table) -> DataFrame:
     Empty record batches are left out: Spark's Arrow stream reader takes one for the
     stream's end, silently dropping every row after it (a table concatenated from
     per-file reads, one of them empty, lost its later rows)."""
-    table = pa.Table.from_batches([b for b in table.to_batches() if b.num_rows], table.schema)
+    batches = [b for b in table.to_batches() if b.num_rows]
+    if batches:  # an empty table goes as it is (PySpark needs a chunk to type its columns)
+        table = pa.Table.from_batches(batches, table.schema)
     if _arrow_native():
         return spark.createDataFrame(table)
     from pyspark.sql.pandas.serializers import ArrowStreamSerializer
