@@ -79,6 +79,8 @@ def _noise(rng: random.Random, size: int) -> str:
 def test_postgres_changes_through_debezium_and_kafka_equal_the_database(
     spark, broker, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
+    """About 30 s by nature: a real PostgreSQL's changes go through Debezium's engine
+    and the Kafka broker before they are ingested and compared."""
     rng = random.Random(7)
     big = _noise(rng, 20_000)
     options = {

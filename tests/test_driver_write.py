@@ -74,6 +74,8 @@ def overwritten(expected: list[tuple[Any, ...]], rows: list[tuple[Any, ...]]) ->
 def test_driver_and_executors_write_the_same_table(
     spark: SparkSession, tmp_path: Path, table_type: str
 ) -> None:
+    """Over 30 s on Copy-on-Write by nature: the same writes also run on the executors'
+    engine, Spark jobs each, to compare the two engines' tables."""
     batches = steps(11)
     expected = model(batches)
     replacement = [(k, "a", f"o{k}", 9) for k in range(500, 506)]

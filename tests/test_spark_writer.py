@@ -214,6 +214,9 @@ ENGINES = {"driver": {}, "executors": {"hudi_sync.write.driver.max.bytes": 0}}
 def test_random_operations_match_the_model_in_every_reader(  # type: ignore[no-untyped-def]
     spark, tmp_path, version, seed, engine
 ) -> None:
+    """A random sequence per table version, each step checked against the model by the
+    core and hudi-rs, the Spark reader at the end and at every commit. The executors'
+    parameter may take over 30 s: its every write is Spark jobs, which is its point."""
     workload = RandomWorkload(spark, tmp_path / "table", version, seed, **ENGINES[engine])
     for operation in workload.random_sequence():
         instant = workload.step(operation)
