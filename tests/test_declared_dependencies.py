@@ -244,3 +244,21 @@ def test_loading_the_cli_imports_no_extra() -> None:
     assert loaded.returncode == 0, loaded.stderr
     assert "hudi_sync" in loaded.stdout.split()
     assert sorted(set(loaded.stdout.split()) & set(extras_only)) == []
+
+
+def test_the_reading_side_of_spark_loads_without_the_writer() -> None:
+    """A Python worker that plans a ``format("hudi")`` query or unpickles a reader's
+    function imports the reading modules only: the writer's (about a second of imports
+    in every fresh worker) load on first use of ``hudi_sync.spark.write``."""
+    child = (
+        "import sys\n"
+        "import hudi_sync.spark.datasource\n"
+        "before = 'hudi_sync.spark.writing.writer' in sys.modules\n"
+        "from hudi_sync.spark import write\n"
+        "print(before, 'hudi_sync.spark.writing.writer' in sys.modules, write.__module__)\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, check=False, cwd=ROOT
+    )
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert loaded.stdout.split() == ["False", "True", "hudi_sync.spark.writing.writer"]
