@@ -33,6 +33,7 @@ from tests.spark_model import TableModel, table_rows
 from tests.test_spark_writer import (
     ENGINES,
     RandomWorkload,
+    core_rows,
     frame,
     hudi_rs,
     options,
@@ -48,10 +49,6 @@ HUDI_WRITTEN_MOR = (
     "mor/avro/v9_txns_simple_meta",
 )
 MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
-
-
-def core_rows(path: Path, with_extra: bool, as_of: str | None = None) -> list[Any]:
-    return table_rows(read_snapshot(HudiTable.open(str(path)), as_of), with_extra)
 
 
 def hudi_rs_incremental(path: Path, begin: str, end: str) -> list[Any]:

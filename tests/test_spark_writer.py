@@ -80,16 +80,17 @@ def our_rows_as_of(
     }
 
 
-def core_rows(path: Path, with_extra: bool) -> list[Any]:
+def core_rows(path: Path, with_extra: bool, as_of: str | None = None) -> list[Any]:
     """The table core's snapshot (no Spark): what the Spark reader's tasks read."""
-    table = read_snapshot(HudiTable.open(str(path)))
-    if with_extra and "extra" not in table.column_names:
-        table = table.append_column("extra", pa.nulls(table.num_rows, pa.string()))
-    return table_rows(table, with_extra)
+    return _model_rows(read_snapshot(HudiTable.open(str(path)), as_of), with_extra)
 
 
 def hudi_rs(path: Path, with_extra: bool, as_of: str | None = None) -> list[Any]:
-    table = hudi_rs_rows(str(path), as_of=as_of)
+    return _model_rows(hudi_rs_rows(str(path), as_of=as_of), with_extra)
+
+
+def _model_rows(table: pa.Table, with_extra: bool) -> list[Any]:
+    """A reader's rows as the model holds them (``extra`` null where the files lack it)."""
     if with_extra and "extra" not in table.column_names:
         table = table.append_column("extra", pa.nulls(table.num_rows, pa.string()))
     return table_rows(table, with_extra)

@@ -266,6 +266,7 @@ class _Planner:
         writes = table.timeline.completed_writes
         self.committed = tuple(i.requested_time for i in writes)
         self._slices: dict[str, dict[tuple[str, str], FileSlice]] = {}
+        self._sizes: dict[FileSlice, int] = {}  # a rolled-over group's stats share one
 
     def splits_of(self, instant: Instant) -> list[ChangeSplit]:
         metadata = self.table.timeline.commit_metadata(instant)
@@ -314,7 +315,7 @@ class _Planner:
             found = self._slices_at(ts).get((stat.partition_path, stat.file_id))
             return split(
                 InferenceCase.LOG_FILE,
-                read_bytes=found.file_bytes(self.table.location) if found else 0,
+                read_bytes=self._file_bytes(found) if found else 0,
                 before_file=found.relative_base_path if found else None,
                 log_files=_log_paths(found) if found else (),
                 committed=self.committed,
@@ -354,6 +355,12 @@ class _Planner:
             f"{self.table.uri}: commit {ts} rewrote file group {stat.file_id} "
             f"({stat.path}) without a CDC log file"
         )
+
+    def _file_bytes(self, found: FileSlice) -> int:
+        """What reading the slice's files costs, sized once a slice."""
+        if found not in self._sizes:
+            self._sizes[found] = found.file_bytes(self.table.location)
+        return self._sizes[found]
 
     def _previous_base(self, stat: WriteStat) -> str | None:
         """The base file the commit rewrote (the one ``prevCommit`` wrote)."""
@@ -435,7 +442,7 @@ class _Planner:
                         before_file=found.relative_base_path,
                         log_files=_log_paths(found),
                         committed=self.committed,
-                        read_bytes=found.file_bytes(self.table.location),
+                        read_bytes=self._file_bytes(found),
                         **(self._rules if found.log_files else {}),
                     )
                 )
