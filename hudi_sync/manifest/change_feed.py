@@ -38,6 +38,7 @@ types ``typed_columns`` can parse from the JSON exactly (the rest are in the JSO
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import io
 import json
@@ -57,17 +58,13 @@ from hudi_sync.manifest.listed_files import FILES_LIST, INSTANT, ListedFileStore
 from hudi_sync.manifest.snapshot import why_not_incremental
 from hudi_sync.table import HudiTable
 from hudi_sync.table.bounded_avro import load_json
-from hudi_sync.table.cdc_query import (
-    ChangePlan,
-    ChangeSplit,
-    change_rows,
-    earliest_valid_begin,
-    plan_changes,
-)
+from hudi_sync.table.cdc_query import ChangePlan, ChangeSplit, change_rows, plan_changes
+from hudi_sync.table.cdc_range import ReadableRange, readable_range
 from hudi_sync.table.instant import Instant, comparable_instant
 from hudi_sync.table.record_keys import built_keys, key_fields
 from hudi_sync.table.schema import META_FIELDS, parse_avro_schema
 from hudi_sync.table.snapshot_read import avro_to_arrow
+from hudi_sync.table.timeline import Timeline
 
 CHANGES_FOLDER = ".hoodie/manifest/changes"
 CHANGE_FILE_PREFIX = "changes-"
@@ -152,7 +149,9 @@ class PublishedChanges:
 @dataclass(frozen=True)
 class ListsMeta:
     """A snapshot's ``feed.json``: its base (None: it is one), the commits its deltas
-    cover since the base, and what its lists name."""
+    cover since the base, what its lists name, and the CDC query's readable range at
+    its publication (None: unknown, from an older version), which the next sync moves
+    on the timeline's tail."""
 
     base: str | None
     commits: int
@@ -160,6 +159,7 @@ class ListsMeta:
     oldest: str | None  # the oldest and newest listed commit
     last: str | None
     digests: dict[str, str]  # schema digest -> the newest change file with it
+    readable: ReadableRange | None = None
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -170,6 +170,7 @@ class ListsMeta:
                 "oldest": self.oldest,
                 "last": self.last,
                 "digests": self.digests,
+                "readable": dataclasses.asdict(self.readable) if self.readable else None,
             },
             sort_keys=True,
         ).encode()
@@ -234,6 +235,8 @@ class ChangeFeedStore(ListedFileStore):
         # A table without CDC has its changes inferred (``plan_changes(infer=True)``).
         self.infer = not table.config.cdc_enabled
         self.roll_commits = roll_commits
+        # The timeline this publication reads: the table's, or its tail (``_readable``).
+        self.timeline = table.timeline
         self._typed: dict[str, pa.Schema] = {}  # typed_at, by instant
         self._metas: dict[str, ListsMeta | None] = {}
         self._lists: dict[tuple[str, str], set[str]] = {}  # listed: lists are immutable
@@ -248,19 +251,24 @@ class ChangeFeedStore(ListedFileStore):
         """Write the change file of every commit in the feed's range that has none yet,
         then the snapshot's lists (unless ``dry_run``: nothing is written): a delta list
         of the commits since the base when the previous snapshot's lists still hold
-        (``_delta_base``), else a new base list."""
+        (``_delta_base``), else a new base list. The range and the commits come from the
+        timeline's tail since the previous snapshot when it can tell them (``_readable``),
+        so a sync after one commit parses no older instant."""
         table = self.table
         if instant is None:
             return self._published("empty", None, None, ListsMeta(None, 0, 0, None, None, {}))
-        boundary = earliest_valid_begin(table)
         done = self.meta(instant)
         if done is not None:  # a rerun of a published snapshot: its lists are immutable
+            boundary = self._readable(instant, done).boundary
             return self._published(instant, done.base or instant, boundary, done)
         previous = self._previous_folder(instant)
         before = self.meta(previous) if previous is not None else None
+        readable = self._readable(previous, before)
+        boundary = readable.boundary
         plan = self._incremental_plan(instant, previous, before, boundary)
         full = plan is None
         if plan is None:
+            self.timeline = table.timeline  # every readable commit: the whole timeline
             plan = plan_changes(table, "earliest", instant, self.infer, boundary)
         commits = list(plan.instants)
         by_commit: dict[str, list[ChangeSplit]] = defaultdict(list)
@@ -300,8 +308,10 @@ class ChangeFeedStore(ListedFileStore):
                 rows = self.commit_rows(commit, by_commit.get(commit.requested_time, []))
                 self._write_parquet(self.path(name), rows)
                 written += 1
-            pending = sorted(i.requested_time for i in table.timeline.pending)
-            self._write_lists(instant, listed, pending, meta)
+            pending = sorted(i.requested_time for i in self.timeline.pending)
+            self._write_lists(
+                instant, listed, pending, replace(meta, readable=_kept_range(readable))
+            )
             self.prune_chains(instant, meta, scan=full)
         published = self._published(instant, base or instant, boundary, meta, fresh)
         return replace(published, written=written)
@@ -358,6 +368,24 @@ class ChangeFeedStore(ListedFileStore):
                 f"{self.uri(name)}: not a readable change file ({exc})"
             ) from None
 
+    def _readable(self, folder: str | None, meta: ListsMeta | None) -> ReadableRange:
+        """The CDC query's readable range now, and the timeline this publication reads
+        (``self.timeline``): snapshot ``folder``'s range moved on the timeline's tail
+        from its newest listed commit on (``ReadableRange.advanced``), else the whole
+        timeline's."""
+        table = self.table
+        if folder is not None and meta is not None and meta.readable is not None:
+            pending = tuple(sorted(self.listed(folder, PENDING_LIST)))
+            since = min(folder, meta.last or folder, key=comparable_instant)
+            also = (*pending, *meta.readable.watched())
+            tail = Timeline(table.location, table.config, since=since, also=also)
+            readable = meta.readable.advanced(tail, pending)
+            if readable is not None:
+                self.timeline = tail
+                return readable
+        self.timeline = table.timeline
+        return readable_range(table)
+
     def _incremental_plan(
         self, instant: str, previous: str | None, before: ListsMeta | None, boundary: str | None
     ) -> ChangePlan | None:
@@ -368,7 +396,7 @@ class ChangeFeedStore(ListedFileStore):
         if previous is None or before is None:
             return None
         table = self.table
-        completed = {i.requested_time for i in table.timeline.completed_writes}
+        completed = {i.requested_time for i in self.timeline.completed_writes}
         completed_since = bool(self.listed(previous, PENDING_LIST) & completed)
         last = before.last
         if last is None or completed_since:
@@ -378,7 +406,7 @@ class ChangeFeedStore(ListedFileStore):
         readable = boundary is None or comparable_instant(last) >= comparable_instant(boundary)
         if last not in completed or not readable:
             return None
-        return plan_changes(table, last, instant, self.infer, boundary)
+        return plan_changes(table, last, instant, self.infer, boundary, self.timeline)
 
     def _delta_base(
         self,
@@ -401,7 +429,7 @@ class ChangeFeedStore(ListedFileStore):
         ):
             return None
         pending = tuple(sorted(self.listed(previous, PENDING_LIST)))
-        if why_not_incremental(self.table.timeline, previous, pending) is not None:
+        if why_not_incremental(self.timeline, previous, pending) is not None:
             return None
         return base
 
@@ -460,8 +488,25 @@ class ChangeFeedStore(ListedFileStore):
                 if schema_digest(checked) != digest:
                     raise CorruptTableError(f"{source}: {name!r} is not of schema {digest!r}")
                 digests[digest] = checked
+            readable = document.get("readable")
+            if readable is not None:
+                parts = {f.name: readable[f.name] for f in dataclasses.fields(ReadableRange)}
+                readable = ReadableRange(
+                    **{
+                        name: None
+                        if value is None
+                        else self.checked_line(str(value), PENDING_LIST, source)
+                        for name, value in parts.items()
+                    }
+                )
             meta = ListsMeta(
-                base, int(document["commits"]), int(document["count"]), oldest, last, digests
+                base,
+                int(document["commits"]),
+                int(document["count"]),
+                oldest,
+                last,
+                digests,
+                readable,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CorruptTableError(f"{source} is corrupt ({exc!r})") from None
@@ -540,7 +585,7 @@ class ChangeFeedStore(ListedFileStore):
     def schema_at(self, commit: Instant) -> pa.Schema:
         """The table's columns as the commit wrote them (its commit metadata's schema,
         else the table's), without meta fields."""
-        text = self.table.timeline.commit_metadata(commit).schema
+        text = self.timeline.commit_metadata(commit).schema
         avro = (
             parse_avro_schema(text, f"{self.table.uri}: {commit.file_name}")
             if text
@@ -621,6 +666,13 @@ class ChangeFeedStore(ListedFileStore):
             and r.rsplit("/", 1)[-1].startswith(CHANGE_FILE_PREFIX)
             and r.endswith(".parquet")
         }
+
+
+def _kept_range(readable: ReadableRange) -> ReadableRange | None:
+    """The range as ``feed.json`` keeps it: its parts are instants (a clean's retained
+    commit is whatever its metadata says; anything else is found again next time)."""
+    parts = dataclasses.astuple(readable)
+    return readable if all(p is None or INSTANT.fullmatch(p) for p in parts) else None
 
 
 def typed_columns(schema: pa.Schema) -> pa.Schema:

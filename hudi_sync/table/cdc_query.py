@@ -55,6 +55,7 @@ from hudi_sync.table.cdc_log import (
     read_cdc_columns,
     read_cdc_file,
 )
+from hudi_sync.table.cdc_range import readable_range
 from hudi_sync.table.filenames import parse_base_file
 from hudi_sync.table.fs_view import FileSlice
 from hudi_sync.table.instant import Action, Instant, comparable_instant
@@ -65,6 +66,7 @@ from hudi_sync.table.schema import META_FIELDS
 from hudi_sync.table.slice_reader import align, merge_entries
 from hudi_sync.table.snapshot_read import table_merge_rules
 from hudi_sync.table.table import HudiTable
+from hudi_sync.table.timeline import Timeline
 
 BEGIN = config.BEGIN.key
 END = config.END.key
@@ -164,6 +166,7 @@ def plan_changes(
     end: str | None = None,
     infer: bool = False,
     boundary: str | Literal["unknown"] | None = "unknown",
+    timeline: Timeline | None = None,
 ) -> ChangePlan:
     """Check a CDC query's range against the table and plan its splits.
 
@@ -172,7 +175,9 @@ def plan_changes(
     ``end`` inclusive (``None``: the latest commit). ``infer``: a table without CDC is
     planned too, its changes inferred from log files and base file versions
     (``BASE_FILE_DIFF``); it needs the record key meta field. ``boundary``: the
-    table's ``earliest_valid_begin`` when the caller has it already."""
+    table's ``earliest_valid_begin`` when the caller has it already. ``timeline``: the
+    table's, or a tail of it holding every commit after ``begin`` (the commits a
+    rewritten base file came from are then looked up by name, ``Timeline.including``)."""
     if not table.config.cdc_enabled:
         if not infer:
             raise BadInputError(
@@ -203,8 +208,10 @@ def plan_changes(
             )
     if begin_time and end_time and comparable_instant(begin_time) > comparable_instant(end_time):
         raise BadInputError(f"{table.uri}: {BEGIN}={begin} is after {END}={end}")
-    instants = tuple(_changing_commits(table, begin_time, end_time))
-    planner = _Planner(table, mode, inferred=not table.config.cdc_enabled)
+    timeline = timeline or table.timeline
+    instants = tuple(_changing_commits(timeline, begin_time, end_time))
+    timeline = timeline.including(_rewritten_from(timeline, instants))
+    planner = _Planner(table, mode, timeline, inferred=not table.config.cdc_enabled)
     splits = [s for instant in instants for s in planner.splits_of(instant)]
     return ChangePlan(begin_time, end_time, instants, tuple(splits))
 
@@ -224,52 +231,54 @@ def earliest_valid_begin(table: HudiTable) -> str | None:
     """The oldest ``begin`` whose every later commit can still be read: not before the
     last clean's earliest retained commit (older file versions may be gone), nor before
     the newest archived commit (older commit metadata left the active timeline)."""
-    candidates: list[str] = []
-    clean = table.timeline.latest_clean()
-    if clean is not None:
-        retained = table.timeline.clean_metadata(clean).earliest_commit_to_retain
-        if retained:
-            candidates.append(retained)
-    writes = table.timeline.completed_writes
-    if writes:
-        first_active = comparable_instant(writes[0].requested_time)
-        # Requested times only: no completion time (a file's mtime on older tables) is read.
-        archived = [
-            i.requested_time
-            for i in table.archived_instants()
-            if i.is_write and i.is_completed and comparable_instant(i.requested_time) < first_active
-        ]
-        if archived:
-            candidates.append(max(archived, key=comparable_instant))
-    return max(candidates, key=comparable_instant) if candidates else None
+    return readable_range(table).boundary
 
 
-def _changing_commits(table: HudiTable, begin: str | None, end: str | None) -> Iterable[Instant]:
+def _changing_commits(timeline: Timeline, begin: str | None, end: str | None) -> Iterable[Instant]:
     lo = comparable_instant(begin) if begin else None
     hi = comparable_instant(end) if end else None
-    for instant in table.timeline.completed_writes:
+    for instant in timeline.completed_writes:
         key = comparable_instant(instant.requested_time)
         if (lo is not None and key <= lo) or (hi is not None and key > hi):
             continue
-        metadata = table.timeline.commit_metadata(instant)
+        metadata = timeline.commit_metadata(instant)
         operation = (metadata.operation_type or "").upper()
         if operation in _NO_CHANGE_OPERATIONS or metadata.compacted:
             continue
         yield instant
 
 
+def _rewritten_from(timeline: Timeline, instants: Iterable[Instant]) -> set[str]:
+    """The commits that wrote the base files the ``instants`` rewrote, where their write
+    stats do not name the file (``prevBaseFile``): their metadata names it."""
+    return {
+        stat.prev_commit
+        for instant in instants
+        for stat in timeline.commit_metadata(instant).write_stats
+        if stat.prev_commit and not stat.prev_base_file and not stat.file_name.startswith(".")
+    }
+
+
 class _Planner:
-    def __init__(self, table: HudiTable, mode: CdcMode, inferred: bool = False) -> None:
+    def __init__(
+        self, table: HudiTable, mode: CdcMode, timeline: Timeline, inferred: bool = False
+    ) -> None:
         self.table = table
         self.mode = mode
+        # The planned commits' timeline (the table's, or a tail holding them); what a
+        # slice's log files or a replaced group need is read from the table's.
+        self.timeline = timeline
         self.inferred = inferred  # a table without CDC logs: rewrites are diffed
-        writes = table.timeline.completed_writes
-        self.committed = tuple(i.requested_time for i in writes)
         self._slices: dict[str, dict[tuple[str, str], FileSlice]] = {}
         self._sizes: dict[FileSlice, int] = {}  # a rolled-over group's stats share one
 
+    @cached_property
+    def committed(self) -> tuple[str, ...]:
+        """Every completed write: which log blocks a slice's reader applies."""
+        return tuple(i.requested_time for i in self.table.timeline.completed_writes)
+
     def splits_of(self, instant: Instant) -> list[ChangeSplit]:
-        metadata = self.table.timeline.commit_metadata(instant)
+        metadata = self.timeline.commit_metadata(instant)
         ts = instant.requested_time
         splits = [
             self._split(ts, stat)
@@ -382,7 +391,7 @@ class _Planner:
         previous = self._writes_by_time.get(stat.prev_commit or "")
         if previous is None:
             return None
-        for earlier in self.table.timeline.commit_metadata(previous).write_stats:
+        for earlier in self.timeline.commit_metadata(previous).write_stats:
             if (
                 earlier.file_id == stat.file_id
                 and earlier.partition_path == stat.partition_path
@@ -393,7 +402,7 @@ class _Planner:
 
     @cached_property
     def _writes_by_time(self) -> dict[str, Instant]:
-        return {i.requested_time: i for i in self.table.timeline.completed_writes}
+        return {i.requested_time: i for i in self.timeline.completed_writes}
 
     @cached_property
     def _base_files(self) -> dict[tuple[str, str, str], str]:

@@ -122,6 +122,21 @@ class Timeline:
         )
         self._metadata_cache: dict[str, CommitMetadata] = {}
 
+    def including(self, requested_times: Iterable[str]) -> Timeline:
+        """This timeline holding the instants requested at ``requested_times`` too: itself
+        when it is the whole timeline or holds them, else the same tail that also keeps
+        them (one more listing, no parse of the names before it), sharing the commit
+        metadata parsed so far."""
+        if self.since is None:
+            return self
+        known = {i.requested_time for i in self.instants}
+        missing = sorted(set(requested_times) - known)
+        if not missing:
+            return self
+        wider = Timeline(self.location, self.config, self.since, (*self.also, *missing))
+        wider._metadata_cache = self._metadata_cache
+        return wider
+
     # -- listing -------------------------------------------------------------------------
     @cached_property
     def _listing(self) -> dict[str, dict[str, Any] | None]:
