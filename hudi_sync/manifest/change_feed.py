@@ -93,6 +93,10 @@ DELTA_URIS = "added_uris.csv"
 FEED_META = "feed.json"
 # Commits a chain of delta lists covers before a sync writes a new base list.
 ROLL_COMMITS = 100
+# Change files published together (one flush of the disk): at most this many, or as
+# many as reach this size, so a long backfill interrupted keeps most of its work.
+_BATCH_FILES = 64
+_BATCH_BYTES = 64 << 20
 # ``change_file``'s names: the lines of the snapshots' ``files.csv``.
 CHANGE_FILE_NAME = re.compile(
     rf"{DATE_KEY}=\d{{4}}-\d{{2}}-\d{{2}}/{TIME_KEY}=\d+/"
@@ -301,17 +305,23 @@ class ChangeFeedStore(ListedFileStore):
             meta = _lists_meta(list(listed), None, 0)
         written = 0
         if not dry_run:
-            fs = table.location.fs
+            # Change files are published in batches (``Location.write_files``: one flush
+            # of the disk each), the last one with the snapshot's lists.
+            batch: list[tuple[str, bytes]] = []
+            size = 0
             for commit, name in zip(commits, new, strict=True):
-                if fs.exists(self.path(name)):
+                if table.location.fs.exists(self.path(name)):
                     continue  # immutable: written by an earlier (perhaps interrupted) sync
                 rows = self.commit_rows(commit, by_commit.get(commit.requested_time, []))
-                self._write_parquet(self.path(name), rows)
+                batch.append((self.path(name), _parquet_bytes(rows)))
+                size += len(batch[-1][1])
                 written += 1
+                if len(batch) >= _BATCH_FILES or size >= _BATCH_BYTES:
+                    table.location.write_files(batch)
+                    batch, size = [], 0
             pending = sorted(i.requested_time for i in self.timeline.pending)
-            self._write_lists(
-                instant, listed, pending, replace(meta, readable=_kept_range(readable))
-            )
+            meta = replace(meta, readable=_kept_range(readable))
+            self._write_lists(instant, listed, pending, meta, batch)
             self.prune_chains(instant, meta, scan=full)
         published = self._published(instant, base or instant, boundary, meta, fresh)
         return replace(published, written=written)
@@ -618,35 +628,38 @@ class ChangeFeedStore(ListedFileStore):
         )
         return built_keys(images, fields, where, CorruptTableError)
 
-    def _write_parquet(self, path: str, rows: pa.Table) -> None:
-        sink = io.BytesIO()
-        pq.write_table(rows, sink, compression="zstd")
-        self.table.location.write_file(path, sink.getvalue())
-
     def _write_lists(
-        self, instant: str, names: tuple[str, ...], pending: list[str], meta: ListsMeta
+        self,
+        instant: str,
+        names: tuple[str, ...],
+        pending: list[str],
+        meta: ListsMeta,
+        files: list[tuple[str, bytes]],
     ) -> None:
-        """The snapshot's lists, after ``pending.csv``: the writes pending at this
-        publication (one that completes later, requested before the last listed commit,
-        makes the next sync plan in full). A base's ``files.csv`` and ``uris.csv``
-        (``write_lists``) or a delta's ``added.csv`` and ``added_uris.csv``, then
-        ``feed.json``, which completes the folder."""
+        """The snapshot's lists, published with ``files`` (change files not written yet)
+        in one batch, in this order: the files, ``pending.csv`` (the writes pending at
+        this publication: one that completes later, requested before the last listed
+        commit, makes the next sync plan in full), a base's ``uris.csv`` and
+        ``files.csv`` (``list_files``) or a delta's ``added_uris.csv`` and
+        ``added.csv``; then ``feed.json``, which completes the folder."""
         location = self.table.location
-        location.write_file(
-            self.path("snapshots", instant, PENDING_LIST),
-            lines_bytes(pa.array(pending, pa.string()), ""),
-        )
+        files = [
+            *files,
+            (
+                self.path("snapshots", instant, PENDING_LIST),
+                lines_bytes(pa.array(pending, pa.string()), ""),
+            ),
+        ]
         if meta.base is None:
-            self.write_lists(instant, names)
+            files += self.list_files(instant, names)
         else:
             listed = string_array(list(names))
-            location.write_file(
-                self.path("snapshots", instant, DELTA_URIS),
-                lines_bytes(listed, self.uri(self.data_folder) + "/"),
-            )
-            location.write_file(
-                self.path("snapshots", instant, DELTA_LIST), lines_bytes(listed, "")
-            )
+            uris = lines_bytes(listed, self.uri(self.data_folder) + "/")
+            files += [
+                (self.path("snapshots", instant, DELTA_URIS), uris),
+                (self.path("snapshots", instant, DELTA_LIST), lines_bytes(listed, "")),
+            ]
+        location.write_files(files)
         location.write_file(self.path("snapshots", instant, FEED_META), meta.to_json())
         self._metas[instant] = meta
 
@@ -666,6 +679,12 @@ class ChangeFeedStore(ListedFileStore):
             and r.rsplit("/", 1)[-1].startswith(CHANGE_FILE_PREFIX)
             and r.endswith(".parquet")
         }
+
+
+def _parquet_bytes(rows: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(rows, sink, compression="zstd")
+    return sink.getvalue()
 
 
 def _kept_range(readable: ReadableRange) -> ReadableRange | None:

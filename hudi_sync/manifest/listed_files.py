@@ -72,14 +72,21 @@ class ListedFileStore:
     def write_lists(self, folder: str, names: tuple[str, ...]) -> None:
         """``uris.csv`` then ``files.csv`` (written last: a folder without it is
         incomplete) of snapshot ``folder``; an existing list is kept (immutable)."""
-        location = self.table.location
-        files = self.path("snapshots", folder, "files.csv")
-        if location.fs.exists(files):  # a rerun of the same snapshot
-            return
+        for path, data in self.list_files(folder, names):
+            self.table.location.write_file(path, data)
+
+    def list_files(self, folder: str, names: tuple[str, ...]) -> list[tuple[str, bytes]]:
+        """``(path, contents)`` of snapshot ``folder``'s lists, in the order
+        ``write_lists`` writes them; none when they exist (a rerun of the snapshot)."""
+        files = self.path("snapshots", folder, FILES_LIST)
+        if self.table.location.fs.exists(files):
+            return []
         listed = string_array(list(names))
         uris = lines_bytes(listed, self.uri(self.data_folder) + "/")
-        location.write_file(self.path("snapshots", folder, "uris.csv"), uris)
-        location.write_file(files, lines_bytes(listed, ""))
+        return [
+            (self.path("snapshots", folder, "uris.csv"), uris),
+            (files, lines_bytes(listed, "")),
+        ]
 
     def snapshot_folders(self) -> list[str]:
         """The snapshot list folders, oldest first."""
