@@ -60,7 +60,7 @@ from hudi_sync.table import HudiTable
 from hudi_sync.table.bounded_avro import load_json
 from hudi_sync.table.cdc_query import ChangePlan, ChangeSplit, change_rows, plan_changes
 from hudi_sync.table.cdc_range import ReadableRange, readable_range
-from hudi_sync.table.instant import Instant, comparable_instant
+from hudi_sync.table.instant import Action, Instant, comparable_instant
 from hudi_sync.table.record_keys import built_keys, key_fields
 from hudi_sync.table.schema import META_FIELDS, parse_avro_schema
 from hudi_sync.table.snapshot_read import avro_to_arrow
@@ -449,15 +449,31 @@ class ChangeFeedStore(ListedFileStore):
 
     def _kept(self, previous: str, boundary: str | None) -> list[str]:
         """The change files the previous snapshot lists whose commits are still on the
-        timeline and readable, in commit order."""
-        completed = {i.requested_time for i in self.table.timeline.completed_writes}
+        timeline and readable, in commit order. On the timeline's tail (``_readable``:
+        no write left it since, no pending one completed) a listed commit older than the
+        tail is still there unless a rollback or restore shows on it; then, or on no
+        tail, the whole timeline tells."""
+        timeline = self.timeline
+        if timeline.since is None or any(
+            i.action in (Action.ROLLBACK, Action.RESTORE) for i in timeline.instants
+        ):
+            timeline = self.table.timeline
+        found = {i.requested_time: i for i in timeline.instants}
+        older = comparable_instant(timeline.since) if timeline.since is not None else ""
         by_commit = {_commit_of(name): name for name in self.names_of(previous)}
-        return [
-            name
-            for commit, name in sorted(by_commit.items(), key=lambda c: comparable_instant(c[0]))
-            if commit in completed
-            and (boundary is None or comparable_instant(commit) > comparable_instant(boundary))
-        ]
+        kept = []
+        for commit, name in sorted(by_commit.items(), key=lambda c: comparable_instant(c[0])):
+            instant = found.get(commit)
+            there = (
+                instant.is_completed and instant.is_write
+                if instant is not None
+                else comparable_instant(commit) < older
+            )
+            if there and (
+                boundary is None or comparable_instant(commit) > comparable_instant(boundary)
+            ):
+                kept.append(name)
+        return kept
 
     def names_of(self, folder: str) -> set[str]:
         """Every change file snapshot ``folder`` lists: its base's and its delta's."""
