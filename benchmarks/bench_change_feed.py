@@ -12,8 +12,11 @@ without it (``off``, the reference, measured in the same run). Each gets a first
 (reported: the feed's backfill of every commit), then each repetition appends one UPSERT
 (``gen_table.append_upsert``, 5 file groups) to both and times both syncs, in
 alternating order. Checked: every timed sync publishes the new commit, and its feed rows
-are the appended commit's updates. Results on stdout and in
-``benchmarks/results/change_feed.json``.
+are the appended commit's updates. Reported: the medians of the wall times and their
+ratio, the median of each repetition's ratio (the two syncs of one repetition run back
+to back, so a machine whose load drifts skews it less), and the same for the process's
+CPU time (which a machine shared with other work inflates less; it leaves out waits on
+the disk). Results on stdout and in ``benchmarks/results/change_feed.json``.
 """
 
 from __future__ import annotations
@@ -54,12 +57,18 @@ FEED_PRESETS = {
 
 
 def timed_sync(table: Path, database: Path, feed: str) -> tuple[float, Any]:
-    started = time.perf_counter()
+    seconds, _cpu, report = timed_sync_cpu(table, database, feed)
+    return seconds, report
+
+
+def timed_sync_cpu(table: Path, database: Path, feed: str) -> tuple[float, float, Any]:
+    """A sync's wall time, its CPU time (this process's, every thread's), its report."""
+    started, cpu = time.perf_counter(), time.process_time()
     report = sync_table(str(table), [DuckDBTarget(str(database), "t")], change_feed=feed)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     if not report.ok:
         raise RuntimeError(f"{table}: sync failed: {report.errors}")
-    return seconds, report
+    return seconds, cpu, report
 
 
 def feed_rows(database: Path, instant: str) -> list[tuple[str, str]]:
@@ -67,6 +76,11 @@ def feed_rows(database: Path, instant: str) -> list[tuple[str, str]]:
         return con.execute(
             "SELECT op, record_key FROM t_changes WHERE commit_time = ?", [instant]
         ).fetchall()
+
+
+def paired_ratio(times: dict[str, list[float]]) -> float:
+    """The median of each repetition's feed-on over feed-off time."""
+    return statistics.median(on / off for on, off in zip(times["on"], times["off"], strict=True))
 
 
 def main() -> None:
@@ -95,13 +109,15 @@ def main() -> None:
                 file=sys.stderr,
             )
         runs: dict[str, list[float]] = {feed: [] for feed in copies}
+        cpu: dict[str, list[float]] = {feed: [] for feed in copies}
         for rep in range(args.repeat):
             appended = {feed: append_upsert(copy, UPDATES) for feed, copy in copies.items()}
             for feed in ("on", "off") if rep % 2 == 0 else ("off", "on"):
-                seconds, report = timed_sync(copies[feed], databases[feed], feed)
+                seconds, used, report = timed_sync_cpu(copies[feed], databases[feed], feed)
                 if report.instant != appended[feed].instant:
                     raise RuntimeError(f"feed {feed}: synced {report.instant}")
                 runs[feed].append(seconds)
+                cpu[feed].append(used)
             rows = feed_rows(databases["on"], appended["on"].instant)
             if len(rows) != UPDATES or {op for op, _ in rows} != {"u"}:
                 raise RuntimeError(f"the feed of {appended['on'].instant} is {rows}")
@@ -110,13 +126,19 @@ def main() -> None:
                 file=sys.stderr,
             )
         median = {feed: statistics.median(r) for feed, r in runs.items()}
+        cpu_median = {feed: statistics.median(r) for feed, r in cpu.items()}
         result = {
             "preset": args.preset,
             "table": spec.name,
             "first_sync_s": first,
             "sync_after_one_commit_median_s": median,
             "feed_over_no_feed": median["on"] / median["off"],
+            "paired_ratio_median": paired_ratio(runs),
+            "cpu_median_s": cpu_median,
+            "cpu_feed_over_no_feed": cpu_median["on"] / cpu_median["off"],
+            "cpu_paired_ratio_median": paired_ratio(cpu),
             "runs_s": runs,
+            "cpu_s": cpu,
         }
         RESULTS.mkdir(exist_ok=True)
         (RESULTS / "change_feed.json").write_text(json.dumps(result, indent=2) + "\n")
