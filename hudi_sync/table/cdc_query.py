@@ -30,6 +30,7 @@ version; compaction and clustering commits carry no changes and are skipped.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
@@ -80,6 +81,8 @@ CHANGE_SCHEMA = pa.schema(
         pa.field("after", pa.string()),
     ]
 )
+# A requested time as Hudi writes it: seconds, or milliseconds.
+_INSTANT_TIME = re.compile(r"[0-9]{14}(?:[0-9]{3})?")
 # Operations whose commits change rows (Hudi's WriteOperationType.yieldChanges).
 _NO_CHANGE_OPERATIONS = frozenset(
     {"CLUSTER", "COMPACT", "LOG_COMPACT", "INDEX", "ALTER_SCHEMA", "BOOTSTRAP", "UNKNOWN"}
@@ -250,12 +253,16 @@ def _changing_commits(timeline: Timeline, begin: str | None, end: str | None) ->
 
 def _rewritten_from(timeline: Timeline, instants: Iterable[Instant]) -> set[str]:
     """The commits that wrote the base files the ``instants`` rewrote, where their write
-    stats do not name the file (``prevBaseFile``): their metadata names it."""
+    stats do not name the file (``prevBaseFile``): their metadata names it. Instant
+    times only (anything else is looked for in the table's listing, ``_base_files``)."""
     return {
         stat.prev_commit
         for instant in instants
         for stat in timeline.commit_metadata(instant).write_stats
-        if stat.prev_commit and not stat.prev_base_file and not stat.file_name.startswith(".")
+        if stat.prev_commit
+        and _INSTANT_TIME.fullmatch(stat.prev_commit)
+        and not stat.prev_base_file
+        and not stat.file_name.startswith(".")
     }
 
 
