@@ -36,6 +36,7 @@ from decimal import Decimal
 from typing import Any
 
 import fsspec
+import pyarrow as pa
 import pyarrow.parquet as pq
 import sqlglot
 from sqlglot import exp
@@ -71,19 +72,36 @@ def create_source_table(cursor: Any, name: str) -> None:
 
 
 def insert_rows(cursor: Any, name: str, rows: list[dict[str, Any]], path: str) -> int:
-    """One INSERT a batch of rows: fakesnow translates each statement (sqlglot) anew,
-    which costs more than the rows."""
-    for start in range(0, len(rows), _INSERT_BATCH):
-        batch = rows[start : start + _INSERT_BATCH]
-        selects = " UNION ALL ".join(["SELECT PARSE_JSON(%s), %s"] * len(batch))
-        params = []
-        for row in batch:
-            params += [json.dumps({k: json_value(v) for k, v in row.items()}), path]
-        cursor.execute(f"INSERT INTO {name} {selects}", params)
+    """The rows as ``VALUE`` objects of file ``path`` (see ``insert_values``)."""
+    insert_values(cursor, name, [value_text(row) for row in rows], [path] * len(rows))
     return len(rows)
 
 
-_INSERT_BATCH = 100
+def value_text(row: Mapping[str, Any]) -> str:
+    """A parquet row as the JSON text of its ``VALUE``."""
+    return json.dumps({k: json_value(v) for k, v in row.items()})
+
+
+def insert_values(cursor: Any, name: str, values: list[str], paths: list[str]) -> None:
+    """One INSERT straight into fakesnow's DuckDB, ``VALUE`` parsed by DuckDB's ``json``
+    (what fakesnow makes of ``PARSE_JSON``): fakesnow translates each statement with
+    sqlglot anew, which cost more than the rows (a second a table's load)."""
+    if not values:
+        return
+    duck = cursor._duck_conn
+    rows = pa.table({"value": values, "path": paths})
+    duck.register("_emulated_rows", rows)
+    try:
+        duck.execute(f"INSERT INTO {_duck_name(name)} SELECT json(value), path FROM _emulated_rows")
+    finally:
+        duck.unregister("_emulated_rows")
+
+
+def _duck_name(name: str) -> str:
+    """A Snowflake table name as fakesnow names it in DuckDB: unquoted parts upper-cased."""
+    parts = sqlglot.parse_one(name, read="snowflake", into=exp.Table).parts
+    spelled = [p.name if p.args.get("quoted") else p.name.upper() for p in parts]
+    return ".".join('"' + p.replace('"', '""') + '"' for p in spelled)
 
 
 @dataclass
@@ -113,7 +131,7 @@ class EmulatedSnowflake:
     fail_on: str | None = None  # raise a connector error on the first statement matching
     view_comments: dict[tuple[str, ...], str] = field(default_factory=dict)
     external: dict[tuple[str, ...], _ExternalTable] = field(default_factory=dict)
-    file_rows: dict[tuple[Any, ...], list[dict[str, Any]]] = field(default_factory=dict)
+    file_values: dict[tuple[Any, ...], list[str]] = field(default_factory=dict)
 
     @contextlib.contextmanager
     def patched(self) -> Iterator[None]:
@@ -237,20 +255,20 @@ class EmulatedSnowflake:
         assert urls, f"stage {stage} does not exist"
         return str(urls[0])
 
-    def _rows(
+    def _values(
         self, fs: Any, path: str, info: Mapping[str, Any], table: _ExternalTable
-    ) -> list[dict[str, Any]]:
-        """A file's rows, read once per version (its ETag): each refresh loads every
-        file again, most of them unchanged."""
+    ) -> list[str]:
+        """A file's rows as ``VALUE`` texts, read once per version (its ETag): each
+        refresh loads every file again, most of them unchanged."""
         key = (path, str(info.get("ETag")), info.get("size"), table.file_type)
-        if key not in self.file_rows:
+        if key not in self.file_values:
             with fs.open(path, "rb") as handle:
                 if table.file_type == "PARQUET":
                     rows = pq.read_table(handle).to_pylist()
                 else:
                     rows = [{"c1": line} for line in handle.read().decode().splitlines()]
-            self.file_rows[key] = rows
-        return self.file_rows[key]
+            self.file_values[key] = [value_text(row) for row in rows]
+        return self.file_values[key]
 
     def _load(self, cursor: Any, table: _ExternalTable) -> None:
         """List, filter by PATTERN, load, and (re)define the table as a view over the rows."""
@@ -262,11 +280,16 @@ class EmulatedSnowflake:
         files_table = _sql(files)
         create_source_table(cursor, files_table)
         root_path = root.split("://", 1)[1]
+        values: list[str] = []
+        paths: list[str] = []
         for found, info in sorted(fs.find(root + table.path, detail=True).items()):
             relative = found.removeprefix(root_path)
             if not re.search(table.pattern, relative):
                 continue
-            insert_rows(cursor, files_table, self._rows(fs, found, info, table), relative)
+            texts = self._values(fs, found, info, table)
+            values += texts
+            paths += [relative] * len(texts)
+        insert_values(cursor, files_table, values, paths)
         cursor.execute(
             f"CREATE OR REPLACE VIEW {_sql(table.table)} AS "
             f"SELECT VALUE, {table.select} FROM {files_table}"

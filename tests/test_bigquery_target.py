@@ -339,6 +339,33 @@ def test_rerun_is_a_noop_and_the_target_never_moves_backwards(upload, client, da
     assert _external(client, manifest_id)["sourceUris"] == [older.files_uri]
 
 
+def test_a_plan_reads_its_objects_at_once(upload, client, dataset, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Each read is a round trip, and a plan reads every object (and a feed no longer
+    published): the reads overlap. The first two meet at a barrier, which reads made
+    one after another never pass."""
+    import threading
+
+    uploaded = upload(_one("cow/v6_nonpartitioned"))
+    meet = threading.Barrier(2, timeout=10)
+    get_table = client.get_table
+    calls: list[str] = []
+    lock = threading.Lock()
+
+    def meeting(table_id: str, *args: Any, **kwargs: Any) -> Any:
+        with lock:
+            calls.append(table_id)
+            first_two = len(calls) <= 2
+        if first_two:
+            meet.wait()
+        return get_table(table_id, *args, **kwargs)
+
+    monkeypatch.setattr(client, "get_table", meeting)
+    report = sync_table(uploaded.open(), [_target(client, dataset)])
+    assert report.ok and report.results[0].action == "create", report
+    stem = f"{client.project}.{dataset}.t"
+    assert sorted(calls) == sorted(f"{stem}{s}" for s in ("", "_manifest", "_history", "_changes"))
+
+
 def test_dataset_is_created_in_its_location_or_refused_when_it_differs(  # type: ignore[no-untyped-def]
     upload, client, dataset
 ) -> None:
@@ -580,8 +607,8 @@ def test_view_follows_every_commit_in_full_and_delta_mode(  # type: ignore[no-un
             # external, so the next sync updates them as it would in BigQuery). The
             # history's copy is loaded again when its stored definition changed.
             query = client.get_table(view_id).view_query
-            history = client.get_table(history_id)
-            definition = (_external(client, history_id), history.to_api_repr()["schema"])
+            history = client.get_table(history_id).to_api_repr()
+            definition = (history["externalDataConfiguration"], history["schema"])
             if definition != loaded_history:
                 materialise(client, history_id, destination=f"{history_id}_loaded")
                 loaded_history = definition

@@ -1,11 +1,12 @@
 """Spark reads of tables on object stores (moto S3, fake-gcs-server) without Hadoop
-connector jars: this Spark has no s3a or gs file system, so ``read`` and
-``format("hudi")`` read the planned files in Python workers through fsspec. Each read
-must equal the same read of the local copy (which Spark's own parquet reader reads) and
-hudi-rs's read of the store."""
+connector jars: this Spark has no s3a or gs file system, so ``read`` reads the planned
+files through fsspec, on the driver (a small read) or in Python workers, and
+``format("hudi")`` in Python workers. Each read must equal the same read of the local
+copy (which Spark's own parquet reader reads) and hudi-rs's read of the store."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections import Counter
@@ -22,7 +23,7 @@ from hudi_sync.errors import TableNotFoundError
 from hudi_sync.spark import hadoop, read, write
 from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.spark.reading import reader
-from hudi_sync.storage import open_location
+from hudi_sync.storage import Location, open_location
 from hudi_sync.table import HudiTable
 from tests.fixture_tables import fixture_tables
 from tests.objectstores import ObjectStore
@@ -71,15 +72,15 @@ def _rows(df: DataFrame) -> tuple[pa.Table, Counter[str]]:
 
 @pytest.fixture(scope="module")
 def local_rows(spark: SparkSession):  # type: ignore[no-untyped-def]
-    """Each read of a local copy, once per table, query and API for the module (both
-    stores compare with the same reads): Spark's own parquet reader reads those files."""
-    cache: dict[tuple[str, str, bool], Counter[str]] = {}
+    """Each read of a local copy, once per table and query for the module (both stores
+    and both APIs compare with the same reads): Spark's own parquet reader reads those
+    files."""
+    cache: dict[tuple[str, str], Counter[str]] = {}
 
-    def rows(local: str, opts: dict[str, str], through_format: bool = False) -> Counter[str]:
-        key = (local, json.dumps(opts, sort_keys=True), through_format)
+    def rows(local: str, opts: dict[str, str]) -> Counter[str]:
+        key = (local, json.dumps(opts, sort_keys=True))
         if key not in cache:
-            df = hudi_format(spark, local, opts) if through_format else read(spark, local, opts)
-            cache[key] = canonical(collect_arrow(df))
+            cache[key] = canonical(collect_arrow(read(spark, local, opts)))
         return cache[key]
 
     return rows
@@ -88,7 +89,7 @@ def local_rows(spark: SparkSession):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("name", TABLES)
 @pytest.mark.spark4  # format("hudi"): the Python Data Source API
 def test_store_reads_equal_local_reads_and_hudi_rs(  # type: ignore[no-untyped-def]
-    spark, unpack_table, local_rows, store: ObjectStore, name: str
+    spark, unpack_table, local_rows, store: ObjectStore, name: str, monkeypatch
 ) -> None:
     (fixture,) = [t for t in fixture_tables() if t.name == name]
     local = str(unpack_table(fixture))
@@ -100,14 +101,18 @@ def test_store_reads_equal_local_reads_and_hudi_rs(  # type: ignore[no-untyped-d
     first = table.timeline.completed_writes[0]
     begin = first.completion_time or first.requested_time
 
-    # Snapshot: Spark reads the local files, Python workers the store's.
+    # Snapshot: Spark reads the local files, the driver the store's (a small read), and
+    # Python workers the store's when the read is not small.
     local_df = read(spark, local, query)
     store_df = read(spark, uri, query, store.storage_options)
     assert local_df.inputFiles() and all(f.startswith("file:") for f in local_df.inputFiles())
-    assert store_df.inputFiles() == []  # no Spark file scan: the workers read
+    assert store_df.inputFiles() == []  # no Spark file scan: the driver read
     snapshot, snapshot_rows = _rows(store_df)
     assert snapshot.num_rows > 0
     assert snapshot_rows == local_rows(local, query)
+    with monkeypatch.context() as patch:
+        patch.setattr(reader, "DRIVER_READ_MAX_BYTES", 0)
+        assert _rows(read(spark, uri, query, store.storage_options))[1] == snapshot_rows
     assert sorted(snapshot.column_names) == sorted(local_df.columns)
     theirs = hudi_rs_rows(uri, read_optimized=mor, storage=store.object_store_options)
     assert canonical(same_columns(snapshot, theirs)[0]) == canonical(theirs)
@@ -137,12 +142,13 @@ def test_store_reads_equal_local_reads_and_hudi_rs(  # type: ignore[no-untyped-d
         r["_hoodie_record_key"] for r in expected
     )
 
-    # format("hudi") with storage.* options: the same three reads.
+    # format("hudi") with storage.* options: the same three reads, equal to the local
+    # copy's reads by Spark's parquet reader.
     storage = storage_read_options(store)
     reads = ((query, snapshot), ({**query, "as.of.instant": commits[0]}, old), (incremental, later))
     for opts, ours in reads:
         got = collect_arrow(hudi_format(spark, uri, {**opts, **storage}))
-        assert canonical(got) == local_rows(local, opts, through_format=True)
+        assert canonical(got) == local_rows(local, opts)
         assert sorted(got.column("_hoodie_record_key").to_pylist()) == sorted(
             ours.column("_hoodie_record_key").to_pylist()
         )
@@ -207,15 +213,28 @@ def evolved_table(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory)
     return path
 
 
+def _python_stage(df: DataFrame) -> bool:
+    """Whether the query runs a Python function (the workers' file reader)."""
+    return "MapInArrow" in str(df._jdf.queryExecution().optimizedPlan().toString())
+
+
 def test_files_without_a_later_column_read_it_as_null_from_the_store(  # type: ignore[no-untyped-def]
-    spark, evolved_table: Path, store: ObjectStore
+    spark, evolved_table: Path, store: ObjectStore, monkeypatch
 ) -> None:
+    """A small read is read on the driver (no Python worker job), a larger one by the
+    workers: both in the files' merged schema."""
     uri = store.upload_dir(evolved_table, store.make_bucket(), "t")
     local = collect_arrow(read(spark, str(evolved_table)))
-    ours = collect_arrow(read(spark, uri, {}, store.storage_options))
+    on_driver = read(spark, uri, {}, store.storage_options)
+    assert not _python_stage(on_driver)
+    ours = collect_arrow(on_driver)
     assert canonical(ours) == canonical(local)
     extra = {r["id"]: r["extra"] for r in ours.to_pylist()}
     assert extra == {0: "x0", 1: None, 2: None, 3: None}
+    monkeypatch.setattr(reader, "DRIVER_READ_MAX_BYTES", 0)  # file by file, in workers
+    in_workers = read(spark, uri, {}, store.storage_options)
+    assert _python_stage(in_workers)
+    assert canonical(collect_arrow(in_workers)) == canonical(local)
     # As of the first commit no file has the column: neither read shows it.
     first = HudiTable.open(str(evolved_table)).timeline.completed_writes[0].requested_time
     old = collect_arrow(read(spark, uri, {"as.of.instant": first}, store.storage_options))
@@ -254,6 +273,14 @@ def test_a_missing_bucket_fails_in_one_line_without_credentials(  # type: ignore
     assert secret not in str(wrapped.value)
 
 
+def _without_options(uri: str) -> Location:
+    """``uri`` as a location without storage options. gcsfs gets an anonymous token to
+    open it: without one it asks the GCE metadata server for credentials, retrying for
+    15 s where there is none."""
+    anonymous = {"token": "anon"} if uri.startswith("gs://") else None
+    return dataclasses.replace(open_location(uri, anonymous), storage_options={})
+
+
 def test_spark_cannot_open_the_store_itself_and_options_nest_like_the_cli(  # type: ignore[no-untyped-def]
     spark, s3_server, unpack_table
 ) -> None:
@@ -268,7 +295,7 @@ def test_spark_cannot_open_the_store_itself_and_options_nest_like_the_cli(  # ty
     # Without storage options Spark's Hadoop decides: no s3/s3a/gs file system here,
     # one for http (hadoop-common's); local files always.
     for scheme, opens in (("s3", False), ("s3a", False), ("gs", False), ("http", True)):
-        assert hadoop.spark_opens(spark, open_location(f"{scheme}://127.0.0.1/t")) is opens
+        assert hadoop.spark_opens(spark, _without_options(f"{scheme}://127.0.0.1/t")) is opens
     assert hadoop.spark_opens(spark, HudiTable.open(local).location)
 
     pairs = [f"{k}={v}" for k, v in _flat(s3_server.storage_options)]

@@ -3,7 +3,7 @@ Python Data Source over the table core.
 
 The driver plans (file slices, or CDC splits) with the table core; Spark's Python
 workers read each planned piece through the table's storage (fsspec), so no Hadoop
-connector is needed. Options are Hudi's:
+connector is needed, small pieces a few to a task. Options are Hudi's:
 
 - batch: ``hoodie.datasource.query.type`` (snapshot, read_optimized, incremental),
   ``as.of.instant``, ``hoodie.datasource.read.begin.instanttime`` / ``end.instanttime``,
@@ -110,6 +110,39 @@ class _ChangePart(InputPartition):
     split: str  # ChangeSplit JSON
 
 
+@dataclass(frozen=True)
+class _Group(InputPartition):
+    """Small parts one Spark task reads in turn: each task of a Python Data Source costs
+    a round trip to a Python worker, more than reading a small part."""
+
+    parts: tuple[InputPartition, ...]
+
+
+# Parts are grouped up to about this many bytes a task (by the listing's sizes or the
+# write stats); a part of unknown size is a task of its own.
+GROUP_BYTES = 16 * 1024 * 1024
+
+
+def _grouped(sized: list[tuple[InputPartition, int | None]]) -> list[InputPartition]:
+    """The parts in order, consecutive small ones grouped up to ``GROUP_BYTES``."""
+    groups: list[list[InputPartition]] = []
+    filled = GROUP_BYTES  # the last group's bytes: full before the first part
+    for part, size in sized:
+        if size is None or filled + size > GROUP_BYTES:
+            groups.append([])
+            filled = 0
+        groups[-1].append(part)
+        filled = GROUP_BYTES if size is None else filled + size
+    return [group[0] if len(group) == 1 else _Group(tuple(group)) for group in groups]
+
+
+def _slice_bytes(file_slice: FileSlice) -> int | None:
+    """A slice's base and log files' bytes by the listing (None: a size unknown)."""
+    sizes = [file_slice.base_file.size] if file_slice.base_file else []
+    sizes += [log.size for log in file_slice.log_files]
+    return sum(sizes) if all(sizes) else None
+
+
 def _table_schema(table: HudiTable) -> pa.Schema:
     """The latest snapshot's schema (``snapshot_schema``: the newest base file's
     columns, plus columns written to log files only)."""
@@ -131,6 +164,10 @@ def _read_part(
 ) -> Iterator[Any]:
     """The rows of ``part`` (read as the table's ``schema``) as batches of ``output``,
     the Arrow schema Spark takes for the declared one."""
+    if isinstance(part, _Group):
+        for each in part.parts:
+            yield from _read_part(location, schema, each, output)
+        return
     if isinstance(part, _ChangePart):
         yield from align(
             read_split(location, ChangeSplit.from_json(part.split)), output
@@ -185,22 +222,24 @@ class HudiDataSource(DataSource):
 def _plan(
     table: HudiTable, options: Mapping[str, str], begin: str | None, end: str | None
 ) -> list[InputPartition]:
-    """The pieces of a query: CDC splits, or base files (with commit filters)."""
+    """The pieces of a query: CDC splits, or base files (with commit filters), small
+    ones grouped (``_grouped``)."""
     if _is_cdc(options):
         plan = plan_changes(table, begin, end)
-        return [_ChangePart(split.to_json()) for split in plan.splits]
+        return _grouped([(_ChangePart(split.to_json()), split.read_bytes) for split in plan.splits])
     query = {**options, BEGIN: begin} if begin is not None else dict(options)
     if end is not None:
         query[END] = end
     files = plan_files(table, query)
-    parts: list[InputPartition] = []
+    parts: list[tuple[InputPartition, int | None]] = []
     for s in files.slices:
         if s.log_files and files.rules is not None:
             committed = table.view.committed_instants
-            parts.append(_SlicePart(s, files.rules, committed, files.as_of, files.commits))
-        elif s.relative_base_path:
-            parts.append(_FilePart(s.relative_base_path, files.commits))
-    return parts
+            part = _SlicePart(s, files.rules, committed, files.as_of, files.commits)
+            parts.append((part, _slice_bytes(s)))
+        elif s.relative_base_path and s.base_file:
+            parts.append((_FilePart(s.relative_base_path, files.commits), s.base_file.size or None))
+    return _grouped(parts)
 
 
 class _BatchReader(DataSourceReader):

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -256,6 +257,12 @@ class BigQueryTarget:
         except (exceptions.GoogleAPICallError, exceptions.RetryError) as exc:
             raise _failure(f"read table {self._id(table_id)}", exc) from exc
 
+    def _get_all(self, table_ids: tuple[str, ...]) -> dict[str, bigquery.Table | None]:
+        """The tables by id (None when missing), read at once: each read is a round
+        trip, and a plan needs them all."""
+        with ThreadPoolExecutor(max_workers=min(len(table_ids), _READERS)) as pool:
+            return dict(zip(table_ids, pool.map(self._get, table_ids), strict=True))
+
     def _dataset_steps(self) -> list[_Step]:
         """Create the dataset when missing; refuse one in another location."""
         from google.api_core import exceptions
@@ -361,7 +368,10 @@ class BigQueryTarget:
             ]
             note = offline_note(offline, self._needs())
             return SyncPlan(target, "create", [s.render() for s in steps], note), steps
-        existing = {i: self._get(i) for i in names.all()}
+        # A feed no longer published (hudi_sync.sync.change.feed turned off) is dropped.
+        feed = (names.feed,) if names.changes is None and not as_of else ()
+        tables = self._get_all((*names.all(), *feed))
+        existing = {i: tables[i] for i in names.all()}
         markers = {i: SyncMarker.parse(t.description) for i, t in existing.items() if t}
         foreign = [i for i, t in existing.items() if t is not None and markers[i] is None]
         if foreign and not force:
@@ -400,8 +410,7 @@ class BigQueryTarget:
                 steps.append(_Step("delete", self._id(table_id)))
                 exists = False
             steps.append(_Step("update" if exists else "create", self._id(table_id), resource))
-        # A feed no longer published (hudi_sync.sync.change.feed turned off): dropped.
-        if names.changes is None and not as_of and self._get(names.feed) is not None:
+        if feed and tables[names.feed] is not None:
             steps.append(_Step("delete", self._id(names.feed)))
         # Log objects no longer read (a compaction left no log records): dropped after the
         # snapshot view stopped reading them.
@@ -903,6 +912,8 @@ def _flag(spec: cfg.OptionSpec[Any]) -> str:
 
 # How long an offline dry run waits for BigQuery's first answer.
 _PROBE_SECONDS = 30.0
+# Tables a plan reads at once (a MOR table with a change feed has eight objects).
+_READERS = 8
 
 
 def _failure(action: str, exc: Exception) -> HudiSyncError:

@@ -10,7 +10,8 @@ Where the files are read: Spark's own parquet reader reads local tables, and obj
 store tables when Spark's Hadoop has a file system for the scheme and no storage options
 were given (they are fsspec's, which Spark would not see). Otherwise (say ``s3://`` or
 ``gs://`` without Hadoop connector jars) Spark's Python workers read each planned file
-through fsspec, rebuilding the file system from the table URI and its storage options.
+through fsspec, rebuilding the file system from the table URI and its storage options;
+a small read (``DRIVER_READ_MAX_BYTES``) is read on the driver instead.
 Storage options are a ``storage_options`` mapping or ``storage.<key>=<value>`` read
 options (dotted keys nest, as the CLI's ``-o KEY=VALUE``).
 """
@@ -60,9 +61,10 @@ INCREMENTAL_FORMAT = cfg.INCREMENTAL_FORMAT.key
 QUERY_TYPES = cfg.QUERY_TYPE.choices
 INCREMENTAL_FORMATS = cfg.INCREMENTAL_FORMAT.choices
 CHANGE_COLUMNS = "op string, ts_ms string, before string, after string"
-# A CDC query whose files (by the commits' write stats) are at most this size is read on
-# the driver and handed to Spark as Arrow: starting Python workers costs more than the
-# reading. Larger or unsized plans are read split by split in the workers.
+# A CDC query whose files (by the commits' write stats), or an object store read Spark
+# cannot open whose base files (by the listing), are at most this size is read on the
+# driver and handed to Spark as Arrow: starting Python workers costs more than the
+# reading. Larger or unsized plans are read file by file or split by split in the workers.
 DRIVER_READ_MAX_BYTES = 64 * 1024 * 1024
 # A CDC log read in the workers with nothing to look up (data_before_after) is divided
 # into parts of about this size, so that several tasks decode it.
@@ -198,7 +200,8 @@ def _split_reader(uri: str, storage_options: dict[str, Any], texts: list[str]) -
 
 
 def _read_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]) -> DataFrame:
-    relative = [s.relative_base_path for s in slices if s.relative_base_path]
+    bases = [(s.relative_base_path, s.base_file) for s in slices if s.relative_base_path]
+    relative = [path for path, _ in bases if path]
     if not relative:
         return _empty(spark, table)
     location = table.location
@@ -207,8 +210,25 @@ def _read_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice])
     elif spark_opens(spark, location):
         uris = [location.uri_of(r) for r in relative]
     else:
+        sizes = [base.size if base else 0 for _, base in bases]
+        if all(sizes) and sum(sizes) <= DRIVER_READ_MAX_BYTES:
+            return arrow_dataframe(spark, _read_on_driver(location, relative))
         return _read_in_workers(spark, location, relative)
     return spark.read.option("mergeSchema", "true").parquet(*uris)
+
+
+def _read_on_driver(location: Location, relative: list[str]) -> pa.Table:
+    """Small reads (by the listing's sizes, at most ``DRIVER_READ_MAX_BYTES``): the
+    files read on the driver, a few at once, each once (its schema from the file
+    itself), in the merged schema a worker read would give them."""
+    with ThreadPoolExecutor(max_workers=min(FOOTER_READERS, len(relative))) as pool:
+        tables = list(pool.map(lambda path: _read_file(location, path), relative))
+    schema = _merge(location, [t.schema.remove_metadata() for t in tables])
+    return pa.concat_tables([align(t, schema) for t in tables])
+
+
+def _read_file(location: Location, path: str) -> pa.Table:
+    return pq.read_table(pa.BufferReader(location.fs.cat_file(location.join(path))))
 
 
 def _read_in_workers(spark: SparkSession, location: Location, relative: list[str]) -> DataFrame:
@@ -232,6 +252,10 @@ def merged_schema(location: Location, relative: list[str]) -> pa.Schema:
 
     with ThreadPoolExecutor(max_workers=min(FOOTER_READERS, len(relative))) as pool:
         schemas = list(pool.map(footer, relative))
+    return _merge(location, schemas)
+
+
+def _merge(location: Location, schemas: list[pa.Schema]) -> pa.Schema:
     try:
         merged = pa.unify_schemas(schemas, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
@@ -251,9 +275,7 @@ def _file_reader(
         location = open_location(uri, storage_options)
         for batch in batches:
             for number in batch.column(0).to_pylist():
-                data = location.fs.cat_file(location.join(relative[number]))
-                table = pq.read_table(pa.BufferReader(data))
-                yield from align(table, schema).to_batches()
+                yield from align(_read_file(location, relative[number]), schema).to_batches()
 
     return read_batches
 
