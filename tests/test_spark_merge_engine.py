@@ -20,6 +20,7 @@ from hudi_sync.spark import write
 from hudi_sync.spark.writing import spark_merge
 from hudi_sync.spark.writing.options import MERGE_ENGINE
 from hudi_sync.table import HudiTable
+from tests.test_driver_write import spark_jobs
 from tests.test_spark_writer import RandomWorkload, frame, hudi_rs, options
 from tests.warehouse_rows import hudi_rs_rows
 
@@ -363,3 +364,43 @@ def test_stored_files_are_merged_in_place_when_the_profile_allows(  # type: igno
     assert not {1, 5, 101} & set(names)
     assert names[200] == "small" and names[21] == "late"
     assert (names[6], names[7], names[309]) == ("v6", "v7", "e9")
+
+
+def test_an_upsert_infers_no_stored_files_schema(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The Spark merge reads the stored files as their footers type them: Spark infers
+    no schema, which is a job each read. An upsert of stored and new keys into stored
+    partitions runs 11 jobs (AQE: each shuffle and broadcast its own): the incoming
+    keys' summary 3, the profile 3, the merge and write 5 (three broadcasts, the
+    inserts' shuffle, the write); with inference it ran 14."""
+    path = str(tmp_path / "t")
+    executors = {MERGE_ENGINE: "spark", "hudi_sync.write.driver.max.bytes": 0}
+    rows = [{"id": i, "p": "ab"[i % 2], "name": f"n{i}", "ts": 1} for i in range(20)]
+    write(frame(spark, rows, False), path, options("t", 8, "insert", **executors))
+    upsert = [dict(r, ts=2, name="u") for r in rows[:6]] + [
+        {"id": 100 + i, "p": "a", "name": "new", "ts": 1} for i in range(3)
+    ]
+
+    def run() -> None:
+        write(frame(spark, upsert, False), path, options("t", 8, "upsert", **executors))
+
+    assert spark_jobs(spark, run) <= 11
+    expected = {r["id"]: r for r in rows} | {r["id"]: r for r in upsert}
+    written = hudi_rs_rows(path).select(["id", "p", "name", "ts"]).to_pylist()
+    assert sorted(written, key=lambda r: r["id"]) == [expected[k] for k in sorted(expected)]
+
+
+def test_stored_files_are_read_as_their_footers_type_them() -> None:
+    """``read_schema`` gives Spark the writer schema only where every stored file holds
+    each column as that type (or not at all); else Spark infers it (and the merge
+    casts): another type, another case, or a timestamp without a zone."""
+    wanted = pa.schema([("_hoodie_record_key", pa.string()), ("v", pa.int64())])
+    same = pa.schema([("_hoodie_record_key", pa.string()), ("v", pa.int64())])
+    older = pa.schema([("_hoodie_record_key", pa.string())])  # before v was added
+    read = spark_merge.read_schema(wanted, [same, older])
+    assert read is not None and read.simpleString() == "struct<_hoodie_record_key:string,v:bigint>"
+    assert spark_merge.read_schema(wanted, [same, pa.schema([("v", pa.int32())])]) is None
+    assert spark_merge.read_schema(wanted, [pa.schema([("V", pa.int64())])]) is None
+    zoneless = pa.schema([("t", pa.list_(pa.timestamp("us")))])
+    assert spark_merge.read_schema(zoneless, [zoneless]) is None
+    zoned = pa.schema([("t", pa.timestamp("us", tz="UTC"))])
+    assert spark_merge.read_schema(zoned, [zoned]) is not None
