@@ -18,8 +18,10 @@ from pyspark.sql import functions as F
 from hudi_sync.errors import WriteError
 from hudi_sync.spark import write
 from hudi_sync.spark.writing import spark_merge
+from hudi_sync.spark.writing.merge import PARTITION_PATH, RECORD_KEY
 from hudi_sync.spark.writing.options import MERGE_ENGINE
 from hudi_sync.table import HudiTable
+from tests.frames import rows_frame
 from tests.test_driver_write import spark_jobs
 from tests.test_spark_writer import RandomWorkload, frame, hudi_rs, options
 from tests.warehouse_rows import hudi_rs_rows
@@ -368,10 +370,11 @@ def test_stored_files_are_merged_in_place_when_the_profile_allows(  # type: igno
 
 def test_an_upsert_infers_no_stored_files_schema(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The Spark merge reads the stored files as their footers type them: Spark infers
-    no schema, which is a job each read. An upsert of stored and new keys into stored
-    partitions runs 11 jobs (AQE: each shuffle and broadcast its own): the incoming
-    keys' summary 3, the profile 3, the merge and write 5 (three broadcasts, the
-    inserts' shuffle, the write); with inference it ran 14."""
+    no schema, which is a job each read; new keys find their file group by an
+    expression, not a join with the buckets (a job). An upsert of stored and new keys
+    into stored partitions runs 10 jobs (AQE: each shuffle and broadcast its own): the
+    incoming keys' summary 3, the profile 3, the merge and write 4 (two broadcasts,
+    the inserts' shuffle, the write); it ran 14."""
     path = str(tmp_path / "t")
     executors = {MERGE_ENGINE: "spark", "hudi_sync.write.driver.max.bytes": 0}
     rows = [{"id": i, "p": "ab"[i % 2], "name": f"n{i}", "ts": 1} for i in range(20)]
@@ -383,10 +386,10 @@ def test_an_upsert_infers_no_stored_files_schema(spark, tmp_path) -> None:  # ty
     def run() -> None:
         write(frame(spark, upsert, False), path, options("t", 8, "upsert", **executors))
 
-    assert spark_jobs(spark, run) <= 11
+    assert spark_jobs(spark, run) <= 10
     expected = {r["id"]: r for r in rows} | {r["id"]: r for r in upsert}
     written = hudi_rs_rows(path).select(["id", "p", "name", "ts"]).to_pylist()
-    assert sorted(written, key=lambda r: r["id"]) == [expected[k] for k in sorted(expected)]
+    assert len(written) == len(expected) and {r["id"]: r for r in written} == expected
 
 
 def test_stored_files_are_read_as_their_footers_type_them() -> None:
@@ -404,3 +407,34 @@ def test_stored_files_are_read_as_their_footers_type_them() -> None:
     assert spark_merge.read_schema(zoneless, [zoneless]) is None
     zoned = pa.schema([("t", pa.timestamp("us", tz="UTC"))])
     assert spark_merge.read_schema(zoned, [zoned]) is not None
+
+
+def test_inserts_find_the_same_bucket_by_expression_and_by_join(spark) -> None:  # type: ignore[no-untyped-def]
+    """``route`` finds an insert's bucket by an expression over the buckets' ranges when
+    they are few, by a broadcast join with them (a Spark job) when there are more than
+    ``ROUTE_EXPRESSION_BUCKETS``: the same bucket either way, the one whose range holds
+    the key's hash; a row that has a file id keeps it, a partition without buckets
+    gets none."""
+    many = spark_merge.ROUTE_EXPRESSION_BUCKETS + 6
+    buckets = [spark_merge.Bucket("a", i / many, (i + 1) / many, f"a{i}") for i in range(many)]
+    buckets += [spark_merge.Bucket("b", 0.0, 0.1, "b0"), spark_merge.Bucket("b", 0.1, 1.0, "b1")]
+    rows = [(f"k{i}", "abc"[i % 3], "stored" if i % 11 == 0 else None) for i in range(3000)]
+    schema = f"{RECORD_KEY} string, {PARTITION_PATH} string, {spark_merge.FILE_ID} string"
+    incoming = rows_frame(spark, rows, schema)
+
+    def routed(chosen: list[spark_merge.Bucket], join: bool | None) -> dict[str, str | None]:
+        frame = spark_merge.route(spark, incoming, chosen, join)
+        return {
+            r[0]: r[2]
+            for r in frame.select(RECORD_KEY, PARTITION_PATH, spark_merge.FILE_ID).collect()
+        }
+
+    by_join = routed(buckets, True)
+    assert by_join == routed(buckets, False) == routed(buckets, None)
+    for key, partition, stored in rows:
+        assert (by_join[key] is None) == (partition == "c" and stored is None), key
+        assert stored is None or by_join[key] == stored
+    used = {by_join[k] for k, p, s in rows if p == "a" and s is None}
+    assert len(used) == many  # some 900 hashes over 70 ranges: each range gets some
+    few = buckets[-2:]  # b's two buckets: the expression
+    assert routed(few, None) == routed(few, True)

@@ -628,10 +628,31 @@ def insert_rows(incoming: DataFrame, schema: pa.Schema, instant: Column) -> Data
     )
 
 
-def route(spark: SparkSession, merged: DataFrame, buckets: Sequence[Bucket]) -> DataFrame:
-    """Inserts (null ``FILE_ID``) to the bucket their key's hash falls in."""
+# Up to this many buckets, inserts find theirs by an expression over the buckets'
+# ranges; more take a broadcast join with the ranges (a Spark job of its own, but no
+# expression that grows with the buckets).
+ROUTE_EXPRESSION_BUCKETS = 64
+_POSITION = "__hudi_sync_position"
+
+
+def route(
+    spark: SparkSession,
+    merged: DataFrame,
+    buckets: Sequence[Bucket],
+    join: bool | None = None,
+) -> DataFrame:
+    """Inserts (null ``FILE_ID``) to the bucket their key's hash falls in. ``join``: by a
+    broadcast join with the buckets' ranges, or by an expression over them; None
+    chooses the expression for up to ``ROUTE_EXPRESSION_BUCKETS`` buckets."""
     if not buckets:
         return merged
+    position = F.pmod(F.xxhash64(RECORD_KEY), F.lit(HASH_SPAN)) / F.lit(float(HASH_SPAN))
+    hashed = merged.withColumn(_POSITION, position)
+    if join is None:
+        join = len(buckets) > ROUTE_EXPRESSION_BUCKETS
+    if not join:
+        chosen = F.coalesce(F.col(FILE_ID), _bucket_file(buckets))
+        return hashed.withColumn(FILE_ID, chosen).drop(_POSITION)
     # From Arrow: a local relation in the JVM (from Python rows it would be a job on
     # Python workers, a second or more to start).
     ranges = arrow_dataframe(
@@ -645,15 +666,37 @@ def route(spark: SparkSession, merged: DataFrame, buckets: Sequence[Bucket]) -> 
             }
         ),
     )
-    position = F.pmod(F.xxhash64(RECORD_KEY), F.lit(HASH_SPAN)) / F.lit(float(HASH_SPAN))
-    hashed = merged.withColumn("__hudi_sync_position", position)
     condition = (
         hashed[FILE_ID].isNull()
         & (hashed[PARTITION_PATH] == ranges["__bucket_partition"])
-        & (hashed["__hudi_sync_position"] >= ranges["__lo"])
-        & (hashed["__hudi_sync_position"] < ranges["__hi"])
+        & (hashed[_POSITION] >= ranges["__lo"])
+        & (hashed[_POSITION] < ranges["__hi"])
     )
     joined = hashed.join(F.broadcast(ranges), condition, "left")
     return joined.withColumn(FILE_ID, F.coalesce(F.col(FILE_ID), F.col("__bucket_file"))).drop(
-        "__hudi_sync_position", "__bucket_partition", "__lo", "__hi", "__bucket_file"
+        _POSITION, "__bucket_partition", "__lo", "__hi", "__bucket_file"
     )
+
+
+def _bucket_file(buckets: Sequence[Bucket]) -> Column:
+    """The file id of the bucket whose partition and range hold a row's partition path
+    and ``_POSITION`` (null where none does): the join's condition as an expression."""
+    by_partition: dict[str, list[Bucket]] = {}
+    for bucket in buckets:
+        by_partition.setdefault(bucket.partition, []).append(bucket)
+    position = F.col(_POSITION)
+    chosen: Column | None = None
+    for partition, own in by_partition.items():
+        found: Column | None = None
+        for b in own:
+            holds = (position >= F.lit(float(b.low))) & (position < F.lit(float(b.high)))
+            found = (
+                F.when(holds, F.lit(b.file_id))
+                if found is None
+                else found.when(holds, F.lit(b.file_id))
+            )
+        assert found is not None
+        here = F.col(PARTITION_PATH) == F.lit(partition)
+        chosen = F.when(here, found) if chosen is None else chosen.when(here, found)
+    assert chosen is not None
+    return chosen
