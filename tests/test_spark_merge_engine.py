@@ -120,9 +120,15 @@ def _table_files(path: Path) -> set[str]:
 SPARK_UPSERT = options("t", 6, "upsert", **{MERGE_ENGINE: "spark"})
 
 
+def _engine(engine: str) -> dict[str, str]:
+    """The options that choose ``engine``: a merge engine of the executors by name, or
+    the driver's engine (``driver``: none named, and the writes are small)."""
+    return {} if engine == "driver" else {MERGE_ENGINE: engine}
+
+
 def _seed_table(spark: Any, path: Path, engine: str = "python") -> None:
     rows = [{"id": i, "p": "abc"[i % 3], "name": f"n{i}", "ts": 1} for i in range(30)]
-    write(frame(spark, rows, False), str(path), options("t", 6, "insert", **{MERGE_ENGINE: engine}))
+    write(frame(spark, rows, False), str(path), options("t", 6, "insert", **_engine(engine)))
 
 
 def test_a_spark_job_that_fails_mid_write_leaves_nothing_visible(  # type: ignore[no-untyped-def]
@@ -312,10 +318,12 @@ def test_stored_files_are_merged_in_place_when_the_profile_allows(  # type: igno
     writes; it is used exactly when no key comes twice, the stored partitions' incoming
     rows fit the broadcast threshold and no new key goes to a small file. The profile
     streams the stored keys through a broadcast of the incoming ones whenever broadcasts
-    are on, and shuffles both sides when they are off: both give the same stats.
-    Over 30 s: each of the six profiles is written by both executor engines (some 15
-    Spark jobs a write)."""
-    paths = {e: tmp_path / e for e in ("python", "spark")}
+    are on, and shuffles both sides when they are off: both give the same stats. The
+    Python merge's table is written by the driver's engine, which merges each file group
+    with the Python workers' function (``python_merge.group_merger``) without Spark
+    jobs; the executors' Python merge is compared with the Spark merge write by write in
+    ``test_spark_and_python_merges_write_the_same_table``."""
+    paths = {e: tmp_path / e for e in ("driver", "spark")}
     for engine, path in paths.items():
         _seed_table(spark, path, engine)
     real, real_profile = spark_merge.merged_in_place, spark_merge.profile
@@ -332,7 +340,7 @@ def test_stored_files_are_merged_in_place_when_the_profile_allows(  # type: igno
                     write(
                         frame(spark, rows, False),
                         str(path),
-                        options("t", 6, operation, **{MERGE_ENGINE: engine}),
+                        options("t", 6, operation, **_engine(engine)),
                     )
             finally:
                 for key, value in before.items():
@@ -351,8 +359,8 @@ def test_stored_files_are_merged_in_place_when_the_profile_allows(  # type: igno
         tables = {
             e: _normalized(p, [i.requested_time for i in instants[e]]) for e, p in paths.items()
         }
-        assert tables["spark"].equals(tables["python"]), (operation, rows[0])
-        assert _commit_counts(paths["spark"]) == _commit_counts(paths["python"])
+        assert tables["spark"].equals(tables["driver"]), (operation, rows[0])
+        assert _commit_counts(paths["spark"]) == _commit_counts(paths["driver"])
         _check_files(paths["spark"])
     names = dict(
         zip(
