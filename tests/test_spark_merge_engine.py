@@ -72,7 +72,7 @@ def _check_files(path: Path) -> None:
 def test_spark_and_python_merges_write_the_same_table(  # type: ignore[no-untyped-def]
     spark, tmp_path, version, seed
 ) -> None:
-    """Over 30 s: each step is two writes by the executors' engines (some 15 Spark jobs
+    """Over 30 s: each step is two writes by the executors' engines (10 to 14 Spark jobs
     each), and the two engines' tables after every kind of write are the subject."""
     engines = ("python", "spark")
     workloads = {
