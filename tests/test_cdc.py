@@ -178,7 +178,7 @@ def test_both_merge_engines_log_the_same_changes(  # type: ignore[no-untyped-def
     driver's engine (small writes). Commit by commit their CDC logs hold the same records
     (file ids may differ: routing to small files depends on the files' sizes), and each
     engine's logs pass ``check_cdc_files``. Over 30 s: two of the three engines are the
-    executors' (some 15 Spark jobs a write), each writing the whole sequence."""
+    executors' (10 to 14 Spark jobs a write), each writing the whole sequence."""
     cdc = {"hoodie.table.cdc.enabled": "true", "hoodie.table.cdc.supplemental.logging.mode": mode}
     engines = ("spark", "python", "driver")
     chosen: dict[str, dict[str, object]] = {

@@ -75,7 +75,7 @@ def test_random_merge_on_read_writes_match_the_model_in_every_reader(  # type: i
     spark, tmp_path, version, block_format, seed, engine
 ) -> None:
     """The executors' parameter may take over 30 s: its writes and inline compactions run
-    the executors' engines (some 15 Spark jobs a write), which that parameter is for."""
+    the executors' engines (some 14 Spark jobs a write), which that parameter is for."""
     settings = {
         **MOR,
         **ENGINES[engine],

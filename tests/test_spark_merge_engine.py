@@ -18,8 +18,11 @@ from pyspark.sql import functions as F
 from hudi_sync.errors import WriteError
 from hudi_sync.spark import write
 from hudi_sync.spark.writing import spark_merge
+from hudi_sync.spark.writing.merge import PARTITION_PATH, RECORD_KEY
 from hudi_sync.spark.writing.options import MERGE_ENGINE
 from hudi_sync.table import HudiTable
+from tests.frames import rows_frame
+from tests.test_driver_write import spark_jobs
 from tests.test_spark_writer import RandomWorkload, frame, hudi_rs, options
 from tests.warehouse_rows import hudi_rs_rows
 
@@ -69,7 +72,7 @@ def _check_files(path: Path) -> None:
 def test_spark_and_python_merges_write_the_same_table(  # type: ignore[no-untyped-def]
     spark, tmp_path, version, seed
 ) -> None:
-    """Over 30 s: each step is two writes by the executors' engines (some 15 Spark jobs
+    """Over 30 s: each step is two writes by the executors' engines (10 to 14 Spark jobs
     each), and the two engines' tables after every kind of write are the subject."""
     engines = ("python", "spark")
     workloads = {
@@ -117,9 +120,15 @@ def _table_files(path: Path) -> set[str]:
 SPARK_UPSERT = options("t", 6, "upsert", **{MERGE_ENGINE: "spark"})
 
 
+def _engine(engine: str) -> dict[str, str]:
+    """The options that choose ``engine``: a merge engine of the executors by name, or
+    the driver's engine (``driver``: none named, and the writes are small)."""
+    return {} if engine == "driver" else {MERGE_ENGINE: engine}
+
+
 def _seed_table(spark: Any, path: Path, engine: str = "python") -> None:
     rows = [{"id": i, "p": "abc"[i % 3], "name": f"n{i}", "ts": 1} for i in range(30)]
-    write(frame(spark, rows, False), str(path), options("t", 6, "insert", **{MERGE_ENGINE: engine}))
+    write(frame(spark, rows, False), str(path), options("t", 6, "insert", **_engine(engine)))
 
 
 def test_a_spark_job_that_fails_mid_write_leaves_nothing_visible(  # type: ignore[no-untyped-def]
@@ -309,10 +318,12 @@ def test_stored_files_are_merged_in_place_when_the_profile_allows(  # type: igno
     writes; it is used exactly when no key comes twice, the stored partitions' incoming
     rows fit the broadcast threshold and no new key goes to a small file. The profile
     streams the stored keys through a broadcast of the incoming ones whenever broadcasts
-    are on, and shuffles both sides when they are off: both give the same stats.
-    Over 30 s: each of the six profiles is written by both executor engines (some 15
-    Spark jobs a write)."""
-    paths = {e: tmp_path / e for e in ("python", "spark")}
+    are on, and shuffles both sides when they are off: both give the same stats. The
+    Python merge's table is written by the driver's engine, which merges each file group
+    with the Python workers' function (``python_merge.group_merger``) without Spark
+    jobs; the executors' Python merge is compared with the Spark merge write by write in
+    ``test_spark_and_python_merges_write_the_same_table``."""
+    paths = {e: tmp_path / e for e in ("driver", "spark")}
     for engine, path in paths.items():
         _seed_table(spark, path, engine)
     real, real_profile = spark_merge.merged_in_place, spark_merge.profile
@@ -329,7 +340,7 @@ def test_stored_files_are_merged_in_place_when_the_profile_allows(  # type: igno
                     write(
                         frame(spark, rows, False),
                         str(path),
-                        options("t", 6, operation, **{MERGE_ENGINE: engine}),
+                        options("t", 6, operation, **_engine(engine)),
                     )
             finally:
                 for key, value in before.items():
@@ -348,8 +359,8 @@ def test_stored_files_are_merged_in_place_when_the_profile_allows(  # type: igno
         tables = {
             e: _normalized(p, [i.requested_time for i in instants[e]]) for e, p in paths.items()
         }
-        assert tables["spark"].equals(tables["python"]), (operation, rows[0])
-        assert _commit_counts(paths["spark"]) == _commit_counts(paths["python"])
+        assert tables["spark"].equals(tables["driver"]), (operation, rows[0])
+        assert _commit_counts(paths["spark"]) == _commit_counts(paths["driver"])
         _check_files(paths["spark"])
     names = dict(
         zip(
@@ -363,3 +374,75 @@ def test_stored_files_are_merged_in_place_when_the_profile_allows(  # type: igno
     assert not {1, 5, 101} & set(names)
     assert names[200] == "small" and names[21] == "late"
     assert (names[6], names[7], names[309]) == ("v6", "v7", "e9")
+
+
+def test_an_upsert_infers_no_stored_files_schema(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The Spark merge reads the stored files as their footers type them: Spark infers
+    no schema, which is a job each read; new keys find their file group by an
+    expression, not a join with the buckets (a job). An upsert of stored and new keys
+    into stored partitions runs 10 jobs (AQE: each shuffle and broadcast its own): the
+    incoming keys' summary 3, the profile 3, the merge and write 4 (two broadcasts,
+    the inserts' shuffle, the write); it ran 14."""
+    path = str(tmp_path / "t")
+    executors = {MERGE_ENGINE: "spark", "hudi_sync.write.driver.max.bytes": 0}
+    rows = [{"id": i, "p": "ab"[i % 2], "name": f"n{i}", "ts": 1} for i in range(20)]
+    write(frame(spark, rows, False), path, options("t", 8, "insert", **executors))
+    upsert = [dict(r, ts=2, name="u") for r in rows[:6]] + [
+        {"id": 100 + i, "p": "a", "name": "new", "ts": 1} for i in range(3)
+    ]
+
+    def run() -> None:
+        write(frame(spark, upsert, False), path, options("t", 8, "upsert", **executors))
+
+    assert spark_jobs(spark, run) <= 10
+    expected = {r["id"]: r for r in rows} | {r["id"]: r for r in upsert}
+    written = hudi_rs_rows(path).select(["id", "p", "name", "ts"]).to_pylist()
+    assert len(written) == len(expected) and {r["id"]: r for r in written} == expected
+
+
+def test_stored_files_are_read_as_their_footers_type_them() -> None:
+    """``read_schema`` gives Spark the writer schema only where every stored file holds
+    each column as that type (or not at all); else Spark infers it (and the merge
+    casts): another type, another case, or a timestamp without a zone."""
+    wanted = pa.schema([("_hoodie_record_key", pa.string()), ("v", pa.int64())])
+    same = pa.schema([("_hoodie_record_key", pa.string()), ("v", pa.int64())])
+    older = pa.schema([("_hoodie_record_key", pa.string())])  # before v was added
+    read = spark_merge.read_schema(wanted, [same, older])
+    assert read is not None and read.simpleString() == "struct<_hoodie_record_key:string,v:bigint>"
+    assert spark_merge.read_schema(wanted, [same, pa.schema([("v", pa.int32())])]) is None
+    assert spark_merge.read_schema(wanted, [pa.schema([("V", pa.int64())])]) is None
+    zoneless = pa.schema([("t", pa.list_(pa.timestamp("us")))])
+    assert spark_merge.read_schema(zoneless, [zoneless]) is None
+    zoned = pa.schema([("t", pa.timestamp("us", tz="UTC"))])
+    assert spark_merge.read_schema(zoned, [zoned]) is not None
+
+
+def test_inserts_find_the_same_bucket_by_expression_and_by_join(spark) -> None:  # type: ignore[no-untyped-def]
+    """``route`` finds an insert's bucket by an expression over the buckets' ranges when
+    they are few, by a broadcast join with them (a Spark job) when there are more than
+    ``ROUTE_EXPRESSION_BUCKETS``: the same bucket either way, the one whose range holds
+    the key's hash; a row that has a file id keeps it, a partition without buckets
+    gets none."""
+    many = spark_merge.ROUTE_EXPRESSION_BUCKETS + 6
+    buckets = [spark_merge.Bucket("a", i / many, (i + 1) / many, f"a{i}") for i in range(many)]
+    buckets += [spark_merge.Bucket("b", 0.0, 0.1, "b0"), spark_merge.Bucket("b", 0.1, 1.0, "b1")]
+    rows = [(f"k{i}", "abc"[i % 3], "stored" if i % 11 == 0 else None) for i in range(3000)]
+    schema = f"{RECORD_KEY} string, {PARTITION_PATH} string, {spark_merge.FILE_ID} string"
+    incoming = rows_frame(spark, rows, schema)
+
+    def routed(chosen: list[spark_merge.Bucket], join: bool | None) -> dict[str, str | None]:
+        frame = spark_merge.route(spark, incoming, chosen, join)
+        return {
+            r[0]: r[2]
+            for r in frame.select(RECORD_KEY, PARTITION_PATH, spark_merge.FILE_ID).collect()
+        }
+
+    by_join = routed(buckets, True)
+    assert by_join == routed(buckets, False) == routed(buckets, None)
+    for key, partition, stored in rows:
+        assert (by_join[key] is None) == (partition == "c" and stored is None), key
+        assert stored is None or by_join[key] == stored
+    used = {by_join[k] for k, p, s in rows if p == "a" and s is None}
+    assert len(used) == many  # some 900 hashes over 70 ranges: each range gets some
+    few = buckets[-2:]  # b's two buckets: the expression
+    assert routed(few, None) == routed(few, True)

@@ -174,18 +174,21 @@ def footer(location: Location, path: str) -> pq.FileMetaData:
 
 @dataclass(frozen=True)
 class StoredFile:
-    """What a stored base file's footer says: its rows and uncompressed bytes per row."""
+    """What a stored base file's footer says: its rows, uncompressed bytes per row and
+    columns."""
 
     rows: int
     row_bytes: int
+    schema: pa.Schema
 
 
 def stored_file(location: Location, path: str) -> StoredFile:
-    """A stored base file's rows and uncompressed bytes per row, from its footer."""
+    """A stored base file's rows, uncompressed bytes per row and columns, from its
+    footer."""
     meta = footer(location, path)
     total = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
     rows = int(meta.num_rows)
-    return StoredFile(rows, max(1, int(total) // max(1, rows)))
+    return StoredFile(rows, max(1, int(total) // max(1, rows)), meta.schema.to_arrow_schema())
 
 
 def write_stat(

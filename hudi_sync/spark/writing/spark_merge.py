@@ -53,6 +53,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 from pyspark.sql.window import Window
 
 from hudi_sync.spark.compat import arrow_dataframe, from_arrow_schema
@@ -143,10 +144,61 @@ def wins(incoming: Column | None, stored: Column | None) -> Column:
     )
 
 
-def stored_keys(
-    spark: SparkSession, location: Location, stored_files: Sequence[str], ordering: str | None
+def stored_frame(
+    spark: SparkSession,
+    location: Location,
+    files: Sequence[str],
+    file_schema: StructType | None,
+    merge_schemas: bool,
 ) -> DataFrame:
-    """``(__sp partition, __sk key, file id[, __so ordering])`` of the stored rows."""
+    """The stored ``files`` (paths on ``location``) as one frame: read as
+    ``file_schema`` when the caller knows it from their footers (``read_schema``),
+    else with the schema Spark infers (a Spark job per read; ``merge_schemas``: from
+    every file, else from one)."""
+    reader = spark.read if file_schema is None else spark.read.schema(file_schema)
+    if merge_schemas:
+        reader = reader.option("mergeSchema", "true")
+    return reader.parquet(*[file_uri(location, f) for f in files])
+
+
+def read_schema(wanted: pa.Schema, stored: Sequence[pa.Schema]) -> StructType | None:
+    """The Spark schema that reads ``wanted``'s columns of files whose footers hold the
+    ``stored`` schemas, when each file holds each column as ``wanted`` types it (or not
+    at all: Spark reads it as nulls, as the merge fills a column added later): what
+    Spark would infer, without the job inference takes. None when some file holds one
+    otherwise (another type, another case) or a type is one the merge leaves to Spark's
+    inference and a cast (a timestamp without a zone)."""
+    if any(_zoneless(f.type) for f in wanted):
+        return None
+    for schema in stored:
+        for field in wanted:
+            same = [f for f in schema if f.name.lower() == field.name.lower()]
+            if same and (len(same) > 1 or same[0].name != field.name):
+                return None
+            if same and same[0].type != field.type:
+                return None
+    try:
+        return from_arrow_schema(wanted)
+    except Exception:  # a type Spark does not take from Arrow: inference decides
+        return None
+
+
+def _zoneless(data_type: pa.DataType) -> bool:
+    """Whether ``data_type`` is, or holds, a timestamp without a zone."""
+    if pa.types.is_timestamp(data_type):
+        return data_type.tz is None
+    return any(_zoneless(data_type.field(i).type) for i in range(data_type.num_fields))
+
+
+def stored_keys(
+    spark: SparkSession,
+    location: Location,
+    stored_files: Sequence[str],
+    ordering: str | None,
+    file_schema: StructType | None = None,
+) -> DataFrame:
+    """``(__sp partition, __sk key, file id[, __so ordering])`` of the stored rows;
+    ``file_schema``: the stored files' (``read_schema``), None to infer it."""
     columns = [
         F.col(PARTITION_PATH).alias("__sp"),
         F.col(RECORD_KEY).alias("__sk"),
@@ -154,7 +206,11 @@ def stored_keys(
     ]
     if ordering:
         columns.append(F.col(ordering).alias("__so"))
-    return spark.read.parquet(*[file_uri(location, f) for f in stored_files]).select(*columns)
+    if file_schema is not None:
+        read = [PARTITION_PATH, RECORD_KEY, FILE_NAME, *([ordering] if ordering else [])]
+        file_schema = StructType([file_schema[name] for name in read])
+    frame = stored_frame(spark, location, stored_files, file_schema, merge_schemas=False)
+    return frame.select(*columns)
 
 
 def partition_summary(rows: DataFrame, computed: Column) -> DataFrame:
@@ -186,6 +242,7 @@ def profile(
     ordering: str | None,
     broadcast: bool,
     counted: Mapping[str, tuple[int, int]] | None,
+    file_schema: StructType | None = None,
 ) -> Profile:
     """Which stored file groups the incoming keys (``rows`` keyed, with ``SEQUENCE``)
     hit, with how many updates and deletes, and each partition's new keys: one Spark
@@ -200,12 +257,14 @@ def profile(
 
     With ``broadcast`` (the caller found those keys small enough) the stored keys
     stream through a broadcast of the incoming ones instead of being shuffled to meet
-    them: a few updates into large files cost a scan of the files' key column."""
+    them: a few updates into large files cost a scan of the files' key column.
+    ``file_schema``: the stored files' (``read_schema``), None to infer it."""
     files = [path for paths in stored.values() for path in paths]
     if counted is None:
         unique = deduplicated(rows, ordering)
         keys = _keys(unique, ordering)
-        matched = _matched(keys, stored_keys(spark, location, files, ordering), ordering, broadcast)
+        stored_side = stored_keys(spark, location, files, ordering, file_schema)
+        matched = _matched(keys, stored_side, ordering, broadcast)
         per_partition = keys.groupBy(
             F.col(PARTITION_PATH).alias("__p"), F.lit(None).cast("string").alias("__f")
         ).agg(*_counts(F.col("__d") == 1, F.lit(False)))
@@ -217,7 +276,7 @@ def profile(
     ]
     if files:
         nearby = _keys(rows.where(F.col(PARTITION_PATH).isin(sorted(stored))), ordering)
-        stored_side = stored_keys(spark, location, files, ordering)
+        stored_side = stored_keys(spark, location, files, ordering, file_schema)
         found += _collected(_matched(nearby, stored_side, ordering, broadcast))
     return _profile(_less_matched(found), duplicates=False)
 
@@ -315,12 +374,12 @@ def _stored_rows(
     location: Location,
     schema: pa.Schema,
     rewritten: Mapping[tuple[str, str], str],
+    file_schema: StructType | None,
 ) -> DataFrame:
-    """The rewritten file groups' rows, columns ``"__s_" + name`` plus ``FILE_ID``."""
-    files = [
-        file_uri(location, location.join(p, name)) for (p, _), name in sorted(rewritten.items())
-    ]
-    frame = spark.read.option("mergeSchema", "true").parquet(*files)
+    """The rewritten file groups' rows, columns ``"__s_" + name`` plus ``FILE_ID``;
+    ``file_schema``: their files' (``read_schema``), None to infer it."""
+    files = [location.join(p, name) for (p, _), name in sorted(rewritten.items())]
+    frame = stored_frame(spark, location, files, file_schema, merge_schemas=True)
     return frame.select(
         *_aligned(frame, schema, "__s_", frame.columns),
         F.split(F.col(FILE_NAME), "_").getItem(0).alias(FILE_ID),
@@ -388,6 +447,7 @@ def merged_rows(
     ordering: str | None,
     tagging: bool,
     instant: str,
+    file_schema: StructType | None = None,
 ) -> DataFrame:
     """Every row of the new base files, with ``FILE_ID`` for the stored ones (null for
     inserts) and ``NEW_ROW`` for the rows this write puts in (their seqno comes later).
@@ -395,12 +455,13 @@ def merged_rows(
     ``rows``: one per key. ``rewritten``: the stored file groups to rewrite,
     ``(partition, file id) -> file``. ``tagging``: incoming keys may be stored (upsert,
     delete): stored and incoming rows are joined; else (inserts) the stored rows are
-    kept as they are."""
+    kept as they are. ``file_schema``: the stored files' (``read_schema``), None to
+    infer it."""
     instant_lit = F.lit(instant)
     upserts = rows.where(~F.col(DELETE_FLAG))
     if not rewritten:
         return insert_rows(upserts, schema, instant_lit)
-    stored = _stored_rows(spark, location, schema, rewritten)
+    stored = _stored_rows(spark, location, schema, rewritten, file_schema)
     if not tagging:
         kept = stored.select(
             *[F.col("__s_" + n).alias(n) for n in schema.names],
@@ -424,6 +485,7 @@ def merged_in_place(
     ordering: str | None,
     instant: str,
     new_key_partitions: Collection[str],
+    file_schema: StructType | None = None,
 ) -> tuple[DataFrame, DataFrame]:
     """Hudi's merge handle as one Spark plan: the rewritten groups' new rows, and the
     inserts (``FILE_ID`` null, to be routed).
@@ -433,9 +495,10 @@ def merged_in_place(
     with ``whole_files`` reads each file in one task): no stored row is shuffled.
     ``rows``: one per key (``Profile.duplicates`` false). ``new_key_partitions``: the
     partitions with new keys (``Profile.new_keys``); only where they are also stored
-    partitions are the incoming keys joined with the stored ones to find them."""
+    partitions are the incoming keys joined with the stored ones to find them.
+    ``file_schema``: the stored files' (``read_schema``), None to infer it."""
     instant_lit = F.lit(instant)
-    stored = _stored_rows(spark, location, schema, rewritten)
+    stored = _stored_rows(spark, location, schema, rewritten, file_schema)
     partitions = sorted({p for p, _ in rewritten})
     in_stored = F.col(PARTITION_PATH).isin(partitions)
     nearby = _incoming_side(rows.where(in_stored), schema)
@@ -445,7 +508,7 @@ def merged_in_place(
     mixed = [p for p in partitions if p in new_key_partitions]
     if mixed:
         files = [location.join(p, name) for (p, _), name in sorted(rewritten.items()) if p in mixed]
-        keys = stored_keys(spark, location, files, None)
+        keys = stored_keys(spark, location, files, None, file_schema)
         new = upserts.where(F.col(PARTITION_PATH).isin(mixed)).join(
             keys,
             (upserts[PARTITION_PATH] == keys["__sp"]) & (upserts[RECORD_KEY] == keys["__sk"]),
@@ -471,6 +534,7 @@ def changed_rows(
     small_files: Sequence[Bucket],
     images: tuple[bool, bool],
     broadcast: bool,
+    file_schema: StructType | None = None,
 ) -> DataFrame:
     """What the merge changes in the rewritten (stored) file groups, one row per
     changed key: ``FILE_ID``, partition, key, ``CDC_OP`` (i/u/d) and, as ``images``
@@ -482,7 +546,8 @@ def changed_rows(
 
     ``rows``: one per key, as the merge got them. ``broadcast``: the incoming rows of
     the stored partitions fit a broadcast (``merged_in_place``'s check). Only the
-    columns the images need are read from the stored files."""
+    columns the images need are read from the stored files. ``file_schema``: theirs
+    (``read_schema``), None to infer it."""
     data_columns = [n for n in schema.names if n not in META_FIELDS]
     want_before, want_after = images
     partitions = sorted({p for p, _ in rewritten})
@@ -501,7 +566,7 @@ def changed_rows(
         )
         ordering = None
     else:
-        stored = _stored_rows(spark, location, schema, rewritten)
+        stored = _stored_rows(spark, location, schema, rewritten, file_schema)
         same_key = _same_key(stored, nearby)
         if small_files:  # an incoming key that no group holds may go to a stored one
             joined = nearby.join(stored, same_key, "left_outer")
@@ -563,10 +628,31 @@ def insert_rows(incoming: DataFrame, schema: pa.Schema, instant: Column) -> Data
     )
 
 
-def route(spark: SparkSession, merged: DataFrame, buckets: Sequence[Bucket]) -> DataFrame:
-    """Inserts (null ``FILE_ID``) to the bucket their key's hash falls in."""
+# Up to this many buckets, inserts find theirs by an expression over the buckets'
+# ranges; more take a broadcast join with the ranges (a Spark job of its own, but no
+# expression that grows with the buckets).
+ROUTE_EXPRESSION_BUCKETS = 64
+_POSITION = "__hudi_sync_position"
+
+
+def route(
+    spark: SparkSession,
+    merged: DataFrame,
+    buckets: Sequence[Bucket],
+    join: bool | None = None,
+) -> DataFrame:
+    """Inserts (null ``FILE_ID``) to the bucket their key's hash falls in. ``join``: by a
+    broadcast join with the buckets' ranges, or by an expression over them; None
+    chooses the expression for up to ``ROUTE_EXPRESSION_BUCKETS`` buckets."""
     if not buckets:
         return merged
+    position = F.pmod(F.xxhash64(RECORD_KEY), F.lit(HASH_SPAN)) / F.lit(float(HASH_SPAN))
+    hashed = merged.withColumn(_POSITION, position)
+    if join is None:
+        join = len(buckets) > ROUTE_EXPRESSION_BUCKETS
+    if not join:
+        chosen = F.coalesce(F.col(FILE_ID), _bucket_file(buckets))
+        return hashed.withColumn(FILE_ID, chosen).drop(_POSITION)
     # From Arrow: a local relation in the JVM (from Python rows it would be a job on
     # Python workers, a second or more to start).
     ranges = arrow_dataframe(
@@ -580,15 +666,37 @@ def route(spark: SparkSession, merged: DataFrame, buckets: Sequence[Bucket]) -> 
             }
         ),
     )
-    position = F.pmod(F.xxhash64(RECORD_KEY), F.lit(HASH_SPAN)) / F.lit(float(HASH_SPAN))
-    hashed = merged.withColumn("__hudi_sync_position", position)
     condition = (
         hashed[FILE_ID].isNull()
         & (hashed[PARTITION_PATH] == ranges["__bucket_partition"])
-        & (hashed["__hudi_sync_position"] >= ranges["__lo"])
-        & (hashed["__hudi_sync_position"] < ranges["__hi"])
+        & (hashed[_POSITION] >= ranges["__lo"])
+        & (hashed[_POSITION] < ranges["__hi"])
     )
     joined = hashed.join(F.broadcast(ranges), condition, "left")
     return joined.withColumn(FILE_ID, F.coalesce(F.col(FILE_ID), F.col("__bucket_file"))).drop(
-        "__hudi_sync_position", "__bucket_partition", "__lo", "__hi", "__bucket_file"
+        _POSITION, "__bucket_partition", "__lo", "__hi", "__bucket_file"
     )
+
+
+def _bucket_file(buckets: Sequence[Bucket]) -> Column:
+    """The file id of the bucket whose partition and range hold a row's partition path
+    and ``_POSITION`` (null where none does): the join's condition as an expression."""
+    by_partition: dict[str, list[Bucket]] = {}
+    for bucket in buckets:
+        by_partition.setdefault(bucket.partition, []).append(bucket)
+    position = F.col(_POSITION)
+    chosen: Column | None = None
+    for partition, own in by_partition.items():
+        found: Column | None = None
+        for b in own:
+            holds = (position >= F.lit(float(b.low))) & (position < F.lit(float(b.high)))
+            found = (
+                F.when(holds, F.lit(b.file_id))
+                if found is None
+                else found.when(holds, F.lit(b.file_id))
+            )
+        assert found is not None
+        here = F.col(PARTITION_PATH) == F.lit(partition)
+        chosen = F.when(here, found) if chosen is None else chosen.when(here, found)
+    assert chosen is not None
+    return chosen

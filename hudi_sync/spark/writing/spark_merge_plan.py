@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from hudi_sync.spark.writing import spark_files, spark_merge
 from hudi_sync.spark.writing.cdc_logs import DRIVER_BYTES, images_of, write_cdc_logs
@@ -96,6 +97,7 @@ class _SparkMergePlan:
                     [path for paths in stored_files.values() for path in paths],
                 ),
                 incoming.counted,
+                self._file_schema([path for paths in stored_files.values() for path in paths]),
             )
             if tagging
             else None
@@ -116,7 +118,15 @@ class _SparkMergePlan:
         in_place = found is not None and self._merges_in_place(found, rewritten, buckets)
         if found is not None and in_place:
             merged, inserts = spark_merge.merged_in_place(
-                self.spark, location, rows, schema, rewritten, ordering, instant, found.new_keys
+                self.spark,
+                location,
+                rows,
+                schema,
+                rewritten,
+                ordering,
+                instant,
+                found.new_keys,
+                self._file_schema(self._paths(rewritten)),
             )
             routed = spark_merge.route(self.spark, inserts, buckets)
             all_incoming = sum(incoming.row_counts.values())
@@ -132,7 +142,15 @@ class _SparkMergePlan:
             if found and found.duplicates:
                 rows = spark_merge.deduplicated(rows, ordering)
             merged = spark_merge.merged_rows(
-                self.spark, location, rows, schema, rewritten, ordering, tagging, instant
+                self.spark,
+                location,
+                rows,
+                schema,
+                rewritten,
+                ordering,
+                tagging,
+                instant,
+                self._file_schema(self._paths(rewritten)),
             )
             to_write = spark_merge.by_file_group(
                 spark_merge.route(self.spark, merged, buckets), len(groups)
@@ -169,6 +187,7 @@ class _SparkMergePlan:
             [b for b in buckets if (b.partition, b.file_id) in rewritten],
             images_of(self.cdc_mode),
             broadcast,
+            self._file_schema(self._paths(rewritten)),
         )
         data_schema = json.loads(json_schema(target.schema, target.options.table_name))
         return write_cdc_logs(
@@ -260,6 +279,12 @@ class _SparkMergePlan:
         if path not in self._stored_files:
             self._stored_files[path] = spark_files.stored_file(self.location, path)
         return self._stored_files[path]
+
+    def _file_schema(self, paths: Sequence[str]) -> StructType | None:
+        """The Spark schema to read the stored files ``paths`` with, from their footers
+        (``spark_merge.read_schema``): Spark infers none, which is a job a read."""
+        stored = [self._stored_file(path).schema for path in paths]
+        return spark_merge.read_schema(self.target.schema, stored)
 
     def _fits_broadcast(self, incoming: int, stored: Sequence[str]) -> bool:
         """Whether ``incoming`` rows fit a broadcast, each estimated at the largest
