@@ -44,7 +44,6 @@ import io
 import json
 import re
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -94,11 +93,10 @@ DELTA_URIS = "added_uris.csv"
 FEED_META = "feed.json"
 # Commits a chain of delta lists covers before a sync writes a new base list.
 ROLL_COMMITS = 100
-# Change files written side by side: at most this many, or as many as reach this size,
-# so a long backfill interrupted keeps most of its work; by this many threads.
+# Change files made durable together (``Location.write_files``): at most this many, or
+# as many as reach this size, so a long backfill interrupted keeps most of its work.
 _BATCH_FILES = 64
 _BATCH_BYTES = 64 << 20
-_WRITERS = 8
 # ``change_file``'s names: the lines of the snapshots' ``files.csv``.
 CHANGE_FILE_NAME = re.compile(
     rf"{DATE_KEY}=\d{{4}}-\d{{2}}-\d{{2}}/{TIME_KEY}=\d+/"
@@ -307,7 +305,7 @@ class ChangeFeedStore(ListedFileStore):
             meta = _lists_meta(list(listed), None, 0)
         written = 0
         if not dry_run:
-            # Change files are written in batches (``_write_side_by_side``), the last
+            # Change files are written in batches (``Location.write_files``), the last
             # one with the snapshot's lists.
             batch: list[tuple[str, bytes]] = []
             size = 0
@@ -319,7 +317,7 @@ class ChangeFeedStore(ListedFileStore):
                 size += len(batch[-1][1])
                 written += 1
                 if len(batch) >= _BATCH_FILES or size >= _BATCH_BYTES:
-                    self._write_side_by_side(batch)
+                    table.location.write_files(batch)
                     batch, size = [], 0
             pending = sorted(i.requested_time for i in self.timeline.pending)
             meta = replace(meta, readable=_kept_range(readable))
@@ -654,8 +652,8 @@ class ChangeFeedStore(ListedFileStore):
         meta: ListsMeta,
         files: list[tuple[str, bytes]],
     ) -> None:
-        """The snapshot's lists, written side by side with ``files`` (change files not
-        written yet, ``_write_side_by_side``): ``pending.csv`` (the writes pending at
+        """The snapshot's lists, made durable together with ``files`` (change files not
+        written yet, ``Location.write_files``): ``pending.csv`` (the writes pending at
         this publication: one that completes later, requested before the last listed
         commit, makes the next sync plan in full), a base's ``uris.csv`` or a delta's
         ``added_uris.csv`` and ``added.csv``; then a base's ``files.csv`` (a folder with
@@ -680,23 +678,10 @@ class ChangeFeedStore(ListedFileStore):
                 (self.path("snapshots", instant, DELTA_URIS), uris),
                 (self.path("snapshots", instant, DELTA_LIST), lines_bytes(listed, "")),
             ]
-        self._write_side_by_side(files)
-        self._write_side_by_side(last)
+        location.write_files(files)
+        location.write_files(last)
         location.write_file(self.path("snapshots", instant, FEED_META), meta.to_json())
         self._metas[instant] = meta
-
-    def _write_side_by_side(self, files: list[tuple[str, bytes]]) -> None:
-        """``Location.write_file`` of each ``(path, contents)``, concurrently (locally
-        their fsyncs share the disk's flushes: about one file's cost for a few, where a
-        ``syncfs`` would also wait for every other writer's data), all done on return."""
-        location = self.table.location
-        if len(files) <= 1:
-            for path, data in files:
-                location.write_file(path, data)
-            return
-        with ThreadPoolExecutor(max_workers=min(len(files), _WRITERS)) as pool:
-            for done in [pool.submit(location.write_file, path, data) for path, data in files]:
-                done.result()
 
     def existing(self) -> set[str]:
         """Change files present, relative to ``changes/``."""
