@@ -85,6 +85,7 @@ class _SparkMergePlan:
             if partition in target.partitions:
                 path = location.join(partition, name)
                 stored_files.setdefault(partition, []).append(path)
+        every_stored = [path for paths in stored_files.values() for path in paths]
         found = (
             spark_merge.profile(
                 self.spark,
@@ -93,11 +94,10 @@ class _SparkMergePlan:
                 stored_files,
                 ordering,
                 self._fits_broadcast(
-                    sum(incoming.row_counts.get(p, 0) for p in stored_files),
-                    [path for paths in stored_files.values() for path in paths],
+                    sum(incoming.row_counts.get(p, 0) for p in stored_files), every_stored
                 ),
                 incoming.counted,
-                self._file_schema([path for paths in stored_files.values() for path in paths]),
+                self._file_schema(every_stored),
             )
             if tagging
             else None
@@ -116,6 +116,7 @@ class _SparkMergePlan:
         new_groups = sum(1 for k in touched if k not in snapshot)
         whole_files = 0
         in_place = found is not None and self._merges_in_place(found, rewritten, buckets)
+        rewritten_schema = self._file_schema(self._paths(rewritten))
         if found is not None and in_place:
             merged, inserts = spark_merge.merged_in_place(
                 self.spark,
@@ -126,7 +127,7 @@ class _SparkMergePlan:
                 ordering,
                 instant,
                 found.new_keys,
-                self._file_schema(self._paths(rewritten)),
+                rewritten_schema,
             )
             routed = spark_merge.route(self.spark, inserts, buckets)
             all_incoming = sum(incoming.row_counts.values())
@@ -150,7 +151,7 @@ class _SparkMergePlan:
                 ordering,
                 tagging,
                 instant,
-                self._file_schema(self._paths(rewritten)),
+                rewritten_schema,
             )
             to_write = spark_merge.by_file_group(
                 spark_merge.route(self.spark, merged, buckets), len(groups)
