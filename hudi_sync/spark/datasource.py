@@ -136,13 +136,6 @@ def _grouped(sized: list[tuple[InputPartition, int | None]]) -> list[InputPartit
     return [group[0] if len(group) == 1 else _Group(tuple(group)) for group in groups]
 
 
-def _slice_bytes(file_slice: FileSlice) -> int | None:
-    """A slice's base and log files' bytes by the listing (None: a size unknown)."""
-    sizes = [file_slice.base_file.size] if file_slice.base_file else []
-    sizes += [log.size for log in file_slice.log_files]
-    return sum(sizes) if all(sizes) else None
-
-
 def _table_schema(table: HudiTable) -> pa.Schema:
     """The latest snapshot's schema (``snapshot_schema``: the newest base file's
     columns, plus columns written to log files only)."""
@@ -236,7 +229,7 @@ def _plan(
         if s.log_files and files.rules is not None:
             committed = table.view.committed_instants
             part = _SlicePart(s, files.rules, committed, files.as_of, files.commits)
-            parts.append((part, _slice_bytes(s)))
+            parts.append((part, s.listed_bytes))
         elif s.relative_base_path and s.base_file:
             parts.append((_FilePart(s.relative_base_path, files.commits), s.base_file.size or None))
     return _grouped(parts)

@@ -82,6 +82,14 @@ class FileSlice:
             return log.size
         return int(location.fs.size(location.join(self.relative_path(log.name))) or 0)
 
+    @property
+    def listed_bytes(self) -> int | None:
+        """Bytes of the slice's base file and log files by the listing alone (None when a
+        size is unknown there: local listings carry none), for planning without a stat."""
+        sizes = [self.base_file.size] if self.base_file else []
+        sizes += [log.size for log in self.log_files]
+        return sum(sizes) if all(sizes) else None
+
     def file_bytes(self, location: Location) -> int:
         """Bytes of the slice's base file and log files (what reading it costs); sizes
         from the listing, else a stat each."""

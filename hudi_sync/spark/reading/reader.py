@@ -37,7 +37,7 @@ from hudi_sync.spark.compat import arrow_dataframe, from_arrow_schema
 from hudi_sync.spark.hadoop import spark_opens
 from hudi_sync.spark.parallelism import default_parallelism
 from hudi_sync.spark.reading.slice_read import read_merged_slices
-from hudi_sync.storage import Location, nest_option, open_location
+from hudi_sync.storage import Location, nest_option, open_location, read_parquet
 from hudi_sync.table import HudiTable
 from hudi_sync.table.cdc_query import (
     CHANGE_SCHEMA,
@@ -228,7 +228,9 @@ def _read_on_driver(location: Location, relative: list[str]) -> pa.Table:
 
 
 def _read_file(location: Location, path: str) -> pa.Table:
-    return pq.read_table(pa.BufferReader(location.fs.cat_file(location.join(path))))
+    """The base file at ``path`` (relative to ``location``), fetched whole, then decoded."""
+    table: pa.Table = read_parquet(pa.BufferReader(location.read_file(location.join(path))))
+    return table
 
 
 def _read_in_workers(spark: SparkSession, location: Location, relative: list[str]) -> DataFrame:
