@@ -17,7 +17,7 @@ plus the commits appended since, else the benchmark fails.
    partitions, 1,100 commits). Its base files are zero-byte (``--empty-base-files``):
    publishing a manifest lists the partition folders (names only, ``os.scandir``) and
    reads the timeline and commit metadata, it never opens a base file
-   (``hudi_sync/table/listing/storage.py``, ``hudi_sync/table/fs_view.py``,
+   (``hudi_sync/table/files/listing/storage.py``, ``hudi_sync/table/files/fs_view.py``,
    ``hudi_sync/manifest/snapshot.py``). Each repetition
    deletes ``.hoodie/manifest``, times the full listing + publication (what
    ``hudi_sync.sync.job.publish_manifest(table)`` runs without a previous manifest), appends

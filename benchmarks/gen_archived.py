@@ -49,7 +49,7 @@ from benchmarks.gen_table import (
 )
 from hudi_sync.storage import open_location
 from hudi_sync.table import HudiTable
-from hudi_sync.table.instant import parse_instant_file_name
+from hudi_sync.table.timeline.instant import parse_instant_file_name
 from hudi_sync.table.write.archiver import ArchivalPolicy, archive
 from hudi_sync.table.write.cleaner import clean
 from hudi_sync.table.write.rollback import roll_back, write_marker

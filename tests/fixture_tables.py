@@ -54,7 +54,7 @@ def without_metadata_table(path: Path) -> Path:
     hand-write files the metadata table would not list: the table is then listed from
     storage by every reader."""
     from hudi_sync import config as cfg
-    from hudi_sync.table.properties import decode_properties, parse_java_properties
+    from hudi_sync.table.config.properties import decode_properties, parse_java_properties
     from hudi_sync.table.write.create import java_properties_text
 
     shutil.rmtree(path / ".hoodie" / "metadata", ignore_errors=True)
@@ -70,7 +70,7 @@ def set_properties(path: Path, changes: dict[str, str]) -> None:
     """Change keys of a fixture copy's hoodie.properties with our properties writer (a
     setup step, e.g. declaring a metadata table partition hudi_sync does not keep)."""
     from hudi_sync import config as cfg
-    from hudi_sync.table.properties import decode_properties, parse_java_properties
+    from hudi_sync.table.config.properties import decode_properties, parse_java_properties
     from hudi_sync.table.write.create import java_properties_text
 
     properties = path / ".hoodie" / cfg.PROPERTIES_FILE

@@ -28,16 +28,20 @@ from hudi_sync.errors import BadInputError
 from hudi_sync.manifest.snapshot import MANIFEST_FOLDER, POINTER, ManifestStore
 from hudi_sync.sync.job import publish_manifest
 from hudi_sync.table import HudiTable
-from hudi_sync.table.log_records import delete_keys, read_log_records
-from hudi_sync.table.logfile import BlockType, read_blocks
-from hudi_sync.table.metadata import CleanMetadata, RollbackMetadata, parse_commit_metadata
-from hudi_sync.table.metadata_table.compaction import read_plan as read_mdt_plan
-from hudi_sync.table.metadata_table.hfile import read_hfile
+from hudi_sync.table.config.properties import TableConfig, decode_properties
+from hudi_sync.table.metadata_table.hfile_reader import read_hfile
 from hudi_sync.table.metadata_table.reader import _block_records as mdt_block_records
 from hudi_sync.table.metadata_table.records import decode_records
-from hudi_sync.table.properties import TableConfig, decode_properties
-from hudi_sync.table.timeline import read_instant_record, undone_by_record
+from hudi_sync.table.records.log_records import delete_keys, read_log_records
+from hudi_sync.table.records.logfile import BlockType, read_blocks
+from hudi_sync.table.timeline.active import read_instant_record, undone_by_record
+from hudi_sync.table.timeline.commit_metadata import (
+    CleanMetadata,
+    RollbackMetadata,
+    parse_commit_metadata,
+)
 from hudi_sync.table.write.compaction import read_plan
+from hudi_sync.table.write.metadata_table.compaction import read_plan as read_mdt_plan
 
 SLOW_SECONDS = 5.0
 # Values that break length and count fields: extremes of int32/int64, small negatives.

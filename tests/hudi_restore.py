@@ -29,7 +29,7 @@ from typing import Any
 import fastavro
 
 from hudi_sync.table import HudiTable
-from hudi_sync.table.instant import Action, parse_instant_file_name
+from hudi_sync.table.timeline.instant import Action, parse_instant_file_name
 from hudi_sync.table.write.timeline import (
     _NAMESPACE,
     _STRING,

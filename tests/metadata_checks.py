@@ -16,19 +16,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_sync.table import HudiTable
-from hudi_sync.table.logfile import BlockType, read_blocks
-from hudi_sync.table.metadata_table import column_stats, index_keys, indexes
+from hudi_sync.table.metadata_table import column_stats, index_keys
 from hudi_sync.table.metadata_table.column_stats import ColumnRange
-from hudi_sync.table.metadata_table.hfile import read_hfile
-from hudi_sync.table.metadata_table.indexes import columns_to_index, parse_index_definitions
+from hudi_sync.table.metadata_table.hfile_reader import read_hfile
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.metadata_table.records import (
     ALL_PARTITIONS_KEY,
     MetadataRecord,
     decode_records,
 )
-from hudi_sync.table.slice_reader import read_file_slice
-from hudi_sync.table.snapshot_read import read_snapshot, slice_merge_rules, snapshot_schema
+from hudi_sync.table.read.slice_reader import read_file_slice
+from hudi_sync.table.read.snapshot import read_snapshot, slice_merge_rules, snapshot_schema
+from hudi_sync.table.records.logfile import BlockType, read_blocks
+from hudi_sync.table.write.metadata_table import indexes
+from hudi_sync.table.write.metadata_table.indexes import columns_to_index, parse_index_definitions
 from tests.warehouse_rows import hudi_rs_rows
 
 MDT_FIXTURES = [

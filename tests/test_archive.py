@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hudi_sync.table import HudiTable, State
-from hudi_sync.table.logfile import read_blocks
+from hudi_sync.table.records.logfile import read_blocks
 from tests import hudi_oracle
 from tests.timeline_files import write_lsm_history, write_v1_archive
 

@@ -11,8 +11,8 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from hudi_sync.table.avro_arrow import encode_rows, length_prefixed
-from hudi_sync.table.schema import arrow_to_avro_schema
+from hudi_sync.table.avro.arrow import encode_rows, length_prefixed
+from hudi_sync.table.config.schema import arrow_to_avro_schema
 
 
 def _random_table(rows: int, seed: int) -> pa.Table:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hudi_sync.errors import BadInputError, UnsupportedTableError
-from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.config.schema import META_FIELDS
 from hudi_sync.warehouse.bigquery_schema import (
     decimal_type,
     partition_key_type,

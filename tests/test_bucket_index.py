@@ -30,7 +30,7 @@ from hudi_sync.spark.writing.bucket_index import (
 from hudi_sync.spark.writing.writer import write, write_arrow
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 from tests.test_mor_sync import view_rows
 from tests.warehouse_rows import hudi_rs_rows

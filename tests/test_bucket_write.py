@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark.writing.writer import write
 from hudi_sync.table import HudiTable
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
 from hudi_sync.table.write.compaction import compact, run_in_process
 from hudi_sync.table.write.lock import TableLock
 from tests.warehouse_rows import hudi_rs_rows

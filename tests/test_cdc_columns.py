@@ -19,15 +19,15 @@ import pytest
 
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.storage import open_location
-from hudi_sync.table import cdc_query
-from hudi_sync.table.avro_arrow import (
+from hudi_sync.table.avro.arrow import (
     AvroDecodeError,
     datum_bounds,
     decode_rows,
     encode_rows,
     length_prefixed,
 )
-from hudi_sync.table.cdc_log import (
+from hudi_sync.table.cdc import query as cdc_query
+from hudi_sync.table.cdc.log import (
     CdcChanges,
     CdcMode,
     arrow_rows,
@@ -37,8 +37,8 @@ from hudi_sync.table.cdc_log import (
     read_cdc_columns,
     read_cdc_file,
 )
-from hudi_sync.table.cdc_query import ChangeSplit, InferenceCase, read_split
-from hudi_sync.table.schema import META_FIELDS, arrow_to_avro_schema
+from hudi_sync.table.cdc.query import ChangeSplit, InferenceCase, read_split
+from hudi_sync.table.config.schema import META_FIELDS, arrow_to_avro_schema
 from tests.test_avro_arrow import _random_table
 
 

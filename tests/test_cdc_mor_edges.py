@@ -22,15 +22,15 @@ from pyspark.sql import SparkSession
 from hudi_sync import config as cfg
 from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
-from hudi_sync.table.cdc_query import InferenceCase, change_rows, plan_changes
-from hudi_sync.table.logfile import (
+from hudi_sync.table.cdc.query import InferenceCase, change_rows, plan_changes
+from hudi_sync.table.read.snapshot import read_snapshot
+from hudi_sync.table.records.logfile import (
     BlockType,
     HeaderKey,
     encode_avro_block,
     encode_block,
     read_blocks,
 )
-from hudi_sync.table.snapshot_read import read_snapshot
 from tests.test_spark_writer import frame, options
 from tests.warehouse_rows import hudi_rs_rows
 

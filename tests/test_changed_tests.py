@@ -27,7 +27,7 @@ def test_a_change_no_test_reaches_chooses_nothing_not_an_empty_name() -> None:
 
 
 def test_a_module_chooses_the_tests_that_import_it_and_no_others() -> None:
-    lines = chosen("hudi_sync/table/timestamp_keygen.py").splitlines()
+    lines = chosen("hudi_sync/table/keys/timestamp_keygen.py").splitlines()
     assert "tests/test_timestamp_keygen.py" in lines
     assert "tests/test_terraform.py" not in lines
     assert all(line.startswith("tests/test_") and line.endswith(".py") for line in lines)

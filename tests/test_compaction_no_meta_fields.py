@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from hudi_sync.cli.app import app
 from hudi_sync.table import HudiTable
-from hudi_sync.table.schema import META_FIELDS
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.config.schema import META_FIELDS
+from hudi_sync.table.read.snapshot import read_snapshot
 from tests.test_mor_read import NO_META, _no_meta_rows, add_no_meta_log, no_meta_blocks
 from tests.warehouse_rows import hudi_rs_rows
 

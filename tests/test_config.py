@@ -12,7 +12,7 @@ import typer
 from hudi_sync import config as cfg
 from hudi_sync.config import OPTIONS, OptionSpec, option
 from hudi_sync.errors import BadInputError, CorruptTableError
-from hudi_sync.table.properties import TableConfig
+from hudi_sync.table.config.properties import TableConfig
 
 PACKAGE = Path(cfg.__file__).parent
 # A bad value of each kind that can be bad (any text is a string or a list).

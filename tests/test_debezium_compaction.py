@@ -12,7 +12,7 @@ import pytest
 
 from hudi_sync.debezium.ingest import IngestSummary, ingest
 from hudi_sync.table import HudiTable
-from hudi_sync.table.instant import Action
+from hudi_sync.table.timeline.instant import Action
 from hudi_sync.table.write.compaction import pending_compactions
 from tests.debezium_events import final_state
 from tests.test_debezium_ingest import MOR, _history, config, new_topic, table_state

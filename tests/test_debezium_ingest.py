@@ -20,7 +20,7 @@ from hudi_sync.errors import BadInputError
 from hudi_sync.spark import read
 from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.table import HudiTable
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
 from tests.debezium_events import ITEM_FIELDS, PostgresLog, final_state
 from tests.kafka_broker import KafkaBroker
 from tests.warehouse_rows import hudi_rs_rows

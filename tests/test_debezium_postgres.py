@@ -22,7 +22,7 @@ from hudi_sync.debezium.ingest import IngestConfig, ingest
 from hudi_sync.spark import read
 from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.table import HudiTable
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
 from tests.debezium_capture import DebeziumCapture
 from tests.postgres_server import PostgresServer
 from tests.warehouse_rows import hudi_rs_rows

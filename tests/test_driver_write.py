@@ -24,7 +24,7 @@ from pyspark.sql import SparkSession
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark.writing.writer import write, write_arrow
 from hudi_sync.table import HudiTable
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
 from tests.test_bucket_write import frame, model, rows_of, steps
 from tests.warehouse_rows import hudi_rs_rows
 

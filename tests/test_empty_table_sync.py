@@ -28,7 +28,7 @@ from hudi_sync.errors import BadInputError
 from hudi_sync.sync.hook import run_post_commit_hook
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.config.schema import META_FIELDS
 from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
 from hudi_sync.warehouse.duckdb_target import SOURCE_FILE_COLUMN, DuckDBTarget
 from hudi_sync.warehouse.snowflake_schema import object_name

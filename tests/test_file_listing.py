@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from hudi_sync.table import FileSlice, HudiTable
-from hudi_sync.table.fs_view import FileSystemView
-from hudi_sync.table.listing import FileListing, ListedFiles, StorageListing
+from hudi_sync.table.files.fs_view import FileSystemView
+from hudi_sync.table.files.listing import FileListing, ListedFiles, StorageListing
 
 
 class HidingListing:

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from hudi_sync.table import HudiTable
-from hudi_sync.table.instant import parse_instant_file_name
+from hudi_sync.table.timeline.instant import parse_instant_file_name
 from tests import hudi_oracle
 
 
@@ -101,7 +101,7 @@ def test_fourteen_digit_instants_compare_as_hudi_pads_them() -> None:
     old = parse_instant_file_name("20240101120000.commit")
     new = parse_instant_file_name("20240101120000500.commit")
     assert old is not None and new is not None
-    from hudi_sync.table.instant import comparable_instant
+    from hudi_sync.table.timeline.instant import comparable_instant
 
     # 14-digit instants stand for the whole second (Hudi pads with 999 ms).
     assert comparable_instant(old.requested_time) > comparable_instant(new.requested_time)

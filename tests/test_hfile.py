@@ -16,8 +16,9 @@ import fastavro
 import pytest
 
 from hudi_sync.errors import BadInputError, CorruptTableError, UnsupportedTableError
-from hudi_sync.table.logfile import BlockType, read_blocks
-from hudi_sync.table.metadata_table.hfile import HFileReader, read_hfile, write_hfile
+from hudi_sync.table.metadata_table.hfile_reader import HFileReader, read_hfile
+from hudi_sync.table.records.logfile import BlockType, read_blocks
+from hudi_sync.table.write.metadata_table.hfile_writer import write_hfile
 from tests.fixture_tables import FixtureTable, fixture_tables
 
 LAYOUT_KEYS = {

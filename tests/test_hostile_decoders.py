@@ -22,17 +22,18 @@ import pytest
 
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.table import HudiTable
-from hudi_sync.table.logfile import BlockType, encode_block, read_blocks
-from hudi_sync.table.metadata import parse_commit_metadata
-from hudi_sync.table.metadata_table import hfile_writer
-from hudi_sync.table.metadata_table.hfile import read_hfile, write_hfile
 from hudi_sync.table.metadata_table.hfile_format import (
     DATA_MAGIC,
     GZIP_HEADER,
     HEADER_SIZE,
     checksum_bytes,
 )
+from hudi_sync.table.metadata_table.hfile_reader import read_hfile
 from hudi_sync.table.metadata_table.records import decode_records
+from hudi_sync.table.records.logfile import BlockType, encode_block, read_blocks
+from hudi_sync.table.timeline.commit_metadata import parse_commit_metadata
+from hudi_sync.table.write.metadata_table import hfile_writer
+from hudi_sync.table.write.metadata_table.hfile_writer import write_hfile
 from tests.contained import run_limited
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -63,11 +64,11 @@ except BadInputError as exc:
     sys.exit(2)
 """
 READ_LOG = DECODE.format(
-    imports="from hudi_sync.table.log_records import read_log_records",
+    imports="from hudi_sync.table.records.log_records import read_log_records",
     call='read_log_records(open(path, "rb").read(), path)',
 )
 READ_MDT_HFILE = DECODE.format(
-    imports="from hudi_sync.table.metadata_table.hfile import read_hfile\n"
+    imports="from hudi_sync.table.metadata_table.hfile_reader import read_hfile\n"
     "from hudi_sync.table.metadata_table.records import decode_records",
     call='decode_records(read_hfile(open(path, "rb").read(), path), path)',
 )
@@ -181,7 +182,7 @@ def test_a_self_referencing_field_in_a_metadata_hfile_schema_is_refused(fixture_
 
 def test_a_schema_nested_past_the_bound_is_refused_but_hudis_own_nest_less() -> None:
     """Nesting is bounded (100 levels), expanded named types too; Hudi's schemas pass."""
-    from hudi_sync.table.bounded_avro import schema_from_json, schema_from_text
+    from hudi_sync.table.avro.bounded import schema_from_json, schema_from_text
     from hudi_sync.table.metadata_table.records import metadata_schema
 
     nested: Any = "long"

@@ -26,7 +26,7 @@ from hudi_sync.manifest.snapshot import build_manifest
 from hudi_sync.spark import read, write
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.table.partition_encoding import escape_value
+from hudi_sync.table.keys.partition_encoding import escape_value
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 from tests.frames import rows_frame
 from tests.hudi_oracle import slices

@@ -24,9 +24,7 @@ from hudi_sync.cli.app import app
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.table.instant import comparable_instant
-from hudi_sync.table.metadata_table.hfile import read_hfile
-from hudi_sync.table.metadata_table.hfile_writer import write_hfile
+from hudi_sync.table.metadata_table.hfile_reader import read_hfile
 from hudi_sync.table.metadata_table.records import (
     ALL_PARTITIONS_KEY,
     FileInfo,
@@ -35,7 +33,9 @@ from hudi_sync.table.metadata_table.records import (
     decode_records,
     encode_records,
 )
+from hudi_sync.table.timeline.instant import comparable_instant
 from hudi_sync.table.write.cleaner import clean
+from hudi_sync.table.write.metadata_table.hfile_writer import write_hfile
 from hudi_sync.table.write.timeline import TimelineWriter
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 from tests.fixture_tables import fixture_tables

@@ -30,7 +30,7 @@ from hudi_sync.manifest.snapshot import PublishedLogs
 from hudi_sync.secrets import scrub, secret_forms
 from hudi_sync.sync.job import publish_manifest, sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.table.record_merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
+from hudi_sync.table.records.merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
 from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig
 from hudi_sync.warehouse.bigquery_target import snapshot_select as bigquery_select
 from hudi_sync.warehouse.common import ObjectNames
@@ -372,7 +372,7 @@ def test_cli_refuses_a_secret_on_the_command_line(unpack_table: Any) -> None:
 
 
 def test_validators_refuse_a_trailing_newline() -> None:
-    from hudi_sync.table.instant import parse_instant_file_name
+    from hudi_sync.table.timeline.instant import parse_instant_file_name
 
     base = {"project_id": "test-project", "dataset_name": "ds", "table_name": "t"}
     for key in base:

@@ -15,7 +15,7 @@ from hudi_sync.manifest.delta import DeltaStore
 from hudi_sync.manifest.snapshot import ManifestStore
 from hudi_sync.storage import open_location
 from hudi_sync.table import HudiTable
-from hudi_sync.table.metadata_table.indexes import read_index_definitions
+from hudi_sync.table.write.metadata_table.indexes import read_index_definitions
 from tests.timeline_files import write_lsm_history
 
 DEEP_JSON = b"[" * 100_000 + b"]" * 100_000

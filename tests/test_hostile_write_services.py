@@ -89,7 +89,7 @@ FILE_ID = "0badc0de-0000-0000-0000-000000000000-0"
 
 def _with_metadata_table(base: Path) -> None:
     from hudi_sync.table import HudiTable
-    from hudi_sync.table.metadata_table.create import create_metadata_table
+    from hudi_sync.table.write.metadata_table.create import create_metadata_table
     from tests.fixture_tables import set_properties
 
     table = HudiTable.open(str(base))
@@ -103,8 +103,8 @@ def _commit_escaping_files(base: Path, victim: Path, versions: int, stored: Path
     partition that leads out of the table into ``victim``; returns the victim's files
     they name (copies of ``stored``), which exist there."""
     from hudi_sync.table import HudiTable
-    from hudi_sync.table.metadata import WriteStat
-    from hudi_sync.table.metadata_table.keepers import data_timeline_writer
+    from hudi_sync.table.timeline.commit_metadata import WriteStat
+    from hudi_sync.table.write.metadata_table.keepers import data_timeline_writer
     from hudi_sync.table.write.timeline import CommitRecord
 
     table = HudiTable.open(str(base))
@@ -141,8 +141,8 @@ def test_the_cleaner_never_deletes_a_file_outside_the_table(tmp_path: Path) -> N
     made the cleaner (run after every write) delete another table's older file."""
     from hudi_sync.errors import CorruptTableError
     from hudi_sync.table import HudiTable
-    from hudi_sync.table.metadata_table.keepers import data_timeline_writer
     from hudi_sync.table.write.cleaner import clean
+    from hudi_sync.table.write.metadata_table.keepers import data_timeline_writer
 
     base = _fixture(COW_V8, tmp_path / "tables")
     _with_metadata_table(base)
@@ -178,7 +178,7 @@ def test_the_debezium_state_reads_no_tombstone_file_outside_its_folder(tmp_path:
     )
     from hudi_sync.errors import CorruptTableError
     from hudi_sync.table import HudiTable
-    from hudi_sync.table.metadata_table.keepers import data_timeline_writer
+    from hudi_sync.table.write.metadata_table.keepers import data_timeline_writer
     from hudi_sync.table.write.timeline import CommitRecord
 
     base = _fixture(COW_V8, tmp_path / "tables")
@@ -301,8 +301,8 @@ def test_a_metadata_table_compaction_plan_stays_in_its_metadata_table(tmp_path: 
     that table's files and write a compacted file among them."""
     from hudi_sync.errors import CorruptTableError
     from hudi_sync.table import HudiTable
-    from hudi_sync.table.metadata_table.compaction import MetadataCompactor, plan_bytes
     from hudi_sync.table.metadata_table.reader import MetadataTableReader
+    from hudi_sync.table.write.metadata_table.compaction import MetadataCompactor, plan_bytes
     from hudi_sync.table.write.timeline import TimelineWriter
 
     base = _fixture(COW_V8, tmp_path / "ours")
@@ -347,7 +347,7 @@ def test_dropping_metadata_partitions_deletes_and_rewrites_nothing_outside(
     from hudi_sync import config as cfg
     from hudi_sync.errors import CorruptTableError
     from hudi_sync.storage import open_location
-    from hudi_sync.table.metadata_table.partitions import prepare_metadata_table
+    from hudi_sync.table.write.metadata_table.partitions import prepare_metadata_table
     from tests.fixture_tables import set_properties
 
     base = _fixture(COW_V8, tmp_path / "ours")
@@ -388,9 +388,9 @@ def test_a_metadata_partition_listed_in_storage_is_one_folder_of_the_metadata_ta
     from hudi_sync import config as cfg
     from hudi_sync.errors import CorruptTableError
     from hudi_sync.storage import open_location
-    from hudi_sync.table.metadata_table.partitions import prepare_metadata_table
     from hudi_sync.table.metadata_table.records import metadata_schema
-    from hudi_sync.table.metadata_table.writer import FileGroupRecords, MetadataTableWriter
+    from hudi_sync.table.write.metadata_table.partitions import prepare_metadata_table
+    from hudi_sync.table.write.metadata_table.writer import FileGroupRecords, MetadataTableWriter
     from tests.fixture_tables import set_properties
 
     base = _fixture(COW_V8, tmp_path / "ours")
@@ -462,7 +462,7 @@ def _failed_hudi_write(base: Path, markers: list[str]) -> tuple[str, Path]:
 
 def _roll_back(base: Path, instant: str) -> str:
     from hudi_sync.table import HudiTable
-    from hudi_sync.table.metadata_table.keepers import data_timeline_writer
+    from hudi_sync.table.write.metadata_table.keepers import data_timeline_writer
     from hudi_sync.table.write.rollback import roll_back
 
     table = HudiTable.open(str(base))

@@ -15,7 +15,7 @@ from hudi_sync.errors import BadInputError, TimeTravelError
 from hudi_sync.spark import read, write
 from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.table import HudiTable
-from hudi_sync.table.time_travel import to_begin_bound
+from hudi_sync.table.timeline.time_travel import to_begin_bound
 from tests.objectstores import commits_after_hidden
 from tests.test_cdc import CDC_READ, _with_cdc_enabled
 from tests.test_spark_writer import frame, options

@@ -21,7 +21,7 @@ import pytest
 
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.table import FileSlice, HudiTable
-from hudi_sync.table.instant import _latest_instants_slowly, latest_instants
+from hudi_sync.table.timeline.instant import _latest_instants_slowly, latest_instants
 from tests.fixture_tables import fixture_tables
 
 

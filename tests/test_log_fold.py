@@ -25,10 +25,10 @@ from hudi_sync.manifest.log_parquet import (
 )
 from hudi_sync.spark.writing.writer import write_arrow
 from hudi_sync.table import HudiTable
-from hudi_sync.table.record_merge import DeleteKey, MergeMode, MergeRules, fold_log_records
-from hudi_sync.table.slice_reader import read_folded_log, read_folded_logs
-from hudi_sync.table.snapshot_read import slice_merge_rules, snapshot_schema
-from hudi_sync.table.vector_merge import columnar_fold
+from hudi_sync.table.read.slice_reader import read_folded_log, read_folded_logs
+from hudi_sync.table.read.snapshot import slice_merge_rules, snapshot_schema
+from hudi_sync.table.records.merge import DeleteKey, MergeMode, MergeRules, fold_log_records
+from hudi_sync.table.records.vector_merge import columnar_fold
 
 PARTITIONS = 30  # x 4 buckets: 120 slices
 

@@ -21,14 +21,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
-from hudi_sync.table.fs_view import FileSlice
-from hudi_sync.table.instant import comparable_instant
-from hudi_sync.table.log_records import (
+from hudi_sync.table.files.fs_view import FileSlice
+from hudi_sync.table.records.log_records import (
     LogRecord,
     read_log_records,
     read_slice_log_records,
 )
-from hudi_sync.table.logfile import (
+from hudi_sync.table.records.logfile import (
     BlockType,
     HeaderKey,
     encode_avro_block,
@@ -36,6 +35,7 @@ from hudi_sync.table.logfile import (
     read_blocks,
 )
 from hudi_sync.table.table import HudiTable
+from hudi_sync.table.timeline.instant import comparable_instant
 from tests.fixture_tables import fixture_tables
 
 # MOR tables whose slices have log files (v6_empty has none; the no-meta-fields table
@@ -396,7 +396,7 @@ def test_written_delete_blocks_read_back_with_their_ordering_values() -> None:
 
     import pyarrow as pa
 
-    from hudi_sync.table.log_records import read_log_records
+    from hudi_sync.table.records.log_records import read_log_records
     from hudi_sync.table.write.log_writer import (
         NATURAL_ORDER,
         encode_delete_block,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from hudi_sync.spark.writing.merge import DELETE_FLAG, merge_file_group
-from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.config.schema import META_FIELDS
 
 SCHEMA = pa.schema(
     [pa.field(n, pa.string()) for n in META_FIELDS]

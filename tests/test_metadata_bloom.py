@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import struct
 
-from hudi_sync.table.metadata_table.bloom import _positions, _sizes, bloom_filter
+from hudi_sync.table.write.metadata_table.bloom import _positions, _sizes, bloom_filter
 
 
 def _rows(block: bytes) -> tuple[int, list[bytes]]:

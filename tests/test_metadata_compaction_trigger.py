@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from hudi_sync.storage import open_location
 from hudi_sync.table import HudiTable
-from hudi_sync.table.instant import Action
-from hudi_sync.table.metadata_table.compaction import latest_compaction_time
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
-from hudi_sync.table.metadata_table.services import (
+from hudi_sync.table.read.snapshot import read_snapshot
+from hudi_sync.table.timeline.instant import Action
+from hudi_sync.table.write.metadata_table.compaction import latest_compaction_time
+from hudi_sync.table.write.metadata_table.services import (
     MetadataServicesSettings,
     run_table_services,
 )
-from hudi_sync.table.snapshot_read import read_snapshot
 from hudi_sync.table.write.timeline import TimelineWriter
 from tests.metadata_checks import listed_files, mdt_files, rows_by_key
 from tests.warehouse_rows import hudi_rs_rows

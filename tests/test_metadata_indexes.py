@@ -14,8 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_sync.errors import BadInputError
-from hudi_sync.table.logfile import BlockType, read_blocks
-from hudi_sync.table.metadata_table import column_stats, index_keys, indexes
+from hudi_sync.table.metadata_table import column_stats, index_keys
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.metadata_table.records import (
     MetadataRecord,
@@ -24,9 +23,11 @@ from hudi_sync.table.metadata_table.records import (
     metadata_schema,
     parse_writer_schema,
 )
-from hudi_sync.table.slice_reader import read_file_slice
-from hudi_sync.table.snapshot_read import slice_merge_rules, snapshot_schema
+from hudi_sync.table.read.slice_reader import read_file_slice
+from hudi_sync.table.read.snapshot import slice_merge_rules, snapshot_schema
+from hudi_sync.table.records.logfile import BlockType, read_blocks
 from hudi_sync.table.table import HudiTable
+from hudi_sync.table.write.metadata_table import indexes
 from tests.fixture_tables import FixtureTable, fixture_tables
 
 # record_index stores instant times as epoch millis read in the writer JVM's zone, which the

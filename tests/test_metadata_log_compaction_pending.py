@@ -15,13 +15,13 @@ import pytest
 
 from hudi_sync.storage import open_location
 from hudi_sync.table import HudiTable
-from hudi_sync.table.metadata_table.compaction import plan_bytes, plan_operations
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
-from hudi_sync.table.metadata_table.services import (
+from hudi_sync.table.read.snapshot import read_snapshot
+from hudi_sync.table.write.metadata_table.compaction import plan_bytes, plan_operations
+from hudi_sync.table.write.metadata_table.services import (
     MetadataServicesSettings,
     run_table_services,
 )
-from hudi_sync.table.snapshot_read import read_snapshot
 from hudi_sync.table.write.timeline import TimelineWriter
 from tests.metadata_checks import listed_files, mdt_files, rows_by_key
 from tests.warehouse_rows import hudi_rs_rows

@@ -24,13 +24,14 @@ import pytest
 
 from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
-from hudi_sync.table.log_records import OrderingValue, delete_keys
-from hudi_sync.table.logfile import BlockType, read_blocks
-from hudi_sync.table.metadata_table import index_keys, indexes
+from hudi_sync.table.metadata_table import index_keys
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
+from hudi_sync.table.records.log_records import OrderingValue, delete_keys
+from hudi_sync.table.records.logfile import BlockType, read_blocks
 from hudi_sync.table.write.compaction import compact
 from hudi_sync.table.write.lock import TableLock
+from hudi_sync.table.write.metadata_table import indexes
 from tests.metadata_checks import MDT_FIXTURES as FIXTURES
 from tests.metadata_checks import IndexModel, index_definitions, write_options
 

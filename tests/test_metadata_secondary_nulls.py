@@ -12,7 +12,7 @@ from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
 from hudi_sync.table.metadata_table import index_keys
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
 from tests.metadata_checks import index_definitions, rows_by_key, write_options
 
 INDEX = "secondary_index_rider_idx"

@@ -21,7 +21,7 @@ from hudi_sync.table import HudiTable
 from hudi_sync.table.metadata_table import column_stats
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.metadata_table.records import WrappedValue
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
 from tests.metadata_checks import rows_by_key, write_options
 
 UTC = dt.UTC

@@ -16,7 +16,7 @@ import pytest
 
 from hudi_sync.errors import BadInputError
 from hudi_sync.table import HudiTable
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
 from hudi_sync.table.write.commit import WriteTransaction
 from tests.fixture_tables import set_properties
 from tests.metadata_checks import assert_files_partition, listed_files, rows_by_key

@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 
 from hudi_sync.errors import CorruptTableError
-from hudi_sync.table.fs_view import FileSystemView
-from hudi_sync.table.listing import StorageListing
-from hudi_sync.table.logfile import BlockType, HeaderKey, read_blocks
-from hudi_sync.table.metadata_table.hfile import read_hfile
+from hudi_sync.table.files.fs_view import FileSystemView
+from hudi_sync.table.files.listing import StorageListing
+from hudi_sync.table.metadata_table.hfile_reader import read_hfile
 from hudi_sync.table.metadata_table.listing import MetadataTableListing
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.metadata_table.records import (
@@ -35,7 +34,8 @@ from hudi_sync.table.metadata_table.records import (
     metadata_schema,
     parse_writer_schema,
 )
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
+from hudi_sync.table.records.logfile import BlockType, HeaderKey, read_blocks
 from hudi_sync.table.table import HudiTable
 from tests import hudi_oracle
 from tests.fixture_tables import FixtureTable, fixture_tables

@@ -17,11 +17,11 @@ import fastavro
 
 from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
-from hudi_sync.table.metadata_table.compaction import base_hfile
-from hudi_sync.table.metadata_table.hfile import read_hfile
+from hudi_sync.table.metadata_table.hfile_reader import read_hfile
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.metadata_table.records import decode_records
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
+from hudi_sync.table.write.metadata_table.compaction import base_hfile
 from tests.fixture_tables import fixture_tables
 from tests.metadata_checks import assert_readers_agree, listed_files, rows_by_key
 from tests.test_metadata_table_write import _options
@@ -237,8 +237,8 @@ def test_metadata_enable_true_bootstraps_an_existing_table_from_a_listing(  # ty
     shutil.copytree(path, copy)
     (base,) = (copy / MDT / "files").glob("files-0000-0_*_00000000000000000.hfile")
     schema = read_hfile(base.read_bytes(), str(base)).file_info[b"schema"].decode()
-    from hudi_sync.table.metadata_table.codec import files_metadata_record
-    from hudi_sync.table.metadata_table.files_records import added_files_records
+    from hudi_sync.table.write.metadata_table.codec import files_metadata_record
+    from hudi_sync.table.write.metadata_table.files_records import added_files_records
 
     empty = [files_metadata_record(r) for r in added_files_records({})]
     base.write_bytes(base_hfile(empty, 9, schema))
@@ -257,8 +257,8 @@ def test_a_compaction_a_crash_left_pending_is_finished_first_and_keeps_every_rec
     fixture_copy,  # type: ignore[no-untyped-def]
 ) -> None:
     from hudi_sync.storage import open_location
-    from hudi_sync.table.metadata_table.compaction import plan_bytes, plan_operations
-    from hudi_sync.table.metadata_table.services import (
+    from hudi_sync.table.write.metadata_table.compaction import plan_bytes, plan_operations
+    from hudi_sync.table.write.metadata_table.services import (
         MetadataServicesSettings,
         run_table_services,
     )
@@ -304,7 +304,7 @@ def test_the_compaction_instant_stays_before_a_data_instant_its_metadata_complet
     import shutil
 
     from hudi_sync.storage import open_location
-    from hudi_sync.table.metadata_table.compaction import compaction_instant
+    from hudi_sync.table.write.metadata_table.compaction import compaction_instant
     from hudi_sync.table.write.timeline import TimelineWriter
 
     path = fixture_copy("cow/v9_txns_simple_meta")
@@ -335,7 +335,7 @@ def test_our_compaction_plan_has_hudis_fields(unpack_table) -> None:  # type: ig
     the same; our schema names the same fields (our operations carry the same metrics)."""
     import json
 
-    from hudi_sync.table.metadata_table.compaction import plan_bytes
+    from hudi_sync.table.write.metadata_table.compaction import plan_bytes
 
     checked = 0
     for fixture in fixture_tables():

@@ -24,11 +24,11 @@ from hudi_sync.errors import WriteError
 from hudi_sync.spark import read, write
 from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.table import HudiTable
-from hudi_sync.table.metadata_table.writer import MetadataTableWriter
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
 from hudi_sync.table.write.commit import WriteTransaction
 from hudi_sync.table.write.compaction import compact
 from hudi_sync.table.write.lock import TableLock
+from hudi_sync.table.write.metadata_table.writer import MetadataTableWriter
 from tests.frames import rows_frame
 from tests.metadata_checks import (
     MDT_FIXTURES,

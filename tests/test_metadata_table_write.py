@@ -28,14 +28,14 @@ from hudi_sync.spark import read, write, write_arrow
 from hudi_sync.spark.compat import arrow_dataframe
 from hudi_sync.storage import open_location
 from hudi_sync.table import HudiTable
-from hudi_sync.table.logfile import BlockType, read_blocks
-from hudi_sync.table.metadata_table.codec import HudiRecordCodec
-from hudi_sync.table.metadata_table.files_records import commit_records
-from hudi_sync.table.metadata_table.hfile import read_hfile
-from hudi_sync.table.metadata_table.partitions import prepare_metadata_table
+from hudi_sync.table.metadata_table.hfile_reader import read_hfile
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
-from hudi_sync.table.metadata_table.sync import maintained_partitions
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
+from hudi_sync.table.records.logfile import BlockType, read_blocks
+from hudi_sync.table.write.metadata_table.codec import HudiRecordCodec
+from hudi_sync.table.write.metadata_table.files_records import commit_records
+from hudi_sync.table.write.metadata_table.partitions import prepare_metadata_table
+from hudi_sync.table.write.metadata_table.sync import maintained_partitions
 from hudi_sync.table.write.timeline import CommitRecord, TimelineWriter
 from tests.fixture_tables import set_properties
 from tests.frames import rows_frame

@@ -17,7 +17,7 @@ import pytest
 from hudi_sync.spark.reading.reader import read
 from hudi_sync.spark.writing.writer import write, write_arrow
 from hudi_sync.table import HudiTable
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
 from tests.fixture_tables import set_properties
 from tests.test_metadata_table_write import listed_files, mdt_files
 from tests.warehouse_rows import hudi_rs_rows

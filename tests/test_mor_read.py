@@ -23,11 +23,14 @@ import pytest
 from hudi_sync import config as cfg
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
 from hudi_sync.table import HudiTable
-from hudi_sync.table.fs_view import FileSlice
-from hudi_sync.table.log_records import OrderingValue
-from hudi_sync.table.logfile import BlockType, HeaderKey, encode_avro_block, encode_block
-from hudi_sync.table.properties import TableConfig
-from hudi_sync.table.record_merge import (
+from hudi_sync.table.config.properties import TableConfig
+from hudi_sync.table.config.schema import META_FIELDS
+from hudi_sync.table.files.fs_view import FileSlice
+from hudi_sync.table.read.slice_reader import read_file_slice
+from hudi_sync.table.read.snapshot import read_snapshot
+from hudi_sync.table.records.log_records import OrderingValue
+from hudi_sync.table.records.logfile import BlockType, HeaderKey, encode_avro_block, encode_block
+from hudi_sync.table.records.merge import (
     DeleteKey,
     LogEntry,
     MergeMode,
@@ -36,9 +39,6 @@ from hudi_sync.table.record_merge import (
     merge_records,
     merge_rules,
 )
-from hudi_sync.table.schema import META_FIELDS
-from hudi_sync.table.slice_reader import read_file_slice
-from hudi_sync.table.snapshot_read import read_snapshot
 from tests import hudi_oracle
 from tests.fixture_tables import fixture_tables, without_metadata_table
 from tests.test_log_records import _ORDERING_UNION as ORDERING_UNION

@@ -34,9 +34,10 @@ from hudi_sync.manifest.snapshot import PublishedLogs
 from hudi_sync.spark.writing.writer import write
 from hudi_sync.sync.job import SNAPSHOT_VIEW_REFUSAL, sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.table.listing import StorageListing
-from hudi_sync.table.log_records import OrderingValue
-from hudi_sync.table.record_merge import (
+from hudi_sync.table.files.listing import StorageListing
+from hudi_sync.table.read.snapshot import read_snapshot
+from hudi_sync.table.records.log_records import OrderingValue
+from hudi_sync.table.records.merge import (
     BASE_ROW_COLUMN,
     AmbiguousBaseRowError,
     DeleteKey,
@@ -48,7 +49,6 @@ from hudi_sync.table.record_merge import (
     mark_first_base_rows,
     merge_records,
 )
-from hudi_sync.table.snapshot_read import read_snapshot
 from hudi_sync.table.write.compaction import compact
 from hudi_sync.table.write.lock import TableLock
 from hudi_sync.warehouse.bigquery_target import snapshot_select as bigquery_select

@@ -24,7 +24,7 @@ from hudi_sync.errors import BadInputError
 from hudi_sync.spark import read, write
 from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.table import HudiTable
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
 from hudi_sync.table.write.compaction import compact, pending_compactions, plan_compaction
 from hudi_sync.table.write.lock import TableLock
 from tests.fixture_tables import set_properties

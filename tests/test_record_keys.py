@@ -14,8 +14,8 @@ import pytest
 from hudi_sync import config as cfg
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
 from hudi_sync.table import HudiTable
-from hudi_sync.table.record_keys import key_fields, record_key, record_keys
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.keys.record_keys import key_fields, record_key, record_keys
+from hudi_sync.table.read.snapshot import read_snapshot
 from tests import test_mor_read as mor_read
 from tests.fixture_tables import fixture_tables
 

@@ -23,7 +23,7 @@ import pytest
 from hudi_sync.sync.hook import run_post_commit_hook
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.table.timeline import undone_by_record
+from hudi_sync.table.timeline.active import undone_by_record
 from hudi_sync.warehouse.common import ObjectNames, SyncMarker, restore_reason
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 from tests.fixture_tables import fixture_tables, without_metadata_table

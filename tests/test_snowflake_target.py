@@ -22,7 +22,7 @@ from sqlglot import exp
 from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.sync.job import publish_manifest, sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
 from hudi_sync.warehouse.snowflake_schema import (
     history_columns,
     object_name,

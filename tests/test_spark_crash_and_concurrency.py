@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 from hudi_sync.spark import write, write_arrow
 from hudi_sync.spark.compat import arrow_dataframe
 from hudi_sync.table import HudiTable
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
 from tests.metadata_checks import (
     IndexModel,
     StatsModel,
@@ -181,7 +181,7 @@ def test_a_second_writer_of_the_same_file_group_fails_cleanly(spark, seeded, tmp
 MDT_CHILD = textwrap.dedent(
     """
     import os, sys
-    from hudi_sync.table.metadata_table.writer import MetadataTableWriter
+    from hudi_sync.table.write.metadata_table.writer import MetadataTableWriter
     from hudi_sync.table.write import timeline as timeline_module
     import tests.test_spark_crash_and_concurrency as t
 

@@ -13,7 +13,7 @@ from hudi_sync.spark import read, write
 from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS
 from hudi_sync.table import HudiTable
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
 from tests import test_mor_read as mor_read
 from tests.bigquery_emulator import materialise
 from tests.fixture_tables import fixture_tables

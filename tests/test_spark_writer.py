@@ -17,7 +17,7 @@ from hudi_sync.errors import BadInputError, TimeTravelError, WriteError
 from hudi_sync.spark import read, write
 from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.table import HudiTable
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.read.snapshot import read_snapshot
 from tests.frames import rows_frame
 from tests.spark_model import TableModel, table_rows
 from tests.warehouse_rows import hudi_rs_rows
@@ -447,7 +447,7 @@ def test_rows_spark_reads_from_a_hudi_v6_table_upsert_back_into_it(  # type: ign
     null); Spark names the item ``element``: the same type, so the upsert goes on."""
     from pyspark.sql import functions as F
 
-    from hudi_sync.table.snapshot_read import read_snapshot
+    from hudi_sync.table.read.snapshot import read_snapshot
 
     path = fixture_copy("cow/v6_simplekeygen_nonhivestyle")
     config = HudiTable.open(str(path)).config

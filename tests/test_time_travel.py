@@ -11,7 +11,7 @@ import pytest
 from hudi_sync.errors import TimeTravelError
 from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
-from hudi_sync.table.time_travel import to_instant_time
+from hudi_sync.table.timeline.time_travel import to_instant_time
 from tests import hudi_oracle
 from tests.test_spark_crash_and_concurrency import _child
 from tests.test_spark_writer import frame, options

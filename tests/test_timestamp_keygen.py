@@ -19,14 +19,14 @@ import pyarrow as pa
 import pytest
 
 from hudi_sync.errors import BadInputError
-from hudi_sync.table.partition_paths import (
+from hudi_sync.table.keys.partition_paths import (
     SIMPLE,
     TIMESTAMP,
     PartitionScheme,
     partition_paths,
     partition_specs,
 )
-from hudi_sync.table.timestamp_keygen import TimestampPartition
+from hudi_sync.table.keys.timestamp_keygen import TimestampPartition
 
 P = "hoodie.keygen.timebased."
 NY = ZoneInfo("America/New_York")

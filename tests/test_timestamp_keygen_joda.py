@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from hudi_sync.errors import BadInputError
-from hudi_sync.table.timestamp_keygen import (
+from hudi_sync.table.keys.timestamp_keygen import (
     TimestampPartition,
     compile_pattern,
     print_instant,
@@ -234,7 +234,7 @@ def test_units_convert_as_javas_time_unit(joda: Any) -> None:
 
 
 def test_old_three_letter_zone_ids_map_as_joda_maps_them(joda: Any) -> None:
-    from hudi_sync.table.timestamp_keygen import _JODA_IDS
+    from hudi_sync.table.keys.timestamp_keygen import _JODA_IDS
 
     for old, zone in _JODA_IDS.items():
         assert _zone(joda, old).getID() == zone, old

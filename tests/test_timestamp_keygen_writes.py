@@ -21,8 +21,8 @@ from pyspark.sql import functions as F
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark import read, write, write_arrow
 from hudi_sync.table import HudiTable
-from hudi_sync.table.snapshot_read import read_snapshot
-from hudi_sync.table.timestamp_keygen import TimestampPartition
+from hudi_sync.table.keys.timestamp_keygen import TimestampPartition
+from hudi_sync.table.read.snapshot import read_snapshot
 from tests.warehouse_rows import hudi_rs_rows
 
 P = "hoodie.keygen.timebased."

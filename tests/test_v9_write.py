@@ -13,8 +13,8 @@ from pyspark.sql import SparkSession
 from hudi_sync.errors import BadInputError
 from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
-from hudi_sync.table.properties import decode_properties, parse_java_properties
-from hudi_sync.table.snapshot_read import read_snapshot
+from hudi_sync.table.config.properties import decode_properties, parse_java_properties
+from hudi_sync.table.read.snapshot import read_snapshot
 from hudi_sync.table.write.create import java_properties_text
 from tests.fixture_tables import fixture_tables, without_metadata_table
 from tests.spark_model import TableModel, table_rows

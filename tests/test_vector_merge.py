@@ -13,8 +13,8 @@ import random
 import pyarrow as pa
 import pytest
 
-from hudi_sync.table.record_merge import DeleteKey, MergeMode, MergeRules, merge_records
-from hudi_sync.table.vector_merge import columnar_merge, merge_slice
+from hudi_sync.table.records.merge import DeleteKey, MergeMode, MergeRules, merge_records
+from hudi_sync.table.records.vector_merge import columnar_merge, merge_slice
 
 KEY = "_hoodie_record_key"
 EVENT = MergeRules(MergeMode.EVENT_TIME_ORDERING, "ts")

@@ -10,7 +10,7 @@ import typer
 
 from hudi_sync.cli.common import StorageOption, emit, exit_on_error, parse_storage_options
 from hudi_sync.table import HudiTable
-from hudi_sync.table.cdc_query import ChangePlan, ChangeSplit, plan_changes, read_split
+from hudi_sync.table.cdc.query import ChangePlan, ChangeSplit, plan_changes, read_split
 
 
 def changes_command(

@@ -21,7 +21,7 @@ from hudi_sync.config import SNOWFLAKE_SECRETS
 from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.extras import missing_extra
 from hudi_sync.storage import nest_option
-from hudi_sync.table.properties import parse_java_properties
+from hudi_sync.table.config.properties import parse_java_properties
 
 T = TypeVar("T")
 

@@ -58,8 +58,8 @@ from hudi_sync.manifest.snapshot import (
 )
 from hudi_sync.storage import contained_name, contained_partition
 from hudi_sync.table import HudiTable
-from hudi_sync.table.bounded_avro import load_json
-from hudi_sync.table.instant import comparable_instant
+from hudi_sync.table.avro.bounded import load_json
+from hudi_sync.table.timeline.instant import comparable_instant
 
 DELTA_POINTER = "delta.json"
 DELTA_FOLDER = "deltas"

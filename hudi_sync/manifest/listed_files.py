@@ -24,7 +24,7 @@ from hudi_sync.errors import CorruptTableError
 from hudi_sync.manifest.file_set import lines_bytes, string_array
 from hudi_sync.storage import contained_relative, modified_time, remove_stale_temporaries
 from hudi_sync.table import HudiTable
-from hudi_sync.table.instant import comparable_instant
+from hudi_sync.table.timeline.instant import comparable_instant
 
 # A file no list names yet may be a concurrent sync's, not yet listed: removed only when
 # it is older than this.

@@ -67,19 +67,19 @@ from hudi_sync.manifest.snapshot import (
 )
 from hudi_sync.storage import Location, contained_partition, open_location
 from hudi_sync.table import HudiTable
-from hudi_sync.table.bounded_avro import load_json
-from hudi_sync.table.fs_view import FileSlice, FileSystemView
-from hudi_sync.table.instant import comparable_instant
-from hudi_sync.table.log_records import RECORD_KEY_FIELD
-from hudi_sync.table.record_merge import (
+from hudi_sync.table.avro.bounded import load_json
+from hudi_sync.table.files.fs_view import FileSlice, FileSystemView
+from hudi_sync.table.files.visibility import CommittedInstants
+from hudi_sync.table.read.slice_reader import read_folded_logs
+from hudi_sync.table.read.snapshot import slice_merge_rules, snapshot_schema, table_merge_rules
+from hudi_sync.table.records.log_records import RECORD_KEY_FIELD
+from hudi_sync.table.records.merge import (
     BASE_ROW_COLUMN,
     DELETED_COLUMN,
     LOG_WINS_COLUMN,
     MergeRules,
 )
-from hudi_sync.table.slice_reader import read_folded_logs
-from hudi_sync.table.snapshot_read import slice_merge_rules, snapshot_schema, table_merge_rules
-from hudi_sync.table.visibility import CommittedInstants
+from hudi_sync.table.timeline.instant import comparable_instant
 
 LOG_FOLDER = f"{MANIFEST_FOLDER}/logs"
 FILE_ID_COLUMN = "_hudi_sync_file_id"

@@ -56,8 +56,8 @@ from hudi_sync.manifest.listed_files import INSTANT
 from hudi_sync.manifest.safe_paths import check_paths
 from hudi_sync.storage import remove_stale_temporaries, temporary_path_beside
 from hudi_sync.table import HudiTable
-from hudi_sync.table.instant import Action, comparable_instant
-from hudi_sync.table.timeline import Timeline
+from hudi_sync.table.timeline.active import Timeline
+from hudi_sync.table.timeline.instant import Action, comparable_instant
 
 if TYPE_CHECKING:  # the feed's store reads this module's timeline checks
     from hudi_sync.manifest.change_feed import PublishedChanges

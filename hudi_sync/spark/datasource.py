@@ -53,13 +53,13 @@ from hudi_sync.spark.reading.reader import (
 )
 from hudi_sync.storage import Location, open_location, read_parquet
 from hudi_sync.table import HudiTable
-from hudi_sync.table.cdc_query import CHANGE_SCHEMA, ChangeSplit, plan_changes, read_split
-from hudi_sync.table.fs_view import CommittedInstants, FileSlice
-from hudi_sync.table.instant import comparable_instant
-from hudi_sync.table.record_merge import MergeRules
-from hudi_sync.table.schema import META_FIELDS
-from hudi_sync.table.slice_reader import read_file_slice
-from hudi_sync.table.snapshot_read import snapshot_schema
+from hudi_sync.table.cdc.query import CHANGE_SCHEMA, ChangeSplit, plan_changes, read_split
+from hudi_sync.table.config.schema import META_FIELDS
+from hudi_sync.table.files.fs_view import CommittedInstants, FileSlice
+from hudi_sync.table.read.slice_reader import read_file_slice
+from hudi_sync.table.read.snapshot import snapshot_schema
+from hudi_sync.table.records.merge import MergeRules
+from hudi_sync.table.timeline.instant import comparable_instant
 
 START_OFFSET = cfg.START_OFFSET.key
 

@@ -28,7 +28,7 @@ from hudi_sync.manifest.snapshot import (
 )
 from hudi_sync.storage import reporting_storage_failures
 from hudi_sync.table import HudiTable
-from hudi_sync.table.record_merge import AmbiguousBaseRowError, NullOrderingError
+from hudi_sync.table.records.merge import AmbiguousBaseRowError, NullOrderingError
 from hudi_sync.warehouse.common import OtherTableError, SyncPlan, SyncResult
 
 

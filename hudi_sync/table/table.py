@@ -17,20 +17,20 @@ from hudi_sync.errors import (
     UnsupportedTableError,
 )
 from hudi_sync.storage import Location, open_location, reporting_storage_failures
-from hudi_sync.table.archived_timeline import read_archived_instants
-from hudi_sync.table.fs_view import FileSlice, FileSystemView
-from hudi_sync.table.instant import Action, Instant, comparable_instant
-from hudi_sync.table.metadata import decode_instant_record
+from hudi_sync.table.config.properties import TableConfig, decode_properties
+from hudi_sync.table.files.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.metadata_table.listing import (
     MetadataTableListing,
     lists_through_metadata_table,
 )
-from hudi_sync.table.properties import TableConfig, decode_properties
-from hudi_sync.table.time_travel import to_begin_bound, to_instant_time
-from hudi_sync.table.timeline import Timeline, timeline_zone
+from hudi_sync.table.timeline.active import Timeline, timeline_zone
+from hudi_sync.table.timeline.archived import read_archived_instants
+from hudi_sync.table.timeline.commit_metadata import decode_instant_record
+from hudi_sync.table.timeline.instant import Action, Instant, comparable_instant
+from hudi_sync.table.timeline.time_travel import to_begin_bound, to_instant_time
 
 if TYPE_CHECKING:
-    from hudi_sync.table.schema import PartitionField
+    from hudi_sync.table.config.schema import PartitionField
 
 # Hudi's base file formats (HoodieFileFormat without HOODIE_LOG), each named by its file
 # extension in upper case: ".parquet", ".orc", ".hfile", ".lance". Listing and time travel
@@ -211,7 +211,7 @@ class HudiTable:
     def declared_avro_schema(self) -> dict[str, Any] | None:
         """The latest commit's schema, else ``hoodie.table.create.schema``; None when the
         table declares neither (only its files then tell its columns)."""
-        from hudi_sync.table.schema import parse_avro_schema
+        from hudi_sync.table.config.schema import parse_avro_schema
 
         for instant in reversed(self.timeline.completed_writes):
             schema = self.timeline.commit_metadata(instant).schema
@@ -228,7 +228,7 @@ class HudiTable:
         """The declared schema (``declared_avro_schema``), else a parquet footer (other
         base formats' files are never read for it)."""
         # Imported here: listing a table needs no pyarrow (~50 MB of memory).
-        from hudi_sync.table.schema import schema_from_parquet_footer
+        from hudi_sync.table.config.schema import schema_from_parquet_footer
 
         if self.declared_avro_schema is not None:
             return self.declared_avro_schema
@@ -246,8 +246,8 @@ class HudiTable:
 
     @property
     def partition_fields(self) -> list[PartitionField]:
-        from hudi_sync.table.partition_paths import stored_kinds
-        from hudi_sync.table.schema import partition_fields
+        from hudi_sync.table.config.schema import partition_fields
+        from hudi_sync.table.keys.partition_paths import stored_kinds
 
         config = self.config
         kinds = stored_kinds(cfg.PARTITION_FIELDS.read(config.raw))

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from hudi_sync.errors import UnsupportedTableError
-from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.config.schema import META_FIELDS
 
 Field = dict[str, Any]
 

@@ -44,8 +44,8 @@ from hudi_sync.manifest.change_feed import DATE_KEY, TIME_KEY, PublishedChanges
 from hudi_sync.manifest.log_parquet import FILE_ID_COLUMN, SOURCE_COLUMN
 from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest
 from hudi_sync.table import HudiTable
-from hudi_sync.table.record_merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
-from hudi_sync.table.schema import PartitionField, partition_fields
+from hudi_sync.table.config.schema import PartitionField, partition_fields
+from hudi_sync.table.records.merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
 from hudi_sync.warehouse.bigquery_schema import arrow_field, partition_key_type, table_schema
 from hudi_sync.warehouse.common import (
     ObjectNames,

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from hudi_sync.errors import BadInputError
 from hudi_sync.manifest.log_parquet import FILE_ID_COLUMN, SOURCE_COLUMN
-from hudi_sync.table.instant import comparable_instant
-from hudi_sync.table.record_merge import (
+from hudi_sync.table.records.merge import (
     BASE_ROW_COLUMN,
     DELETED_COLUMN,
     LOG_WINS_COLUMN,
@@ -19,6 +18,7 @@ from hudi_sync.table.record_merge import (
     arrow_kind,
     null_ordering_refusal,
 )
+from hudi_sync.table.timeline.instant import comparable_instant
 
 if TYPE_CHECKING:
     from hudi_sync.manifest.snapshot import PublishedLogs
@@ -371,7 +371,7 @@ def declared_schema(table: HudiTable, instant: str | None) -> dict[str, Any] | N
     sync after one commit does not parse the whole active timeline (thousands of
     instants on a large table) for it."""
     from hudi_sync.manifest.snapshot import timeline_tail
-    from hudi_sync.table.schema import parse_avro_schema
+    from hudi_sync.table.config.schema import parse_avro_schema
 
     if instant is not None and "declared_avro_schema" not in vars(table):
         tail = timeline_tail(table, instant, ())

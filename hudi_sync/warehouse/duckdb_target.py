@@ -41,15 +41,15 @@ from hudi_sync.manifest.log_parquet import (
 )
 from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest
 from hudi_sync.table import HudiTable
-from hudi_sync.table.log_records import RECORD_KEY_FIELD
-from hudi_sync.table.record_keys import (
+from hudi_sync.table.config.schema import META_FIELDS
+from hudi_sync.table.keys.record_keys import (
     EMPTY_KEY_VALUE,
     KEY_PARTS_SEPARATOR,
     KEY_VALUE_SEPARATOR,
     NULL_KEY_VALUE,
     key_fields,
 )
-from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.records.log_records import RECORD_KEY_FIELD
 from hudi_sync.warehouse.common import (
     ObjectNames,
     SnapshotQuery,

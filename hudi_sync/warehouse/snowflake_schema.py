@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hudi_sync.errors import UnsupportedTableError
-from hudi_sync.table.schema import META_FIELDS, PartitionField
+from hudi_sync.table.config.schema import META_FIELDS, PartitionField
 from hudi_sync.warehouse.quoting import snowflake_identifier as quote_identifier
 from hudi_sync.warehouse.quoting import snowflake_literal as quote_literal
 

@@ -52,7 +52,7 @@ from hudi_sync.manifest.log_parquet import FILE_ID_COLUMN, SOURCE_COLUMN
 from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest
 from hudi_sync.secrets import scrub
 from hudi_sync.table import HudiTable
-from hudi_sync.table.record_merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
+from hudi_sync.table.records.merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
 from hudi_sync.warehouse.common import (
     ObjectNames,
     SnapshotQuery,

@@ -30,9 +30,9 @@ from hudi_sync.spark.writing.options import WriteOptions
 from hudi_sync.spark.writing.writer import driver_takes, write, write_arrow
 from hudi_sync.sync.hook import run_post_commit_hook
 from hudi_sync.table import HudiTable
-from hudi_sync.table.partition_paths import field_names
-from hudi_sync.table.schema import META_FIELDS
-from hudi_sync.table.snapshot_read import table_data_fields
+from hudi_sync.table.config.schema import META_FIELDS
+from hudi_sync.table.keys.partition_paths import field_names
+from hudi_sync.table.read.snapshot import table_data_fields
 from hudi_sync.table.write.compaction import compact, pending_compactions
 from hudi_sync.table.write.lock import TableLock
 

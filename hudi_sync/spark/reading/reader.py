@@ -39,7 +39,7 @@ from hudi_sync.spark.parallelism import default_parallelism
 from hudi_sync.spark.reading.slice_read import read_merged_slices
 from hudi_sync.storage import Location, nest_option, open_location, read_parquet
 from hudi_sync.table import HudiTable
-from hudi_sync.table.cdc_query import (
+from hudi_sync.table.cdc.query import (
     CHANGE_SCHEMA,
     ChangeSplit,
     change_rows,
@@ -47,11 +47,11 @@ from hudi_sync.table.cdc_query import (
     plan_changes,
     read_split,
 )
-from hudi_sync.table.fs_view import FileSlice
-from hudi_sync.table.instant import comparable_instant
-from hudi_sync.table.record_merge import MergeRules
-from hudi_sync.table.schema import META_FIELDS
-from hudi_sync.table.snapshot_read import slice_merge_rules
+from hudi_sync.table.config.schema import META_FIELDS
+from hudi_sync.table.files.fs_view import FileSlice
+from hudi_sync.table.read.snapshot import slice_merge_rules
+from hudi_sync.table.records.merge import MergeRules
+from hudi_sync.table.timeline.instant import comparable_instant
 
 QUERY_TYPE = cfg.QUERY_TYPE.key
 AS_OF = cfg.AS_OF.key

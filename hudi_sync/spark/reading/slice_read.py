@@ -21,10 +21,10 @@ from hudi_sync.spark.compat import from_arrow_schema
 from hudi_sync.spark.parallelism import default_parallelism
 from hudi_sync.storage import open_location
 from hudi_sync.table import HudiTable
-from hudi_sync.table.fs_view import FileSlice
-from hudi_sync.table.record_merge import MergeRules
-from hudi_sync.table.slice_reader import read_file_slice
-from hudi_sync.table.snapshot_read import snapshot_schema
+from hudi_sync.table.files.fs_view import FileSlice
+from hudi_sync.table.read.slice_reader import read_file_slice
+from hudi_sync.table.read.snapshot import snapshot_schema
+from hudi_sync.table.records.merge import MergeRules
 
 
 def read_merged_slices(

@@ -44,12 +44,12 @@ from hudi_sync.spark.writing.merge import DELETE_FLAG, PARTITION_PATH, RECORD_KE
 from hudi_sync.spark.writing.options import URL_ENCODE, WriteOptions
 from hudi_sync.storage import Location
 from hudi_sync.table import HudiTable
-from hudi_sync.table.fs_view import FileSlice, FileSystemView
-from hudi_sync.table.metadata import WriteStat
-from hudi_sync.table.partition_encoding import partition_refusal
-from hudi_sync.table.partition_paths import partition_paths
-from hudi_sync.table.record_keys import built_keys
-from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.config.schema import META_FIELDS
+from hudi_sync.table.files.fs_view import FileSlice, FileSystemView
+from hudi_sync.table.keys.partition_encoding import partition_refusal
+from hudi_sync.table.keys.partition_paths import partition_paths
+from hudi_sync.table.keys.record_keys import built_keys
+from hudi_sync.table.timeline.commit_metadata import WriteStat
 from hudi_sync.table.write.compaction import pending_compaction_groups
 from hudi_sync.table.write.listing_source import check_listed_names
 

@@ -52,8 +52,8 @@ from hudi_sync.spark.writing.merge import DELETE_FLAG, PARTITION_PATH, RECORD_KE
 from hudi_sync.spark.writing.options import WriteOptions
 from hudi_sync.storage import open_location
 from hudi_sync.table import HudiTable
-from hudi_sync.table.metadata import WriteStat
-from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.config.schema import META_FIELDS
+from hudi_sync.table.timeline.commit_metadata import WriteStat
 
 ARRIVAL = "__hudi_sync_arrival"
 BUCKET = "__hudi_sync_bucket"

@@ -22,8 +22,8 @@ from hudi_sync.spark.compat import apply_in_arrow, collect_arrow, from_arrow_sch
 from hudi_sync.spark.writing.merge import PARTITION_PATH, RECORD_KEY
 from hudi_sync.spark.writing.spark_merge import CDC_AFTER, CDC_BEFORE, CDC_OP, FILE_ID, WRITE_TOKEN
 from hudi_sync.storage import Location, open_location
-from hudi_sync.table.cdc_log import CdcChanges, CdcMode, cdc_log_name, encode_cdc_file
-from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.cdc.log import CdcChanges, CdcMode, cdc_log_name, encode_cdc_file
+from hudi_sync.table.config.schema import META_FIELDS
 from hudi_sync.table.write.rollback import write_marker
 
 # Changes up to this estimated size are encoded by the driver (``collect_on_driver``).

@@ -14,7 +14,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from hudi_sync.spark.parallelism import default_parallelism
-from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.timeline.commit_metadata import WriteStat
 from hudi_sync.table.write.compaction import CompactionJob, CompactionOperation, Executor
 
 

@@ -42,10 +42,10 @@ from hudi_sync.spark.writing.options import WriteOptions
 from hudi_sync.spark.writing.python_merge import group_merger, write_stat
 from hudi_sync.spark.writing.spark_merge import FILE_ID, Bucket
 from hudi_sync.storage import Location, read_parquet
-from hudi_sync.table.cdc_log import CdcMode
-from hudi_sync.table.metadata import WriteStat
-from hudi_sync.table.partition_paths import TIMESTAMP, partition_paths
-from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.cdc.log import CdcMode
+from hudi_sync.table.config.schema import META_FIELDS
+from hudi_sync.table.keys.partition_paths import TIMESTAMP, partition_paths
+from hudi_sync.table.timeline.commit_metadata import WriteStat
 
 _WRITERS = 8  # file groups merged or read at once
 _ROW = "__hudi_sync_row"

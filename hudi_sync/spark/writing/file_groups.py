@@ -19,7 +19,7 @@ from hudi_sync.spark.writing.options import WriteOptions
 from hudi_sync.spark.writing.spark_merge import Bucket
 from hudi_sync.storage import Location
 from hudi_sync.table import HudiTable
-from hudi_sync.table.instant import Action
+from hudi_sync.table.timeline.instant import Action
 
 
 @dataclass(frozen=True)

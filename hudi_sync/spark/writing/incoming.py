@@ -28,7 +28,7 @@ from hudi_sync.spark.writing.keys import (
 )
 from hudi_sync.spark.writing.merge import DELETE_FLAG, IS_DELETED, PARTITION_PATH, RECORD_KEY
 from hudi_sync.spark.writing.options import WriteOptions
-from hudi_sync.table.partition_encoding import partition_refusal
+from hudi_sync.table.keys.partition_encoding import partition_refusal
 
 T = TypeVar("T")
 

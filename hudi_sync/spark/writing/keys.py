@@ -12,9 +12,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import pandas_udf
 from pyspark.sql.types import DecimalType, IntegralType, StructType, TimestampType
 
-from hudi_sync.table.partition_encoding import ESCAPED, escape
-from hudi_sync.table.partition_paths import TIMESTAMP, PartitionScheme, partition_paths
-from hudi_sync.table.record_keys import (
+from hudi_sync.table.keys.partition_encoding import ESCAPED, escape
+from hudi_sync.table.keys.partition_paths import TIMESTAMP, PartitionScheme, partition_paths
+from hudi_sync.table.keys.record_keys import (
     DEFAULT_PARTITION,
     EMPTY_KEY_VALUE,
     KEY_PARTS_SEPARATOR,

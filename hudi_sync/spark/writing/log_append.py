@@ -27,7 +27,7 @@ from hudi_sync.spark.writing.merge import (
     SEQNO,
 )
 from hudi_sync.storage import Location
-from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.timeline.commit_metadata import WriteStat
 from hudi_sync.table.write.log_writer import (
     NATURAL_ORDER,
     encode_data_block,

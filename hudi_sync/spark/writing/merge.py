@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_sync.spark.arrow_columns import align
-from hudi_sync.table.cdc_log import CdcChanges, images_at
-from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.cdc.log import CdcChanges, images_at
+from hudi_sync.table.config.schema import META_FIELDS
 
 COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_FIELDS
 IS_DELETED = "_hoodie_is_deleted"

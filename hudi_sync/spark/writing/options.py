@@ -16,17 +16,17 @@ from dataclasses import dataclass
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
-from hudi_sync.table.cdc_log import CdcMode, parse_cdc_mode
-from hudi_sync.table.partition_paths import (
+from hudi_sync.table.cdc.log import CdcMode, parse_cdc_mode
+from hudi_sync.table.config.properties import TableConfig
+from hudi_sync.table.keys.partition_paths import (
     KIND_SEPARATOR,
     TIMESTAMP,
     PartitionScheme,
     field_names,
     partition_specs,
 )
-from hudi_sync.table.properties import TableConfig
-from hudi_sync.table.record_merge import MergeMode, merge_rules, requested_merge_mode
-from hudi_sync.table.timestamp_keygen import KEYGEN_OPTIONS, TimestampPartition
+from hudi_sync.table.keys.timestamp_keygen import KEYGEN_OPTIONS, TimestampPartition
+from hudi_sync.table.records.merge import MergeMode, merge_rules, requested_merge_mode
 from hudi_sync.table.write.archiver import ArchivalPolicy
 from hudi_sync.table.write.create import WRITABLE_KEY_GENERATORS
 

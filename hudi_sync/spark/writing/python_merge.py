@@ -42,8 +42,8 @@ from hudi_sync.spark.writing.merge import (
 from hudi_sync.spark.writing.spark_merge import FILE_ID, route
 from hudi_sync.spark.writing.write_schema import json_schema
 from hudi_sync.storage import Location, open_location, read_parquet
-from hudi_sync.table.cdc_log import CdcMode, cdc_log_name, encode_cdc_file
-from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.cdc.log import CdcMode, cdc_log_name, encode_cdc_file
+from hudi_sync.table.timeline.commit_metadata import WriteStat
 from hudi_sync.table.write.rollback import write_marker
 
 # One row per written file (a file group's merged base file, or each of its log files).

@@ -33,7 +33,7 @@ from hudi_sync.spark.writing.spark_merge import (
     route,
 )
 from hudi_sync.storage import Location
-from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.timeline.commit_metadata import WriteStat
 from hudi_sync.table.write.rollback import marker_folder, write_marker
 
 _STAGING_COLUMN = "__hudi_sync_fg"

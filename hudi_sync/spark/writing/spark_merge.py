@@ -66,7 +66,7 @@ from hudi_sync.spark.writing.merge import (
     SEQNO,
 )
 from hudi_sync.storage import Location
-from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.config.schema import META_FIELDS
 
 FILE_ID = "__hudi_sync_file_id"
 # Write token of every file this path writes (Hudi's ``task-stage-attempt``): the

@@ -24,8 +24,8 @@ from hudi_sync.spark.writing.incoming import IncomingRows
 from hudi_sync.spark.writing.merge import DELETE_FLAG, PARTITION_PATH, RECORD_KEY
 from hudi_sync.spark.writing.spark_merge import Bucket
 from hudi_sync.spark.writing.write_schema import json_schema
-from hudi_sync.table.cdc_log import CdcMode
-from hudi_sync.table.metadata import WriteStat
+from hudi_sync.table.cdc.log import CdcMode
+from hudi_sync.table.timeline.commit_metadata import WriteStat
 from hudi_sync.table.write.rollback import write_marker
 
 # The incoming rows of the stored partitions are broadcast to the tasks that stream the

@@ -21,14 +21,14 @@ from hudi_sync.spark.compat import to_arrow_schema
 from hudi_sync.spark.writing.options import WriteOptions
 from hudi_sync.storage import Location, reporting_storage_failures
 from hudi_sync.table import HudiTable
-from hudi_sync.table.metadata_table.create import create_metadata_table
-from hudi_sync.table.metadata_table.keepers import kept_partitions
-from hudi_sync.table.metadata_table.partitions import prepare_metadata_table
-from hudi_sync.table.properties import TableConfig
-from hudi_sync.table.record_merge import MergeMode
-from hudi_sync.table.schema import META_FIELDS, arrow_to_avro_schema
+from hudi_sync.table.config.properties import TableConfig
+from hudi_sync.table.config.schema import META_FIELDS, arrow_to_avro_schema
+from hudi_sync.table.records.merge import MergeMode
 from hudi_sync.table.write.create import TableSettings, create_table
 from hudi_sync.table.write.lock import TableLock
+from hudi_sync.table.write.metadata_table.create import create_metadata_table
+from hudi_sync.table.write.metadata_table.keepers import kept_partitions
+from hudi_sync.table.write.metadata_table.partitions import prepare_metadata_table
 
 
 def check_columns(columns: Sequence[str], options: WriteOptions) -> None:

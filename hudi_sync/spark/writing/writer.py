@@ -93,14 +93,13 @@ from hudi_sync.storage import Location, open_location, reporting_storage_failure
 from hudi_sync.sync.hook import run_post_commit_hook
 from hudi_sync.sync.job import SyncReport
 from hudi_sync.table import HudiTable
-from hudi_sync.table.cdc_log import CdcMode, parse_cdc_mode
-from hudi_sync.table.instant import Action
-from hudi_sync.table.metadata import WriteStat
-from hudi_sync.table.metadata_table.services import MetadataServicesSettings
-from hudi_sync.table.record_keys import names_single_key_field, single_field_complex
-from hudi_sync.table.record_merge import MergeMode, merge_rules
-from hudi_sync.table.schema import META_FIELDS
-from hudi_sync.table.snapshot_read import snapshot_tables, table_data_fields
+from hudi_sync.table.cdc.log import CdcMode, parse_cdc_mode
+from hudi_sync.table.config.schema import META_FIELDS
+from hudi_sync.table.keys.record_keys import names_single_key_field, single_field_complex
+from hudi_sync.table.read.snapshot import snapshot_tables, table_data_fields
+from hudi_sync.table.records.merge import MergeMode, merge_rules
+from hudi_sync.table.timeline.commit_metadata import WriteStat
+from hudi_sync.table.timeline.instant import Action
 from hudi_sync.table.write.commit import CommitSettings, WriteTransaction, table_lock
 from hudi_sync.table.write.compaction import (
     compact,
@@ -110,6 +109,7 @@ from hudi_sync.table.write.compaction import (
 )
 from hudi_sync.table.write.listing_source import check_listed_names
 from hudi_sync.table.write.log_writer import meta_avro_schema
+from hudi_sync.table.write.metadata_table.services import MetadataServicesSettings
 from hudi_sync.table.write.timeline import CommitRecord
 
 REPLACE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table", "delete_partition")

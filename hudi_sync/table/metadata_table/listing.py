@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hudi_sync.storage import Location
-from hudi_sync.table.listing import ListedFiles
+from hudi_sync.table.config.properties import TableConfig
+from hudi_sync.table.files.listing import ListedFiles
 from hudi_sync.table.metadata_table.reader import MetadataTableReader, has_metadata_table
 from hudi_sync.table.metadata_table.records import (
     ALL_PARTITIONS_KEY,
     NON_PARTITIONED_KEY,
     MetadataRecord,
 )
-from hudi_sync.table.properties import TableConfig
-from hudi_sync.table.timeline import Timeline
+from hudi_sync.table.timeline.active import Timeline
 
 FILES_PARTITION = "files"
 FIRST_VERSION = 8  # hudi-rs reads the metadata table of table versions 8 and later

@@ -28,11 +28,8 @@ from typing import Any, Protocol
 from hudi_sync import config as cfg
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
 from hudi_sync.storage import Location, reporting_storage_failures
-from hudi_sync.table.fs_view import FileSlice, FileSystemView
-from hudi_sync.table.instant import Action, Instant, comparable_instant
-from hudi_sync.table.log_records import applied_blocks, delete_keys
-from hudi_sync.table.logfile import BlockType, HeaderKey, LogBlock
-from hudi_sync.table.metadata import decode_instant_record
+from hudi_sync.table.config.properties import TableConfig, decode_properties
+from hudi_sync.table.files.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.metadata_table.records import (
     SCHEMA_FILE_INFO_KEY,
     MetadataRecord,
@@ -41,8 +38,11 @@ from hudi_sync.table.metadata_table.records import (
     merge_into,
     parse_writer_schema,
 )
-from hudi_sync.table.properties import TableConfig, decode_properties
-from hudi_sync.table.timeline import Timeline
+from hudi_sync.table.records.log_records import applied_blocks, delete_keys
+from hudi_sync.table.records.logfile import BlockType, HeaderKey, LogBlock
+from hudi_sync.table.timeline.active import Timeline
+from hudi_sync.table.timeline.commit_metadata import decode_instant_record
+from hudi_sync.table.timeline.instant import Action, Instant, comparable_instant
 
 
 class OpenedTable(Protocol):
@@ -217,7 +217,7 @@ class MetadataTableReader:
 
 
 def _read_hfile(data: bytes, where: str) -> Any:
-    from hudi_sync.table.metadata_table.hfile import read_hfile
+    from hudi_sync.table.metadata_table.hfile_reader import read_hfile
 
     return read_hfile(data, where)
 

@@ -34,7 +34,7 @@ import fastavro
 
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.storage import contained_name, contained_partition
-from hudi_sync.table.bounded_avro import AvroSchema, read_datum, schema_from_text
+from hudi_sync.table.avro.bounded import AvroSchema, read_datum, schema_from_text
 
 NAMESPACE = "org.apache.hudi.avro.model"
 SCHEMA_FILE_INFO_KEY = b"schema"  # where an MDT HFile keeps its writer schema

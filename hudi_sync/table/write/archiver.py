@@ -29,18 +29,18 @@ import pyarrow.parquet as pq
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.storage import Location, contained_file, open_location
-from hudi_sync.table.archived_timeline import ARCHIVE_LOG_FILE, HISTORY_MANIFEST_FILE
-from hudi_sync.table.instant import (
+from hudi_sync.table.records.logfile import BlockType, encode_avro_block
+from hudi_sync.table.table import HudiTable
+from hudi_sync.table.timeline.active import Timeline
+from hudi_sync.table.timeline.archived import ARCHIVE_LOG_FILE, HISTORY_MANIFEST_FILE
+from hudi_sync.table.timeline.instant import (
     Action,
     Instant,
     State,
     comparable_instant,
     parse_instant_file_name,
 )
-from hudi_sync.table.logfile import BlockType, encode_avro_block
-from hudi_sync.table.metadata_table.writer import latest_compaction
-from hudi_sync.table.table import HudiTable
-from hudi_sync.table.timeline import Timeline
+from hudi_sync.table.write.metadata_table.writer import latest_compaction
 
 ARCHIVED_ENTRY_SCHEMA: dict[str, Any] = {
     "type": "record",

@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from hudi_sync.errors import HudiSyncError, WriteConflictError, WriteError, first_line
 from hudi_sync.storage import Location
 from hudi_sync.table import HudiTable
-from hudi_sync.table.instant import Action, comparable_instant
-from hudi_sync.table.metadata import WriteStat
-from hudi_sync.table.metadata_table.keepers import data_timeline_writer
-from hudi_sync.table.metadata_table.services import MetadataServicesSettings
+from hudi_sync.table.timeline.commit_metadata import WriteStat
+from hudi_sync.table.timeline.instant import Action, comparable_instant
 from hudi_sync.table.write.archiver import ArchivalPolicy, archive
 from hudi_sync.table.write.cleaner import clean
 from hudi_sync.table.write.create import partition_metadata_text
 from hudi_sync.table.write.lock import Heartbeat, TableLock, remove_heartbeat, writer_is_gone
+from hudi_sync.table.write.metadata_table.keepers import data_timeline_writer
+from hudi_sync.table.write.metadata_table.services import MetadataServicesSettings
 from hudi_sync.table.write.rollback import files_written_by, marker_folder, roll_back
 from hudi_sync.table.write.timeline import CommitRecord
 

@@ -33,19 +33,19 @@ import pyarrow.parquet as pq
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.storage import Location, contained_file, contained_partition, open_location
 from hudi_sync.table import HudiTable
-from hudi_sync.table.bounded_avro import read_container
-from hudi_sync.table.filenames import parse_base_file, parse_log_file
-from hudi_sync.table.fs_view import FileSlice
-from hudi_sync.table.instant import Action
-from hudi_sync.table.metadata import WriteStat
-from hudi_sync.table.metadata_table.keepers import data_timeline_writer
-from hudi_sync.table.record_merge import MergeRules
-from hudi_sync.table.schema import META_FIELDS
-from hudi_sync.table.slice_reader import read_file_slice_counted
-from hudi_sync.table.snapshot_read import snapshot_schema, table_merge_rules
+from hudi_sync.table.avro.bounded import read_container
+from hudi_sync.table.config.schema import META_FIELDS
+from hudi_sync.table.files.filenames import parse_base_file, parse_log_file
+from hudi_sync.table.files.fs_view import FileSlice
+from hudi_sync.table.read.slice_reader import read_file_slice_counted
+from hudi_sync.table.read.snapshot import snapshot_schema, table_merge_rules
+from hudi_sync.table.records.merge import MergeRules
+from hudi_sync.table.timeline.commit_metadata import WriteStat
+from hudi_sync.table.timeline.instant import Action
 from hudi_sync.table.write.compaction_plan import PLAN_SCHEMA
 from hudi_sync.table.write.listing_source import listing_source
 from hudi_sync.table.write.lock import TableLock
+from hudi_sync.table.write.metadata_table.keepers import data_timeline_writer
 from hudi_sync.table.write.rollback import marker_folder, remove_written_files, write_marker
 from hudi_sync.table.write.timeline import CommitRecord, TimelineWriter
 

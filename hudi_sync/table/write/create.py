@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.storage import Location, open_location
-from hudi_sync.table.cdc_log import CdcMode
-from hudi_sync.table.properties import LAYOUT_FOR_VERSION, table_checksum
-from hudi_sync.table.record_merge import (
+from hudi_sync.table.cdc.log import CdcMode
+from hudi_sync.table.config.properties import LAYOUT_FOR_VERSION, table_checksum
+from hudi_sync.table.records.merge import (
     PAYLOAD_MERGER_STRATEGY,
     PAYLOAD_OF_MODE,
     STRATEGY_OF_MODE,
@@ -32,7 +32,7 @@ _KEY_GENERATOR_CLASSES = {
     "CUSTOM": "org.apache.hudi.keygen.CustomKeyGenerator",
 }
 # The key generators whose record keys and partition paths the writer builds
-# (``hudi_sync.spark.writing.keys``, ``hudi_sync.table.partition_paths``), by the type
+# (``hudi_sync.spark.writing.keys``, ``hudi_sync.table.keys.partition_paths``), by the type
 # (v8+; Hudi's ``*_AVRO`` types too) or a class (v6; Spark's or Avro's) a table names.
 # Others (user classes) format values by rules the writer does not know.
 WRITABLE_KEY_GENERATORS = frozenset(

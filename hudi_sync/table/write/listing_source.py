@@ -5,7 +5,7 @@ each must name a file inside the table, else one line naming where they came fro
 from __future__ import annotations
 
 from hudi_sync.storage import contained_file
-from hudi_sync.table.fs_view import FileSystemView
+from hudi_sync.table.files.fs_view import FileSystemView
 from hudi_sync.table.metadata_table.listing import MetadataTableListing
 
 

@@ -28,22 +28,22 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hudi_sync.table.avro_arrow import encode_rows, length_prefixed
-from hudi_sync.table.log_records import (
+from hudi_sync.table.avro.arrow import encode_rows, length_prefixed
+from hudi_sync.table.config.schema import META_FIELDS
+from hudi_sync.table.records.log_records import (
     DECIMAL_WRAPPER_SCALE,
     DELETE_BLOCK_VERSION,
     WRAPPER_OF_KIND,
 )
-from hudi_sync.table.log_records import DELETE_LIST_SCHEMA as _DELETE_LIST
-from hudi_sync.table.logfile import (
+from hudi_sync.table.records.log_records import DELETE_LIST_SCHEMA as _DELETE_LIST
+from hudi_sync.table.records.logfile import (
     AVRO_BLOCK_VERSION,
     BlockType,
     HeaderKey,
     encode_avro_block,
     encode_block,
 )
-from hudi_sync.table.record_merge import arrow_kind
-from hudi_sync.table.schema import META_FIELDS
+from hudi_sync.table.records.merge import arrow_kind
 
 # Hudi's default ordering value: a delete that carries it is ordered by commit time
 # (it wins over every earlier write), as a DELETE operation's deletes are.

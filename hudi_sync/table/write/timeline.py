@@ -23,10 +23,10 @@ import fastavro
 
 from hudi_sync import config as cfg
 from hudi_sync.storage import Location
-from hudi_sync.table.instant import Action, comparable_instant, parse_instant_file_name
-from hudi_sync.table.metadata import WriteStat
-from hudi_sync.table.properties import TableConfig, decode_properties
-from hudi_sync.table.timeline import format_instant, timeline_zone
+from hudi_sync.table.config.properties import TableConfig, decode_properties
+from hudi_sync.table.timeline.active import format_instant, timeline_zone
+from hudi_sync.table.timeline.commit_metadata import WriteStat
+from hudi_sync.table.timeline.instant import Action, comparable_instant, parse_instant_file_name
 
 _NAMESPACE = "org.apache.hudi.avro.model"
 _STRING = {"type": "string", "avro.java.string": "String"}

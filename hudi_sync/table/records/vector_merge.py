@@ -1,0 +1,235 @@
+"""``merge_records`` in Arrow and numpy kernels, for the common shape of a slice's logs.
+
+A Merge-on-Read snapshot merges each file slice's log records over its base rows
+(``record_merge``). Folding records one by one in Python costs more than reading the
+base file, so the common case is computed column-wise here, with the same result:
+
+- the log holds data records only (no delete blocks, no record marked deleted);
+- commit-time ordering: each key's last log record wins, over the base row too;
+- event-time ordering on a column whose values compare in Arrow as Hudi compares them
+  in Java: each key's log version is its greatest ordering value, the latest record of
+  a tie (what folding ``new >= old`` in log order leaves), and it replaces the key's
+  first base row when its value is at least the base row's. Floats compare as
+  ``Double.compareTo`` (an order-preserving integer image: NaN above all, -0.0 below
+  0.0); a null value is Hudi's ``Integer 0``, so it is 0 in an int column, and
+  anywhere else (where Java may fail) the exact merge decides.
+
+Anything else (delete blocks, deletes in the data, other ordering types, nulls outside
+int columns) goes to ``merge_records``, which applies every rule record by record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudi_sync.table.records.log_records import RECORD_KEY_FIELD
+from hudi_sync.table.records.merge import (
+    DELETE_OPERATIONS,
+    DELETED_COLUMN,
+    IS_DELETED_FIELD,
+    LOG_WINS_COLUMN,
+    OPERATION_FIELD,
+    LogEntry,
+    MergeMode,
+    MergeRules,
+    arrow_kind,
+    merge_records,
+)
+
+_ORDER = "order"
+_FLIP = np.int64(0x7FFFFFFFFFFFFFFF)
+
+
+def merge_slice(
+    base: pa.Table | None,
+    log_rows: pa.Table,
+    entries: Sequence[LogEntry],
+    rules: MergeRules,
+    in_file_order: bool = True,
+) -> pa.Table:
+    """``merge_records(base, log_rows, entries, rules)``: column-wise when
+    ``columnar_merge`` can, else record by record. ``in_file_order=False`` lets the
+    rows come in any order (a query's rows have none), which spares a copy."""
+    merged = columnar_merge(base, log_rows, entries, rules, in_file_order)
+    return merged if merged is not None else merge_records(base, log_rows, entries, rules)
+
+
+def columnar_merge(
+    base: pa.Table | None,
+    log_rows: pa.Table,
+    entries: Sequence[LogEntry],
+    rules: MergeRules,
+    in_file_order: bool = True,
+) -> pa.Table | None:
+    """The rows ``merge_records`` gives, computed column-wise; None when the records
+    are not of the common shape (module docstring) and the exact merge must decide.
+    ``in_file_order``: in the order ``merge_records`` gives them (a log version in
+    place of the base row it replaces), else the same rows as the base rows kept, then
+    the log's (filtering the base costs far less than gathering every row)."""
+    if base is not None and base.schema != log_rows.schema:
+        return None
+    folded = _log_survivors(log_rows, entries, rules)
+    if folded is None:
+        return None
+    unique, survivors, log_order = folded
+    if base is None or not base.num_rows:
+        return log_rows.take(pa.array(np.sort(survivors), pa.int64()))
+    if RECORD_KEY_FIELD not in base.column_names:
+        return None
+    found = pc.index_in(_text(base.column(RECORD_KEY_FIELD)), value_set=unique)
+    met = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False))
+    met_ids = found.take(pa.array(met, pa.int64())).to_numpy(zero_copy_only=False)
+    # A key's log version meets the key's first base row only.
+    first_ids, first_at = np.unique(met_ids.astype(np.int64), return_index=True)
+    met_rows = met[first_at]
+    met_logs = survivors[first_ids]
+    wins = np.ones(len(met_rows), dtype=bool)
+    if log_order is not None and len(met_rows):
+        stored = _order_values(base.column(rules.ordering_field).take(pa.array(met_rows)))
+        if stored is None or stored.type != log_order.type:
+            return None
+        newer = log_order.take(pa.array(met_logs, pa.int64()))
+        wins = pc.greater_equal(newer, stored).to_numpy(zero_copy_only=False)
+    inserted = np.ones(len(survivors), dtype=bool)
+    inserted[first_ids] = False
+    added = np.sort(survivors[inserted])
+    if not in_file_order:
+        kept = np.ones(base.num_rows, dtype=bool)
+        kept[met_rows[wins]] = False
+        taken = np.concatenate([np.sort(met_logs[wins]), added])
+        logged = log_rows.take(pa.array(taken, pa.int64()))
+        return pa.concat_tables([base.filter(pa.array(kept)), logged])
+    order = np.arange(base.num_rows, dtype=np.int64)
+    order[met_rows[wins]] = base.num_rows + met_logs[wins]
+    order = np.concatenate([order, base.num_rows + added])
+    return pa.concat_tables([base, log_rows]).take(pa.array(order, pa.int64()))
+
+
+def columnar_fold(
+    log_rows: pa.Table, entries: Sequence[LogEntry], rules: MergeRules
+) -> pa.Table | None:
+    """The rows ``fold_log_records`` gives, computed column-wise; None when the records
+    are not of the common shape (module docstring). Each key's surviving version, keys
+    in the order of their first record, none deleted, and each replacing the base row
+    whatever the ordering values only under commit-time ordering."""
+    folded = _log_survivors(log_rows, entries, rules)
+    if folded is None:
+        return None
+    _, survivors, _ = folded
+    rows = log_rows.take(pa.array(survivors, pa.int64()))
+    # Every column nullable, no schema metadata; a cast costs per column, even to itself.
+    if rows.schema.metadata or not all(f.nullable for f in rows.schema):
+        rows = rows.cast(pa.schema([f.with_nullable(True) for f in rows.schema]))
+    always = rules.mode is MergeMode.COMMIT_TIME_ORDERING
+    rows = rows.append_column(DELETED_COLUMN, pa.array(np.zeros(len(survivors), dtype=bool)))
+    return rows.append_column(LOG_WINS_COLUMN, pa.array(np.full(len(survivors), always)))
+
+
+def _log_survivors(
+    log_rows: pa.Table, entries: Sequence[LogEntry], rules: MergeRules
+) -> tuple[pa.Array, np.ndarray[Any, Any], pa.Array | None] | None:
+    """Whether the log is of the common shape (module docstring), and if so its keys
+    (each once, in the order of its first record), the log row each key's records fold
+    to (row of key id i) and the ordering values compared (None under commit-time
+    ordering); None when the exact merge must decide."""
+    count = log_rows.num_rows
+    if not count or len(entries) != count or RECORD_KEY_FIELD not in log_rows.column_names:
+        return None
+    try:
+        in_order = np.array(entries, dtype=np.int64)
+    except (TypeError, ValueError):  # a delete-block record among them
+        return None
+    if not np.array_equal(in_order, np.arange(count, dtype=np.int64)):
+        return None
+    if _may_delete(log_rows, rules):
+        return None
+    keys = log_rows.column(RECORD_KEY_FIELD)
+    if keys.null_count:
+        return None
+    keys = _text(keys)
+    log_order: pa.Array | None = None
+    if rules.mode is MergeMode.EVENT_TIME_ORDERING and rules.ordering_field is not None:
+        if rules.ordering_field not in log_rows.column_names:
+            return None
+        log_order = _order_values(log_rows.column(rules.ordering_field))
+        if log_order is None:
+            return None
+    unique = pc.unique(keys)  # in the order of each key's first record
+    ids = pc.index_in(keys, value_set=unique).to_numpy(zero_copy_only=False).astype(np.int64)
+    return unique, _survivors(ids, log_order), log_order
+
+
+def _survivors(ids: np.ndarray[Any, Any], order: pa.Array | None) -> np.ndarray[Any, Any]:
+    """For each key id, the log row that folding its records leaves: the last of the
+    key's greatest ordering values (the last record without ordering)."""
+    positions = np.arange(len(ids), dtype=np.int64)
+    if order is None:
+        ranked = np.lexsort((positions, ids))
+    else:
+        table = pa.table({"id": ids, _ORDER: order, "row": positions})
+        sort_keys = [("id", "ascending"), (_ORDER, "ascending"), ("row", "ascending")]
+        ranked = pc.sort_indices(table, sort_keys=sort_keys).to_numpy(zero_copy_only=False)
+    grouped = ids[ranked]
+    last = np.ones(len(ranked), dtype=bool)
+    last[:-1] = grouped[1:] != grouped[:-1]
+    return np.asarray(ranked[last], dtype=np.int64)  # key ids run 0..k-1, all present
+
+
+def _order_values(column: pa.ChunkedArray | pa.Array) -> pa.Array | None:
+    """Ordering values that Arrow compares as Hudi's Java does, or None when the
+    column's type or nulls need the exact merge."""
+    values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    kind = arrow_kind(values.type)
+    if kind is None:
+        return None
+    if values.null_count:
+        if kind != "int":  # Integer 0 against another class: the exact merge decides
+            return None
+        values = pc.fill_null(values, pa.scalar(0, values.type))
+    if kind in ("float", "double"):
+        return _double_order(values)
+    return values
+
+
+def _double_order(values: pa.Array) -> pa.Array:
+    """Doubles as int64 in ``Double.compareTo``'s order: NaNs made the one canonical NaN
+    (as ``doubleToLongBits``), negative values' bits flipped below the positives."""
+    numbers = values.to_numpy(zero_copy_only=False).astype(np.float64)
+    numbers = np.where(np.isnan(numbers), np.nan, numbers)
+    bits = numbers.view(np.int64)
+    return pa.array(np.where(bits < 0, bits ^ _FLIP, bits), pa.int64())
+
+
+def _may_delete(log_rows: pa.Table, rules: MergeRules) -> bool:
+    """Whether a log row may mark a delete (``_log_versions``' markers), checked
+    column-wise; a marker column of an unexpected type counts as may."""
+    names = set(log_rows.column_names)
+    if IS_DELETED_FIELD in names:
+        flags = log_rows.column(IS_DELETED_FIELD)
+        if not pa.types.is_boolean(flags.type) or pc.any(flags).as_py():
+            return True
+    if OPERATION_FIELD in names:
+        operations = log_rows.column(OPERATION_FIELD)
+        if not pa.types.is_string(operations.type):
+            return True
+        marked = pc.is_in(operations, value_set=pa.array(sorted(DELETE_OPERATIONS)))
+        if pc.any(marked).as_py():
+            return True
+    if rules.delete_field is not None and rules.delete_field in names:
+        marks = log_rows.column(rules.delete_field)
+        if not pa.types.is_string(marks.type) or rules.delete_marker is None:
+            return True
+        if pc.any(pc.equal(marks, rules.delete_marker)).as_py():
+            return True
+    return False
+
+
+def _text(keys: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """Keys as one string array (the exact merge compares them as strings too)."""
+    values = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    return values if pa.types.is_string(values.type) else values.cast(pa.string())

@@ -1,0 +1,2 @@
+"""The timeline: instants, the active and archived timelines, commit metadata (JSON and Avro),
+time travel."""
