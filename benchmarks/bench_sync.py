@@ -53,7 +53,7 @@ plus the commits appended since, else the benchmark fails.
    delta modes, each with its own large / small ratio (the floors, which never read the
    timeline, on the unarchived pair only). An archived table's first sync publishes its
    latest write, before the services that followed it, so the sync after the next
-   commit re-bases (a full listing, ``manifest.why_not_incremental``): that one-off
+   commit re-bases (a full listing, ``manifest.incremental.why_not_incremental``): that one-off
    sync is reported before the timed, incremental ones.
 3. The same sync after one commit into the BigQuery emulator (``--only sync-bigquery``;
    ``--only sync`` runs 2 and 3, ``sync-duckdb`` only 2), on fresh working copies of

@@ -54,8 +54,8 @@ import pyarrow.parquet as pq
 
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.manifest.file_set import lines_bytes, string_array
+from hudi_sync.manifest.incremental import why_not_incremental
 from hudi_sync.manifest.listed_files import FILES_LIST, INSTANT, ListedFileStore
-from hudi_sync.manifest.snapshot import why_not_incremental
 from hudi_sync.table import HudiTable
 from hudi_sync.table.avro.bounded import load_json
 from hudi_sync.table.cdc.query import ChangePlan, ChangeSplit, change_rows, plan_changes

@@ -40,6 +40,12 @@ from typing import Any
 from hudi_sync import config
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.manifest.file_set import relative_path
+from hudi_sync.manifest.incremental import (
+    commit_changes,
+    pending_writes,
+    timeline_tail,
+    why_not_incremental,
+)
 from hudi_sync.manifest.safe_paths import check_path
 from hudi_sync.manifest.snapshot import (
     EMPTY_SNAPSHOT,
@@ -51,10 +57,6 @@ from hudi_sync.manifest.snapshot import (
     PublishedDelta,
     PublishedManifest,
     checked_instant,
-    commit_changes,
-    pending_writes,
-    timeline_tail,
-    why_not_incremental,
 )
 from hudi_sync.storage import contained_name, contained_partition
 from hudi_sync.table import HudiTable

@@ -57,13 +57,12 @@ import pyarrow.parquet as pq
 from fsspec.implementations.memory import MemoryFileSystem
 
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
+from hudi_sync.manifest.incremental import timeline_tail, why_not_incremental
 from hudi_sync.manifest.listed_files import FILES_LIST, ListedFileStore
 from hudi_sync.manifest.snapshot import (
     MANIFEST_FOLDER,
     PublishedLogs,
     snapshot_folder,
-    timeline_tail,
-    why_not_incremental,
 )
 from hudi_sync.storage import Location, contained_partition, open_location
 from hudi_sync.table import HudiTable

@@ -41,7 +41,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -52,12 +52,18 @@ from hudi_sync import config
 from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.gc_pause import cycle_collection_paused
 from hudi_sync.manifest.file_set import FileSet, lines_bytes
+from hudi_sync.manifest.incremental import (
+    commit_changes,
+    pending_writes,
+    timeline_tail,
+    why_not_incremental,
+)
 from hudi_sync.manifest.listed_files import INSTANT
 from hudi_sync.manifest.safe_paths import check_paths
 from hudi_sync.storage import remove_stale_temporaries, temporary_path_beside
 from hudi_sync.table import HudiTable
 from hudi_sync.table.timeline.active import Timeline
-from hudi_sync.table.timeline.instant import Action, comparable_instant
+from hudi_sync.table.timeline.instant import comparable_instant
 
 if TYPE_CHECKING:  # the feed's store reads this module's timeline checks
     from hudi_sync.manifest.change_feed import PublishedChanges
@@ -227,83 +233,6 @@ def derive_manifest(
     }
     files = FileSet.of(previous.files).apply(changes)
     return Manifest(target, files, pending_writes(timeline, target), derived_incrementally=True)
-
-
-def timeline_tail(table: HudiTable, instant: str, pending: Sequence[str]) -> Timeline:
-    """The table's timeline from a published snapshot's instant on, plus the writes that
-    were pending at it: all a derivation from that snapshot reads, without parsing the
-    names of the (possibly tens of thousands of) instants before it."""
-    return Timeline(table.location, table.config, since=instant, also=pending)
-
-
-def commit_changes(
-    table: HudiTable, after: str, up_to: str, timeline: Timeline | None = None
-) -> Iterator[tuple[tuple[str, str], str, bool]]:
-    """``((partition, file id), base file name, new group)`` of every completed write
-    after ``after`` up to ``up_to``, in commit order; the name is empty for a file group
-    a replacecommit removed, ``new group`` true for a write stat without
-    ``prevCommit``. ``timeline`` defaults to the table's (a tail is enough)."""
-    timeline = timeline or table.timeline
-    lo, hi = comparable_instant(after), comparable_instant(up_to)
-    extension = "." + table.config.base_file_format.lower()
-    for instant in timeline.completed_writes:
-        key = comparable_instant(instant.requested_time)
-        if key <= lo or key > hi:
-            continue
-        metadata = timeline.commit_metadata(instant)
-        for partition, file_ids in metadata.partition_to_replace_file_ids.items():
-            for file_id in file_ids:
-                yield (partition, file_id), "", False
-        for stat in metadata.write_stats:
-            if stat.path.endswith(extension):
-                yield (stat.partition_path, stat.file_id), stat.file_name, stat.prev_commit is None
-
-
-def why_not_incremental(
-    timeline: Timeline, instant: str | None, pending: tuple[str, ...]
-) -> str | None:
-    """Why the snapshot after ``instant`` (published with these ``pending`` writes)
-    cannot be derived from it plus the commit metadata since; None when it can. A tail
-    of the timeline from the oldest of ``instant`` and ``pending`` is enough."""
-    known = {i.requested_time for i in timeline.instants}
-    if instant not in known:
-        return "the previous snapshot's instant is no longer on the active timeline"
-    since = comparable_instant(instant or "")
-    # A clean deletes only file versions no latest snapshot has (older slices, groups
-    # replaced earlier), so it leaves the derivation valid; with Hudi's automatic clean
-    # after most commits, treating it as unsafe would mean a full listing every sync.
-    for candidate in timeline.instants:
-        if (
-            candidate.action in (Action.ROLLBACK, Action.RESTORE)
-            and candidate.is_completed
-            and comparable_instant(candidate.requested_time) > since
-        ):
-            return f"{candidate.action} {candidate.requested_time} since the previous snapshot"
-    completed = {i.requested_time for i in timeline.completed_writes}
-    if any(p in completed for p in pending):
-        return "a write pending at the previous snapshot has completed since"
-    return None
-
-
-def pending_writes(timeline: Timeline, instant: str | None) -> tuple[str, ...]:
-    """Writes requested before ``instant`` that had not completed: they would change the
-    snapshot behind an incremental derivation's back when they complete."""
-    if instant is None:
-        return ()
-    limit = comparable_instant(instant)
-    return tuple(
-        i.requested_time
-        for i in timeline.pending
-        if comparable_instant(i.requested_time) < limit
-        and i.action
-        in (
-            Action.COMMIT,
-            Action.DELTA_COMMIT,
-            Action.REPLACE_COMMIT,
-            Action.COMPACTION,
-            Action.CLUSTERING,
-        )
-    )
 
 
 class ManifestStore:

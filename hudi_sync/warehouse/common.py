@@ -370,7 +370,7 @@ def declared_schema(table: HudiTable, instant: str | None) -> dict[str, Any] | N
     timeline's tail at the synced snapshot's ``instant`` when a write there has it: a
     sync after one commit does not parse the whole active timeline (thousands of
     instants on a large table) for it."""
-    from hudi_sync.manifest.snapshot import timeline_tail
+    from hudi_sync.manifest.incremental import timeline_tail
     from hudi_sync.table.config.schema import parse_avro_schema
 
     if instant is not None and "declared_avro_schema" not in vars(table):

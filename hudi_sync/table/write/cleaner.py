@@ -6,8 +6,8 @@ table, the log files that belong to it."""
 from __future__ import annotations
 
 from hudi_sync.storage import contained_file
-from hudi_sync.table import HudiTable
 from hudi_sync.table.files.fs_view import PartitionFiles
+from hudi_sync.table.table import HudiTable
 from hudi_sync.table.timeline.instant import comparable_instant
 from hudi_sync.table.write.listing_source import listing_source
 from hudi_sync.table.write.timeline import TimelineWriter

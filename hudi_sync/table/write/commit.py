@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from hudi_sync.errors import HudiSyncError, WriteConflictError, WriteError, first_line
 from hudi_sync.storage import Location
-from hudi_sync.table import HudiTable
+from hudi_sync.table.table import HudiTable
 from hudi_sync.table.timeline.commit_metadata import WriteStat
 from hudi_sync.table.timeline.instant import Action, comparable_instant
 from hudi_sync.table.write.archiver import ArchivalPolicy, archive

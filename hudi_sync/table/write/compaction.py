@@ -32,7 +32,6 @@ import pyarrow.parquet as pq
 
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.storage import Location, contained_file, contained_partition, open_location
-from hudi_sync.table import HudiTable
 from hudi_sync.table.avro.bounded import read_container
 from hudi_sync.table.config.schema import META_FIELDS
 from hudi_sync.table.files.filenames import parse_base_file, parse_log_file
@@ -40,6 +39,7 @@ from hudi_sync.table.files.fs_view import FileSlice
 from hudi_sync.table.read.slice_reader import read_file_slice_counted
 from hudi_sync.table.read.snapshot import snapshot_schema, table_merge_rules
 from hudi_sync.table.records.merge import MergeRules
+from hudi_sync.table.table import HudiTable
 from hudi_sync.table.timeline.commit_metadata import WriteStat
 from hudi_sync.table.timeline.instant import Action
 from hudi_sync.table.write.compaction_plan import PLAN_SCHEMA

@@ -27,13 +27,13 @@ import pyarrow as pa
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.storage import Location
-from hudi_sync.table import HudiTable
 from hudi_sync.table.config.schema import parse_avro_schema
 from hudi_sync.table.metadata_table import column_stats, index_keys
 from hudi_sync.table.metadata_table.column_stats import VALUE_TYPES, ColumnRange
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.metadata_table.records import ColumnStats, MetadataRecord, MetadataType
 from hudi_sync.table.records.logfile import BlockType, read_blocks
+from hudi_sync.table.table import HudiTable
 from hudi_sync.table.write.metadata_table.codec import HudiRecordCodec
 from hudi_sync.table.write.metadata_table.indexes import (
     columns_to_index,
