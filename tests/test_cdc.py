@@ -23,7 +23,9 @@ from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS
 from hudi_sync.table import HudiTable
 from hudi_sync.table.cdc.log import CdcMode, json_value, parse_cdc_mode, read_cdc_file
-from hudi_sync.table.cdc.query import InferenceCase, change_rows, plan_changes
+from hudi_sync.table.cdc.plan import plan_changes
+from hudi_sync.table.cdc.read import change_rows
+from hudi_sync.table.cdc.splits import InferenceCase
 from hudi_sync.table.config.schema import META_FIELDS
 from tests.test_spark_writer import frame, options
 from tests.warehouse_rows import hudi_rs_rows

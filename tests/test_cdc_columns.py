@@ -26,7 +26,7 @@ from hudi_sync.table.avro.arrow import (
     encode_rows,
     length_prefixed,
 )
-from hudi_sync.table.cdc import query as cdc_query
+from hudi_sync.table.cdc import read as cdc_read
 from hudi_sync.table.cdc.log import (
     CdcChanges,
     CdcMode,
@@ -37,7 +37,8 @@ from hudi_sync.table.cdc.log import (
     read_cdc_columns,
     read_cdc_file,
 )
-from hudi_sync.table.cdc.query import ChangeSplit, InferenceCase, read_split
+from hudi_sync.table.cdc.read import read_split
+from hudi_sync.table.cdc.splits import ChangeSplit, InferenceCase
 from hudi_sync.table.config.schema import META_FIELDS, arrow_to_avro_schema
 from tests.test_avro_arrow import _random_table
 
@@ -276,7 +277,7 @@ def test_as_is_splits_read_column_wise_equal_the_row_path(tmp_path: Path, mode: 
         after_file="a/f1_0-1-0_new.parquet",
     )
     location = open_location(str(tmp_path))
-    rows = cdc_query._rows_table(split, cdc_query._split_changes(location, split))
+    rows = cdc_read._rows_table(split, cdc_read._split_changes(location, split))
     columns = read_split(location, split)
     assert columns.equals(rows)
     assert columns.num_rows == len(changed)
@@ -303,7 +304,7 @@ def test_base_file_cases_and_truncated_logs(tmp_path: Path) -> None:
         (InferenceCase.BASE_FILE_DELETE, "before_file"),
     ):
         split = ChangeSplit("2", case, "a", "f1", **{field: "a/f1_0-1-0_old.parquet"})
-        rows = cdc_query._rows_table(split, cdc_query._split_changes(location, split))
+        rows = cdc_read._rows_table(split, cdc_read._split_changes(location, split))
         assert read_split(location, split).equals(rows) and rows.num_rows == 9
 
     avro = arrow_to_avro_schema(list(DATA), "r", "hoodie.r")

@@ -22,7 +22,9 @@ from pyspark.sql import SparkSession
 from hudi_sync import config as cfg
 from hudi_sync.spark import read, write
 from hudi_sync.table import HudiTable
-from hudi_sync.table.cdc.query import InferenceCase, change_rows, plan_changes
+from hudi_sync.table.cdc.plan import plan_changes
+from hudi_sync.table.cdc.read import change_rows
+from hudi_sync.table.cdc.splits import InferenceCase
 from hudi_sync.table.read.snapshot import read_snapshot
 from hudi_sync.table.records.logfile import (
     BlockType,

@@ -29,7 +29,8 @@ from hudi_sync.manifest.change_feed import (
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.cdc.log import json_value
-from hudi_sync.table.cdc.query import change_rows, plan_changes
+from hudi_sync.table.cdc.plan import plan_changes
+from hudi_sync.table.cdc.read import change_rows
 from hudi_sync.table.config.schema import META_FIELDS
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget
 from tests.fixture_tables import fixture_tables
@@ -559,7 +560,7 @@ def test_the_feed_follows_cleaning_and_prunes_with_the_manifests_retention(  # t
     view's description, starts at the earliest readable commit); their files go once no
     retained list names them."""
     from hudi_sync.spark import write
-    from hudi_sync.table.cdc.query import earliest_valid_begin
+    from hudi_sync.table.cdc.plan import earliest_valid_begin
     from tests.test_spark_writer import frame, options
 
     path, database = tmp_path / "t", tmp_path / "w.duckdb"

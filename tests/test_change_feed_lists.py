@@ -17,7 +17,7 @@ import pytest
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.manifest.change_feed import CHANGES_FOLDER, ChangeFeedStore
 from hudi_sync.table import HudiTable
-from hudi_sync.table.cdc.query import plan_changes
+from hudi_sync.table.cdc.plan import plan_changes
 from tests.test_change_feed import (
     _assert_replay_gives_the_latest_snapshot,
     _cdc_query,

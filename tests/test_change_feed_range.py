@@ -21,7 +21,7 @@ from hudi_sync.manifest.change_feed import CHANGES_FOLDER, ChangeFeedStore
 from hudi_sync.storage import Location
 from hudi_sync.sync.job import SyncReport, sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.table.cdc.query import earliest_valid_begin, plan_changes
+from hudi_sync.table.cdc.plan import earliest_valid_begin, plan_changes
 from hudi_sync.table.cdc.readable_range import readable_range
 from hudi_sync.table.write.archiver import ArchivalPolicy, archive
 from hudi_sync.warehouse.duckdb_target import DuckDBTarget

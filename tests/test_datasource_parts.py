@@ -14,7 +14,7 @@ import pytest
 from hudi_sync.spark import datasource
 from hudi_sync.spark.datasource import HudiDataSource
 from hudi_sync.table import HudiTable
-from hudi_sync.table.cdc.query import plan_changes
+from hudi_sync.table.cdc.plan import plan_changes
 from tests.fixture_tables import fixture_tables
 from tests.test_cdc import CDC_READ, _with_cdc_enabled
 

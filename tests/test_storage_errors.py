@@ -176,7 +176,7 @@ import io, sys, time
 import pyarrow as pa, pyarrow.parquet as pq
 from fsspec.implementations.memory import MemoryFileSystem
 from hudi_sync.storage import Location
-from hudi_sync.table.cdc.query import _read_table
+from hudi_sync.table.cdc.read import _read_table
 
 class DroppingFile(io.RawIOBase):
     # Slow reads of a file whose connection drops at the second one (its data).

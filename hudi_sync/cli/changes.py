@@ -10,7 +10,9 @@ import typer
 
 from hudi_sync.cli.common import StorageOption, emit, exit_on_error, parse_storage_options
 from hudi_sync.table import HudiTable
-from hudi_sync.table.cdc.query import ChangePlan, ChangeSplit, plan_changes, read_split
+from hudi_sync.table.cdc.plan import plan_changes
+from hudi_sync.table.cdc.read import read_split
+from hudi_sync.table.cdc.splits import ChangePlan, ChangeSplit
 
 
 def changes_command(

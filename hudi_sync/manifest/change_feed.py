@@ -4,7 +4,7 @@ so warehouses can serve ``<t>_changes`` to incremental models.
 Layout under ``<table>/.hoodie/manifest/changes/``:
 
 - ``commit_date=<YYYY-MM-DD>/commit_time=<instant>/changes-<schema>.parquet`` — the rows
-  the CDC query (``hudi_sync.table.cdc.query``) gives for that one commit, written once
+  the CDC query (``hudi_sync.table.cdc.plan``) gives for that one commit, written once
   (under a temporary name, then moved into place) and never rewritten: a rerun or a sync
   after a crash finds it and reuses it. Hive-style folders, so a warehouse prunes by
   commit date and time; ``<schema>`` is a digest of the file's columns, so a reader can
@@ -58,8 +58,10 @@ from hudi_sync.manifest.incremental import why_not_incremental
 from hudi_sync.manifest.listed_files import FILES_LIST, INSTANT, ListedFileStore
 from hudi_sync.table import HudiTable
 from hudi_sync.table.avro.bounded import load_json
-from hudi_sync.table.cdc.query import ChangePlan, ChangeSplit, change_rows, plan_changes
+from hudi_sync.table.cdc.plan import plan_changes
+from hudi_sync.table.cdc.read import change_rows
 from hudi_sync.table.cdc.readable_range import ReadableRange, readable_range
+from hudi_sync.table.cdc.splits import ChangePlan, ChangeSplit
 from hudi_sync.table.config.schema import META_FIELDS, parse_avro_schema
 from hudi_sync.table.keys.record_keys import built_keys, key_fields
 from hudi_sync.table.read.snapshot import avro_to_arrow

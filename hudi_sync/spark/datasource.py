@@ -53,7 +53,9 @@ from hudi_sync.spark.reading.reader import (
 )
 from hudi_sync.storage import Location, open_location, read_parquet
 from hudi_sync.table import HudiTable
-from hudi_sync.table.cdc.query import CHANGE_SCHEMA, ChangeSplit, plan_changes, read_split
+from hudi_sync.table.cdc.plan import plan_changes
+from hudi_sync.table.cdc.read import CHANGE_SCHEMA, read_split
+from hudi_sync.table.cdc.splits import ChangeSplit
 from hudi_sync.table.config.schema import META_FIELDS
 from hudi_sync.table.files.fs_view import CommittedInstants, FileSlice
 from hudi_sync.table.read.slice_reader import read_file_slice

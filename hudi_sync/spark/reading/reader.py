@@ -39,14 +39,9 @@ from hudi_sync.spark.parallelism import default_parallelism
 from hudi_sync.spark.reading.slice_read import read_merged_slices
 from hudi_sync.storage import Location, nest_option, open_location, read_parquet
 from hudi_sync.table import HudiTable
-from hudi_sync.table.cdc.query import (
-    CHANGE_SCHEMA,
-    ChangeSplit,
-    change_rows,
-    divide_splits,
-    plan_changes,
-    read_split,
-)
+from hudi_sync.table.cdc.plan import plan_changes
+from hudi_sync.table.cdc.read import CHANGE_SCHEMA, change_rows, read_split
+from hudi_sync.table.cdc.splits import ChangeSplit, divide_splits
 from hudi_sync.table.config.schema import META_FIELDS
 from hudi_sync.table.files.fs_view import FileSlice
 from hudi_sync.table.read.snapshot import slice_merge_rules
