@@ -5,6 +5,7 @@ after a failed write."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -325,8 +326,10 @@ def test_stored_files_are_merged_in_place_when_the_profile_allows(  # type: igno
     jobs; the executors' Python merge is compared with the Spark merge write by write in
     ``test_spark_and_python_merges_write_the_same_table``."""
     paths = {e: tmp_path / e for e in ("driver", "spark")}
-    for engine, path in paths.items():
-        _seed_table(spark, path, engine)
+    # One seed for both (the Spark merge's insert into a new table is compared with the
+    # Python merge's in test_spark_and_python_merges_write_the_same_table).
+    _seed_table(spark, paths["driver"], "driver")
+    shutil.copytree(paths["driver"], paths["spark"])
     real, real_profile = spark_merge.merged_in_place, spark_merge.profile
     for operation, rows, settings, in_place in IN_PLACE_STEPS:
         for engine, path in paths.items():
