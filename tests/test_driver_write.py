@@ -25,6 +25,7 @@ from hudi_sync.errors import BadInputError
 from hudi_sync.spark.writing.writer import write, write_arrow
 from hudi_sync.table import HudiTable
 from hudi_sync.table.read.snapshot import read_snapshot
+from tests.frames import rows_frame
 from tests.test_bucket_write import frame, model, rows_of, steps
 from tests.warehouse_rows import hudi_rs_rows
 
@@ -110,9 +111,7 @@ def test_the_engine_is_chosen_by_size_options_and_key_types(
     assert spark_jobs(spark, partial(write, frame(spark, rows), str(named), spark_engine)) > 1
     # A double key's text differs between Spark ("1.0") and Arrow ("1"): the executors
     # key it, and the driver's engine refuses Arrow rows keyed by it.
-    doubles = spark.createDataFrame(
-        [(1.0, "a", "x", 1)], "id double, p string, name string, ts long"
-    )
+    doubles = rows_frame(spark, [(1.0, "a", "x", 1)], "id double, p string, name string, ts long")
     typed = tmp_path / "typed"
     write(doubles, str(typed), options("upsert", "COPY_ON_WRITE", "driver"))
     assert [

@@ -56,22 +56,30 @@ def _rows(path: Path) -> list[tuple[Any, ...]]:
     return sorted(row[:4] for row in hudi_rs(path, False))
 
 
-def _execution_ids(spark: SparkSession) -> dict[int, Any]:
-    """The SQL executions the session's status store holds, by id. Only the new ones'
-    plans are described: the store holds up to a thousand executions of the run's one
-    session, and describing a plan is a round trip to the JVM."""
-    executions = spark._jsparkSession.sharedState().statusStore().executionsList()
-    found = {}
-    for i in range(executions.size()):
-        execution = executions.apply(i)
-        found[int(execution.executionId())] = execution
-    return found
+def _status_store(spark: SparkSession) -> Any:
+    return spark._jsparkSession.sharedState().statusStore()
+
+
+def _last_execution_id(spark: SparkSession) -> int:
+    """The newest SQL execution's id (-1 if none). Executions are listed by id, and
+    only the last is fetched: the store holds up to a thousand executions of the run's
+    one session, and each one read is a round trip to the JVM."""
+    store = _status_store(spark)
+    count = int(store.executionsCount())
+    return int(store.executionsList(count - 1, 1).apply(0).executionId()) if count else -1
 
 
 def _sql_plans_after(spark: SparkSession, last_id: int) -> list[str]:
-    """The physical plan of every SQL execution after execution ``last_id``."""
-    executions = _execution_ids(spark)
-    return [executions[i].physicalPlanDescription() for i in sorted(executions) if i > last_id]
+    """The physical plan of every SQL execution after execution ``last_id``, read from
+    the newest back to it."""
+    store = _status_store(spark)
+    plans = []
+    for offset in reversed(range(int(store.executionsCount()))):
+        execution = store.executionsList(offset, 1).apply(0)
+        if int(execution.executionId()) <= last_id:
+            break
+        plans.append(execution.physicalPlanDescription())
+    return plans[::-1]
 
 
 @pytest.mark.parametrize("version", [6, 8])
@@ -118,7 +126,7 @@ def test_driver_and_worker_log_appends_write_tables_hudi_rs_reads_alike(  # type
 def test_a_small_merge_on_read_upsert_starts_no_python_workers(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "table"
     write(frame(spark, _base_rows(), False), str(path), options("t", 8, "insert", **STORED))
-    before = max(_execution_ids(spark), default=-1)
+    before = _last_execution_id(spark)
     result = write(frame(spark, _upserts(), False), str(path), options("t", 8, "upsert", **MOR))
     plans = _sql_plans_after(spark, before)
     assert plans and not [p for p in plans if any(node in p for node in PYTHON_NODES)]
