@@ -7,12 +7,13 @@ the processes that write the base files. Usage::
     python -m tests.cluster_job TABLE_URI STORAGE_OPTIONS_JSON [--connect]
     python -m tests.cluster_job --serve
 
-It writes insert → upsert → delete → insert_overwrite of a small table to TABLE_URI and
-prints one JSON object: each commit's instant and the rows our reader reads back. With
+It writes insert → upsert → delete → insert_overwrite of a small table to TABLE_URI (or
+the first ``steps`` of them) and prints one JSON object: each commit's instant and the
+rows our reader reads back. With
 ``--connect`` the same runs as a Spark Connect client of a local Connect server (started
 from the pyspark package), as on a Connect-only cluster. With ``--serve`` one
 ``local-cluster`` stays up and runs the sequence once per line of standard input
-(``{"uri": ..., "storage_options": ...}``), answering each with a line ``RESULT {...}``
+(``{"uri": ..., "storage_options": ..., "steps": N}``), answering each with a line ``RESULT {...}``
 (or ``FAILED <traceback>``): starting the three JVMs and warming them up costs far more
 than a sequence, so the tests share one cluster.
 """
@@ -27,6 +28,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from hudi_sync.spark.compat import collect_arrow
+from tests.frames import rows_frame
 
 SCHEMA = "id int, p string, name string, ts long"
 STEPS: list[tuple[str, list[tuple[int, str, str, int]]]] = [
@@ -88,7 +90,9 @@ def serve() -> None:
         for line in sys.stdin:
             request = json.loads(line)
             try:
-                report = run_sequence(spark, request["uri"], request["storage_options"], False)
+                report = run_sequence(
+                    spark, request["uri"], request["storage_options"], False, request["steps"]
+                )
             except Exception:
                 answer = "FAILED " + json.dumps(traceback.format_exc())
             else:
@@ -99,13 +103,19 @@ def serve() -> None:
 
 
 def run_sequence(
-    spark: SparkSession, uri: str, storage_options: dict[str, Any], connect: bool
+    spark: SparkSession,
+    uri: str,
+    storage_options: dict[str, Any],
+    connect: bool,
+    steps: int = len(STEPS),
 ) -> dict[str, Any]:
+    """The first ``steps`` of STEPS, each frame spread over four partitions (the
+    executors' tasks), then our reader's rows."""
     from hudi_sync.spark import read, write
 
     instants = []
-    for operation, rows in STEPS:
-        frame = spark.createDataFrame(rows, SCHEMA).repartition(4)
+    for operation, rows in STEPS[:steps]:
+        frame = rows_frame(spark, rows, SCHEMA).repartition(4)
         result = write(frame, uri, options(operation), storage_options=storage_options)
         instants.append(result.instant)
     read_back = collect_arrow(read(spark, uri, {}, storage_options)).to_pylist()

@@ -23,6 +23,7 @@ from hudi_sync.table import HudiTable
 from hudi_sync.table.read.snapshot import read_snapshot
 from hudi_sync.table.write.compaction import compact, run_in_process
 from hudi_sync.table.write.lock import TableLock
+from tests.frames import rows_frame
 from tests.warehouse_rows import hudi_rs_rows
 
 SCHEMA = "id int, p string, name string, ts long"
@@ -46,8 +47,12 @@ def options(operation: str, partitioned: bool, version: int, path: str) -> dict[
     return chosen
 
 
-def frame(spark: SparkSession, rows: list[tuple[Any, ...]]) -> DataFrame:
-    """The rows in three Spark partitions, in this order (arrival crosses partitions)."""
+def frame(spark: SparkSession, rows: list[tuple[Any, ...]], path: str = "executors") -> DataFrame:
+    """The rows in this order: for the executors in three Spark partitions (arrival
+    crosses partitions, the executors' subject); for the driver, which collects them in
+    this order either way, made from Arrow (``tests.frames``: no Python worker job)."""
+    if path == "driver":
+        return rows_frame(spark, rows, SCHEMA)
     return spark.createDataFrame(spark.sparkContext.parallelize(rows, 3), SCHEMA)
 
 
@@ -116,7 +121,8 @@ def test_executors_and_driver_write_the_same_table(
     tables = {name: tmp_path / name for name in PATHS}
     for number, (operation, rows) in enumerate(batches):
         for name, path in tables.items():
-            write(frame(spark, rows), str(path), options(operation, partitioned, version, name))
+            opts = options(operation, partitioned, version, name)
+            write(frame(spark, rows, name), str(path), opts)
         if number == 1:  # existing buckets with base files from here on
             for path in tables.values():
                 opened = HudiTable.open(str(path))

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from hudi_sync.cli.common import parse_storage_options
 from hudi_sync.errors import TableNotFoundError
@@ -143,11 +145,19 @@ def test_store_reads_equal_local_reads_and_hudi_rs(  # type: ignore[no-untyped-d
     )
 
     # format("hudi") with storage.* options: the same three reads, equal to the local
-    # copy's reads by Spark's parquet reader.
+    # copy's reads by Spark's parquet reader (collected in one job: a union of the three
+    # reads, each row tagged with its read).
     storage = storage_read_options(store)
     reads = ((query, snapshot), ({**query, "as.of.instant": commits[0]}, old), (incremental, later))
-    for opts, ours in reads:
-        got = collect_arrow(hudi_format(spark, uri, {**opts, **storage}))
+    tag = "__read__"
+    union = None
+    for number, (opts, _) in enumerate(reads):
+        each = hudi_format(spark, uri, {**opts, **storage}).withColumn(tag, F.lit(number))
+        union = each if union is None else union.unionByName(each)
+    assert union is not None
+    collected = collect_arrow(union)
+    for number, (opts, ours) in enumerate(reads):
+        got = collected.filter(pc.equal(collected.column(tag), number)).drop_columns([tag])
         assert canonical(got) == local_rows(local, opts)
         assert sorted(got.column("_hoodie_record_key").to_pylist()) == sorted(
             ours.column("_hoodie_record_key").to_pylist()
