@@ -17,7 +17,7 @@ the context. Tansu behaviour seen with kafka-python 3.0.12 (tansu v0.6.0-510f3e2
 - ListOffsets(latest), i.e. ``KafkaConsumer.end_offsets()`` / ``seek_to_end()``, is wrong
   for multi-record batches: it answers the *last batch's base offset + 1* (3 records sent as
   one batch give 1, not 3). The high watermark of a Fetch response is right. So
-  :meth:`KafkaBroker.produce` sends one record per batch (each send awaited), which keeps
+  :meth:`KafkaBroker.produce` sends one record per batch, which keeps
   ListOffsets exact for everything produced through this module, and
   :meth:`KafkaBroker.end_offsets` reads the Fetch high watermark anyway.
 - Consumer groups work (join, range assignment, ``commit()``, ``committed()``), but the
@@ -299,18 +299,29 @@ class KafkaBroker(Service):
 
         Without a partition in the tuple, kafka-python's default partitioner picks one from
         the key (murmur2, as the Java client does; a random partition for a ``None`` key).
+        ``batch_size=1`` gives each record a batch of its own; one request in flight at a
+        time keeps each partition's order (a request carries one batch per partition, so
+        a topic's partitions are written side by side rather than a round trip a record).
         """
         from kafka import KafkaProducer
 
         # A producer per call: see the module doc (a long-lived one can spin a CPU).
-        producer = KafkaProducer(bootstrap_servers=self.bootstrap_servers, acks="all", linger_ms=0)
+        producer = KafkaProducer(
+            bootstrap_servers=self.bootstrap_servers,
+            acks="all",
+            linger_ms=0,
+            batch_size=1,
+            max_in_flight_requests_per_connection=1,
+        )
         try:
+            futures = []
             for message in messages:
                 key, value = message[0], message[1]
                 partition = message[2] if len(message) == 3 else None
-                future = producer.send(topic, key=key, value=value, partition=partition)
-                future.get(timeout=timeout)
+                futures.append(producer.send(topic, key=key, value=value, partition=partition))
             producer.flush(timeout=timeout)
+            for future in futures:
+                future.get(timeout=timeout)  # a record not stored raises here
         finally:
             producer.close(timeout=timeout)
 

@@ -25,6 +25,7 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,7 @@ S3_SECRET = "testing"
 S3_REGION = "us-east-1"
 GCS_BINARY = "fake-gcs-server-linux-amd64"
 SKIPPED_PARTS = frozenset({"__MACOSX"})
+UPLOADERS = 4  # files uploaded at once by upload_dir
 
 # urllib without any proxy from the environment: the servers are on loopback.
 _opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -97,11 +99,18 @@ class ObjectStore:
         return bucket
 
     def upload_dir(self, local_dir: str | os.PathLike[str], bucket: str, prefix: str = "") -> str:
-        """Upload every file under ``local_dir`` to ``bucket/prefix`` and return its URL."""
+        """Upload every file under ``local_dir`` to ``bucket/prefix`` and return its URL.
+        The files go up from a few threads at once: each is a round trip, and a fixture
+        table's hundreds of small files took seconds one by one."""
         self.make_bucket(bucket)
         prefix = prefix.strip("/")
-        for path, rel in _local_files(Path(local_dir)):
-            self._put_file(bucket, f"{prefix}/{rel}" if prefix else rel, path)
+        files = [
+            (f"{prefix}/{rel}" if prefix else rel, path)
+            for path, rel in _local_files(Path(local_dir))
+        ]
+        with ThreadPoolExecutor(max_workers=UPLOADERS) as pool:
+            # list(): an upload's error is raised here.
+            list(pool.map(lambda file: self._put_file(bucket, *file), files))
         return f"{self.scheme}://{bucket}/{prefix}" if prefix else f"{self.scheme}://{bucket}"
 
     def fs(self) -> fsspec.AbstractFileSystem:

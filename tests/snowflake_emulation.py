@@ -169,7 +169,7 @@ class EmulatedSnowflake:
         refresh = _REFRESH.match(sql.strip())
         if refresh:
             table = sqlglot.parse_one(refresh["name"], read="snowflake", into=exp.Table)
-            self._load(cursor, self.external[_name(table)])
+            self._load(cursor, self.external[_name(table)], define=False)
             return [("refreshed",)]
         dropped = _DROP_EXTERNAL.match(sql.strip())
         if dropped:  # the emulated table is a view over a table of its files' rows
@@ -270,8 +270,11 @@ class EmulatedSnowflake:
             self.file_values[key] = [value_text(row) for row in rows]
         return self.file_values[key]
 
-    def _load(self, cursor: Any, table: _ExternalTable) -> None:
-        """List, filter by PATTERN, load, and (re)define the table as a view over the rows."""
+    def _load(self, cursor: Any, table: _ExternalTable, define: bool = True) -> None:
+        """List, filter by PATTERN, load, and (``define``) define the table as a view over
+        the rows. A refresh keeps the view: DuckDB binds a view's table by name when it is
+        queried, so the view reads the reloaded rows (defining it again cost fakesnow's
+        translation of its column expressions, most of a refresh)."""
         url = self._stage_url(cursor, table.stage)
         root = url.rstrip("/") + "/"
         fs, _ = fsspec.core.url_to_fs(root, **self.storage_options)
@@ -290,10 +293,11 @@ class EmulatedSnowflake:
             values += texts
             paths += [relative] * len(texts)
         insert_values(cursor, files_table, values, paths)
-        cursor.execute(
-            f"CREATE OR REPLACE VIEW {_sql(table.table)} AS "
-            f"SELECT VALUE, {table.select} FROM {files_table}"
-        )
+        if define:
+            cursor.execute(
+                f"CREATE OR REPLACE VIEW {_sql(table.table)} AS "
+                f"SELECT VALUE, {table.select} FROM {files_table}"
+            )
 
 
 def _computed(column: exp.ColumnDef) -> str:
