@@ -46,7 +46,7 @@ from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest
 from hudi_sync.table import HudiTable
 from hudi_sync.table.record_merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
 from hudi_sync.table.schema import PartitionField, partition_fields
-from hudi_sync.warehouse.bigquery_schema import arrow_field, partition_key_type, table_schema
+from hudi_sync.warehouse.bigquery.schema import arrow_field, partition_key_type, table_schema
 from hudi_sync.warehouse.common import (
     ObjectNames,
     SnapshotQuery,
@@ -62,8 +62,8 @@ from hudi_sync.warehouse.common import (
     settled_plan,
     snapshot_query,
 )
-from hudi_sync.warehouse.quoting import bigquery_identifier as _quote
-from hudi_sync.warehouse.quoting import bigquery_literal as _string
+from hudi_sync.warehouse.common.quoting import bigquery_identifier as _quote
+from hudi_sync.warehouse.common.quoting import bigquery_literal as _string
 
 if TYPE_CHECKING:
     from google.cloud import bigquery

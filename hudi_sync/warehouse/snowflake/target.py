@@ -67,8 +67,8 @@ from hudi_sync.warehouse.common import (
     settled_plan,
     snapshot_query,
 )
-from hudi_sync.warehouse.quoting import snowflake_literal as quote_literal
-from hudi_sync.warehouse.snowflake_schema import (
+from hudi_sync.warehouse.common.quoting import snowflake_literal as quote_literal
+from hudi_sync.warehouse.snowflake.schema import (
     FILENAME,
     Column,
     arrow_snowflake_type,

@@ -64,8 +64,8 @@ from hudi_sync.warehouse.common import (
     settled_plan,
     snapshot_query,
 )
-from hudi_sync.warehouse.quoting import duckdb_identifier as quote_identifier
-from hudi_sync.warehouse.quoting import duckdb_literal as quote_literal
+from hudi_sync.warehouse.common.quoting import duckdb_identifier as quote_identifier
+from hudi_sync.warehouse.common.quoting import duckdb_literal as quote_literal
 
 SOURCE_FILE_COLUMN = "__hudi_sync_source_file"
 BUSY_TIMEOUT_SECONDS = 60.0
