@@ -171,7 +171,7 @@ def _ref_physical(
 
 
 def _sync(table: str, database: str, delta_commits: str = "0") -> Step:
-    from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+    from hudi_sync.warehouse.duckdb import DuckDBTarget
 
     class TimedDuckDBTarget(DuckDBTarget):
         """The DuckDB target, recording how long its ``sync`` took."""
@@ -214,7 +214,7 @@ def _timed_sync(table: str, target: Any, delta_commits: str) -> dict[str, Any]:
 def _timed_bigquery_target(options: dict[str, str], endpoint: str) -> Any:
     """A BigQuery target on ``endpoint`` that records how long its ``sync`` took
     (``target_seconds``), its client already made."""
-    from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
+    from hudi_sync.warehouse.bigquery import BigQuerySyncConfig, BigQueryTarget
 
     class TimedBigQueryTarget(BigQueryTarget):
         target_seconds = 0.0
@@ -285,7 +285,7 @@ def _statements(table: str, database: str) -> Step:
 
     from hudi_sync.manifest.snapshot import ManifestStore, PublishedManifest
     from hudi_sync.table import HudiTable
-    from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+    from hudi_sync.warehouse.duckdb import DuckDBTarget
 
     def step() -> dict[str, Any]:
         opened = HudiTable.open(table)

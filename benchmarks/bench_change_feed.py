@@ -37,7 +37,7 @@ import duckdb
 from benchmarks.bench_sync import clone_table
 from benchmarks.gen_table import PRESETS, append_upsert, generate
 from hudi_sync.sync.job import sync_table
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.warehouse.duckdb import DuckDBTarget
 
 RESULTS = Path(__file__).resolve().parent / "results"
 UPDATES = 5

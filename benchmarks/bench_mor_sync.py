@@ -36,7 +36,7 @@ from hudi_sync.manifest.log_parquet import LOG_FOLDER
 from hudi_sync.manifest.snapshot import MANIFEST_FOLDER
 from hudi_sync.spark.writing.writer import write_arrow
 from hudi_sync.sync.job import sync_table
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.warehouse.duckdb import DuckDBTarget
 
 # Partitions of the small table (the large one has ten times as many), rounds.
 PRESETS = {"small": (10, 3), "full": (100, 5), "scale": (1000, 1)}

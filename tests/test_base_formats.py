@@ -30,13 +30,13 @@ from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, SYNC_TOOLS, run_post_commit_hook
 from hudi_sync.sync.job import publish_manifest, sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
+from hudi_sync.warehouse.bigquery import BigQuerySyncConfig, BigQueryTarget
 from hudi_sync.warehouse.common import SyncPlan, SyncResult
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
-from hudi_sync.warehouse.snowflake_target import (
+from hudi_sync.warehouse.duckdb import DuckDBTarget
+from hudi_sync.warehouse.snowflake import (
     PREFIX as SNOWFLAKE_PREFIX,
 )
-from hudi_sync.warehouse.snowflake_target import (
+from hudi_sync.warehouse.snowflake import (
     SnowflakeSyncConfig,
     SnowflakeTarget,
     base_file_pattern,

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
+from hudi_sync.warehouse.bigquery import BigQuerySyncConfig, BigQueryTarget
 from tests.real_services import needs_environment
 from tests.warehouse_rows import canonical, same_columns
 

@@ -6,12 +6,12 @@ import pytest
 
 from hudi_sync.errors import BadInputError, UnsupportedTableError
 from hudi_sync.table.config.schema import META_FIELDS
-from hudi_sync.warehouse.bigquery_schema import (
+from hudi_sync.warehouse.bigquery import BigQuerySyncConfig
+from hudi_sync.warehouse.bigquery.schema import (
     decimal_type,
     partition_key_type,
     table_schema,
 )
-from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig
 
 
 def _schema(*fields: dict[str, object]) -> dict[str, object]:

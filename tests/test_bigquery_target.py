@@ -30,7 +30,7 @@ from hudi_sync.errors import BadInputError
 from hudi_sync.manifest.snapshot import ManifestStore
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.warehouse.bigquery_target import (
+from hudi_sync.warehouse.bigquery import (
     MANIFEST_FILE_SET,
     BigQuerySyncConfig,
     BigQueryTarget,

@@ -31,7 +31,7 @@ from hudi_sync.spark.writing.writer import write, write_arrow
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.read.snapshot import read_snapshot
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.warehouse.duckdb import DuckDBTarget
 from tests.test_mor_sync import view_rows
 from tests.warehouse_rows import hudi_rs_rows
 

@@ -32,7 +32,7 @@ from hudi_sync.table.cdc.log import json_value
 from hudi_sync.table.cdc.plan import plan_changes
 from hudi_sync.table.cdc.read import change_rows
 from hudi_sync.table.config.schema import META_FIELDS
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.warehouse.duckdb import DuckDBTarget
 from tests.fixture_tables import fixture_tables
 from tests.test_cdc import _subset, _with_cdc_enabled, run_sequence
 from tests.test_snowflake_target import emulation  # noqa: F401  (the fixture)
@@ -213,7 +213,7 @@ KILLER = textwrap.dedent(
     """
     import os, sys
     from hudi_sync.sync.job import sync_table
-    from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+    from hudi_sync.warehouse.duckdb import DuckDBTarget
 
     table, database, stop_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
     moves = 0
@@ -461,7 +461,7 @@ def test_bigquery_changes_table_lists_the_feed_and_reads_the_same_rows(  # type:
     The emulator's external tables read no file, so the stored configuration is checked
     exactly, then materialised with its own load job over the listed files, and read
     through BigQuery SQL: the rows equal the CDC query's, commit by commit."""
-    from hudi_sync.warehouse.bigquery_target import (
+    from hudi_sync.warehouse.bigquery import (
         MANIFEST_FILE_SET,
         BigQuerySyncConfig,
         BigQueryTarget,
@@ -517,7 +517,7 @@ def test_snowflake_changes_view_reads_the_listed_change_files(  # type: ignore[n
     rows equal the CDC query's, and a sync after more commits shows theirs too."""
     import snowflake.connector
 
-    from hudi_sync.warehouse.snowflake_target import SnowflakeTarget
+    from hudi_sync.warehouse.snowflake import SnowflakeTarget
     from tests.test_snowflake_target import DATABASE, SCHEMA, _options
 
     local = _warehouse_source(kind, unpack_table, written_cow_cdc, tmp_path / "t")

@@ -146,7 +146,7 @@ def test_bigquery_changes_table_reads_the_base_list_and_the_delta_list(  # type:
     """After a sync on a base, ``<t>_changes``' file set is the base's ``uris.csv`` and
     the delta's ``added_uris.csv``: together they name each change file of the feed's
     commits once."""
-    from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
+    from hudi_sync.warehouse.bigquery import BigQuerySyncConfig, BigQueryTarget
 
     path = _trips_with_cdc(unpack_table, tmp_path / "t")
     held = HeldBackCommits(path, keep=2)

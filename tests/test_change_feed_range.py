@@ -24,7 +24,7 @@ from hudi_sync.table import HudiTable
 from hudi_sync.table.cdc.plan import earliest_valid_begin, plan_changes
 from hudi_sync.table.cdc.readable_range import readable_range
 from hudi_sync.table.write.archiver import ArchivalPolicy, archive
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.warehouse.duckdb import DuckDBTarget
 from tests.timeline_files import write_clean
 
 SPEC = TableSpec(

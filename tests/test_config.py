@@ -148,7 +148,8 @@ def test_table_properties_are_read_strictly() -> None:
 
 
 def test_target_option_keys_are_the_declared_ones() -> None:
-    from hudi_sync.warehouse import bigquery_target, snowflake_target
+    from hudi_sync.warehouse.bigquery import config as bigquery_target
+    from hudi_sync.warehouse.snowflake import config as snowflake_target
 
     declared = {s.key.removeprefix(cfg.SNOWFLAKE_PREFIX) for s in cfg.group("sync/snowflake")}
     roles = {*snowflake_target.CONNECTION_KEYS, *snowflake_target._STAGE_KEYS, "table_name"}

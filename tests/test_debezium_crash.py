@@ -34,7 +34,7 @@ CHILD = textwrap.dedent(
     from hudi_sync.spark import local_session
     from hudi_sync.spark.writing import writer as writer_module
     from hudi_sync.table.write.timeline import TimelineWriter
-    from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+    from hudi_sync.warehouse.duckdb import DuckDBTarget
     from tests.test_debezium_crash import crash_config
 
     servers, topic, path, step, table_type = sys.argv[1:6]

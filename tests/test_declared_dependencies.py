@@ -30,7 +30,7 @@ CORE_ROOTS = (
     "hudi_sync.table",
     "hudi_sync.manifest",
     "hudi_sync.sync",
-    "hudi_sync.warehouse.duckdb_target",
+    "hudi_sync.warehouse.duckdb",
 )
 DEVELOPMENT_EXTRAS = {"test", "dev", "docs"}
 

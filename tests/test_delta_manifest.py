@@ -20,7 +20,7 @@ from hudi_sync.manifest.snapshot import LATEST_FILES, MANIFEST_FOLDER, ManifestS
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.common import SyncMarker
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.warehouse.duckdb import DuckDBTarget
 from tests.fixture_tables import fixture_tables
 
 TABLES = [t for t in fixture_tables() if "empty" not in t.name]

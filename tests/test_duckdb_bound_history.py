@@ -19,7 +19,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from hudi_sync.spark import write
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.warehouse.duckdb_target import SOURCE_FILE_COLUMN, DuckDBTarget
+from hudi_sync.warehouse.duckdb import SOURCE_FILE_COLUMN, DuckDBTarget
 from tests.fixture_tables import fixture_tables
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
 

@@ -9,7 +9,7 @@ import pytest
 
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.warehouse.duckdb import DuckDBTarget
 from tests.fixture_tables import fixture_tables
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
 

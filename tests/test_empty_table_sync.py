@@ -29,9 +29,9 @@ from hudi_sync.sync.hook import run_post_commit_hook
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.config.schema import META_FIELDS
-from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
-from hudi_sync.warehouse.duckdb_target import SOURCE_FILE_COLUMN, DuckDBTarget
-from hudi_sync.warehouse.snowflake_schema import object_name
+from hudi_sync.warehouse.bigquery import BigQuerySyncConfig, BigQueryTarget
+from hudi_sync.warehouse.duckdb import SOURCE_FILE_COLUMN, DuckDBTarget
+from hudi_sync.warehouse.snowflake.schema import object_name
 from tests import hudi_oracle
 from tests.bigquery_emulator import BigQueryEmulator, materialise
 from tests.fixture_tables import fixture_tables

@@ -13,7 +13,7 @@ from benchmarks.gen_archived import ArchivalSpec, archived_name, generate_archiv
 from benchmarks.gen_table import TableSpec, append_upsert, load_manifest
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.warehouse.duckdb import DuckDBTarget
 from tests import hudi_oracle
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
 

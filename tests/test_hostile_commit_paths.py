@@ -25,7 +25,7 @@ from hudi_sync.cli.app import app
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.manifest.change_feed import CHANGES_FOLDER
 from hudi_sync.sync.job import sync_table
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.warehouse.duckdb import DuckDBTarget
 from tests.fixture_tables import fixture_tables
 
 FIXTURE = "sample_table/cow/v6_simplekeygen_nonhivestyle"

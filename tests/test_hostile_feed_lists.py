@@ -26,7 +26,7 @@ from hudi_sync.manifest.delta import DELTA_FOLDER, DELTA_POINTER
 from hudi_sync.manifest.log_parquet import GROUPS, LOG_FOLDER
 from hudi_sync.manifest.snapshot import MANIFEST_FOLDER, POINTER
 from hudi_sync.sync.job import sync_table
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.warehouse.duckdb import DuckDBTarget
 from tests.fixture_tables import fixture_tables
 
 COW = "sample_table/cow/v6_simplekeygen_nonhivestyle"  # commits 20240418172802262, ...4498

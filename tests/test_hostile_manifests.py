@@ -27,7 +27,7 @@ from hudi_sync.spark import read, write
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.keys.partition_encoding import escape_value
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.warehouse.duckdb import DuckDBTarget
 from tests.frames import rows_frame
 from tests.hudi_oracle import slices
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
@@ -301,7 +301,7 @@ def test_bigquery_marker_keeps_a_base_with_a_space(  # type: ignore[no-untyped-d
     counted as not created by hudi_sync."""
     import uuid
 
-    from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
+    from hudi_sync.warehouse.bigquery import BigQuerySyncConfig, BigQueryTarget
     from tests.fixture_tables import fixture_tables
 
     (fixture,) = [t for t in fixture_tables() if t.name.endswith("cow/v9_txns_simple_meta")]
@@ -326,7 +326,7 @@ def test_snowflake_marker_keeps_a_base_with_a_space(unpack_table, s3_server) -> 
     the stage URL is a matter of SQL quoting, tested with the Snowflake target.)"""
     import snowflake.connector
 
-    from hudi_sync.warehouse.snowflake_target import PREFIX, SnowflakeTarget
+    from hudi_sync.warehouse.snowflake import PREFIX, SnowflakeTarget
     from tests.fixture_tables import fixture_tables
     from tests.snowflake_emulation import EmulatedSnowflake
 
@@ -358,7 +358,7 @@ def bigquery(gcs_server, bigquery_emulator):  # type: ignore[no-untyped-def]
 
 
 def _bigquery_target(client: Any, dataset: str, **options: str) -> Any:
-    from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
+    from hudi_sync.warehouse.bigquery import BigQuerySyncConfig, BigQueryTarget
 
     config = BigQuerySyncConfig.from_options(
         {"project_id": client.project, "dataset_name": dataset, "table_name": "t", **options}

@@ -37,7 +37,7 @@ from hudi_sync.table.timeline.instant import comparable_instant
 from hudi_sync.table.write.cleaner import clean
 from hudi_sync.table.write.metadata_table.hfile_writer import write_hfile
 from hudi_sync.table.write.timeline import TimelineWriter
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.warehouse.duckdb import DuckDBTarget
 from tests.fixture_tables import fixture_tables
 
 COW = "sample_table/cow/v9_txns_simple_meta"

@@ -22,8 +22,8 @@ import pytest
 from hudi_sync.errors import BadInputError
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig, BigQueryTarget
-from hudi_sync.warehouse.duckdb_target import SOURCE_FILE_COLUMN, DuckDBTarget, glob_literal
+from hudi_sync.warehouse.bigquery import BigQuerySyncConfig, BigQueryTarget
+from hudi_sync.warehouse.duckdb import SOURCE_FILE_COLUMN, DuckDBTarget, glob_literal
 from tests.fixture_tables import fixture_tables
 from tests.objectstores import GcsStore
 from tests.test_bigquery_target import _maps_as_dicts

@@ -31,12 +31,10 @@ from hudi_sync.secrets import scrub, secret_forms
 from hudi_sync.sync.job import publish_manifest, sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.records.merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
-from hudi_sync.warehouse.bigquery_target import BigQuerySyncConfig
-from hudi_sync.warehouse.bigquery_target import snapshot_select as bigquery_select
+from hudi_sync.warehouse.bigquery import BigQuerySyncConfig
+from hudi_sync.warehouse.bigquery import snapshot_select as bigquery_select
 from hudi_sync.warehouse.common import ObjectNames
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
-from hudi_sync.warehouse.duckdb_target import snapshot_select as duckdb_select
-from hudi_sync.warehouse.quoting import (
+from hudi_sync.warehouse.common.quoting import (
     bigquery_identifier,
     bigquery_literal,
     duckdb_identifier,
@@ -44,13 +42,15 @@ from hudi_sync.warehouse.quoting import (
     snowflake_identifier,
     snowflake_literal,
 )
-from hudi_sync.warehouse.snowflake_schema import Column, object_name, sql_name
-from hudi_sync.warehouse.snowflake_target import (
+from hudi_sync.warehouse.duckdb import DuckDBTarget
+from hudi_sync.warehouse.duckdb import snapshot_select as duckdb_select
+from hudi_sync.warehouse.snowflake import (
     PREFIX,
     SnowflakeSyncConfig,
     SnowflakeTarget,
 )
-from hudi_sync.warehouse.snowflake_target import snapshot_select as snowflake_select
+from hudi_sync.warehouse.snowflake import snapshot_select as snowflake_select
+from hudi_sync.warehouse.snowflake.schema import Column, object_name, sql_name
 from tests.bigquery_emulator import BigQueryEmulator
 from tests.fixture_tables import fixture_tables
 from tests.snowflake_emulation import EmulatedSnowflake

@@ -51,11 +51,11 @@ from hudi_sync.table.records.merge import (
 )
 from hudi_sync.table.write.compaction import compact
 from hudi_sync.table.write.lock import TableLock
-from hudi_sync.warehouse.bigquery_target import snapshot_select as bigquery_select
+from hudi_sync.warehouse.bigquery import snapshot_select as bigquery_select
 from hudi_sync.warehouse.common import ObjectNames
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget, snapshot_select
-from hudi_sync.warehouse.snowflake_schema import Column
-from hudi_sync.warehouse.snowflake_target import snapshot_select as snowflake_select
+from hudi_sync.warehouse.duckdb import DuckDBTarget, snapshot_select
+from hudi_sync.warehouse.snowflake import snapshot_select as snowflake_select
+from hudi_sync.warehouse.snowflake.schema import Column
 from tests import test_mor_read as mor_read
 from tests.fixture_tables import fixture_tables
 from tests.spark_model import table_rows

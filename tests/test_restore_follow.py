@@ -25,7 +25,7 @@ from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.timeline.active import undone_by_record
 from hudi_sync.warehouse.common import ObjectNames, SyncMarker, restore_reason
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.warehouse.duckdb import DuckDBTarget
 from tests.fixture_tables import fixture_tables, without_metadata_table
 from tests.hudi_restore import restore_to, roll_back_latest_commit
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from hudi_sync.cli.app import app
 from hudi_sync.sync.hook import SYNC_TOOLS, run_post_commit_hook
 from hudi_sync.table import HudiTable
-from hudi_sync.warehouse.snowflake_target import PREFIX
+from hudi_sync.warehouse.snowflake import PREFIX
 from tests.fixture_tables import fixture_tables
 from tests.objectstores import S3Store
 from tests.snowflake_emulation import EmulatedSnowflake

@@ -9,7 +9,7 @@ import pytest
 import snowflake.connector
 
 from hudi_sync.errors import BadInputError
-from hudi_sync.warehouse.snowflake_target import SnowflakeSyncConfig
+from hudi_sync.warehouse.snowflake import SnowflakeSyncConfig
 from tests.kafka_broker import free_port
 
 PREFIX = "hoodie.snowflake.sync."

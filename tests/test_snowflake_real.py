@@ -19,8 +19,8 @@ import pyarrow as pa
 
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.warehouse.snowflake_schema import sql_name
-from hudi_sync.warehouse.snowflake_target import PREFIX, SnowflakeTarget
+from hudi_sync.warehouse.snowflake import PREFIX, SnowflakeTarget
+from hudi_sync.warehouse.snowflake.schema import sql_name
 from tests.real_services import needs_environment
 from tests.warehouse_rows import canonical
 

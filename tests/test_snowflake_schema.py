@@ -31,7 +31,7 @@ from hudi_sync.errors import UnsupportedTableError
 from hudi_sync.sync.job import publish_manifest
 from hudi_sync.table import HudiTable
 from hudi_sync.table.config.schema import PartitionField
-from hudi_sync.warehouse.snowflake_schema import (
+from hudi_sync.warehouse.snowflake.schema import (
     Column,
     history_columns,
     quote_identifier,

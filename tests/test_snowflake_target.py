@@ -23,17 +23,17 @@ from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.sync.job import publish_manifest, sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.read.snapshot import read_snapshot
-from hudi_sync.warehouse.snowflake_schema import (
-    history_columns,
-    object_name,
-    quote_literal,
-    sql_name,
-)
-from hudi_sync.warehouse.snowflake_target import (
+from hudi_sync.warehouse.snowflake import (
     BASE_FILE_PATTERN,
     PREFIX,
     SnowflakeSyncConfig,
     SnowflakeTarget,
+)
+from hudi_sync.warehouse.snowflake.schema import (
+    history_columns,
+    object_name,
+    quote_literal,
+    sql_name,
 )
 from tests import test_mor_read as mor_read
 from tests.fixture_tables import fixture_tables

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from hudi_sync.cli.app import app
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.warehouse.duckdb import DuckDBTarget
 from tests.fixture_tables import fixture_tables
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
 

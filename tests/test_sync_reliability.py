@@ -17,7 +17,7 @@ from hudi_sync.manifest.snapshot import LATEST_FILES, POINTER, ManifestStore, bu
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.common import ObjectNames
-from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+from hudi_sync.warehouse.duckdb import DuckDBTarget
 from tests.timeline_files import HeldBackCommits
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
 
@@ -93,7 +93,7 @@ KILLER = textwrap.dedent(
     """
     import os, sys
     from hudi_sync.sync.job import sync_table
-    from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+    from hudi_sync.warehouse.duckdb import DuckDBTarget
 
     table, database, stop_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
     # Every local manifest file is published by renaming a complete temporary file.

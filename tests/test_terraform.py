@@ -216,7 +216,7 @@ def test_table_prefixes_are_validated(name: str) -> None:
 def test_snowflake_names_are_the_ones_the_cli_resolves(variable: str) -> None:
     """The provider quotes names as given; the CLI upper-cases names Snowflake would take
     unquoted. Only upper-case names mean the same object to both."""
-    from hudi_sync.warehouse.snowflake_schema import object_name
+    from hudi_sync.warehouse.snowflake.schema import object_name
 
     (validation,) = module("snowflake_sync").variables[variable]["validation"]
     pattern = re.search(r'regex\("(.+?)", var\.', validation["condition"])

@@ -162,7 +162,7 @@ def test_watch_root_reports_the_second_table_every_poll(  # type: ignore[no-unty
 
 
 def _snowflake_options() -> dict[str, str]:
-    from hudi_sync.warehouse.snowflake_target import PREFIX
+    from hudi_sync.warehouse.snowflake import PREFIX
 
     options = {"database": "hudi", "schema": "lake", "storage_integration": "hudi_s3"}
     return {SYNC_TOOLS: "snowflake", **{PREFIX + k: v for k, v in options.items()}}

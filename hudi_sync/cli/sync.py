@@ -40,10 +40,10 @@ from hudi_sync.sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, build_target, tar
 from hudi_sync.sync.job import SyncReport, Target, publish_manifest, sync_table
 from hudi_sync.sync.watch import DEFAULT_INTERVAL, DEFAULT_MAX_BACKOFF, WatchEvent, watch
 from hudi_sync.table import HudiTable
-from hudi_sync.warehouse.bigquery_target import PREFIX as BIGQUERY_PREFIX
-from hudi_sync.warehouse.bigquery_target import BigQueryTarget
-from hudi_sync.warehouse.snowflake_target import PREFIX as SNOWFLAKE_PREFIX
-from hudi_sync.warehouse.snowflake_target import SnowflakeTarget
+from hudi_sync.warehouse.bigquery import PREFIX as BIGQUERY_PREFIX
+from hudi_sync.warehouse.bigquery import BigQueryTarget
+from hudi_sync.warehouse.snowflake import PREFIX as SNOWFLAKE_PREFIX
+from hudi_sync.warehouse.snowflake import SnowflakeTarget
 
 sync_app = command_group("Sync a table's snapshot to a warehouse.")
 

@@ -50,7 +50,7 @@ def target_names(options: Mapping[str, Any]) -> list[str]:
 def build_target(name: str, options: Mapping[str, Any], table: HudiTable) -> Target:
     """One target from the options; the warehouse table name defaults to the Hudi table's."""
     if name == "duckdb":
-        from hudi_sync.warehouse.duckdb_target import DuckDBTarget
+        from hudi_sync.warehouse.duckdb import DuckDBTarget
 
         database = cfg.DUCKDB_DATABASE.read(options)
         if not database:
@@ -61,10 +61,10 @@ def build_target(name: str, options: Mapping[str, Any], table: HudiTable) -> Tar
             skip_ro_suffix=bool(cfg.SKIP_RO_SUFFIX.read(options)),
         )
     if name == "snowflake":
-        from hudi_sync.warehouse.snowflake_target import SnowflakeTarget
+        from hudi_sync.warehouse.snowflake import SnowflakeTarget
 
         return SnowflakeTarget.from_options(options, default_table_name=table.config.name)
-    from hudi_sync.warehouse.bigquery_target import BigQueryTarget
+    from hudi_sync.warehouse.bigquery import BigQueryTarget
 
     return BigQueryTarget.from_options(options, default_table_name=table.config.name)
 

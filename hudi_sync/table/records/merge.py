@@ -314,7 +314,7 @@ def fold_log_records(
     ordered by commit time, a delete block's value of a class Java cannot compare).
     Otherwise it replaces the base record when its ordering value is at least the base
     record's as Hudi compares them (a null one is int 0, see the module docstring):
-    the view spells that comparison (``warehouse.common.snapshot_query``)."""
+    the view spells that comparison (``warehouse.common.snapshot_view.snapshot_query``)."""
     folded = _fold_log(log_rows, entries, rules) if entries else {}
     ordering_type = _ordering_type(log_rows.schema, rules)
     column_kind = arrow_kind(ordering_type) if ordering_type is not None else None

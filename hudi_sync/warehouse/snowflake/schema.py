@@ -22,8 +22,8 @@ from typing import Any
 
 from hudi_sync.errors import UnsupportedTableError
 from hudi_sync.table.config.schema import META_FIELDS, PartitionField
-from hudi_sync.warehouse.quoting import snowflake_identifier as quote_identifier
-from hudi_sync.warehouse.quoting import snowflake_literal as quote_literal
+from hudi_sync.warehouse.common.quoting import snowflake_identifier as quote_identifier
+from hudi_sync.warehouse.common.quoting import snowflake_literal as quote_literal
 
 _PRIMITIVES = {
     "boolean": "BOOLEAN",

@@ -1,0 +1,102 @@
+"""The BigQuery sync's options (``hoodie.gcp.bigquery.sync.*``), read and checked."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hudi_sync import config as cfg
+from hudi_sync.errors import BadInputError
+
+PREFIX = cfg.BIGQUERY_PREFIX
+
+# Not a Hudi key: the BigQuery API endpoint, for emulators (reached without credentials).
+API_ENDPOINT = cfg.BIGQUERY_API_ENDPOINT.key
+
+# Project ids: lowercase, digits, hyphens (optionally domain-scoped); datasets: letters,
+# digits and underscores; tables: letters, marks, digits, connectors, dashes and spaces.
+_PROJECT = re.compile(r"(?:[a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]")
+
+_DATASET = re.compile(r"\w{1,1024}")
+
+_TABLE = re.compile(r"[\w\- ]{1,1024}")
+
+
+@dataclass(frozen=True)
+class BigQuerySyncConfig:
+    """The sync's options, named as Hudi's ``hoodie.gcp.bigquery.sync.*`` keys."""
+
+    project_id: str
+    dataset_name: str
+    table_name: str
+    dataset_location: str | None = None
+    billing_project_id: str | None = None
+    source_uri: tuple[str, ...] = ()
+    source_uri_prefix: str | None = None
+    use_bq_manifest_file: bool = False
+    partition_fields: tuple[str, ...] = ()
+    require_partition_filter: bool = False
+    big_lake_connection_id: str | None = None
+    retry_seconds: float = cfg.BIGQUERY_RETRY_SECONDS.read({})
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> BigQuerySyncConfig:
+        """Build from ``hoodie.gcp.bigquery.sync.*`` keys (the prefix may be omitted)."""
+        # By full key, whether given with the prefix or without; blank values are unset.
+        values = {
+            PREFIX + k.removeprefix(PREFIX): v for k, v in options.items() if v not in (None, "")
+        }
+        unknown = set(values) - _OPTION_KEYS
+        if unknown:
+            raise BadInputError(f"unknown BigQuery sync option {sorted(unknown)[0]}")
+        for required in (
+            cfg.BIGQUERY_PROJECT_ID,
+            cfg.BIGQUERY_DATASET_NAME,
+            cfg.BIGQUERY_TABLE_NAME,
+        ):
+            if not required.given(values):
+                raise BadInputError(f"missing BigQuery sync option {required.key}")
+        config = cls(
+            project_id=str(cfg.BIGQUERY_PROJECT_ID.text(values)),
+            dataset_name=str(cfg.BIGQUERY_DATASET_NAME.text(values)),
+            table_name=str(cfg.BIGQUERY_TABLE_NAME.text(values)),
+            dataset_location=cfg.BIGQUERY_DATASET_LOCATION.text(values),
+            billing_project_id=cfg.BIGQUERY_BILLING_PROJECT_ID.text(values),
+            source_uri=cfg.BIGQUERY_SOURCE_URI.read(values),
+            source_uri_prefix=cfg.BIGQUERY_SOURCE_URI_PREFIX.text(values),
+            use_bq_manifest_file=cfg.BIGQUERY_USE_MANIFEST_FILE.read(values),
+            partition_fields=cfg.BIGQUERY_PARTITION_FIELDS.read(values),
+            require_partition_filter=cfg.BIGQUERY_REQUIRE_PARTITION_FILTER.read(values),
+            big_lake_connection_id=cfg.BIGQUERY_BIG_LAKE_CONNECTION_ID.text(values),
+            retry_seconds=cfg.BIGQUERY_RETRY_SECONDS.read(values),
+        )
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        checks = (
+            (cfg.BIGQUERY_PROJECT_ID, self.project_id, _PROJECT),
+            (cfg.BIGQUERY_BILLING_PROJECT_ID, self.billing_project_id, _PROJECT),
+            (cfg.BIGQUERY_DATASET_NAME, self.dataset_name, _DATASET),
+            (cfg.BIGQUERY_TABLE_NAME, self.table_name, _TABLE),
+        )
+        for spec, value, pattern in checks:
+            if value is not None and not pattern.fullmatch(value):
+                raise BadInputError(f"{spec.key}={value!r} is not a valid BigQuery identifier")
+        for uri in (*self.source_uri, self.source_uri_prefix or "gs://"):
+            if not uri.startswith("gs://"):
+                raise BadInputError(
+                    f"{cfg.BIGQUERY_SOURCE_URI.key} {uri!r}: BigQuery reads gs:// URIs only"
+                )
+
+    @property
+    def mode(self) -> str:
+        return "manifest" if self.use_bq_manifest_file else "view"
+
+
+# Every declared hoodie.gcp.bigquery.sync.* key but the endpoint (the target's, not the
+# config's); base_path, use_file_listing_from_metadata and assume_date_partitioning are
+# Hudi's keys that need nothing here, accepted and ignored.
+_OPTION_KEYS = {spec.key for spec in cfg.group("sync/bigquery")} - {API_ENDPOINT}

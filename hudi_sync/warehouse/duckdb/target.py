@@ -1,0 +1,215 @@
+"""DuckDB target: the three objects in a local DuckDB database file.
+
+``<t>_manifest`` reads the published manifest CSV, ``<t>_history`` every parquet base
+file under the table's partition folders (never ``.hoodie``), its columns bound from the
+table's schema (creating it opens no file), and the view ``<t>`` keeps the history rows
+whose file is in the manifest. All statements of a sync run in one transaction, so a
+failure leaves the previous objects as they were.
+
+Before the table's first commit there is no file to read: the manifest and history are
+typed selects without rows (the history's columns from the table's Avro schema, typed
+as ``read_parquet`` will read them), replaced by the first sync that has files.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import duckdb
+
+from hudi_sync.errors import HudiSyncError
+from hudi_sync.manifest.snapshot import PublishedManifest
+from hudi_sync.table import HudiTable
+from hudi_sync.warehouse.common import (
+    ObjectNames,
+    SyncMarker,
+    SyncPlan,
+    SyncResult,
+    changing_plan,
+    refuse_other_table,
+    restore_reason,
+    settled_plan,
+)
+from hudi_sync.warehouse.duckdb.files import refuse_backslashes
+from hudi_sync.warehouse.duckdb.objects import statements
+
+BUSY_TIMEOUT_SECONDS = 60.0
+
+
+class _DatabaseBusy(Exception):
+    """Another process holds the database file's lock, or a concurrent transaction won."""
+
+
+class DuckDBTarget:
+    """Syncs a table's published manifest into a DuckDB database file."""
+
+    mode = "view"
+    # The manifest view can union a base snapshot and its changes (delta_manifest.py).
+    supports_delta_manifests = True
+    # The snapshot view of a table without meta fields builds its base rows' keys.
+    supports_built_keys = True
+    # The history view is built on read_parquet; ORC, HFile and Lance tables are refused.
+    base_file_formats: frozenset[str] = frozenset({"PARQUET"})
+    # A CDC table gets ``<t>_changes`` over its change feed (change_feed.py).
+    supports_change_feed = True
+
+    def __init__(self, database: str, table_name: str, skip_ro_suffix: bool = False) -> None:
+        self.database = database
+        self.table_name = table_name
+        self.skip_ro_suffix = skip_ro_suffix
+
+    @property
+    def name(self) -> str:
+        return f"duckdb:{self.database}"
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        try:
+            return duckdb.connect(self.database)
+        except duckdb.Error as exc:
+            # "Could not set lock on file ...: Conflicting lock is held in ..." (the
+            # message, not the path, which may itself contain "lock").
+            message = str(exc).lower()
+            if isinstance(exc, duckdb.IOException) and (
+                "could not set lock" in message or "conflicting lock" in message
+            ):
+                raise _DatabaseBusy(str(exc)) from exc
+            raise HudiSyncError(f"DuckDB database {self.database}: {exc}") from exc
+
+    def object_names(
+        self, table: HudiTable, published: PublishedManifest, as_of: bool
+    ) -> ObjectNames:
+        """Live objects, or ``_as_of_<instant>`` ones for a time-travel sync."""
+        return ObjectNames.for_table(
+            self.table_name,
+            published.manifest.instant if as_of else None,
+            merge_on_read=table.config.is_mor,
+            skip_ro_suffix=self.skip_ro_suffix,
+            change_feed=published.changes is not None,
+        )
+
+    def _comments(self, names: ObjectNames) -> dict[str, str]:
+        if self.database != ":memory:" and not os.path.exists(self.database):
+            return {}  # nothing synced yet; connecting would create the file (a dry run must not)
+        with self._connect() as con:
+            objects = list(names.all())
+            marks = ", ".join("lower(?)" for _ in objects)
+            # DuckDB identifiers are case-insensitive: "Sales" is the view "sales" replaces.
+            rows = con.execute(
+                "SELECT lower(view_name), comment FROM duckdb_views() "
+                f"WHERE lower(view_name) IN ({marks}) AND NOT internal",
+                objects,
+            ).fetchall()
+        found = {str(name): str(comment or "") for name, comment in rows}
+        return {name: found[name.lower()] for name in objects if name.lower() in found}
+
+    def current_marker(self, names: ObjectNames) -> SyncMarker | None:
+        """The marker of the snapshot view, else (a COW table, a MOR table refused a
+        snapshot view) of the view."""
+        comments = self._comments(names)
+        return SyncMarker.parse(comments.get(names.snapshot_view or "") or comments.get(names.view))
+
+    def plan(
+        self,
+        table: HudiTable,
+        published: PublishedManifest,
+        as_of: bool = False,
+        force: bool = False,
+        replace_other_table: bool = False,
+    ) -> SyncPlan:
+        """The plan; objects whose marker names another base are refused unless
+        ``force`` or ``replace_other_table`` (``refuse_other_table``)."""
+        refuse_backslashes(table, published)
+        names = self.object_names(table, published, as_of)
+        marker = SyncMarker.of(published.manifest.instant, table.uri, self.mode)
+        comments = self._comments(names)
+        markers = {name: SyncMarker.parse(comment) for name, comment in comments.items()}
+        refuse_other_table(self.name, markers, marker, force or replace_other_table)
+        current = SyncMarker.parse(comments.get(names.marked(published.logs)))
+        target = self.name
+        marked = names.marked(published.logs)
+        restored = restore_reason(table, marked, current, marker)
+        settled = settled_plan(target, marked, current, marker, force, restored=restored)
+        if settled is not None:
+            return settled
+        steps = self._statements(
+            table, published, names, marker, comments if not force else {}, live=not as_of
+        )
+        return changing_plan(target, "create" if current is None else "update", steps, restored)
+
+    def sync(
+        self,
+        table: HudiTable,
+        published: PublishedManifest,
+        as_of: bool = False,
+        force: bool = False,
+        dry_run: bool = False,
+        replace_other_table: bool = False,
+    ) -> tuple[SyncPlan, SyncResult]:
+        """Plan and apply in one transaction. DuckDB lets one process write a database
+        file at a time: while another sync holds it, wait and re-plan (the other sync may
+        have brought the objects to this instant or past it already)."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+        pause = 0.02
+        while True:
+            try:
+                return self._sync_once(table, published, as_of, force, dry_run, replace_other_table)
+            except _DatabaseBusy as exc:
+                if time.monotonic() > deadline:
+                    raise HudiSyncError(
+                        f"DuckDB database {self.database} stayed locked for "
+                        f"{BUSY_TIMEOUT_SECONDS:.0f} s: {exc}"
+                    ) from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
+
+    def _sync_once(
+        self,
+        table: HudiTable,
+        published: PublishedManifest,
+        as_of: bool,
+        force: bool,
+        dry_run: bool,
+        replace_other_table: bool,
+    ) -> tuple[SyncPlan, SyncResult]:
+        plan = self.plan(table, published, as_of, force, replace_other_table)
+        instant = published.manifest.instant
+        names = self.object_names(table, published, as_of)
+        objects = names.synced(published.logs)
+        if dry_run or not plan.steps:
+            return plan, plan.result(instant, objects, dry_run)
+        with self._connect() as con:
+            self._register_filesystem(con, table)
+            try:
+                con.execute("BEGIN TRANSACTION")
+                for statement in plan.steps:
+                    con.execute(statement)
+                con.execute("COMMIT")
+            except duckdb.TransactionException as exc:  # a concurrent sync's conflict
+                con.execute("ROLLBACK")
+                raise _DatabaseBusy(str(exc)) from exc
+            except duckdb.Error as exc:
+                con.execute("ROLLBACK")
+                raise HudiSyncError(
+                    f"DuckDB sync of {table.uri} into {self.database} failed: {exc}"
+                ) from exc
+        return plan, plan.result(instant, objects)
+
+    @staticmethod
+    def _register_filesystem(con: duckdb.DuckDBPyConnection, table: HudiTable) -> None:
+        """Object stores are read through the table's own fsspec file system."""
+        if not table.location.is_local:
+            con.register_filesystem(table.location.fs)
+
+    def _statements(
+        self,
+        table: HudiTable,
+        published: PublishedManifest,
+        names: ObjectNames,
+        marker: SyncMarker,
+        current: dict[str, str],
+        live: bool = True,
+    ) -> list[str]:
+        """The sync's statements (``objects.statements``); ``live``: not a time-travel
+        sync's ``_as_of_`` objects."""
+        return statements(table, published, names, marker, current, live)
