@@ -31,11 +31,16 @@ def test_an_upsert_runs_no_schema_inference_job(spark, tmp_path) -> None:  # typ
     before = set(tracker.getJobIdsForGroup())
     changed = [dict(rows[1], name="new", ts=2), {"id": 9, "p": "a", "name": "n9", "ts": 1}]
     write(frame(spark, changed, False), str(path), options("t", 6, "upsert", **PYTHON_MERGE))
-    stages = [
+    infos = [
         tracker.getStageInfo(stage)
         for job in set(tracker.getJobIdsForGroup()) - before
         for stage in tracker.getJobInfo(job).stageIds
     ]
+    # The status store keeps a bounded number of stages (spark.ui.retainedStages): late in
+    # the suite's long session one of this write's stage ids had no info left (seen once,
+    # in a full run). Stages it no longer holds are left out; the write must still show
+    # stages, and none of them an inference.
+    stages = [info for info in infos if info is not None]
     # Spark names a schema inference's stage after the reader call ("parquet at ...").
     assert stages and not [s.name for s in stages if s.name.startswith("parquet at")]
     names = {r[0]: r[2] for r in hudi_rs(path, False)}
