@@ -68,7 +68,8 @@ class BigQueryTarget:
 
     # External tables read PARQUET and ORC base files (sourceFormat is the table's format).
     base_file_formats: frozenset[str] = BASE_FILE_FORMATS
-    # A CDC table gets ``<t>_changes`` over its change feed (change_feed.py).
+    # A CDC table gets ``<t>_changes`` over its change feed (``hudi_sync.manifest.change_feed``;
+    # the objects are this package's ``change_feed``).
     supports_change_feed = True
 
     def __init__(

@@ -51,7 +51,8 @@ class DuckDBTarget:
     supports_built_keys = True
     # The history view is built on read_parquet; ORC, HFile and Lance tables are refused.
     base_file_formats: frozenset[str] = frozenset({"PARQUET"})
-    # A CDC table gets ``<t>_changes`` over its change feed (change_feed.py).
+    # A CDC table gets ``<t>_changes`` over its change feed (``hudi_sync.manifest.change_feed``;
+    # the objects are this package's ``change_feed``).
     supports_change_feed = True
 
     def __init__(self, database: str, table_name: str, skip_ro_suffix: bool = False) -> None:

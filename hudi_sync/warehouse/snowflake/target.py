@@ -56,7 +56,8 @@ class SnowflakeTarget:
     base_file_formats: frozenset[str] = BASE_FILE_FORMATS
     # The view unions a base snapshot and its changes (``hudi_sync.manifest.delta``).
     supports_delta_manifests: bool = True
-    # A CDC table gets ``<t>_changes`` over its change feed (change_feed.py).
+    # A CDC table gets ``<t>_changes`` over its change feed (``hudi_sync.manifest.change_feed``;
+    # the objects are this package's ``change_feed``).
     supports_change_feed: bool = True
 
     def __init__(
