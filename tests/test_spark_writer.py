@@ -136,10 +136,7 @@ class RandomWorkload:
     def random_sequence(self) -> list[str]:
         """Seven random operations between a first insert and a column added, with a
         partition dropped and an upsert that dies before it commits."""
-        sequence = ["insert", *self.random.choices(OPERATIONS, k=7), "add_column", "upsert"]
-        sequence.insert(5, "delete_partition")
-        sequence.insert(3, "failed_upsert")
-        return sequence
+        return _placed(self.random.choices(OPERATIONS, k=7))
 
     def covering_sequence(self) -> list[str]:
         """Each kind of operation once, in random order, placed as ``random_sequence``
@@ -147,10 +144,7 @@ class RandomWorkload:
         workloads whose every write is Spark jobs)."""
         kinds = sorted(set(OPERATIONS))
         self.random.shuffle(kinds)
-        sequence = ["insert", *kinds, "add_column", "upsert"]
-        sequence.insert(5, "delete_partition")
-        sequence.insert(3, "failed_upsert")
-        return sequence
+        return _placed(kinds)
 
     def step(self, operation: str) -> str | None:
         model, existing = self.model, sorted(self.model.rows)
@@ -212,6 +206,15 @@ class RandomWorkload:
 
 
 OPERATIONS = ["upsert", "upsert", "insert", "delete", "insert_overwrite", "upsert"]
+
+
+def _placed(operations: list[str]) -> list[str]:
+    """``operations`` between a first insert and a column added (then an upsert), with a
+    partition dropped and an upsert that dies before it commits, at fixed places."""
+    sequence = ["insert", *operations, "add_column", "upsert"]
+    sequence.insert(5, "delete_partition")
+    sequence.insert(3, "failed_upsert")
+    return sequence
 
 
 # Each engine (the driver's for small writes, the executors' for large ones: see
