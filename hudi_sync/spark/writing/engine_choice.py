@@ -7,6 +7,7 @@ DataFrame made from a Python list or an RDD: the estimate is Spark's "unknown",
 most as many rows as ``hudi_sync.write.driver.max.bytes`` could hold (at Spark's
 default width of a value, 20 bytes) are collected, and when they are all the rows and
 fit, the driver writes them. Otherwise the probe is dropped and the executors write.
+Rows a frame reads plainly from parquet files are read without Spark (``collect``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from hudi_sync import config as cfg
+from hudi_sync.spark.writing.collect import driver_collected
 from hudi_sync.spark.writing.incoming import collected_rows
 from hudi_sync.spark.writing.options import WriteOptions
 
@@ -42,7 +44,7 @@ def driver_rows(df: DataFrame, options: WriteOptions, where: str) -> pa.Table | 
         return None
     estimate = size_estimate(df)
     if estimate is not None and estimate < UNKNOWN_SIZE:
-        return collected_rows(df, where) if estimate <= limit else None
+        return driver_collected(df, where) if estimate <= limit else None
     most = max(1, min(limit // (_VALUE_BYTES * max(1, len(df.columns))), _MOST_ROWS))
     probe = collected_rows(df.limit(most + 1), where)  # in the rows' order
     return probe if probe.num_rows <= most and probe.nbytes <= limit else None
