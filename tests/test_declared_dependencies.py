@@ -265,3 +265,15 @@ def test_the_reading_side_of_spark_loads_without_the_writer() -> None:
     )
     assert loaded.returncode == 0, loaded.stderr[-2000:]
     assert loaded.stdout.split() == ["False", "True", "hudi_sync.spark.writing.writer"]
+
+
+def test_the_reading_side_of_spark_loads_without_pandas() -> None:
+    """The processes Spark starts to plan a ``format("hudi")`` query import
+    ``hudi_sync.spark.datasource`` and need no pandas: loading it (half a CPU-second,
+    a third of their imports) waits for code that converts to or from pandas."""
+    child = "import sys\nimport hudi_sync.spark.datasource\nprint('pandas' in sys.modules)\n"
+    loaded = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, check=False, cwd=ROOT
+    )
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert loaded.stdout.split() == ["False"]

@@ -75,7 +75,9 @@ def read_split(location: Location, split: ChangeSplit) -> pa.Table:
     )
 
 
-_EMPTY = pa.array([], pa.string())
+# Not pa.array([]): converting a Python list makes pyarrow import pandas (half a CPU-second)
+# at import time, in every process that loads this module: format("hudi")'s planners.
+_EMPTY = pa.nulls(0, pa.string())
 
 
 def _rows_table(split: ChangeSplit, changes: list[Change]) -> pa.Table:
