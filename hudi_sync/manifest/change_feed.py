@@ -716,7 +716,7 @@ class ChangeFeedStore(ListedFileStore):
 def _parquet_bytes(rows: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()  # no call back into Python for every write
     pq.write_table(rows, sink, compression="zstd")
-    return sink.getvalue().to_pybytes()
+    return bytes(sink.getvalue())
 
 
 def _kept_range(readable: ReadableRange) -> ReadableRange | None:
