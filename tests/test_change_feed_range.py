@@ -159,3 +159,24 @@ def test_a_kept_range_that_is_not_instants_is_refused_in_one_line(
         ChangeFeedStore(HudiTable.open(str(path)), keep=2).meta(str(synced))
     message = str(refused.value)
     assert "\n" not in message and message.startswith(f"{described}"), message
+
+
+def test_a_sync_lists_the_timeline_once_and_reads_each_new_commit_once(tmp_path: Path) -> None:
+    """The manifest, the change feed and the warehouse's declared schema read the tail
+    of one listing of the timeline folder (``TimelineListing``): the new commit's file is
+    read once for all three, and they agree on the synced commit."""
+    path, _writes_before = _table(tmp_path)
+    database = tmp_path / "w.duckdb"
+    _sync(path, database)
+    appended = append_upsert(path, 3)
+    opened = HudiTable.open(str(path))
+    log = ReadLog(skip_instance_cache=True)
+    table = HudiTable(Location(log, opened.location.path, opened.uri), opened.config)
+    report = _sync(table, database)
+    assert report.instant == appended.instant
+    commit = path / ".hoodie" / f"{appended.instant}.commit"
+    reads = [p for p in log.read if Path(p).name.startswith(appended.instant)]
+    assert reads == [str(commit)], reads
+    with duckdb.connect(str(database), read_only=True) as con:
+        query = "SELECT count(*) FROM t_changes WHERE commit_time = ?"
+        assert con.execute(query, [appended.instant]).fetchone() == (3,)

@@ -113,6 +113,34 @@ def test_a_batch_folds_each_slice_as_folding_it_alone(many_slices: Path) -> None
         assert rows.schema == alone.schema
 
 
+def test_a_folded_file_is_plain_parquet_of_its_slices_rows(many_slices: Path) -> None:
+    """A folded file holds a slice's few rows: it is written without dictionary pages
+    (a page per column that costs a third of the encoding and saves no bytes) and
+    without statistics, and reads back as folding its slice alone gives."""
+    _clear(many_slices)
+    table = HudiTable.open(str(many_slices))
+    store = LogParquetStore(table, keep=5, processes=1)
+    files = _folded_files(many_slices, store)
+    instant = table.timeline.latest_completed_write()
+    assert instant is not None
+    slices = {s.file_id: s for s in table.view.slices_as_of(instant.requested_time)}
+    rules = slice_merge_rules(table, [s for s in slices.values() if s.log_files])
+    schema = snapshot_schema(table, list(slices.values()))
+    committed = table.view.committed_instants
+    assert len(files) == PARTITIONS * 4
+    for name, rows in files.items():
+        metadata = pq.ParquetFile(many_slices / LOG_FOLDER / "parquet" / name).metadata
+        for group in range(metadata.num_row_groups):
+            for column in range(metadata.num_columns):
+                chunk = metadata.row_group(group).column(column)
+                assert not chunk.has_dictionary_page, (name, chunk.path_in_schema)
+                assert not chunk.is_stats_set, (name, chunk.path_in_schema)
+        file_slice = slices[name.split("_", 1)[0]]
+        alone = read_folded_log(table.location, file_slice, rules, committed, schema)
+        expected = folded_file_rows(alone, file_slice.partition_path, file_slice.file_id, name)
+        assert rows == expected.to_pylist()
+
+
 def test_a_worker_error_is_raised_by_the_sync_naming_the_file(
     many_slices: Path, tmp_path: Path
 ) -> None:

@@ -67,6 +67,7 @@ from hudi_sync.table.keys.record_keys import built_keys, key_fields
 from hudi_sync.table.read.snapshot import avro_to_arrow
 from hudi_sync.table.timeline.active import Timeline
 from hudi_sync.table.timeline.instant import Action, Instant, comparable_instant
+from hudi_sync.table.timeline.listing import TimelineListing
 
 CHANGES_FOLDER = ".hoodie/manifest/changes"
 CHANGE_FILE_PREFIX = "changes-"
@@ -230,7 +231,15 @@ class ChangeFeedStore(ListedFileStore):
     """Writes and publishes a table's change feed under ``.hoodie/manifest/changes`` (the
     files listed per snapshot: ``ListedFileStore``, as base and delta lists)."""
 
-    def __init__(self, table: HudiTable, keep: int, roll_commits: int = ROLL_COMMITS) -> None:
+    def __init__(
+        self,
+        table: HudiTable,
+        keep: int,
+        roll_commits: int = ROLL_COMMITS,
+        listing: TimelineListing | None = None,
+    ) -> None:
+        """``listing``: the sync's listing of the timeline folder (``TimelineListing``),
+        which the tail since the previous snapshot is read from; else a new one."""
         super().__init__(
             table,
             CHANGES_FOLDER,
@@ -241,6 +250,7 @@ class ChangeFeedStore(ListedFileStore):
         # A table without CDC has its changes inferred (``plan_changes(infer=True)``).
         self.infer = not table.config.cdc_enabled
         self.roll_commits = roll_commits
+        self.listing = listing
         # The timeline this publication reads: the table's, or its tail (``_readable``).
         self.timeline = table.timeline
         self._typed: dict[str, pa.Schema] = {}  # typed_at, by instant
@@ -390,7 +400,7 @@ class ChangeFeedStore(ListedFileStore):
             pending = tuple(sorted(self.listed(folder, PENDING_LIST)))
             since = min(folder, meta.last or folder, key=comparable_instant)
             also = (*pending, *meta.readable.watched())
-            tail = Timeline(table.location, table.config, since=since, also=also)
+            tail = Timeline(table.location, table.config, since, also, self.listing)
             readable = meta.readable.advanced(tail, pending)
             if readable is not None:
                 self.timeline = tail
@@ -704,9 +714,9 @@ class ChangeFeedStore(ListedFileStore):
 
 
 def _parquet_bytes(rows: pa.Table) -> bytes:
-    sink = io.BytesIO()
+    sink = pa.BufferOutputStream()  # no call back into Python for every write
     pq.write_table(rows, sink, compression="zstd")
-    return sink.getvalue()
+    return bytes(sink.getvalue())
 
 
 def _kept_range(readable: ReadableRange) -> ReadableRange | None:

@@ -182,7 +182,7 @@ class DeltaStore:
         previous = self.latest()
         if previous is None:
             return self._compact("no delta manifest of a commit yet")
-        tail = timeline_tail(self.table, previous.instant, previous.pending)
+        tail = timeline_tail(self.table, previous.instant, previous.pending, self.store.listing)
         latest = tail.latest_completed_write()
         if latest is None:
             return self._compact("the previous delta's instant is no longer active")

@@ -13,13 +13,20 @@ from collections.abc import Iterator, Sequence
 from hudi_sync.table import HudiTable
 from hudi_sync.table.timeline.active import Timeline
 from hudi_sync.table.timeline.instant import Action, comparable_instant
+from hudi_sync.table.timeline.listing import TimelineListing
 
 
-def timeline_tail(table: HudiTable, instant: str, pending: Sequence[str]) -> Timeline:
+def timeline_tail(
+    table: HudiTable,
+    instant: str,
+    pending: Sequence[str],
+    listing: TimelineListing | None = None,
+) -> Timeline:
     """The table's timeline from a published snapshot's instant on, plus the writes that
     were pending at it: all a derivation from that snapshot reads, without parsing the
-    names of the (possibly tens of thousands of) instants before it."""
-    return Timeline(table.location, table.config, since=instant, also=pending)
+    names of the (possibly tens of thousands of) instants before it. ``listing``: the
+    sync's listing of the timeline folder (``TimelineListing``), else a new one."""
+    return Timeline(table.location, table.config, since=instant, also=pending, listing=listing)
 
 
 def commit_changes(

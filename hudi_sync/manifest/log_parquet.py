@@ -79,6 +79,7 @@ from hudi_sync.table.records.merge import (
     MergeRules,
 )
 from hudi_sync.table.timeline.instant import comparable_instant
+from hudi_sync.table.timeline.listing import TimelineListing
 
 LOG_FOLDER = f"{MANIFEST_FOLDER}/logs"
 FILE_ID_COLUMN = "_hudi_sync_file_id"
@@ -128,8 +129,12 @@ class LogParquetStore(ListedFileStore):
         keep: int,
         processes: int = 0,
         min_slices_per_process: int = MIN_SLICES_PER_PROCESS,
+        listing: TimelineListing | None = None,
     ) -> None:
+        """``listing``: the sync's listing of the timeline folder (``TimelineListing``),
+        which the tail since the previous log snapshot is read from; else a new one."""
         super().__init__(table, LOG_FOLDER, "parquet", keep, {FILES_LIST: FOLDED_LOG_NAME})
+        self.listing = listing
         # Worker processes folding new slices (``fold_processes``; 1: in this process).
         self.processes = fold_processes(processes)
         self.min_slices_per_process = max(1, min_slices_per_process)
@@ -199,7 +204,7 @@ class LogParquetStore(ListedFileStore):
         before, pending, groups = previous
         if before == instant:  # a rerun: the same slices
             return [], groups
-        tail = timeline_tail(self.table, before, pending)
+        tail = timeline_tail(self.table, before, pending, self.listing)
         if why_not_incremental(tail, before, pending) is not None:
             return None, []
         lo, hi = comparable_instant(before), comparable_instant(instant)
@@ -451,11 +456,14 @@ def serve_fold_jobs(jobs: BinaryIO, results: BinaryIO) -> None:
 
 def parquet_bytes(rows: pa.Table) -> bytes:
     """A folded log file's rows (``folded_file_rows``) as Parquet bytes."""
-    buffer = io.BytesIO()
+    # Into an Arrow buffer, not a Python file object: no call back into Python for
+    # every write. No dictionaries: a file holds one slice's few rows, where a
+    # dictionary page per column costs a third of the encoding and saves no bytes.
+    sink = pa.BufferOutputStream()
     # No column statistics: they leave NaN out, and DuckDB folds isnan() and
     # comparisons by them (a NaN ordering value would compare as no NaN).
-    pq.write_table(rows, buffer, write_statistics=False)
-    return buffer.getvalue()
+    pq.write_table(rows, sink, write_statistics=False, use_dictionary=False)
+    return bytes(sink.getvalue())
 
 
 def folded_file_rows(folded: pa.Table, partition: str, file_id: str, name: str) -> pa.Table:

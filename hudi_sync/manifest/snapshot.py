@@ -43,7 +43,7 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -64,6 +64,7 @@ from hudi_sync.storage import remove_stale_temporaries, temporary_path_beside
 from hudi_sync.table import HudiTable
 from hudi_sync.table.timeline.active import Timeline
 from hudi_sync.table.timeline.instant import comparable_instant
+from hudi_sync.table.timeline.listing import TimelineListing
 
 if TYPE_CHECKING:  # the feed's store reads this module's timeline checks
     from hudi_sync.manifest.change_feed import PublishedChanges
@@ -188,6 +189,9 @@ class PublishedManifest:
     # A CDC table's change feed as of this snapshot (``hudi_sync.manifest.change_feed``);
     # None for other tables and time-travel syncs.
     changes: PublishedChanges | None = None
+    # The listing of the timeline folder the sync read (``TimelineListing``), which the
+    # targets read the declared schema's tail from rather than listing the folder again.
+    timeline_listing: TimelineListing | None = field(default=None, compare=False, repr=False)
 
     @property
     def file_count(self) -> int:
@@ -238,11 +242,19 @@ def derive_manifest(
 class ManifestStore:
     """Reads and publishes a table's manifests under ``.hoodie/manifest``."""
 
-    def __init__(self, table: HudiTable, keep: int = DEFAULT_KEEP) -> None:
+    def __init__(
+        self,
+        table: HudiTable,
+        keep: int = DEFAULT_KEEP,
+        listing: TimelineListing | None = None,
+    ) -> None:
+        """``listing``: the sync's listing of the timeline folder, which the tail since
+        the previous manifest is read from (``TimelineListing``); else a new one."""
         if keep < 1:
             raise BadInputError(f"manifest retention must keep at least 1 snapshot, got {keep}")
         self.table = table
         self.keep = keep
+        self.listing = listing
         self.folder = table.location.join(MANIFEST_FOLDER)
         # The timeline the last ``build`` read: the table's, or a tail of it.
         self.timeline = table.timeline
@@ -289,7 +301,7 @@ class ManifestStore:
         previous = self.latest()
         if previous is None or previous.instant is None:
             return build_manifest(self.table)
-        tail = timeline_tail(self.table, previous.instant, previous.pending)
+        tail = timeline_tail(self.table, previous.instant, previous.pending, self.listing)
         latest = tail.latest_completed_write()
         if latest is None or (
             comparable_instant(latest.requested_time) < comparable_instant(previous.instant)

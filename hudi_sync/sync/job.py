@@ -29,6 +29,7 @@ from hudi_sync.manifest.snapshot import (
 from hudi_sync.storage import reporting_storage_failures
 from hudi_sync.table import HudiTable
 from hudi_sync.table.records.merge import AmbiguousBaseRowError, NullOrderingError
+from hudi_sync.table.timeline.listing import TimelineListing
 from hudi_sync.warehouse.common import OtherTableError, SyncPlan, SyncResult
 
 
@@ -111,6 +112,7 @@ def publish_manifest(
     dry_run: bool = False,
     delta_commits: int = 0,
     before_empty: Callable[[], None] | None = None,
+    listing: TimelineListing | None = None,
 ) -> PublishedManifest:
     """Build and (unless ``dry_run``) publish the table's manifest; with
     ``delta_commits`` (latest snapshot only) as a delta on a base compacted every that
@@ -118,9 +120,10 @@ def publish_manifest(
     publishes the empty manifest (in delta mode ``delta.json`` names it too); an empty
     manifest (also in a dry run or a time-travel sync) is first shown to
     ``before_empty``, which may refuse it before anything is written; a time-travel
-    sync to before the first commit publishes nothing."""
+    sync to before the first commit publishes nothing. ``listing``: the sync's listing
+    of the timeline folder (``TimelineListing``), else a new one."""
     with reporting_storage_failures(table.location):  # a store refusing a PUT: one line
-        return _publish_manifest(table, as_of, keep, dry_run, delta_commits, before_empty)
+        return _publish_manifest(table, as_of, keep, dry_run, delta_commits, before_empty, listing)
 
 
 def _publish_manifest(
@@ -130,8 +133,9 @@ def _publish_manifest(
     dry_run: bool,
     delta_commits: int,
     before_empty: Callable[[], None] | None,
+    listing: TimelineListing | None,
 ) -> PublishedManifest:
-    store = ManifestStore(table, keep=keep)
+    store = ManifestStore(table, keep=keep, listing=listing)
     if delta_commits and as_of is None and not dry_run:
         published = DeltaStore(store, delta_commits).publish()
         if published is not None:
@@ -165,12 +169,14 @@ def publish_logs(
     keep: int,
     dry_run: bool,
     fold_processes: int = 0,
+    listing: TimelineListing | None = None,
 ) -> tuple[PublishedManifest, str | None]:
     """A Merge-on-Read table's folded log files beside its manifest, so targets can
     create the snapshot view ``<t>_rt``; or, when a view cannot express the table's
     merge rules, the one-line reason (the read-optimized objects still sync).
-    ``fold_processes``: ``hudi_sync.sync.log.fold.processes``."""
-    store = LogParquetStore(table, keep, processes=fold_processes)
+    ``fold_processes``: ``hudi_sync.sync.log.fold.processes``; ``listing``: the sync's
+    listing of the timeline folder."""
+    store = LogParquetStore(table, keep, processes=fold_processes, listing=listing)
     refusal = store.rules_refusal()
     if refusal is not None:
         return published, f"{refusal}: no _rt view; the read-optimized objects are synced"
@@ -185,11 +191,16 @@ def publish_logs(
 
 
 def publish_changes(
-    table: HudiTable, published: PublishedManifest, keep: int, dry_run: bool
+    table: HudiTable,
+    published: PublishedManifest,
+    keep: int,
+    dry_run: bool,
+    listing: TimelineListing | None = None,
 ) -> PublishedManifest:
     """A CDC table's change feed beside its manifest (each published commit's changes
-    once, ``hudi_sync.manifest.change_feed``), so targets can create ``<t>_changes``."""
-    store = ChangeFeedStore(table, keep)
+    once, ``hudi_sync.manifest.change_feed``), so targets can create ``<t>_changes``.
+    ``listing``: the sync's listing of the timeline folder."""
+    store = ChangeFeedStore(table, keep, listing=listing)
     with reporting_storage_failures(table.location):
         changes = store.publish(published.manifest.instant, dry_run=dry_run)
     return replace(published, changes=changes)
@@ -294,6 +305,9 @@ def sync_table(
         return SyncReport(table.uri, None, 0, False, (), (), errors)
     if not all(supports_delta_manifests(t) for t in readers):
         delta_commits = 0
+    # The timeline folder, listed once for everything this sync reads of the timeline's
+    # tail (the manifest's, the folded logs', the change feed's, the targets' schema).
+    listing = TimelineListing.of(table.location, table.config)
     published = publish_manifest(
         table,
         as_of=as_of,
@@ -301,11 +315,12 @@ def sync_table(
         dry_run=dry_run,
         delta_commits=delta_commits,
         before_empty=(lambda: require_empty_objects_schema(table, as_of)) if readers else None,
+        listing=listing,
     )
     snapshot_refusal = None
     if table.config.is_mor and readers:
         published, snapshot_refusal = publish_logs(
-            table, published, as_of, keep, dry_run, fold_processes
+            table, published, as_of, keep, dry_run, fold_processes, listing
         )
         if snapshot_refusal is not None:
             errors[SNAPSHOT_VIEW_REFUSAL] = snapshot_refusal
@@ -313,10 +328,11 @@ def sync_table(
     feed_refusal = None
     if feed_readers and as_of is None and feed_enabled(table, change_feed):
         try:
-            published = publish_changes(table, published, keep, dry_run)
+            published = publish_changes(table, published, keep, dry_run, listing)
         except UnsupportedTableError as exc:
             feed_refusal = f"{exc}: no change feed; the other objects are synced"
             errors[CHANGE_FEED_REFUSAL] = feed_refusal
+    published = replace(published, timeline_listing=listing)
     plans: list[SyncPlan] = []
     results: list[SyncResult] = []
     taken_at: list[str] = []

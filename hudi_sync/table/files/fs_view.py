@@ -80,7 +80,7 @@ class FileSlice:
         wrote before)."""
         if log.size:
             return log.size
-        return int(location.fs.size(location.join(self.relative_path(log.name))) or 0)
+        return location.size(location.join(self.relative_path(log.name)))
 
     @property
     def listed_bytes(self) -> int | None:

@@ -379,7 +379,7 @@ def _applied(
         relative = file_slice.relative_path(log.name)
         uri = location.uri_of(relative)
         try:
-            data = bytes(location.fs.cat_file(location.join(relative)))
+            data = location.read_file(location.join(relative))
         except FileNotFoundError:
             raise CorruptTableError(f"{uri}: log file of the snapshot is missing") from None
         files.append((data, uri))

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
 from typing import Any, TypeVar
@@ -26,6 +25,7 @@ from hudi_sync.table.timeline.instant import (
     comparable_instant,
     latest_instants,
 )
+from hudi_sync.table.timeline.listing import Listing, TimelineListing
 
 _T = TypeVar("_T")
 
@@ -106,104 +106,46 @@ class Timeline:
         config: TableConfig,
         since: str | None = None,
         also: Sequence[str] = (),
+        listing: TimelineListing | None = None,
     ) -> None:
         """``since``: keep only the instants requested at or after it (a tail of the
         timeline), and those requested at one of ``also``, so a reader that needs only
         the recent instants (and a few known older ones) never parses the names of the
-        thousands before them."""
+        thousands before them. ``listing``: the folder's listing to read (one a sync
+        shares among its timelines, ``TimelineListing``); by default a new one."""
         self.location = location
         self.config = config
         self.since = since
         self.also = tuple(also)
-        self.folder = (
-            location.join(".hoodie")
-            if config.timeline_layout_version == 1
-            else location.join(".hoodie", config.timeline_path)
-        )
-        self._metadata_cache: dict[str, CommitMetadata] = {}
+        self.listing = listing or TimelineListing.of(location, config)
+        self.folder = self.listing.folder
+        self._metadata_cache = self.listing.metadata
+
+    def tail(self, since: str, also: Sequence[str] = ()) -> Timeline:
+        """The instants requested at or after ``since`` (and at ``also``), read from
+        this timeline's listing: no new listing of the folder."""
+        return Timeline(self.location, self.config, since, also, self.listing)
 
     def including(self, requested_times: Iterable[str]) -> Timeline:
         """This timeline holding the instants requested at ``requested_times`` too: itself
         when it is the whole timeline or holds them, else the same tail that also keeps
-        them (one more listing, no parse of the names before it), sharing the commit
-        metadata parsed so far."""
+        them (from the same listing), sharing the commit metadata parsed so far."""
         if self.since is None:
             return self
         known = {i.requested_time for i in self.instants}
         missing = sorted(set(requested_times) - known)
         if not missing:
             return self
-        wider = Timeline(self.location, self.config, self.since, (*self.also, *missing))
-        wider._metadata_cache = self._metadata_cache
-        return wider
+        return self.tail(self.since, (*self.also, *missing))
 
     # -- listing -------------------------------------------------------------------------
     @cached_property
-    def _listing(self) -> dict[str, dict[str, Any] | None]:
+    def _listing(self) -> Listing:
         """``file name -> fsspec info`` of the timeline folder's files (of the tail only,
         with ``since``; files that are not instants, e.g. ``hoodie.properties``, always)."""
         if self.since is None:
-            return self._full_listing()
-        if self.location.is_local:
-            # Names only (no entry types: a stat of 30,000 names costs more than all the
-            # rest); the few kept names that are folders are dropped below.
-            try:
-                names = os.listdir(self.folder)
-            except FileNotFoundError:
-                names = []
-            listing: dict[str, dict[str, Any] | None] = dict.fromkeys(self._tail(names))
-            return {
-                name: None
-                for name in listing
-                if name[:1].isdigit() or not os.path.isdir(f"{self.folder}/{name}")
-            }
-        full = self._full_listing()
-        return {name: full[name] for name in self._tail(full)}
-
-    def _tail(self, names: Collection[str]) -> list[str]:
-        """The names of instants requested at or after ``since`` or at one of ``also``,
-        and names that are not instants."""
-        bound = comparable_instant(self.since or "")
-        # A name below the bound's first 14 digits (seconds) is an older instant: one
-        # string comparison rules out almost every name before any is split.
-        seconds = bound[:14]
-        # Names of instants start with a digit: "0" <= name < ":" (the next character).
-        kept = [
-            name
-            for name in names
-            if (
-                name >= seconds
-                and (
-                    name >= ":"
-                    or comparable_instant(name.partition(".")[0].partition("_")[0]) >= bound
-                )
-            )
-            or name < "0"
-        ]
-        also = frozenset(self.also)
-        for length in {len(t) for t in also}:
-            kept += [name for name in names if name[:length] in also]
-        return list(dict.fromkeys(kept))
-
-    def _full_listing(self) -> dict[str, dict[str, Any] | None]:
-        """Locally the info is ``None`` (names only: a stat per file is what a sync of a
-        long timeline would spend most of its time on, and only layout-1 completion
-        times need it)."""
-        if self.location.is_local:
-            try:
-                with os.scandir(self.folder) as entries:
-                    return {e.name: None for e in entries if not e.is_dir()}
-            except FileNotFoundError:
-                return {}
-        try:
-            listed = self.location.fs.ls(self.folder, detail=True)
-        except FileNotFoundError:
-            listed = []
-        return {
-            str(info["name"]).rstrip("/").rsplit("/", 1)[-1]: info
-            for info in listed
-            if info.get("type") != "directory"
-        }
+            return self.listing.files
+        return self.listing.tail(self.since, self.also)
 
     @cached_property
     def instants(self) -> tuple[Instant, ...]:

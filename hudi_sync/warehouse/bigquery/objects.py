@@ -17,6 +17,7 @@ from hudi_sync.manifest.snapshot import PublishedLogs, PublishedManifest
 from hudi_sync.table import HudiTable
 from hudi_sync.table.config.schema import PartitionField, partition_fields
 from hudi_sync.table.records.merge import BASE_ROW_COLUMN, DELETED_COLUMN, LOG_WINS_COLUMN
+from hudi_sync.table.timeline.listing import TimelineListing
 from hudi_sync.warehouse.bigquery.change_feed import changes_resource
 from hudi_sync.warehouse.bigquery.client import MANIFEST_FILE_SET, Step
 from hudi_sync.warehouse.bigquery.config import BigQuerySyncConfig
@@ -98,7 +99,7 @@ class BigQueryObjects:
         if names.changes is not None and published.changes is not None:
             reference = self.reference(names.changes)
             feed = [changes_resource(reference, published.changes, stamp, seen_by_bigquery)]
-        avro = snapshot_avro_schema(table, published.manifest.instant)
+        avro = snapshot_avro_schema(table, published.manifest.instant, published.timeline_listing)
         fields = partition_fields(avro, table.config.partition_fields, table.config.key_generator)
         hive = self._hive_partitioning(table, marker.base, fields)
         excluded = frozenset(self.partition_names(fields)) if hive else frozenset()
@@ -301,13 +302,16 @@ class BigQueryObjects:
         }
 
 
-def snapshot_avro_schema(table: HudiTable, instant: str | None) -> dict[str, Any]:
+def snapshot_avro_schema(
+    table: HudiTable, instant: str | None, listing: TimelineListing | None = None
+) -> dict[str, Any]:
     """``table.avro_schema`` when it was read already (a cached property), else the
     declared schema (``declared_schema``: from the timeline's tail at the synced
-    snapshot's ``instant``), else ``table.avro_schema`` (a parquet footer)."""
+    snapshot's ``instant``, from the sync's ``listing`` of the timeline folder), else
+    ``table.avro_schema`` (a parquet footer)."""
     if "avro_schema" in vars(table):
         return table.avro_schema
-    return declared_schema(table, instant) or table.avro_schema
+    return declared_schema(table, instant, listing) or table.avro_schema
 
 
 def history_uris(table: HudiTable, base: str) -> list[str]:

@@ -161,7 +161,11 @@ def history_select(table: HudiTable, published: PublishedManifest) -> str:
     hive = table.config.hive_style_partitioning and table.config.drop_partition_columns
     sources = "[" + ", ".join(quote_literal(g) for g in globs) + "]"
     source_column = quote_literal(SOURCE_FILE_COLUMN)
-    columns = None if hive else bound_columns(table, published.manifest.instant)
+    columns = (
+        None
+        if hive
+        else bound_columns(table, published.manifest.instant, published.timeline_listing)
+    )
     if columns is None:  # only the files tell the columns
         return (
             f"SELECT * FROM read_parquet({sources}, filename = {source_column}, "

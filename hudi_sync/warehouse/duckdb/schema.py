@@ -19,6 +19,7 @@ from hudi_sync.manifest.log_parquet import (
 )
 from hudi_sync.table import HudiTable
 from hudi_sync.table.config.schema import META_FIELDS
+from hudi_sync.table.timeline.listing import TimelineListing
 from hudi_sync.warehouse.common import (
     declared_schema,
 )
@@ -26,14 +27,16 @@ from hudi_sync.warehouse.common.quoting import duckdb_identifier as quote_identi
 from hudi_sync.warehouse.common.quoting import duckdb_literal as quote_literal
 
 
-def bound_columns(table: HudiTable, instant: str | None) -> list[tuple[str, str]] | None:
+def bound_columns(
+    table: HudiTable, instant: str | None, listing: TimelineListing | None = None
+) -> list[tuple[str, str]] | None:
     """The history's columns from the table's declared schema (``declared_schema`` at the
     synced ``instant``), or None where only the files can tell them (the history then
     reads every file's footer, by name): a table that declares no schema, or one with a
     type ``duckdb_type`` does not map. A table whose hive partition columns are dropped
     from its files is never bound (DuckDB takes no ``schema`` beside
-    ``hive_partitioning``)."""
-    avro = declared_schema(table, instant)
+    ``hive_partitioning``). ``listing``: the sync's listing of the timeline folder."""
+    avro = declared_schema(table, instant, listing)
     if avro is None:
         return None
     try:
