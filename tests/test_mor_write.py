@@ -787,3 +787,24 @@ def test_a_created_table_names_the_merge_rules_it_is_written_by(  # type: ignore
             options("t", version, "insert", **custom),
         )
     assert not (tmp_path / "custom").exists()
+
+
+def test_a_merge_on_read_insert_reads_its_rows_without_a_cache(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """An insert into a Merge-on-Read table looks no key up: Spark's writer reads the
+    rows once more, straight from their source, as the Copy-on-Write merge's inserts
+    do. 4 Spark jobs on the executors' engine (the summary's shuffle and result, the
+    new file groups' shuffle and write); caching the rows first took a 5th."""
+    from tests.test_driver_write import spark_jobs
+
+    path = str(tmp_path / "t")
+    executors = {**MOR, "hudi_sync.write.driver.max.bytes": 0}
+    first = [{"id": i, "p": "ab"[i % 2], "name": f"n{i}", "ts": 1} for i in range(20)]
+    write(frame(spark, first, False), path, options("t", 8, "insert", **executors))
+    more = [{"id": 100 + i, "p": "abc"[i % 3], "name": "new", "ts": 1} for i in range(6)]
+
+    def run() -> None:
+        write(frame(spark, more, False), path, options("t", 8, "insert", **executors))
+
+    assert spark_jobs(spark, run) <= 4
+    written = hudi_rs_rows(path).select(["id", "p", "name", "ts"]).to_pylist()
+    assert sorted(written, key=lambda r: r["id"]) == first + more

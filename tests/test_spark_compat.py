@@ -197,3 +197,16 @@ def test_format_hudi_reads_on_4_and_is_refused_in_one_line_on_3_5(
     # Glue, Dataproc) format("hudi") is Hudi's own reader; here there is none.
     with pytest.raises(Exception, match="DATA_SOURCE_NOT_FOUND"):
         spark.read.format("hudi").load(path).collect()
+
+
+def test_local_sessions_record_no_python_call_site_per_dataframe_call(
+    spark: SparkSession,
+) -> None:
+    """PySpark 4 records each DataFrame and column call's Python call site through
+    several py4j round trips (about half of a small executors' write's);
+    ``local_session`` turns that off (3.5 records none, and ignores the setting)."""
+    assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
+    if spark_line() >= (4, 0):
+        from pyspark.errors.utils import is_debugging_enabled
+
+        assert not is_debugging_enabled()

@@ -37,6 +37,10 @@ def local_session(app_name: str = "hudi_sync", cores: int = 2) -> SparkSession:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.log.level", os.environ.get("HUDI_SYNC_SPARK_LOG_LEVEL", "ERROR"))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # PySpark 4 records the Python call site of every DataFrame and column call for
+        # error messages, several py4j round trips each: about half a write's driver
+        # calls. Errors still name the failing expression.
+        .config("spark.python.sql.dataFrameDebugging.enabled", "false")
         .config("spark.driver.memory", os.environ.get("HUDI_SYNC_SPARK_DRIVER_MEMORY", "2g"))
     )
     try:

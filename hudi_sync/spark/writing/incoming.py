@@ -60,20 +60,25 @@ def incoming_rows(
     snapshot: Mapping[tuple[str, str], str],
     spark_merges: bool,
     base: str,
+    cached: bool | None = None,
 ) -> IncomingRows:
     """The partitions the rows go to, and (in the same Spark job) the check that every
     row has a record key and (without url-encoding) no partition path holds a control
     character: both are needed before the timeline is touched. The job also
-    counts each partition's non-delete rows; for the Python merge (``spark_merges``
-    false) it caches the keyed, deduplicated rows the write goes on with, for Spark's it
-    counts each partition's keys. ``ordering``: the field that decides between rows of
-    one key (None for deletes). For ``delete_partition``: the snapshot's partitions
-    named by the option or the rows."""
+    counts each partition's non-delete rows; with ``cached`` (default: for the Python
+    merge, ``spark_merges`` false) it caches the keyed, deduplicated rows the write goes
+    on with, which pays when the write reads them more than once (a key lookup, then
+    the merge); for Spark's merge of upserts it counts each partition's keys.
+    ``ordering``: the field that decides between rows of one key (None for deletes).
+    For ``delete_partition``: the snapshot's partitions named by the option or the
+    rows."""
     operation = options.operation
     if operation == "delete_partition":
         partitions = _partitions_to_delete(df, options, snapshot, base)
         return IncomingRows(None, frozenset(partitions), {}, {}, None)
     keyed = _keyed(df, data_columns, options, base)
+    if cached is None:
+        cached = not spark_merges
     profiled = spark_merges and operation in ("upsert", "delete")
     if profiled:
         # Spark's merge profiles the keys itself on narrow columns and reads the
@@ -86,12 +91,13 @@ def incoming_rows(
         deduplicate = operation in ("upsert", "delete") or options.combine_before_insert
         if deduplicate:
             keyed = _deduplicated(keyed, ordering)
-        # Spark's merge of inserts reads the rows once more: cheaper than a cache.
-        rows = keyed if spark_merges else keyed.persist(StorageLevel.MEMORY_AND_DISK)
+        # Rows read once more (Spark's merge of inserts, Spark's writer of a
+        # Merge-on-Read write's new file groups): cheaper than a cache, a job of its own.
+        rows = keyed.persist(StorageLevel.MEMORY_AND_DISK) if cached else keyed
         # Uncached rows are computed again by the merge: every column is computed
         # here too, so a failing one (a UDF, an ANSI cast) fails before the timeline
         # is touched.
-        every_column = [F.max(_every_column_hash(keyed, data_columns, df))] if spark_merges else []
+        every_column = [] if cached else [F.max(_every_column_hash(keyed, data_columns, df))]
         summary = rows.groupBy(PARTITION_PATH).agg(
             F.max(F.col(RECORD_KEY).isNull().cast("int")).alias("null_key"),
             F.sum((~F.col(DELETE_FLAG)).cast("long")).alias("upserts"),

@@ -275,14 +275,23 @@ def _write(
     if isinstance(rows, DataFrame):
         # Spark merges when it can open the table itself.
         assert spark is not None
-        spark_merges = (
-            options.merge_engine == "spark" and not config.is_mor and spark_opens(spark, location)
-        )
+        spark_inserts = options.merge_engine == "spark" and spark_opens(spark, location)
+        spark_merges = spark_inserts and not config.is_mor
+        # Merge-on-Read: without a key lookup (no upsert or delete) Spark's writer reads
+        # the rows once, straight from their source, as the Spark merge's inserts do.
+        cached = not spark_inserts or (config.is_mor and operation in ("upsert", "delete"))
         incoming = incoming_rows(
-            rows, data_columns, options, merge_ordering, snapshot, spark_merges, location.uri
+            rows,
+            data_columns,
+            options,
+            merge_ordering,
+            snapshot,
+            spark_merges,
+            location.uri,
+            cached,
         )
     else:
-        spark_merges = False
+        spark_inserts = spark_merges = False
         incoming = DriverRows.of(rows, options, merge_ordering, snapshot, location.uri)
     try:
         rolled_back = transaction.start()
@@ -303,7 +312,7 @@ def _write(
                 else None
             )
             stats, replaced = _write_file_groups(
-                spark, target, incoming, spark_merges, cdc_mode, appends
+                spark, target, incoming, spark_merges, spark_inserts, cdc_mode, appends
             )
             transaction.write_partition_metadata({s.partition_path for s in stats})
             commit = CommitRecord(
@@ -535,11 +544,13 @@ def _write_file_groups(
     target: WriteTarget,
     incoming: IncomingRows | DriverRows,
     spark_merges: bool,
+    spark_inserts: bool,
     cdc_mode: CdcMode | None,
     log_appends: AppendSpec | None,
 ) -> tuple[list[WriteStat], dict[str, list[str]]]:
     """The data files of the write, by the chosen merge engine: their stats, and the
-    file groups the operation replaces (``partition -> file ids``)."""
+    file groups the operation replaces (``partition -> file ids``). ``spark_inserts``:
+    Spark's own writer takes new file groups (it can open the table)."""
     operation = target.options.operation
     replaced = replaced_file_groups(operation, target.snapshot, target.partitions)
     if operation == "delete_partition":
@@ -554,7 +565,6 @@ def _write_file_groups(
         stats = spark_merge_plan.write_file_groups(spark, target, incoming, cdc_mode)
         return stats, replaced
     # Merge-on-Read: Spark's own writer takes the new file groups where it can.
-    spark_inserts = target.options.merge_engine == "spark" and spark_opens(spark, target.location)
     stats = python_merge.write_file_groups(
         spark, target, incoming, cdc_mode, log_appends, spark_writes_inserts=spark_inserts
     )
