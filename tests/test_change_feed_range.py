@@ -77,6 +77,13 @@ def _assert_the_whole_timelines_range(path: Path, database: Path, report: SyncRe
     assert shown == {i.requested_time for i in plan_changes(table, "earliest", infer=True).instants}
 
 
+def _logged_table(path: Path) -> tuple[HudiTable, ReadLog]:
+    """The table at ``path`` opened through a file system that records every file read."""
+    opened = HudiTable.open(str(path))
+    log = ReadLog(skip_instance_cache=True)
+    return HudiTable(Location(log, opened.location.path, opened.uri), opened.config), log
+
+
 def test_a_sync_after_one_commit_reads_no_older_timeline_file(tmp_path: Path) -> None:
     """With a clean before the synced commit, the next sync after one commit reads the
     new commit's metadata and that of the commit whose files it rewrote, and no older
@@ -88,9 +95,7 @@ def test_a_sync_after_one_commit_reads_no_older_timeline_file(tmp_path: Path) ->
     synced = _sync(path, database).instant
     assert synced == writes[-1]
     appended = append_upsert(path, 3)
-    opened = HudiTable.open(str(path))
-    log = ReadLog(skip_instance_cache=True)
-    table = HudiTable(Location(log, opened.location.path, opened.uri), opened.config)
+    table, log = _logged_table(path)
     report = _sync(table, database)
     assert report.instant == appended.instant
     timeline = str(path / ".hoodie")
@@ -169,9 +174,7 @@ def test_a_sync_lists_the_timeline_once_and_reads_each_new_commit_once(tmp_path:
     database = tmp_path / "w.duckdb"
     _sync(path, database)
     appended = append_upsert(path, 3)
-    opened = HudiTable.open(str(path))
-    log = ReadLog(skip_instance_cache=True)
-    table = HudiTable(Location(log, opened.location.path, opened.uri), opened.config)
+    table, log = _logged_table(path)
     report = _sync(table, database)
     assert report.instant == appended.instant
     commit = path / ".hoodie" / f"{appended.instant}.commit"
