@@ -20,7 +20,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudi_sync.spark.compat import collect_arrow
-from hudi_sync.spark.writing.collect import driver_collected, plain_parquet_rows
+from hudi_sync.spark.writing.collect import (
+    driver_collected,
+    local_relation_rows,
+    plain_parquet_rows,
+)
 from hudi_sync.spark.writing.writer import write
 from hudi_sync.table import HudiTable
 from hudi_sync.table.read.snapshot import read_snapshot
@@ -287,3 +291,54 @@ def test_write_of_a_parquet_frame_stores_its_rows(
     assert stored.column("id").to_pylist() == ["a", "c"]
     assert stored.column("wide").to_pylist() == [ROWS[0][9], None]
     assert stored.column("ts").to_pylist()[0] == ROWS[0][11]
+
+
+# The columns of SCHEMA a local relation's row collect keeps exactly (no struct, no map),
+# and a timestamp column of instants the row collect's Python datetimes could not hold
+# in local time: before the Gregorian switch, and one a daylight-saving fold repeats.
+LOCAL_SCHEMA = (
+    "id string, n int, big bigint, small smallint, tiny tinyint, flag boolean, "
+    "f float, d double, price decimal(10,2), wide decimal(30,5), day date, "
+    "ts timestamp, raw binary, tags array<string>, nums array<int>, old timestamp"
+)
+OLD = [
+    datetime.datetime(1500, 3, 1, 0, 0, 0, 1, tzinfo=UTC),
+    None,
+    datetime.datetime(2024, 11, 3, 5, 30, tzinfo=UTC),  # 01:30 twice in New York
+]
+
+
+def local_frame(spark: SparkSession) -> DataFrame:
+    return rows_frame(
+        spark, [(*row[:15], old) for row, old in zip(ROWS, OLD, strict=True)], LOCAL_SCHEMA
+    )
+
+
+def test_a_local_relation_collects_as_spark_collects_it_without_a_job(
+    spark: SparkSession,
+) -> None:
+    """A frame made on the driver (a local relation) is collected by rows, its
+    timestamps by their microseconds: rows, order and Arrow schema are Spark's Arrow
+    collect's, and no Spark job runs (filters and projections Spark folds into the
+    relation are taken too)."""
+    df = local_frame(spark)
+    for frame in (df, df.where(F.col("n") < 0), df.select("old", "id", "nums")):
+        rows, started = jobs(spark, lambda frame=frame: local_relation_rows(frame))
+        assert started == 0 and isinstance(rows, pa.Table)
+        spark_rows = collect_arrow(frame)
+        assert rows.schema == spark_rows.schema
+        assert repr(rows.to_pylist()) == repr(spark_rows.to_pylist())
+    assert rows.column("old").to_pylist() == OLD
+
+
+def test_local_relations_the_row_collect_would_change_fall_back(spark: SparkSession) -> None:
+    """Structs (rows), maps (entries reordered by the row collect) and timestamps inside
+    a list are left to Spark's collect, as is a frame that is not a local relation."""
+    full = rows_frame(spark, ROWS, SCHEMA)
+    for kept in ("address", "attrs", "nested", "items"):
+        assert local_relation_rows(full.select("id", kept)) is None, kept
+    stamps = rows_frame(spark, [([OLD[0]],)], "stamps array<timestamp>")
+    assert local_relation_rows(stamps) is None
+    assert local_relation_rows(spark.range(3)) is None
+    rows, started = jobs(spark, lambda: driver_collected(full.select("id", "attrs"), "t"))
+    assert started >= 1 and isinstance(rows, pa.Table) and rows.num_rows == 3

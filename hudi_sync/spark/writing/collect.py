@@ -20,6 +20,14 @@ rows from the same files in the driver. Only where that is provably Spark's answ
   or the file says Spark 3+ wrote it, or every value is on or after 1900-01-01 (Spark
   rebases or refuses only older ones).
 
+A DataFrame made on the driver (from Arrow, pandas or Python rows: a local relation,
+whose projections Spark's optimizer folds into it) needs no job either, but Spark's Arrow
+collect runs one anyway (about 0.08 s against 0.02 s for its row collect): its rows are
+taken by the row collect, with each timestamp column projected to its microseconds
+(``unix_micros``, folded into the relation too) so no instant goes through Python's local
+time, and built into Arrow with the types Spark's Arrow collect gives. Structs and
+maps (whose entries the row collect reorders) and timestamps inside lists are not taken.
+
 Anything else, or any failure on the way, takes Spark's collect (``collected_rows``).
 """
 
@@ -35,7 +43,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
-from pyspark.sql.types import StructType
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    MapType,
+    StructType,
+    TimestampType,
+)
 
 from hudi_sync.spark.compat import to_arrow_schema
 from hudi_sync.spark.writing.incoming import collected_rows
@@ -53,9 +68,56 @@ def driver_collected(df: DataFrame, where: str) -> pa.Table:
     its parquet files directly where the module's rules allow, else by Spark."""
     try:
         rows = plain_parquet_rows(df)
+        if rows is None:
+            rows = local_relation_rows(df)
     except Exception:  # anything unexpected: Spark's own answer
         rows = None
     return collected_rows(df, where) if rows is None else rows
+
+
+def local_relation_rows(df: DataFrame) -> pa.Table | None:
+    """The rows of a frame Spark holds as a local relation, collected without a Spark
+    job and typed as Spark's Arrow collect types them; None for any other frame, or one
+    with a struct, a map or a nested timestamp."""
+    if df._jdf.queryExecution().optimizedPlan().nodeName() != "LocalRelation":
+        return None
+    schema: StructType = df.schema
+    names = schema.fieldNames()
+    if len(set(names)) != len(names):
+        return None
+    columns = []
+    for field in schema.fields:
+        column = F.col("`" + field.name.replace("`", "``") + "`")
+        if isinstance(field.dataType, TimestampType):
+            column = F.unix_micros(column).alias(field.name)
+        elif not _rows_keep_exactly(field.dataType):
+            return None
+        columns.append(column)
+    exact = df.select(columns)
+    if exact._jdf.queryExecution().optimizedPlan().nodeName() != "LocalRelation":
+        return None  # the projection did not fold: collecting it would run a job
+    rows = exact.collect()
+    expected = to_arrow_schema(schema)
+    arrays = []
+    for index, field in enumerate(expected):
+        values = [row[index] for row in rows]
+        if pa.types.is_timestamp(field.type) and field.type.tz is not None:
+            arrays.append(pa.array(values, pa.int64()).cast(field.type))
+        else:
+            arrays.append(pa.array(values, field.type))
+    return pa.Table.from_arrays(arrays, schema=expected)
+
+
+def _rows_keep_exactly(kind: DataType) -> bool:
+    """Whether the row collect's Python values of ``kind`` convert back to Arrow exactly:
+    no struct (rows, not mappings), no map (its entries come back in a Java hash map's
+    order), no zoned timestamp inside a list (Python datetimes in local time). A
+    top-level zoned timestamp is taken by its microseconds."""
+    if isinstance(kind, StructType | MapType | TimestampType):
+        return False
+    if isinstance(kind, ArrayType):
+        return _rows_keep_exactly(kind.elementType)
+    return True
 
 
 def plain_parquet_rows(df: DataFrame) -> pa.Table | None:
