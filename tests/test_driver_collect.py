@@ -333,12 +333,16 @@ def test_a_local_relation_collects_as_spark_collects_it_without_a_job(
 
 def test_local_relations_the_row_collect_would_change_fall_back(spark: SparkSession) -> None:
     """Structs (rows), maps (entries reordered by the row collect) and timestamps inside
-    a list are left to Spark's collect, as is a frame that is not a local relation."""
+    a list are left to Spark's collect, as are a frame that is not a local relation and
+    one of more rows than the row collect is cheaper for."""
     full = rows_frame(spark, ROWS, SCHEMA)
     for kept in ("address", "attrs", "nested", "items"):
         assert local_relation_rows(full.select("id", kept)) is None, kept
     stamps = rows_frame(spark, [([OLD[0]],)], "stamps array<timestamp>")
     assert local_relation_rows(stamps) is None
     assert local_relation_rows(spark.range(3)) is None
+    for count, taken in ((256, True), (257, False)):  # beyond: Arrow's collect is cheaper
+        rows = local_relation_rows(rows_frame(spark, [(i,) for i in range(count)], "id int"))
+        assert (rows is not None) is taken, count
     rows, started = jobs(spark, lambda: driver_collected(full.select("id", "attrs"), "t"))
     assert started >= 1 and isinstance(rows, pa.Table) and rows.num_rows == 3
