@@ -328,7 +328,7 @@ def test_a_local_relation_collects_as_spark_collects_it_without_a_job(
         spark_rows = collect_arrow(frame)
         assert rows.schema == spark_rows.schema
         assert repr(rows.to_pylist()) == repr(spark_rows.to_pylist())
-    assert rows.column("old").to_pylist() == OLD
+    assert isinstance(rows, pa.Table) and rows.column("old").to_pylist() == OLD
 
 
 def test_local_relations_the_row_collect_would_change_fall_back(spark: SparkSession) -> None:
