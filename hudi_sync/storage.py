@@ -198,10 +198,10 @@ class Location:
             self.remove(f"{folder.rstrip('/')}/{relative}")
 
     def size(self, path: str) -> int:
-        """A file's size in bytes (0 when a store does not say); locally a plain stat."""
+        """A file's size in bytes; locally a plain stat."""
         if self.is_local:
             return os.path.getsize(path)
-        return int(self.fs.size(path) or 0)
+        return int(self.fs.size(path))
 
 
 def contained_relative(relative: str, source: str) -> str:

@@ -80,7 +80,10 @@ class FileSlice:
         wrote before)."""
         if log.size:
             return log.size
-        return location.size(location.join(self.relative_path(log.name)))
+        path = location.join(self.relative_path(log.name))
+        if location.is_local:
+            return location.size(path)
+        return int(location.fs.size(path) or 0)  # a store that does not say: unknown, 0
 
     @property
     def listed_bytes(self) -> int | None:
