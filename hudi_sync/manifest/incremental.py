@@ -78,6 +78,30 @@ def why_not_incremental(
     return None
 
 
+def touched_partitions(
+    table: HudiTable,
+    before: str,
+    pending: Sequence[str],
+    instant: str,
+    listing: TimelineListing | None = None,
+) -> set[str] | None:
+    """The partitions the completed writes after ``before`` up to ``instant`` wrote to
+    or replaced file groups in: all a publication derived from the one at ``before``
+    (with those ``pending`` writes) must list again. None when a derivation is not safe
+    (``why_not_incremental``): list the whole table."""
+    tail = timeline_tail(table, before, pending, listing)
+    if why_not_incremental(tail, before, tuple(pending)) is not None:
+        return None
+    lo, hi = comparable_instant(before), comparable_instant(instant)
+    touched: set[str] = set()
+    for write in tail.completed_writes:
+        if lo < comparable_instant(write.requested_time) <= hi:
+            metadata = tail.commit_metadata(write)
+            touched.update(stat.partition_path for stat in metadata.write_stats)
+            touched.update(metadata.partition_to_replace_file_ids)
+    return touched
+
+
 def pending_writes(timeline: Timeline, instant: str | None) -> tuple[str, ...]:
     """Writes requested before ``instant`` that had not completed: they would change the
     snapshot behind an incremental derivation's back when they complete."""

@@ -57,7 +57,7 @@ import pyarrow.parquet as pq
 from fsspec.implementations.memory import MemoryFileSystem
 
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
-from hudi_sync.manifest.incremental import timeline_tail, why_not_incremental
+from hudi_sync.manifest.incremental import touched_partitions
 from hudi_sync.manifest.listed_files import FILES_LIST, ListedFileStore
 from hudi_sync.manifest.snapshot import (
     MANIFEST_FOLDER,
@@ -204,16 +204,9 @@ class LogParquetStore(ListedFileStore):
         before, pending, groups = previous
         if before == instant:  # a rerun: the same slices
             return [], groups
-        tail = timeline_tail(self.table, before, pending, self.listing)
-        if why_not_incremental(tail, before, pending) is not None:
+        touched = touched_partitions(self.table, before, pending, instant, self.listing)
+        if touched is None:
             return None, []
-        lo, hi = comparable_instant(before), comparable_instant(instant)
-        touched: set[str] = set()
-        for write in tail.completed_writes:
-            if lo < comparable_instant(write.requested_time) <= hi:
-                metadata = tail.commit_metadata(write)
-                touched.update(stat.partition_path for stat in metadata.write_stats)
-                touched.update(metadata.partition_to_replace_file_ids)
         table = self.table
         view = FileSystemView(
             table.location, table.config, table.timeline, touched, table.view.listing

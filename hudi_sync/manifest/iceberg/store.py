@@ -1,0 +1,627 @@
+"""A table's synced snapshots published as Iceberg v2 metadata, beside its manifests.
+
+Warehouses read Iceberg natively (partition pruning by the spec, statistics, position
+deletes, time travel). Each sync publishes the snapshot it synced as one Iceberg
+snapshot of the metadata under ``.hoodie/manifest/iceberg/``:
+
+- ``metadata/v<N>.metadata.json`` — the table metadata, written once each;
+  ``metadata/version-hint.text`` names the current N and is written last, so a sync
+  killed at any step leaves the previous metadata current and complete (readers that
+  follow the hint, or a catalog the target commits to afterwards, never see a half);
+- ``metadata/snap-<snapshot id>.avro`` — a snapshot's manifest list;
+  ``metadata/m-<snapshot id>-b<bucket>-<data|deletes>.avro`` — its manifests;
+- ``data/`` and ``deletes/`` — a Merge-on-Read slice's live log rows and the position
+  deletes of the base rows its logs replace or delete (``mor_files``), so the Iceberg
+  snapshot is the merged snapshot (what ``_rt`` shows), not the base files alone.
+
+Every file group's entries live in the manifest of its partition's bucket (a hash of
+the partition path; the bucket count is fixed when the metadata is first written, about
+a thousand file groups a manifest). A sync after a few commits lists only the
+partitions they wrote to (``touched_partitions``), rewrites those buckets' manifests
+(the other entries of a bucket kept with their sequence numbers, a base file's footer
+read only when it is new) and reuses every other manifest as it is, so its cost
+follows the change, not the table.
+
+Snapshot ids are the snapshots' sequence numbers; each summary carries ``hudi.instant``
+and ``hudi.action``. Snapshots expire with ``hoodie.manifest.snapshots.retained`` and
+as soon as the files they name may be gone: an instant a rollback or restore undid, or
+one before the latest clean's earliest retained commit. The files only expired
+snapshots named (manifest lists, replaced manifests, our slice files) are deleted after
+the new metadata is current; Hudi's own files never are.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import time
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pyarrow as pa
+
+from hudi_sync.errors import CorruptTableError
+from hudi_sync.manifest.iceberg.avro_files import (
+    ManifestEntry,
+    ManifestFile,
+    manifest_file,
+    read_manifest,
+    read_manifest_list,
+    write_manifest,
+    write_manifest_list,
+)
+from hudi_sync.manifest.iceberg.data_files import DataFile, parquet_data_file
+from hudi_sync.manifest.iceberg.metadata import Snapshot, TableMetadata
+from hudi_sync.manifest.iceberg.mor_files import (
+    DATA_FOLDER,
+    DELETES_FOLDER,
+    SliceFiles,
+    slice_files,
+)
+from hudi_sync.manifest.iceberg.partitioning import PartitionPlan, partition_plan
+from hudi_sync.manifest.iceberg.schema import IcebergSchema, iceberg_schema
+from hudi_sync.manifest.incremental import pending_writes, touched_partitions
+from hudi_sync.manifest.snapshot import MANIFEST_FOLDER, PublishedManifest
+from hudi_sync.storage import contained_name, contained_relative, reporting_storage_failures
+from hudi_sync.table import HudiTable
+from hudi_sync.table.avro.bounded import load_json
+from hudi_sync.table.files.fs_view import FileSlice, FileSystemView
+from hudi_sync.table.read.snapshot import slice_merge_rules, snapshot_schema
+from hudi_sync.table.timeline.active import timeline_zone
+from hudi_sync.table.timeline.instant import comparable_instant
+from hudi_sync.table.timeline.listing import TimelineListing
+
+ICEBERG_FOLDER = f"{MANIFEST_FOLDER}/iceberg"
+METADATA_FOLDER = f"{ICEBERG_FOLDER}/metadata"
+VERSION_HINT = "version-hint.text"
+# Table property: the manifests' bucket count, fixed when the metadata is first written.
+BUCKETS_PROPERTY = "hudi-sync.manifest.buckets"
+# Table property: why the partition spec is unpartitioned ("" when it is not, or the
+# table is not partitioned).
+PARTITION_REASON_PROPERTY = "hudi-sync.partition.reason"
+# Summary keys of each snapshot (besides Iceberg's own).
+INSTANT_KEY = "hudi.instant"
+ACTION_KEY = "hudi.action"
+PENDING_KEY = "hudi.pending"
+ENTRIES_PER_MANIFEST = 1000
+_MAX_BUCKETS = 4096
+_MANIFEST_NAME = re.compile(r"m-(\d{1,19})-b(\d{1,5})-(data|deletes)\.avro")
+_LIST_NAME = re.compile(r"snap-(\d{1,19})\.avro")
+_REMOVED_NAME = re.compile(r"removed-(\d{1,19})\.json")
+_CONTENT = {"data": 0, "deletes": 1}
+
+
+@dataclass(frozen=True)
+class PublishedIceberg:
+    """What a publication wrote (or, in a dry run, would write)."""
+
+    instant: str | None
+    metadata_location: str  # absolute URI of the metadata file
+    snapshot_id: int | None
+    partition_reason: str | None  # why the spec is unpartitioned, if it is
+    data_files: int = 0
+    delete_files: int = 0
+    manifests_written: int = 0
+    manifests_reused: int = 0
+    snapshots_expired: int = 0
+    full_listing: bool = True
+    dry_run: bool = False
+
+    def summary(self) -> dict[str, Any]:
+        """The ``iceberg`` part of a sync's ``--json`` report."""
+        return {
+            "instant": self.instant,
+            "metadata_location": self.metadata_location,
+            "snapshot_id": self.snapshot_id,
+            "partition_reason": self.partition_reason,
+            "data_files": self.data_files,
+            "delete_files": self.delete_files,
+            "manifests_written": self.manifests_written,
+            "manifests_reused": self.manifests_reused,
+            "snapshots_expired": self.snapshots_expired,
+            "full_listing": self.full_listing,
+            "dry_run": self.dry_run,
+        }
+
+
+@dataclass
+class _Bucket:
+    """One bucket's entries, data and deletes, while a snapshot is built."""
+
+    data: list[ManifestEntry] = field(default_factory=list)
+    deletes: list[ManifestEntry] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Build:
+    """What a publication is made of: the slices listed, their schemas and the plan."""
+
+    slices: list[FileSlice]
+    arrow: pa.Schema
+    schema: IcebergSchema
+    plan: PartitionPlan
+
+
+@dataclass(frozen=True)
+class _Current:
+    """The published metadata the pointer names."""
+
+    version: int
+    metadata: TableMetadata
+
+
+class IcebergStore:
+    """Publishes a table's synced snapshots as Iceberg metadata (module docstring)."""
+
+    def __init__(self, table: HudiTable, keep: int, listing: TimelineListing | None = None):
+        """``keep``: ``hoodie.manifest.snapshots.retained``; ``listing``: the sync's
+        listing of the timeline folder, which the tail since the previous snapshot is
+        read from."""
+        self.table = table
+        self.keep = keep
+        self.listing = listing
+
+    # --- paths ---------------------------------------------------------------------
+    def path(self, *parts: str) -> str:
+        return self.table.location.join(ICEBERG_FOLDER, *parts)
+
+    def uri(self, *parts: str) -> str:
+        return self.table.location.uri_of("/".join([ICEBERG_FOLDER, *parts]))
+
+    def _metadata_name(self, version: int) -> str:
+        return f"v{version}.metadata.json"
+
+    def _own_file(self, uri: str, where: str) -> str:
+        """The relative path (under the table) of a manifest or list that one of our
+        own files names: it must be in the metadata folder and named as we name them."""
+        prefix = self.uri("metadata") + "/"
+        if not uri.startswith(prefix):
+            raise CorruptTableError(f"{where}: {uri!r} is not a file of {self.uri('metadata')}")
+        name = contained_name(uri[len(prefix) :], where)
+        if not (_MANIFEST_NAME.fullmatch(name) or _LIST_NAME.fullmatch(name)):
+            raise CorruptTableError(f"{where}: {name!r} is not a manifest hudi_sync writes")
+        return f"metadata/{name}"
+
+    # --- reading what is published ------------------------------------------------------
+    def current(self) -> _Current | None:
+        """The metadata the version hint names, or None before the first publication."""
+        location = self.table.location
+        hint_uri = self.uri("metadata", VERSION_HINT)
+        try:
+            text = location.read_file(self.path("metadata", VERSION_HINT))
+        except FileNotFoundError:
+            return None
+        value = text.decode("ascii", "replace").strip()
+        if not re.fullmatch(r"[0-9]{1,9}", value):
+            raise CorruptTableError(f"{hint_uri}: {value[:40]!r} is not a metadata version")
+        version = int(value)
+        name = self._metadata_name(version)
+        try:
+            data = location.read_file(self.path("metadata", name))
+        except FileNotFoundError:
+            raise CorruptTableError(f"{hint_uri}: names {name}, which is missing") from None
+        return _Current(version, TableMetadata.read(data, self.uri("metadata", name)))
+
+    def current_location(self) -> str | None:
+        """The absolute URI of the current metadata file, or None."""
+        current = self.current()
+        return None if current is None else self.uri("metadata", self._metadata_name(current.version))
+
+    # --- publishing -------------------------------------------------------------------
+    def publish(
+        self, published: PublishedManifest, as_of: str | None = None, dry_run: bool = False
+    ) -> PublishedIceberg:
+        """Publish the snapshot of ``published`` (its instant) as the current Iceberg
+        snapshot; with ``as_of`` (time travel) as a metadata file of its own that the
+        version hint does not name. A rerun at the published instant writes nothing."""
+        with reporting_storage_failures(self.table.location):
+            return self._publish(published.manifest.instant, as_of, dry_run)
+
+    def _publish(self, instant: str | None, as_of: str | None, dry_run: bool) -> PublishedIceberg:
+        current = self.current() if as_of is None else None
+        previous = current.metadata if current is not None else None
+        version = (current.version if current is not None else 0) + 1
+        if current is not None and previous is not None and instant is not None:
+            shown = previous.current_snapshot()
+            if shown is not None and shown.summary.get(INSTANT_KEY) == instant:
+                return self._unchanged(current, previous, shown)
+        name = f"asof-{instant}.metadata.json" if as_of is not None else self._metadata_name(version)
+        if instant is None:
+            return self._empty(previous, name, dry_run)
+        touched = self._touched(previous, instant)
+        build = self._build(instant, previous, touched)
+        if previous is not None and touched is not None and previous.spec_json() != build.plan.spec_json:
+            touched = None  # the spec changed (a partition path that does not parse): all anew
+            build = self._build(instant, previous, None)
+        if dry_run:
+            return PublishedIceberg(
+                instant,
+                self.uri("metadata", name),
+                None,
+                build.plan.reason,
+                full_listing=touched is None,
+                dry_run=True,
+            )
+        buckets = self._bucket_count(previous if touched is not None else None, len(build.slices))
+        old = self._previous_buckets(previous)
+        reused_old = old if touched is not None else {}
+        rebuilt, removed = self._entries(build, buckets, as_of, reused_old, touched)
+        if touched is None and previous is not None:
+            removed |= self._own_slice_files() - {
+                self._relative(e.file.path, name)
+                for bucket in rebuilt.values()
+                for e in [*bucket.data, *bucket.deletes]
+                if self._is_own(e.file.path)
+            }
+        return self._commit(
+            instant, as_of, name, version, previous, build, buckets, old, rebuilt, removed,
+            touched is None,
+        )
+
+    def _build(self, instant: str, previous: TableMetadata | None, touched: set[str] | None) -> _Build:
+        """The slices to publish (all, or those of the ``touched`` partitions), the
+        schema and the partition plan they give."""
+        table = self.table
+        if touched is None:
+            slices = table.view.slices_as_of(instant)
+        else:
+            view = FileSystemView(
+                table.location, table.config, table.timeline, touched, table.view.listing
+            )
+            slices = view.slices_as_of(instant)
+        arrow = snapshot_schema(table, slices)
+        schema = iceberg_schema(arrow, previous.schema() if previous else None, table.uri)
+        plan = partition_plan(table, schema)
+        if plan.fields and any(plan.values(s.partition_path) is None for s in slices):
+            plan = _unpartitioned(plan, slices)
+        return _Build(slices, arrow, schema, plan)
+
+    def _touched(self, previous: TableMetadata | None, instant: str) -> set[str] | None:
+        """The partitions to list again since the previous snapshot, or None: list all."""
+        if previous is None:
+            return None
+        shown = previous.current_snapshot()
+        if shown is None:
+            return None
+        before = shown.summary.get(INSTANT_KEY)
+        if not before or comparable_instant(before) > comparable_instant(instant):
+            return None
+        pending = tuple(p for p in shown.summary.get(PENDING_KEY, "").split(",") if p)
+        return touched_partitions(self.table, before, pending, instant, self.listing)
+
+    def _bucket_count(self, previous: TableMetadata | None, slices: int) -> int:
+        if previous is not None:
+            stored = previous.properties.get(BUCKETS_PROPERTY, "")
+            if stored.isdigit() and 0 < int(stored) <= _MAX_BUCKETS:
+                return int(stored)
+        return max(1, min(_MAX_BUCKETS, -(-slices // ENTRIES_PER_MANIFEST)))
+
+    def _previous_buckets(self, previous: TableMetadata | None) -> dict[tuple[int, int], ManifestFile]:
+        """The current snapshot's manifests by ``(bucket, content)``."""
+        if previous is None:
+            return {}
+        shown = previous.current_snapshot()
+        if shown is None:
+            return {}
+        where = shown.manifest_list
+        relative = self._own_file(where, self.uri("metadata"))
+        manifests = read_manifest_list(self.table.location.read_file(self.path(relative)), where)
+        found: dict[tuple[int, int], ManifestFile] = {}
+        for manifest in manifests:
+            name = self._own_file(manifest.path, where).rsplit("/", 1)[-1]
+            match = _MANIFEST_NAME.fullmatch(name)
+            if match is None or _CONTENT[match.group(3)] != manifest.content:
+                raise CorruptTableError(f"{where}: {manifest.path!r} is not a bucket manifest")
+            found[(int(match.group(2)), manifest.content)] = manifest
+        return found
+
+    def _entries(
+        self,
+        build: _Build,
+        buckets: int,
+        as_of: str | None,
+        old: dict[tuple[int, int], ManifestFile],
+        touched: set[str] | None,
+    ) -> tuple[dict[int, _Bucket], set[str]]:
+        """The entries of every bucket that changes: the slices' files (reusing the
+        previous entry of a file that stays), plus the previous entries of the bucket's
+        partitions not listed again; and the slice files of ours the previous entries
+        named that this snapshot no longer does (relative to the Iceberg folder)."""
+        table = self.table
+        location = table.location
+        slices, plan = build.slices, build.plan
+        changed = {bucket_of(s.partition_path, buckets) for s in slices}
+        if touched is not None:
+            changed |= {bucket_of(p, buckets) for p in touched}
+        listed_again: dict[str, ManifestEntry] = {}
+        rebuilt: dict[int, _Bucket] = {b: _Bucket() for b in changed}
+        for (bucket, _content), manifest in old.items():
+            if bucket not in changed:
+                continue
+            data = location.read_file(self.path(self._own_file(manifest.path, manifest.path)))
+            entries = read_manifest(
+                data, plan, manifest.path, manifest.sequence, manifest.added_snapshot_id
+            )
+            for entry in entries:
+                partition = self._entry_partition(entry.file.path, manifest.path)
+                if touched is not None and partition in touched:
+                    listed_again[entry.file.path] = entry  # reused below if it stays
+                    continue
+                into = rebuilt[bucket].data if entry.file.content == 0 else rebuilt[bucket].deletes
+                into.append(_existing(entry))
+        with_logs = [s for s in slices if s.log_files]
+        made_for: dict[tuple[str, str], SliceFiles] = {}
+        if with_logs:
+            rules = slice_merge_rules(table, with_logs)
+            made = slice_files(table, with_logs, build.arrow, build.schema, plan, rules, as_of)
+            made_for = {(s.partition_path, s.file_id): f for s, f in zip(with_logs, made, strict=True)}
+        kept: set[str] = set()
+        for file_slice in slices:
+            bucket = rebuilt[bucket_of(file_slice.partition_path, buckets)]
+            values = plan.values(file_slice.partition_path) if plan.fields else ()
+            if values is None:  # ``_build`` made the plan unpartitioned then
+                raise AssertionError(f"unparsed partition {file_slice.partition_path!r}")
+            if file_slice.relative_base_path is not None:
+                uri = location.uri_of(file_slice.relative_base_path)
+                previous = listed_again.get(uri)
+                if previous is not None:
+                    bucket.data.append(_existing(previous))
+                else:
+                    base = parquet_data_file(
+                        location, file_slice.relative_base_path, build.schema, values
+                    )
+                    bucket.data.append(_added(base))
+            files = made_for.get((file_slice.partition_path, file_slice.file_id))
+            if files is None:
+                continue
+            for own, into in ((files.live, bucket.data), (files.deletes, bucket.deletes)):
+                if own is None:
+                    continue
+                kept.add(own.path)
+                previous = listed_again.get(own.path)
+                into.append(_existing(previous) if previous is not None else _added(own))
+        removed = {
+            self._relative(path, "a previous manifest")
+            for path in listed_again
+            if self._is_own(path) and path not in kept
+        }
+        return rebuilt, removed
+
+    def _is_own(self, uri: str) -> bool:
+        """A slice file of ours (not one of Hudi's base files)."""
+        return uri.startswith(self.uri() + "/")
+
+    def _relative(self, uri: str, where: str) -> str:
+        """A file of ours by its path under the Iceberg folder, checked to stay there."""
+        prefix = self.uri() + "/"
+        if not uri.startswith(prefix):
+            raise CorruptTableError(f"{where}: {uri!r} is not a file of {self.uri()}")
+        return contained_relative(uri[len(prefix) :], where)
+
+    def _own_slice_files(self) -> set[str]:
+        """Every slice file of ours on storage, relative to the Iceberg folder."""
+        found: set[str] = set()
+        for folder in (DATA_FOLDER, DELETES_FOLDER):
+            found.update(f"{folder}/{f}" for f in self.table.location.files_under(self.path(folder)))
+        return found
+
+    def _entry_partition(self, uri: str, where: str) -> str:
+        """The partition path of a manifest entry's file: a base file's folder, or the
+        folder under ``data/`` or ``deletes/`` of a slice file of ours."""
+        if self._is_own(uri):
+            relative = self._relative(uri, where)
+            return relative.split("/", 1)[1].rpartition("/")[0]
+        base = self.table.location.uri.rstrip("/") + "/"
+        if not uri.startswith(base):
+            raise CorruptTableError(f"{where}: {uri!r} is not a file of {self.table.uri}")
+        return contained_relative(uri[len(base) :], where).rpartition("/")[0]
+
+    def _commit(
+        self,
+        instant: str,
+        as_of: str | None,
+        name: str,
+        version: int,
+        previous: TableMetadata | None,
+        build: _Build,
+        buckets: int,
+        old: dict[tuple[int, int], ManifestFile],
+        rebuilt: dict[int, _Bucket],
+        removed: set[str],
+        full: bool,
+    ) -> PublishedIceberg:
+        """Write the changed manifests and the list, then the metadata, then the hint;
+        then delete what only expired snapshots named. ``full``: every slice was listed,
+        so no previous manifest is kept (``old`` are the previous snapshot's)."""
+        location = self.table.location
+        schema, plan = build.schema, build.plan
+        sequence = (previous.last_sequence if previous is not None else 0) + 1
+        snapshot_id = sequence
+        prefix = f"asof{instant}-" if as_of is not None else ""
+        manifests: list[ManifestFile] = []
+        writes: list[tuple[str, bytes]] = []
+        replaced = set(removed)
+        reused = 0
+        for (bucket, _content), manifest in sorted(old.items()):
+            if full or bucket in rebuilt:
+                replaced.add(self._own_file(manifest.path, manifest.path))
+            else:
+                manifests.append(manifest)
+                reused += 1
+        for bucket, entries in sorted(rebuilt.items()):
+            for content, listed in ((0, entries.data), (1, entries.deletes)):
+                if not listed:
+                    continue
+                kind = "data" if content == 0 else "deletes"
+                relative = f"metadata/{prefix}m-{snapshot_id}-b{bucket}-{kind}.avro"
+                data = write_manifest(listed, schema, plan, content)
+                writes.append((self.path(relative), data))
+                manifests.append(
+                    manifest_file(
+                        self.uri(relative), len(data), listed, plan, content, sequence, snapshot_id
+                    )
+                )
+        list_relative = f"metadata/{prefix}snap-{snapshot_id}.avro"
+        parent = previous.current_snapshot_id if previous is not None else None
+        writes.append(
+            (self.path(list_relative), write_manifest_list(manifests, snapshot_id, parent, sequence))
+        )
+        location.ensure_folder(self.path("metadata"))
+        location.write_files(writes)
+        data_files = sum(m.added_files + m.existing_files for m in manifests if m.content == 0)
+        delete_files = sum(m.added_files + m.existing_files for m in manifests if m.content == 1)
+        timeline = self.table.timeline
+        action = next(
+            (i.action for i in timeline.completed_writes if i.requested_time == instant), ""
+        )
+        summary = {
+            "operation": "overwrite",
+            INSTANT_KEY: instant,
+            ACTION_KEY: str(action),
+            PENDING_KEY: ",".join(pending_writes(timeline, instant)),
+            "total-data-files": str(data_files),
+            "total-delete-files": str(delete_files),
+            "total-records": str(
+                sum(m.added_rows + m.existing_rows for m in manifests if m.content == 0)
+            ),
+        }
+        moment = instant_millis(instant, self.table)
+        if previous is not None and previous.snapshots:
+            moment = max(moment, max(s.timestamp_ms for s in previous.snapshots))
+        snapshot = Snapshot(
+            snapshot_id, parent, sequence, moment, self.uri(list_relative), summary, schema.schema_id
+        )
+        if previous is None:
+            metadata = TableMetadata.new(location.uri, schema, plan)
+            previous_file = None
+        else:
+            metadata = previous
+            previous_file = self.uri("metadata", self._metadata_name(version - 1))
+        now = int(time.time() * 1000)
+        metadata = metadata.with_snapshot(snapshot, schema, plan, now, previous_file)
+        metadata = metadata.with_properties(
+            {BUCKETS_PROPERTY: str(buckets), PARTITION_REASON_PROPERTY: plan.reason or ""}
+        )
+        expired: list[Snapshot] = []
+        if as_of is None:
+            metadata, expired = metadata.expired(self.keep, self._still_valid)
+        if replaced:  # named only by the snapshots before this one
+            record = json.dumps({"files": sorted(replaced)}).encode()
+            location.write_file(self.path("metadata", f"removed-{snapshot_id}.json"), record)
+        location.write_file(self.path("metadata", name), metadata.to_json())
+        if as_of is None:
+            location.write_file(self.path("metadata", VERSION_HINT), str(version).encode())
+            self._collect(metadata, expired)
+        return PublishedIceberg(
+            instant,
+            self.uri("metadata", name),
+            snapshot_id,
+            plan.reason,
+            data_files,
+            delete_files,
+            manifests_written=len(manifests) - reused,
+            manifests_reused=reused,
+            snapshots_expired=len(expired),
+            full_listing=full,
+        )
+
+    def _still_valid(self, snapshot: Snapshot) -> bool:
+        """Whether every file a snapshot names is still there: its instant was not undone
+        by a rollback or restore, and no clean removed what it needs."""
+        instant = snapshot.summary.get(INSTANT_KEY, "")
+        timeline = self.table.timeline
+        if not instant or timeline.undone_by(instant) is not None:
+            return False
+        clean = timeline.latest_clean()
+        if clean is None:
+            return True
+        retained = timeline.clean_metadata(clean).earliest_commit_to_retain
+        limit = retained or clean.requested_time
+        return comparable_instant(instant) >= comparable_instant(limit)
+
+    def _collect(self, metadata: TableMetadata, expired: Iterable[Snapshot]) -> None:
+        """Delete what only expired snapshots named: their manifest lists, and the files
+        each kept-out snapshot's ``removed-<id>.json`` lists once no snapshot before it
+        is kept."""
+        location = self.table.location
+        for snapshot in expired:
+            relative = self._own_file(snapshot.manifest_list, self.uri("metadata"))
+            location.remove(self.path(relative))
+        kept = [s.snapshot_id for s in metadata.snapshots]
+        oldest = min(kept) if kept else None
+        for name in location.names(self.path("metadata")):
+            match = _REMOVED_NAME.fullmatch(name)
+            if match is None or oldest is None or int(match.group(1)) > oldest:
+                continue
+            where = self.uri("metadata", name)
+            record = load_json(location.read_file(self.path("metadata", name)), where, "list")
+            files = record.get("files") if isinstance(record, dict) else None
+            if not isinstance(files, list):
+                raise CorruptTableError(f"{where}: not a list of removed files")
+            for relative in files:
+                checked = contained_relative(str(relative), where)
+                if not checked.startswith(("metadata/", f"{DATA_FOLDER}/", f"{DELETES_FOLDER}/")):
+                    raise CorruptTableError(f"{where}: {checked!r} is not a file of ours")
+                location.remove(self.path(checked))
+            location.remove(self.path("metadata", name))
+
+    def _unchanged(
+        self, current: _Current, metadata: TableMetadata, shown: Snapshot
+    ) -> PublishedIceberg:
+        return PublishedIceberg(
+            shown.summary.get(INSTANT_KEY),
+            self.uri("metadata", self._metadata_name(current.version)),
+            shown.snapshot_id,
+            metadata.properties.get(PARTITION_REASON_PROPERTY) or None,
+            full_listing=False,
+        )
+
+    def _empty(self, previous: TableMetadata | None, name: str, dry_run: bool) -> PublishedIceberg:
+        """A table without a completed commit: metadata with no snapshot (its columns
+        from ``hoodie.table.create.schema``), so a reader tells empty from never synced."""
+        table = self.table
+        arrow = snapshot_schema(table, [])
+        schema = iceberg_schema(arrow, previous.schema() if previous else None, table.uri)
+        plan = partition_plan(table, schema)
+        if not dry_run and previous is None:
+            metadata = TableMetadata.new(table.location.uri, schema, plan)
+            table.location.ensure_folder(self.path("metadata"))
+            table.location.write_file(self.path("metadata", name), metadata.to_json())
+            table.location.write_file(self.path("metadata", VERSION_HINT), b"1")
+        return PublishedIceberg(None, self.uri("metadata", name), None, plan.reason, dry_run=dry_run)
+
+
+def bucket_of(partition: str, buckets: int) -> int:
+    """The manifest bucket of a partition path: stable across syncs and processes."""
+    return zlib.crc32(partition.encode("utf-8")) % buckets
+
+
+def instant_millis(instant: str, table: HudiTable) -> int:
+    """An instant's time in epoch milliseconds, read in the table's timeline zone."""
+    digits = instant.ljust(17, "0")[:17]
+    moment = dt.datetime.strptime(digits[:14], "%Y%m%d%H%M%S").replace(
+        microsecond=int(digits[14:17]) * 1000
+    )
+    zone = timeline_zone(table.config)
+    moment = moment.replace(tzinfo=zone) if zone is not None else moment.astimezone()
+    return int(moment.timestamp() * 1000)
+
+
+def _unpartitioned(plan: PartitionPlan, slices: Sequence[FileSlice]) -> PartitionPlan:
+    """The unpartitioned plan, saying which partition path did not parse."""
+    bad = next(s.partition_path for s in slices if plan.values(s.partition_path) is None)
+    return plan.unpartitioned(f"partition path {bad!r} does not carry the partition values")
+
+
+def _added(made: DataFile) -> ManifestEntry:
+    return ManifestEntry(1, None, None, None, made)
+
+
+def _existing(entry: ManifestEntry) -> ManifestEntry:
+    """An entry carried into a new manifest: EXISTING, its sequence numbers explicit."""
+    return replace(entry, status=0)
+
+
