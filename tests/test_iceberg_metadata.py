@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable
+from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -251,7 +253,6 @@ def test_a_change_iceberg_cannot_promote_is_refused_in_one_line(
         (pa.timestamp("ms", "UTC"), "timestamptz"),
         (pa.timestamp("ms"), "timestamp"),
         (pa.timestamp("us", "+02:00"), "timestamptz"),
-        (pa.time32("ms"), "time"),
         (pa.time64("us"), "time"),
         (pa.binary(16), "fixed[16]"),
         (pa.int8(), "int"),
@@ -272,6 +273,7 @@ def test_mapped_types(arrow_type: pa.DataType, expected: str) -> None:
         pa.decimal256(40, 2),
         pa.float16(),
         pa.date64(),
+        pa.time32("ms"),
         pa.struct([("deep", pa.time64("ns"))]),
     ],
 )
@@ -614,3 +616,174 @@ def test_a_metadata_file_past_the_size_bound_is_not_parsed(
     monkeypatch.setattr(module, "MAX_METADATA_BYTES", len(data) - 1)
     with pytest.raises(CorruptTableError, match="bytes"):
         TableMetadata.read(data, "v2.metadata.json")
+
+
+# -- a real read -----------------------------------------------------------------------
+
+COW_TABLES = [t for t in FIXTURES if "/cow/" in t.name and "empty" not in t.name]
+
+
+def _rows(table: pa.Table) -> list[str]:
+    """Rows as comparable text, column order and Arrow string/list widths aside."""
+    names = sorted(table.column_names)
+    return sorted(repr([row[n] for n in names]) for row in table.to_pylist())
+
+
+def _static_table(
+    tmp_path: Path,
+    metadata: TableMetadata,
+    schema: IcebergSchema,
+    plan: PartitionPlan,
+    files: list[tuple[str, tuple[Any, ...]]],
+) -> Any:
+    """A pyiceberg table over ``files`` (path, partition values): one snapshot whose
+    manifest and list pyiceberg's own writer writes (the store's are another part's),
+    in metadata ``with_snapshot`` extends from ``metadata``."""
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+    from pyiceberg.manifest import (
+        DataFile,
+        DataFileContent,
+        FileFormat,
+        ManifestEntry,
+        ManifestEntryStatus,
+        write_manifest,
+        write_manifest_list,
+    )
+    from pyiceberg.table import StaticTable
+    from pyiceberg.typedef import Record
+
+    sequence = metadata.last_sequence + 1
+    snapshot_id = 20240101000000000 + sequence
+    parsed = TableMetadataUtil.parse_raw(
+        replace(
+            metadata,
+            schemas=(*[s for s in metadata.schemas if s.schema_id != schema.schema_id], schema),
+            current_schema_id=schema.schema_id,
+        ).to_json()
+    )
+    io = PyArrowFileIO()
+    manifest_path = str(tmp_path / f"m{sequence}.avro")
+    with write_manifest(
+        2, parsed.spec(), parsed.schema(), io.new_output(manifest_path), snapshot_id, "null"
+    ) as writer:
+        for path, values in files:
+            data_file = DataFile.from_args(
+                content=DataFileContent.DATA,
+                file_path=path,
+                file_format=FileFormat.PARQUET,
+                partition=Record(*values),
+                record_count=pq.read_metadata(path).num_rows,
+                file_size_in_bytes=Path(path).stat().st_size,
+            )
+            data_file.spec_id = plan.spec_id
+            writer.add(
+                ManifestEntry.from_args(
+                    status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id, data_file=data_file
+                )
+            )
+    list_path = str(tmp_path / f"snap-{snapshot_id}.avro")
+    parent = metadata.current_snapshot_id
+    with write_manifest_list(
+        2, io.new_output(list_path), snapshot_id, parent, sequence, "null"
+    ) as lists:
+        lists.add_manifests([writer.to_manifest_file()])
+    snapshot = replace(
+        _snapshot(snapshot_id, sequence, schema.schema_id, parent), manifest_list=list_path
+    )
+    published = metadata.with_snapshot(snapshot, schema, plan, 1_700_000_100_000, None)
+    metadata_path = tmp_path / f"v{sequence}.metadata.json"
+    metadata_path.write_bytes(published.to_json())
+    return StaticTable.from_metadata(str(metadata_path)), published
+
+
+@pytest.mark.parametrize("table", COW_TABLES, ids=lambda t: t.id)
+def test_pyiceberg_reads_a_copy_on_write_snapshot_through_this_metadata(
+    unpack_table: Callable[[FixtureTable], Path], table: FixtureTable, tmp_path: Path
+) -> None:
+    """The schema, name mapping and partition spec ours: pyiceberg's scan gives
+    hudi_sync's snapshot rows, and a filter on a partition column prunes to that
+    partition's files (a wrong partition value would prune the wrong ones)."""
+    from pyiceberg.expressions import EqualTo
+
+    from hudi_sync.table.read.snapshot import read_snapshot
+
+    hudi = _open(unpack_table, table)
+    slices = hudi.file_slices()
+    schema = iceberg_schema(snapshot_schema(hudi, slices), None, hudi.uri, file_only_columns(hudi))
+    plan = partition_plan(hudi, schema)
+    files = []
+    by_partition: dict[tuple[Any, ...], int] = {}
+    for file_slice in slices:
+        assert file_slice.relative_base_path is not None
+        values = plan.values(file_slice.partition_path)
+        assert values is not None
+        by_partition[values] = by_partition.get(values, 0) + 1
+        files.append((hudi.location.join(file_slice.relative_base_path), values))
+    iceberg, _ = _static_table(tmp_path, _metadata(schema, plan), schema, plan, files)
+    assert _rows(iceberg.scan().to_arrow()) == _rows(read_snapshot(hudi))
+    if plan.fields:
+        name = plan.fields[0][0]
+        (first, *_) = sorted(by_partition, key=repr)
+        matching = sum(n for v, n in by_partition.items() if v[0] == first[0])
+        scan = iceberg.scan(row_filter=EqualTo(name, first[0]))
+        assert len(list(scan.plan_files())) == matching
+        assert len(by_partition) == 1 or matching < len(slices)
+        expected = read_snapshot(hudi).filter(pa.compute.field(name) == first[0])
+        assert _rows(scan.to_arrow()) == _rows(expected)
+
+
+def test_pyiceberg_reads_old_and_evolved_files_by_the_ids_kept(tmp_path: Path) -> None:
+    """Millisecond timestamps (with and without zone) read as Iceberg's microsecond
+    types; after int->long, float->double, a widened decimal, an added nested field and a
+    dropped column, both the old file and the new one read under the new schema, and
+    time travel to the first snapshot reads the old one with its own schema."""
+    old = pa.table(
+        {
+            "n": pa.array([1, None], pa.int32()),
+            "f": pa.array([1.5, 2.5], pa.float32()),
+            "d": pa.array([Decimal("1.25"), None], pa.decimal128(5, 2)),
+            "ts": pa.array([1_700_000_000_123, None], pa.timestamp("ms", "UTC")),
+            "local": pa.array([1_700_000_000_456, 5], pa.timestamp("ms")),
+            "s": pa.array([{"x": "a"}, None], pa.struct([("x", pa.string())])),
+            "gone": pa.array(["g1", "g2"]),
+        }
+    )
+    new = pa.table(
+        {
+            "n": pa.array([2**40], pa.int64()),
+            "f": pa.array([3.25], pa.float64()),
+            "d": pa.array([Decimal("123456.78")], pa.decimal128(9, 2)),
+            "ts": pa.array([1_800_000_000_000_001], pa.timestamp("us", "UTC")),
+            "local": pa.array([7], pa.timestamp("us")),
+            "s": pa.array([{"x": "b", "y": 4}], pa.struct([("x", pa.string()), ("y", pa.int64())])),
+        }
+    )
+    pq.write_table(old, tmp_path / "old.parquet")
+    pq.write_table(new, tmp_path / "new.parquet")
+    first = iceberg_schema(old.schema, None, WHERE)
+    table, metadata = _static_table(
+        tmp_path,
+        _metadata(first, _unpartitioned()),
+        first,
+        _unpartitioned(),
+        [(str(tmp_path / "old.parquet"), ())],
+    )
+    assert table.scan().to_arrow().to_pylist() == old.to_pylist()
+    second = metadata.next_schema(new.schema, WHERE)
+    table, _ = _static_table(
+        tmp_path,
+        metadata,
+        second,
+        _unpartitioned(),
+        [(str(tmp_path / "old.parquet"), ()), (str(tmp_path / "new.parquet"), ())],
+    )
+    read = table.scan().to_arrow()
+    assert read.schema.field("ts").type == pa.timestamp("us", "UTC")
+    assert read.schema.field("n").type == pa.int64()
+    widened = old.drop_columns(["gone"]).to_pylist()
+    for row in widened:
+        row["s"] = None if row["s"] is None else {**row["s"], "y": None}
+    assert sorted(map(repr, read.to_pylist())) == sorted(map(repr, widened + new.to_pylist()))
+    back = table.scan(snapshot_id=20240101000000001).to_arrow()
+    assert back.column_names == old.column_names
+    assert back.column("gone").to_pylist() == ["g1", "g2"]

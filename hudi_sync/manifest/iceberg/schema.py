@@ -187,10 +187,11 @@ def primitive_type(arrow_type: pa.DataType, column: str, where: str) -> str:
         return "date"
     if pa.types.is_decimal(t) and t.precision <= MAX_DECIMAL_PRECISION:
         return f"decimal({t.precision}, {t.scale})"
-    # Iceberg v2 keeps times and timestamps in microseconds; millisecond (and second)
-    # Arrow values map to the same types, and readers widen them when they read the
-    # Parquet column. Nanoseconds would be truncated: refused.
-    if pa.types.is_time(t) and t.unit in ("s", "ms", "us"):
+    # Iceberg v2 keeps timestamps in microseconds; millisecond (and second) Arrow
+    # timestamps map to the same types, and readers widen them when they read the
+    # Parquet column (pyiceberg does). Nanoseconds would be truncated: refused. A
+    # millisecond time is refused too: pyiceberg reads no Parquet TIME(MILLIS) column.
+    if pa.types.is_time(t) and t.unit == "us":
         return "time"
     if pa.types.is_timestamp(t) and t.unit in ("s", "ms", "us"):
         return "timestamptz" if t.tz is not None else "timestamp"
