@@ -25,7 +25,7 @@ from pyiceberg.table.name_mapping import parse_mapping_from_json
 from pyiceberg.types import ListType, MapType
 
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
-from hudi_sync.manifest.iceberg.metadata import Snapshot, TableMetadata
+from hudi_sync.manifest.iceberg.metadata import Snapshot, TableMetadata, hudi_properties
 from hudi_sync.manifest.iceberg.partitioning import PartitionPlan, partition_plan
 from hudi_sync.manifest.iceberg.schema import (
     NAME_MAPPING_PROPERTY,
@@ -119,9 +119,13 @@ def test_every_fixture_schema_parses_in_pyiceberg_and_maps_its_base_files(
     slices = hudi.file_slices()
     arrow = snapshot_schema(hudi, slices)
     schema = iceberg_schema(arrow, None, hudi.uri, file_only_columns(hudi))
-    metadata = _published(schema, partition_plan(hudi, schema))
+    plan = partition_plan(hudi, schema)
+    metadata = TableMetadata.create(
+        "3f1c9a52-6bc7-4c6a-9a1e-2f0d4b1f7d11", hudi.uri, schema, plan, hudi_properties(hudi), 1
+    ).with_snapshot(_snapshot(20240101000000001, 1, schema.schema_id), schema, plan, 2, None)
     assert TableMetadata.read(metadata.to_json(), "v1.metadata.json") == metadata
     parsed = TableMetadataUtil.parse_raw(metadata.to_json())
+    assert parsed.properties["hudi.table.type"] == hudi.config.table_type.value
     ice = parsed.schema()
     assert [f.name for f in ice.fields] == arrow.names
     assert [f.field_id for f in ice.fields] == list(range(1, len(arrow) + 1))
@@ -486,6 +490,34 @@ def test_a_new_partition_spec_takes_a_new_id() -> None:
     parsed = TableMetadataUtil.parse_raw(metadata.to_json())
     assert parsed.default_spec_id == 1 and parsed.last_partition_id == 1000
     assert [s.spec_id for s in parsed.partition_specs] == [0, 1]
+    # Two fields, p among them: p keeps its partition field id, a takes the next one.
+    both = PartitionPlan(
+        {
+            "spec-id": 0,
+            "fields": [
+                {"source-id": 1, "field-id": 1000, "name": "a", "transform": "identity"},
+                {"source-id": 2, "field-id": 1001, "name": "p", "transform": "identity"},
+            ],
+        },
+        (("a", "long"), ("p", "string")),
+        None,
+    )
+    wider = metadata.next_plan(both)
+    assert wider.spec_id == 2
+    assert [(f["name"], f["field-id"]) for f in wider.spec_json["fields"]] == [
+        ("a", 1001),
+        ("p", 1000),
+    ]
+    metadata = metadata.with_snapshot(
+        _snapshot(20240101000000003, 3, 0), schema, wider, 1_700_000_300_000, None
+    )
+    assert TableMetadataUtil.parse_raw(metadata.to_json()).last_partition_id == 1001
+    assert (
+        metadata.next_plan(identity).spec_json
+        == parsed.partition_specs[1].model_dump(by_alias=True)
+        or metadata.next_plan(identity).spec_id == 1
+    )
+    assert metadata.next_plan(_unpartitioned()).spec_id == 0
 
 
 def test_expiry_keeps_the_current_snapshot_and_a_consistent_log() -> None:
@@ -507,6 +539,28 @@ def test_expiry_keeps_the_current_snapshot_and_a_consistent_log() -> None:
     assert parsed.current_snapshot_id == ids[4] and parsed.refs["main"].snapshot_id == ids[4]
     assert TableMetadata.read(kept.to_json(), "v6.metadata.json") == kept
     assert metadata.expired(10, lambda s: True) == (metadata, [])
+
+
+def test_an_older_instant_published_later_keeps_the_log_in_time_order() -> None:
+    """``--as-of``: an older instant added after newer ones, or one already published
+    made current again; Iceberg's readers refuse a snapshot log out of time order."""
+    metadata = _history(3)
+    schema = metadata.current_schema
+    older = _snapshot(20231231000000000, 4, 0, metadata.current_snapshot_id)
+    older = replace(older, timestamp_ms=1_600_000_000_000)
+    added = metadata.with_snapshot(older, schema, _unpartitioned(), 1_700_000_200_000, None)
+    times = [ts for ts, _ in added.snapshot_log]
+    assert times == sorted(times) and added.snapshot_log[-1][1] == 20231231000000000
+    assert TableMetadataUtil.parse_raw(added.to_json()).current_snapshot_id == 20231231000000000
+    first = metadata.snapshots[0].snapshot_id
+    back = metadata.with_current(first, 1_700_000_300_000, "v4.metadata.json")
+    parsed = TableMetadataUtil.parse_raw(back.to_json())
+    assert parsed.current_snapshot_id == first and parsed.refs["main"].snapshot_id == first
+    assert back.snapshot_log[-1] == (1_700_000_300_000, first)
+    assert back.metadata_log[-1] == (metadata.last_updated_ms, "v4.metadata.json")
+    assert len(back.snapshots) == 3 and back.last_sequence == 3
+    with pytest.raises(ValueError, match="not in the metadata"):
+        metadata.with_current(7, 1, None)
 
 
 def _document(**changes: Any) -> bytes:

@@ -29,6 +29,7 @@ from hudi_sync.manifest.iceberg.schema import (
     merged_name_mapping,
 )
 from hudi_sync.table.avro.bounded import load_json
+from hudi_sync.table.table import HudiTable
 
 FORMAT_VERSION = 2
 MAX_METADATA_BYTES = 128 * 1024 * 1024
@@ -45,6 +46,16 @@ MAIN_BRANCH = "main"
 FILE_ONLY_PROPERTY = "hudi.schema.file-only-columns"
 _INT64 = (-(2**63), 2**63 - 1)
 _PARTITION_FIELD_KEYS = ("source-id", "field-id", "name", "transform")
+
+
+def hudi_properties(table: HudiTable) -> dict[str, str]:
+    """The table properties that say which Hudi table the metadata publishes."""
+    config = table.config
+    return {
+        "hudi.table.name": config.name,
+        "hudi.table.type": config.table_type.value,
+        "hudi.table.version": str(config.version),
+    }
 
 
 @dataclass(frozen=True)
@@ -170,13 +181,28 @@ class TableMetadata:
         return replace(schema, schema_id=fresh)
 
     def next_plan(self, plan: PartitionPlan) -> PartitionPlan:
-        """``plan`` with the spec id this metadata gives it: a known spec's with the
-        same fields, else one no spec has."""
+        """``plan`` with the spec and field ids this metadata gives it: a known spec's
+        with the same fields, else one no spec has."""
+        # Partition field ids as Iceberg's v2 builder gives them: a field some spec has
+        # (same source, transform and name) keeps its id, a new one takes the next.
+        known_ids = {
+            (f["source-id"], f["transform"], f["name"]): f["field-id"]
+            for spec in self.specs
+            for f in spec["fields"]
+        }
+        last = self.last_partition_id
+        fields = []
+        for f in plan.spec_json["fields"]:
+            key = (f["source-id"], f["transform"], f["name"])
+            if key not in known_ids:
+                last += 1
+                known_ids[key] = last
+            fields.append({**f, "field-id": known_ids[key]})
         for known in self.specs:
-            if known["fields"] == plan.spec_json["fields"]:
+            if known["fields"] == fields:
                 return replace(plan, spec_json=known)
         fresh = max(int(s["spec-id"]) for s in self.specs) + 1
-        return replace(plan, spec_json={**plan.spec_json, "spec-id": fresh})
+        return replace(plan, spec_json={"spec-id": fresh, "fields": fields})
 
     def with_snapshot(
         self,
@@ -216,10 +242,40 @@ class TableMetadata:
             default_spec_id=plan.spec_id,
             snapshots=(*self.snapshots, snapshot),
             current_snapshot_id=snapshot.snapshot_id,
-            snapshot_log=(*self.snapshot_log, (snapshot.timestamp_ms, snapshot.snapshot_id)),
+            snapshot_log=self._logged(snapshot.timestamp_ms, snapshot.snapshot_id),
             metadata_log=metadata_log,
         )
         return updated._with_name_mapping()
+
+    def with_current(
+        self, snapshot_id: int, now_ms: int, previous_file: str | None
+    ) -> TableMetadata:
+        """This metadata with a snapshot it holds made current (``--as-of`` an instant
+        already published), logged as becoming current now. ValueError when it holds no
+        such snapshot."""
+        snapshot = self.snapshot(snapshot_id)
+        if snapshot is None:
+            raise ValueError(f"snapshot {snapshot_id} is not in the metadata")
+        metadata_log = self.metadata_log
+        if previous_file is not None:
+            metadata_log = (*metadata_log, (self.last_updated_ms, previous_file))
+            metadata_log = metadata_log[-PREVIOUS_VERSIONS:]
+        updated = replace(
+            self,
+            last_updated_ms=max(now_ms, self.last_updated_ms),
+            current_schema_id=snapshot.schema_id,
+            current_snapshot_id=snapshot_id,
+            snapshot_log=self._logged(now_ms, snapshot_id),
+            metadata_log=metadata_log,
+        )
+        return updated._with_name_mapping()
+
+    def _logged(self, timestamp_ms: int, snapshot_id: int) -> tuple[tuple[int, int], ...]:
+        """The snapshot log with ``snapshot_id`` becoming current at ``timestamp_ms``, or
+        at the last entry's time when that is later: Iceberg's readers refuse a log out
+        of time order (an older instant published after a newer one)."""
+        last = self.snapshot_log[-1][0] if self.snapshot_log else timestamp_ms
+        return (*self.snapshot_log, (max(timestamp_ms, last), snapshot_id))
 
     def _schemas_with(self, schema: IcebergSchema) -> tuple[IcebergSchema, ...]:
         last = max(self.last_column_id, schema.last_column_id)

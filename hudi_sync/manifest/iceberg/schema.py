@@ -42,6 +42,7 @@ NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
 MAX_FIELDS = 100_000
 MAX_DEPTH = 100
 MAX_DECIMAL_PRECISION = 38
+MAX_ID = 2**31 - 1  # Iceberg's ids are ints
 
 _PRIMITIVE_NAMES = frozenset(
     (
@@ -106,7 +107,9 @@ class IcebergSchema:
         if not isinstance(doc, dict) or doc.get("type") != "struct":
             raise CorruptTableError(f"{where}: a schema is not a struct")
         schema_id = doc.get("schema-id")
-        if not isinstance(schema_id, int) or isinstance(schema_id, bool) or schema_id < 0:
+        if not isinstance(schema_id, int) or isinstance(schema_id, bool):
+            raise CorruptTableError(f"{where}: a schema has no valid schema-id")
+        if not 0 <= schema_id <= MAX_ID:
             raise CorruptTableError(f"{where}: a schema has no valid schema-id")
         seen: set[int] = set()
         _check_struct(doc, where, 0, seen, last_column_id)
@@ -404,7 +407,7 @@ def _check_struct(doc: Any, where: str, depth: int, seen: set[int], last: int) -
 
 
 def _check_id(value: Any, where: str, seen: set[int], last: int) -> None:
-    if not _is_int(value) or not 0 < value <= last:
+    if not _is_int(value) or not 0 < value <= min(last, MAX_ID):
         raise CorruptTableError(f"{where}: a schema field id is not an id up to {last}")
     if value in seen:
         raise CorruptTableError(f"{where}: schema field id {value} appears twice")
