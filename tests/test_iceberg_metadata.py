@@ -437,6 +437,7 @@ def test_snapshots_append_and_read_back_the_same() -> None:
     assert parsed.refs["main"].snapshot_id == 20240101000000003
     assert [e.snapshot_id for e in parsed.snapshot_log] == [s.snapshot_id for s in parsed.snapshots]
     assert len(parsed.metadata_log) == 3
+    _check_invariants(metadata)
     assert parsed.snapshots[0].summary["hudi.instant"] == "20240101000000001"
     # The same columns again: the same schema, not a second copy.
     same = metadata.next_schema(pa.schema([("a", pa.int32())]), WHERE)
@@ -534,7 +535,37 @@ def test_expiry_keeps_the_current_snapshot_and_a_consistent_log() -> None:
     parsed = TableMetadataUtil.parse_raw(kept.to_json())
     assert parsed.current_snapshot_id == ids[4] and parsed.refs["main"].snapshot_id == ids[4]
     assert TableMetadata.read(kept.to_json(), "v6.metadata.json") == kept
+    _check_invariants(kept)
     assert metadata.expired(10, lambda s: True) == (metadata, [])
+
+
+def _check_invariants(metadata: TableMetadata) -> None:
+    """What Iceberg's Java reader checks on load (TableMetadata's constructor): both logs
+    in time order, neither after last-updated-ms, the main branch on the current."""
+    snapshot_times = [ts for ts, _ in metadata.snapshot_log]
+    metadata_times = [ts for ts, _ in metadata.metadata_log]
+    assert snapshot_times == sorted(snapshot_times)
+    assert metadata_times == sorted(metadata_times)
+    assert all(ts <= metadata.last_updated_ms for ts in snapshot_times + metadata_times)
+    held = {s.snapshot_id for s in metadata.snapshots}
+    assert all(sid in held for _, sid in metadata.snapshot_log)
+    assert max((s.sequence for s in metadata.snapshots), default=0) <= metadata.last_sequence
+    doc = json.loads(metadata.to_json())
+    if metadata.current_snapshot_id is not None:
+        assert doc["refs"] == {
+            "main": {"snapshot-id": metadata.current_snapshot_id, "type": "branch"}
+        }
+
+
+def test_an_instant_ahead_of_the_clock_keeps_last_updated_after_the_log() -> None:
+    metadata = _history(2)
+    ahead = replace(
+        _snapshot(20240101000000003, 3, 0, metadata.current_snapshot_id),
+        timestamp_ms=metadata.last_updated_ms + 9 * 3_600_000,
+    )
+    later = metadata.with_snapshot(ahead, metadata.current_schema, _unpartitioned(), 5, "v3")
+    _check_invariants(later)
+    assert later.last_updated_ms == ahead.timestamp_ms
 
 
 def test_an_older_instant_published_later_keeps_the_log_in_time_order() -> None:
@@ -555,6 +586,8 @@ def test_an_older_instant_published_later_keeps_the_log_in_time_order() -> None:
     assert back.snapshot_log[-1] == (1_700_000_300_000, first)
     assert back.metadata_log[-1] == (metadata.last_updated_ms, "v4.metadata.json")
     assert len(back.snapshots) == 3 and back.last_sequence == 3
+    _check_invariants(added)
+    _check_invariants(back)
     with pytest.raises(ValueError, match="not in the metadata"):
         metadata.with_current(7, 1, None)
 

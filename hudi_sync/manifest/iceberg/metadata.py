@@ -232,17 +232,20 @@ class TableMetadata:
         if previous_file is not None:
             metadata_log = (*metadata_log, (self.last_updated_ms, previous_file))
             metadata_log = metadata_log[-PREVIOUS_VERSIONS:]
+        snapshot_log = self._logged(snapshot.timestamp_ms, snapshot.snapshot_id)
         updated = replace(
             self,
             last_sequence=snapshot.sequence,
-            last_updated_ms=max(now_ms, self.last_updated_ms),
+            # Never before the log's last entry (an instant's time ahead of this clock):
+            # Iceberg's readers refuse metadata updated before its last snapshot.
+            last_updated_ms=max(now_ms, self.last_updated_ms, snapshot_log[-1][0]),
             schemas=schemas,
             current_schema_id=schema.schema_id,
             specs=specs,
             default_spec_id=plan.spec_id,
             snapshots=(*self.snapshots, snapshot),
             current_snapshot_id=snapshot.snapshot_id,
-            snapshot_log=self._logged(snapshot.timestamp_ms, snapshot.snapshot_id),
+            snapshot_log=snapshot_log,
             metadata_log=metadata_log,
         )
         return updated._with_name_mapping()
@@ -260,12 +263,13 @@ class TableMetadata:
         if previous_file is not None:
             metadata_log = (*metadata_log, (self.last_updated_ms, previous_file))
             metadata_log = metadata_log[-PREVIOUS_VERSIONS:]
+        snapshot_log = self._logged(now_ms, snapshot_id)
         updated = replace(
             self,
-            last_updated_ms=max(now_ms, self.last_updated_ms),
+            last_updated_ms=max(now_ms, self.last_updated_ms, snapshot_log[-1][0]),
             current_schema_id=snapshot.schema_id,
             current_snapshot_id=snapshot_id,
-            snapshot_log=self._logged(now_ms, snapshot_id),
+            snapshot_log=snapshot_log,
             metadata_log=metadata_log,
         )
         return updated._with_name_mapping()
