@@ -11,9 +11,10 @@ back to an unpartitioned spec. Tables whose path is a formatted string (timestam
 key generators) or whose partition columns cannot be recovered get an unpartitioned
 spec with the reason, which the sync report states.
 
-Hudi writes a null or empty value as its default partition (``__HIVE_DEFAULT_PARTITION__``);
-for a string column that segment could be either, so it gives no values; for other
-types (which never print empty) it is a null.
+Hudi writes a null or empty value as its default partition (``__HIVE_DEFAULT_PARTITION__``,
+``default`` from older writers, which Hudi's path parser still reads as null); for a
+string column that segment could be null, empty or the text itself, so it gives no
+values; for other types (which never print empty, nor as ``default``) it is a null.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ _INT_RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _HEX = re.compile(r"%([0-9A-F]{2})")
+# Hudi's default partition, and the name its writers used before it (which Hudi's own
+# path parser still reads as null).
+_NULL_SEGMENTS = (DEFAULT_PARTITION, "default")
 
 # Key generators (class or type names without package and ``Avro``) by their path.
 _VALUE_PATHS = {"SimpleKeyGenerator", "SIMPLE", "ComplexKeyGenerator", "COMPLEX"}
@@ -182,7 +186,7 @@ def _generator_name(raw: str | None) -> str | None:
 def _parse(segment: str, kind: str, url_encoded: bool) -> Any:
     """A segment's value in the field's type, or ``_NO_VALUE`` unless it prints back the
     same (url-encoded: the decoded text escaped again gives the segment)."""
-    if segment == DEFAULT_PARTITION:
+    if segment in _NULL_SEGMENTS:
         return _NO_VALUE if kind == "string" else None
     text = _HEX.sub(lambda m: chr(int(m.group(1), 16)), segment) if url_encoded else segment
     if url_encoded and escape_value(text) != segment:
