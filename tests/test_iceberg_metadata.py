@@ -25,7 +25,12 @@ from pyiceberg.table.name_mapping import parse_mapping_from_json
 from pyiceberg.types import ListType, MapType
 
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
-from hudi_sync.manifest.iceberg.metadata import Snapshot, TableMetadata, hudi_properties
+from hudi_sync.manifest.iceberg.metadata import (
+    FILE_ONLY_PROPERTY,
+    Snapshot,
+    TableMetadata,
+    hudi_properties,
+)
 from hudi_sync.manifest.iceberg.partitioning import PartitionPlan, partition_plan
 from hudi_sync.manifest.iceberg.schema import (
     NAME_MAPPING_PROPERTY,
@@ -617,6 +622,20 @@ def _document(**changes: Any) -> bytes:
         (_document(schemas=[{}] * 10_001), "has 10001 schemas"),
         (_document(snapshots="x"), "snapshots is not a list"),
         (_document(properties={"a": 1}), "properties holds a value that is not text"),
+        (
+            _document(properties={FILE_ONLY_PROPERTY: DEEP_JSON.decode()}),
+            "corrupt hudi.schema.file-only-columns (nested too deeply)",
+        ),
+        (
+            _document(
+                properties={
+                    FILE_ONLY_PROPERTY: json.dumps(
+                        [{"id": 1, "name": "m", "required": False, "type": "string"}]
+                    )
+                }
+            ),
+            "names a field id a schema has",
+        ),
         (
             _document(schemas=[{"type": "struct", "schema-id": 0, "fields": [{"id": "1"}]}]),
             "a schema field has no name",
