@@ -795,3 +795,43 @@ def test_bad_entry_values_are_refused() -> None:
         _one_line(failure, "m.avro")
     with pytest.raises(ValueError):
         write_manifest([ENTRIES[0]], PARTITION_SCHEMA, PARTITION_PLAN, 1)
+
+
+def test_footer_through_an_object_store(tmp_path: Path) -> None:
+    """Through fsspec (not a local path): ranged reads of the tail, the size from the
+    store or from the caller's listing (a footer larger than the first read takes a
+    second); a wrong size is one line."""
+    import fsspec
+
+    from hudi_sync.manifest.iceberg import parquet_footer
+
+    wide = pa.table({f"c{i}": pa.array([i, -i]) for i in range(400)})
+    _write(wide, tmp_path / "w.parquet")
+    data = (tmp_path / "w.parquet").read_bytes()
+    fs = fsspec.filesystem("memory")
+    fs.pipe_file("/h1b-store/t/p/w.parquet", data)
+    location = open_location("memory://h1b-store/t")
+    assert not location.is_local
+    schema = schema_of(wide.schema)
+    assert pq.read_metadata(tmp_path / "w.parquet").serialized_size > 4096
+    original = parquet_footer._TAIL_GUESS
+    try:
+        parquet_footer._TAIL_GUESS = 4096  # the footer does not fit in the first read
+        for size in (None, len(data)):
+            file = parquet_data_file(location, "p/w.parquet", schema, (), size=size)
+            assert file.path == "memory://h1b-store/t/p/w.parquet" and file.size == len(data)
+            assert_stats(_py_data_file(tmp_path, file, schema), wide, schema)
+        with pytest.raises(CorruptTableError) as failure:
+            parquet_data_file(location, "p/w.parquet", schema, (), size=len(data) - 3)
+        _one_line(failure, "memory://h1b-store/t/p/w.parquet")
+    finally:
+        parquet_footer._TAIL_GUESS = original
+        fs.rm("/h1b-store", recursive=True)
+
+
+def test_string_statistics_that_are_not_utf8_give_no_bounds(tmp_path: Path) -> None:
+    rows = pa.table({"s": pa.array([b"\xff\xfe", b"a"], pa.binary()).view(pa.string())})
+    _write(rows, tmp_path / "u.parquet")
+    schema = Schema(0, [{"id": 1, "name": "s", "required": False, "type": "string"}], 1)
+    file = parquet_data_file(open_location(str(tmp_path)), "u.parquet", schema, ())
+    assert file.value_counts == {1: 2} and file.lower_bounds == {} and file.upper_bounds == {}

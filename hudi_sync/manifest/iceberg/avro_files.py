@@ -19,7 +19,7 @@ import re
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import fastavro
 
@@ -535,7 +535,7 @@ def _read(
     if schema != expected:
         raise CorruptTableError(f"{where}: not the Avro schema hudi_sync writes for it")
     try:
-        records = [r for r in fastavro.reader(io.BytesIO(data)) if isinstance(r, dict)]
+        records = cast(list[dict[str, Any]], list(fastavro.reader(io.BytesIO(data))))
     except Exception as exc:  # fastavro raises a wide range on corrupt data
         raise CorruptTableError(f"{where}: corrupt Avro file ({_reason(exc)})") from None
     return metadata, records

@@ -112,12 +112,14 @@ def parquet_data_file(
     relative_path: str,
     schema: SchemaFields,
     partition: tuple[Any, ...],
+    size: int | None = None,
 ) -> DataFile:
     """A table file's entry from its footer alone (one read of the file's tail).
-    ``relative_path`` is checked to stay under the table before it is read."""
+    ``relative_path`` is checked to stay under the table before it is read; ``size``,
+    when a listing gave it, spares asking the store."""
     path = location.inside(relative_path, location.uri)
     uri = location.uri_of(relative_path)
-    footer = read_footer(location, path, uri)
+    footer = read_footer(location, path, uri, size)
     return _footer_data_file(footer, uri, schema, partition)
 
 
@@ -210,6 +212,8 @@ def _footer_bounds(
         if not chunk_exact:
             return None
         low, high = decode(chunk_stats.min_raw), decode(chunk_stats.max_raw)
+        if low is None or high is None:
+            return None
         lowest = low if lowest is None or low < lowest else lowest
         highest = high if highest is None or high > highest else highest
     if lowest is None or highest is None:
@@ -281,8 +285,14 @@ def _logical_json(logical: Any) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def _utf8(raw: bytes | str) -> str:
-    return raw if isinstance(raw, str) else raw.decode("utf-8")
+def _utf8(raw: bytes | str) -> str | None:
+    """A string statistic; None for bytes that are not UTF-8 (no bound then)."""
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def arrow_data_file(
@@ -313,7 +323,7 @@ def arrow_data_file(
         if name not in names or not isinstance(iceberg_type, str):
             continue
         column = rows.column(name)
-        if _leaf_count(column.type) != 1 or pa.types.is_list(column.type):
+        if pa.types.is_nested(column.type):
             continue
         values[field_id] = len(column)
         nulls[field_id] = column.null_count

@@ -50,25 +50,34 @@ class Footer:
     exact: tuple[tuple[bool, ...], ...]
 
 
-def read_footer(location: Location, path: str, where: str) -> Footer:
-    """The footer of the Parquet file at ``path`` (on ``location.fs``): one read of the
-    file's tail (two when the footer is larger than the first guess)."""
-    with location.fs.open(path, "rb") as handle:
-        size = int(handle.size) if hasattr(handle, "size") else location.size(path)
-        if size < 12:
-            raise CorruptTableError(f"{where}: not a Parquet file ({size} bytes)")
-        handle.seek(max(0, size - _TAIL_GUESS))
-        tail = handle.read()
-        length, magic = struct.unpack("<I4s", tail[-8:])
-        if magic != MAGIC:
-            raise CorruptTableError(f"{where}: not a Parquet file (no PAR1 at its end)")
-        if length > MAX_FOOTER or length + 12 > size:
-            raise CorruptTableError(f"{where}: corrupt Parquet footer length {length}")
-        if length + 8 > len(tail):
-            handle.seek(size - 8 - length)
-            tail = handle.read(length + 8)
-    thrift = bytes(tail[-8 - length : -8])
-    return parse_footer(thrift, size, where)
+def read_footer(location: Location, path: str, where: str, size: int | None = None) -> Footer:
+    """The footer of the Parquet file at ``path`` (on ``location.fs``) of ``size`` bytes
+    (asked of the store when not given): one ranged read of the file's tail (two when
+    the footer is larger than the first guess)."""
+    if size is None:
+        size = location.size(path)
+    if size < 12:
+        raise CorruptTableError(f"{where}: not a Parquet file ({size} bytes)")
+    tail = _range(location, path, max(0, size - _TAIL_GUESS), size)
+    if len(tail) < 8:
+        raise CorruptTableError(f"{where}: not a Parquet file (shorter than its size)")
+    length, magic = struct.unpack("<I4s", tail[-8:])
+    if magic != MAGIC:
+        raise CorruptTableError(f"{where}: not a Parquet file (no PAR1 at its end)")
+    if length > MAX_FOOTER or length + 12 > size:
+        raise CorruptTableError(f"{where}: corrupt Parquet footer length {length}")
+    if length + 8 > len(tail):
+        tail = _range(location, path, size - 8 - length, size)
+    return parse_footer(bytes(tail[-8 - length : -8]), size, where)
+
+
+def _range(location: Location, path: str, start: int, end: int) -> bytes:
+    """Bytes ``start``..``end`` of a file: a seek locally, one ranged GET on a store."""
+    if location.is_local:
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            return handle.read(end - start)
+    return bytes(location.fs.cat_file(path, start=start, end=end))
 
 
 def parse_footer(thrift: bytes, size: int, where: str) -> Footer:
