@@ -239,6 +239,17 @@ def contained_partition(partition: str, source: str) -> str:
     return partition if partition == "" else contained_relative(partition, source)
 
 
+def contained_uri(uri: str, base_uri: str, source: str) -> str:
+    """The path relative to ``base_uri`` of ``uri``, an absolute URI read from storage
+    (one of our own Iceberg files names its files so): it must lie strictly below the
+    base, as ``contained_relative`` checks; anything else is a ``CorruptTableError``
+    naming ``source``."""
+    base = base_uri.rstrip("/") + "/"
+    if not isinstance(uri, str) or not uri.startswith(base):
+        raise CorruptTableError(f"{source}: path {uri!r} is not inside its table {base_uri!r}")
+    return contained_relative(uri[len(base) :], source)
+
+
 def _is_contained(relative: str) -> bool:
     if not relative or relative.startswith("/") or "\x00" in relative:
         return False

@@ -1,1 +1,7 @@
-"""Hudi snapshots published as Iceberg v2 table metadata in the table's own storage."""
+"""A table's synced snapshots published as Apache Iceberg v2 metadata (``store``), so
+warehouses read a Hudi table, Merge-on-Read merged, through their native Iceberg
+readers."""
+
+from hudi_sync.manifest.iceberg.store import IcebergStore, PublishedIceberg
+
+__all__ = ["IcebergStore", "PublishedIceberg"]
