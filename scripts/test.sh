@@ -22,7 +22,6 @@ scripts/bootstrap.sh
 scripts/bigquery_emulator_env.sh  # .venv-bq: the BigQuery emulator (Python 3.13)
 scripts/checkov_env.sh  # .venv-checkov: checkov for tests/test_terraform.py
 scripts/postgres_env.sh  # PostgreSQL 15 for the Debezium tests
-scripts/daft_env.sh  # .venv-daft: daft, the second Iceberg reader of tests/test_iceberg*.py
 # The docs site (docs/, mkdocs.yml): a broken link, anchor or API reference, or a reference
 # page that cannot be generated, fails here (never add --quiet: it lets warnings pass).
 # Built into .venv, so nothing lands in the tree.

@@ -1,39 +1,24 @@
 """Two independent Iceberg readers of what ``sync iceberg`` publishes, as Arrow tables.
 
-- pyiceberg (in .venv): ``StaticTable.from_metadata`` and its scan, which applies
-  position deletes and the name mapping itself;
-- daft (in .venv-daft, a child process: daft needs pyarrow < 26): pyiceberg only plans
-  the scan, daft's native Parquet reader reads the files and applies the position
-  deletes, so a data or delete file pyiceberg's reader forgives is read a second way.
+- pyiceberg: ``StaticTable.from_metadata`` and its scan, which applies position deletes
+  and the name mapping itself;
+- Polars with its native planner plugin (``polars-iceberg``; ``POLARS_ICEBERG_PLANNER=
+  plugin`` makes a missing or refusing plugin an error rather than a fall back to
+  pyiceberg): its own metadata, manifest and delete handling and its own Parquet reader,
+  so nothing of pyiceberg's read path is shared.
+
+daft 0.7 was the issue's suggestion for the second reader; it cannot read Hudi's files:
+its scan requires Parquet field ids and does not apply ``schema.name-mapping.default``,
+and Hudi's files carry none.
 """
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
-from pathlib import Path
+import os
 
 import pyarrow as pa
-import pyarrow.ipc as ipc
 
-REPO = Path(__file__).resolve().parent.parent
-DAFT_PYTHON = REPO / ".venv-daft" / "bin" / "python"
-
-# Run by .venv-daft's interpreter, once for many reads (daft's import costs seconds):
-# argv: a folder, then per read "<metadata location>|<snapshot id or empty>"; read i
-# goes to <folder>/<i>.arrow.
-_DAFT_CHILD = """
-import sys
-import daft
-import pyarrow.ipc as ipc
-folder = sys.argv[1]
-for i, request in enumerate(sys.argv[2:]):
-    location, _, snapshot = request.rpartition("|")
-    frame = daft.read_iceberg(location, snapshot_id=int(snapshot) if snapshot else None)
-    table = frame.to_arrow()
-    with ipc.new_file(f"{folder}/{i}.arrow", table.schema) as writer:
-        writer.write_table(table)
-"""
+PLANNER = "POLARS_ICEBERG_PLANNER"
 
 
 def pyiceberg_rows(metadata_location: str, snapshot_id: int | None = None) -> pa.Table:
@@ -44,23 +29,18 @@ def pyiceberg_rows(metadata_location: str, snapshot_id: int | None = None) -> pa
     return table.scan(snapshot_id=snapshot_id).to_arrow()
 
 
-def daft_rows(reads: list[tuple[str, int | None]]) -> list[pa.Table]:
-    """The rows daft reads for each ``(metadata location, snapshot id or None)``, in
-    one child process."""
-    if not reads:
-        return []
-    with tempfile.TemporaryDirectory() as folder:
-        requests = [f"{location}|{'' if snap is None else snap}" for location, snap in reads]
-        done = subprocess.run(
-            [str(DAFT_PYTHON), "-c", _DAFT_CHILD, folder, *requests],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        if done.returncode != 0:
-            raise AssertionError(f"daft failed: {done.stderr[-3000:]}")
-        tables = []
-        for i in range(len(reads)):
-            with ipc.open_file(Path(folder) / f"{i}.arrow") as reader:
-                tables.append(reader.read_all())
-        return tables
+def polars_rows(metadata_location: str, snapshot_id: int | None = None) -> pa.Table:
+    """The rows Polars reads, planned by its native plugin, at the current snapshot
+    (or ``snapshot_id``)."""
+    import polars as pl
+
+    before = os.environ.get(PLANNER)
+    os.environ[PLANNER] = "plugin"
+    try:
+        frame = pl.scan_iceberg(metadata_location, snapshot_id=snapshot_id).collect()
+    finally:
+        if before is None:
+            os.environ.pop(PLANNER, None)
+        else:
+            os.environ[PLANNER] = before
+    return frame.to_arrow()

@@ -104,19 +104,19 @@ def partition_plan(table: HudiTable, schema: IcebergSchema) -> PartitionPlan:
     names = config.partition_fields
     reason = _generator_reason(table, names)
     if reason is not None:
-        return _unpartitioned(reason)
+        return unpartitioned_plan(reason)
     ids, types = schema.field_ids(), schema.field_types()
     fields = []
     for name in names:
         if name not in ids:
-            return _unpartitioned(
+            return unpartitioned_plan(
                 f"partition field {name} is not a column of the table's schema"
                 + (" (its partition columns are dropped)" if config.drop_partition_columns else "")
             )
         kind = types[name]
         if not isinstance(kind, str) or kind not in PARSED_TYPES:
             shown = kind if isinstance(kind, str) else kind.get("type")
-            return _unpartitioned(
+            return unpartitioned_plan(
                 f"partition field {name} is of type {shown}, whose printed values are not "
                 f"read back from paths (only {', '.join(PARSED_TYPES)})"
             )
@@ -142,7 +142,8 @@ def partition_plan(table: HudiTable, schema: IcebergSchema) -> PartitionPlan:
     )
 
 
-def _unpartitioned(reason: str) -> PartitionPlan:
+def unpartitioned_plan(reason: str | None) -> PartitionPlan:
+    """The unpartitioned spec, saying why (None: the table is not partitioned)."""
     return PartitionPlan(UNPARTITIONED_SPEC, (), reason)
 
 

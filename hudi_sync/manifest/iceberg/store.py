@@ -36,6 +36,7 @@ import datetime as dt
 import json
 import re
 import time
+import uuid
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -54,15 +55,19 @@ from hudi_sync.manifest.iceberg.avro_files import (
     write_manifest_list,
 )
 from hudi_sync.manifest.iceberg.data_files import DataFile, parquet_data_file
-from hudi_sync.manifest.iceberg.metadata import Snapshot, TableMetadata
+from hudi_sync.manifest.iceberg.metadata import Snapshot, TableMetadata, hudi_properties
 from hudi_sync.manifest.iceberg.mor_files import (
     DATA_FOLDER,
     DELETES_FOLDER,
     SliceFiles,
     slice_files,
 )
-from hudi_sync.manifest.iceberg.partitioning import PartitionPlan, partition_plan
-from hudi_sync.manifest.iceberg.schema import IcebergSchema, iceberg_schema
+from hudi_sync.manifest.iceberg.partitioning import (
+    PartitionPlan,
+    partition_plan,
+    unpartitioned_plan,
+)
+from hudi_sync.manifest.iceberg.schema import IcebergSchema, file_only_columns, iceberg_schema
 from hudi_sync.manifest.incremental import pending_writes, touched_partitions
 from hudi_sync.manifest.snapshot import MANIFEST_FOLDER, PublishedManifest
 from hudi_sync.storage import contained_name, contained_relative, reporting_storage_failures
@@ -208,7 +213,9 @@ class IcebergStore:
     def current_location(self) -> str | None:
         """The absolute URI of the current metadata file, or None."""
         current = self.current()
-        return None if current is None else self.uri("metadata", self._metadata_name(current.version))
+        return (
+            None if current is None else self.uri("metadata", self._metadata_name(current.version))
+        )
 
     # --- publishing -------------------------------------------------------------------
     def publish(
@@ -225,15 +232,21 @@ class IcebergStore:
         previous = current.metadata if current is not None else None
         version = (current.version if current is not None else 0) + 1
         if current is not None and previous is not None and instant is not None:
-            shown = previous.current_snapshot()
+            shown = previous.current_snapshot
             if shown is not None and shown.summary.get(INSTANT_KEY) == instant:
                 return self._unchanged(current, previous, shown)
-        name = f"asof-{instant}.metadata.json" if as_of is not None else self._metadata_name(version)
+        name = (
+            f"asof-{instant}.metadata.json" if as_of is not None else self._metadata_name(version)
+        )
         if instant is None:
             return self._empty(previous, name, dry_run)
         touched = self._touched(previous, instant)
         build = self._build(instant, previous, touched)
-        if previous is not None and touched is not None and previous.spec_json() != build.plan.spec_json:
+        if (
+            previous is not None
+            and touched is not None
+            and previous.default_spec_id != build.plan.spec_id
+        ):
             touched = None  # the spec changed (a partition path that does not parse): all anew
             build = self._build(instant, previous, None)
         if dry_run:
@@ -257,11 +270,22 @@ class IcebergStore:
                 if self._is_own(e.file.path)
             }
         return self._commit(
-            instant, as_of, name, version, previous, build, buckets, old, rebuilt, removed,
+            instant,
+            as_of,
+            name,
+            version,
+            previous,
+            build,
+            buckets,
+            old,
+            rebuilt,
+            removed,
             touched is None,
         )
 
-    def _build(self, instant: str, previous: TableMetadata | None, touched: set[str] | None) -> _Build:
+    def _build(
+        self, instant: str, previous: TableMetadata | None, touched: set[str] | None
+    ) -> _Build:
         """The slices to publish (all, or those of the ``touched`` partitions), the
         schema and the partition plan they give."""
         table = self.table
@@ -273,17 +297,23 @@ class IcebergStore:
             )
             slices = view.slices_as_of(instant)
         arrow = snapshot_schema(table, slices)
-        schema = iceberg_schema(arrow, previous.schema() if previous else None, table.uri)
+        file_only = file_only_columns(table)
+        if previous is None:
+            schema = iceberg_schema(arrow, None, table.uri, file_only)
+        else:
+            schema = previous.next_schema(arrow, table.uri, file_only)
         plan = partition_plan(table, schema)
         if plan.fields and any(plan.values(s.partition_path) is None for s in slices):
             plan = _unpartitioned(plan, slices)
+        if previous is not None:
+            plan = previous.next_plan(plan)
         return _Build(slices, arrow, schema, plan)
 
     def _touched(self, previous: TableMetadata | None, instant: str) -> set[str] | None:
         """The partitions to list again since the previous snapshot, or None: list all."""
         if previous is None:
             return None
-        shown = previous.current_snapshot()
+        shown = previous.current_snapshot
         if shown is None:
             return None
         before = shown.summary.get(INSTANT_KEY)
@@ -299,16 +329,19 @@ class IcebergStore:
                 return int(stored)
         return max(1, min(_MAX_BUCKETS, -(-slices // ENTRIES_PER_MANIFEST)))
 
-    def _previous_buckets(self, previous: TableMetadata | None) -> dict[tuple[int, int], ManifestFile]:
+    def _previous_buckets(
+        self, previous: TableMetadata | None
+    ) -> dict[tuple[int, int], ManifestFile]:
         """The current snapshot's manifests by ``(bucket, content)``."""
         if previous is None:
             return {}
-        shown = previous.current_snapshot()
+        shown = previous.current_snapshot
         if shown is None:
             return {}
         where = shown.manifest_list
         relative = self._own_file(where, self.uri("metadata"))
-        manifests = read_manifest_list(self.table.location.read_file(self.path(relative)), where)
+        data = self.table.location.read_file(self.path(relative))
+        manifests = read_manifest_list(data, where, self.table.location.uri)
         found: dict[tuple[int, int], ManifestFile] = {}
         for manifest in manifests:
             name = self._own_file(manifest.path, where).rsplit("/", 1)[-1]
@@ -343,7 +376,12 @@ class IcebergStore:
                 continue
             data = location.read_file(self.path(self._own_file(manifest.path, manifest.path)))
             entries = read_manifest(
-                data, plan, manifest.path, manifest.sequence, manifest.added_snapshot_id
+                data,
+                plan,
+                manifest.path,
+                manifest.sequence,
+                manifest.added_snapshot_id,
+                location.uri,
             )
             for entry in entries:
                 partition = self._entry_partition(entry.file.path, manifest.path)
@@ -357,10 +395,12 @@ class IcebergStore:
         if with_logs:
             rules = slice_merge_rules(table, with_logs)
             made = slice_files(table, with_logs, build.arrow, build.schema, plan, rules, as_of)
-            made_for = {(s.partition_path, s.file_id): f for s, f in zip(with_logs, made, strict=True)}
+            made_for = {
+                (s.partition_path, s.file_id): f for s, f in zip(with_logs, made, strict=True)
+            }
         kept: set[str] = set()
         for file_slice in slices:
-            bucket = rebuilt[bucket_of(file_slice.partition_path, buckets)]
+            group = rebuilt[bucket_of(file_slice.partition_path, buckets)]
             values = plan.values(file_slice.partition_path) if plan.fields else ()
             if values is None:  # ``_build`` made the plan unpartitioned then
                 raise AssertionError(f"unparsed partition {file_slice.partition_path!r}")
@@ -368,16 +408,16 @@ class IcebergStore:
                 uri = location.uri_of(file_slice.relative_base_path)
                 previous = listed_again.get(uri)
                 if previous is not None:
-                    bucket.data.append(_existing(previous))
+                    group.data.append(_existing(previous))
                 else:
                     base = parquet_data_file(
                         location, file_slice.relative_base_path, build.schema, values
                     )
-                    bucket.data.append(_added(base))
+                    group.data.append(_added(base))
             files = made_for.get((file_slice.partition_path, file_slice.file_id))
             if files is None:
                 continue
-            for own, into in ((files.live, bucket.data), (files.deletes, bucket.deletes)):
+            for own, into in ((files.live, group.data), (files.deletes, group.deletes)):
                 if own is None:
                     continue
                 kept.add(own.path)
@@ -405,7 +445,9 @@ class IcebergStore:
         """Every slice file of ours on storage, relative to the Iceberg folder."""
         found: set[str] = set()
         for folder in (DATA_FOLDER, DELETES_FOLDER):
-            found.update(f"{folder}/{f}" for f in self.table.location.files_under(self.path(folder)))
+            found.update(
+                f"{folder}/{f}" for f in self.table.location.files_under(self.path(folder))
+            )
         return found
 
     def _entry_partition(self, uri: str, where: str) -> str:
@@ -461,13 +503,16 @@ class IcebergStore:
                 writes.append((self.path(relative), data))
                 manifests.append(
                     manifest_file(
-                        self.uri(relative), len(data), listed, plan, content, sequence, snapshot_id
+                        self.uri(relative), data, listed, plan, content, sequence, snapshot_id
                     )
                 )
         list_relative = f"metadata/{prefix}snap-{snapshot_id}.avro"
         parent = previous.current_snapshot_id if previous is not None else None
         writes.append(
-            (self.path(list_relative), write_manifest_list(manifests, snapshot_id, parent, sequence))
+            (
+                self.path(list_relative),
+                write_manifest_list(manifests, snapshot_id, parent, sequence),
+            )
         )
         location.ensure_folder(self.path("metadata"))
         location.write_files(writes)
@@ -492,19 +537,27 @@ class IcebergStore:
         if previous is not None and previous.snapshots:
             moment = max(moment, max(s.timestamp_ms for s in previous.snapshots))
         snapshot = Snapshot(
-            snapshot_id, parent, sequence, moment, self.uri(list_relative), summary, schema.schema_id
+            snapshot_id,
+            parent,
+            sequence,
+            moment,
+            self.uri(list_relative),
+            summary,
+            schema.schema_id,
         )
+        now = int(time.time() * 1000)
         if previous is None:
-            metadata = TableMetadata.new(location.uri, schema, plan)
+            properties = hudi_properties(self.table)
+            metadata = TableMetadata.create(
+                str(uuid.uuid4()), location.uri, schema, plan, properties, now
+            )
             previous_file = None
         else:
             metadata = previous
             previous_file = self.uri("metadata", self._metadata_name(version - 1))
-        now = int(time.time() * 1000)
         metadata = metadata.with_snapshot(snapshot, schema, plan, now, previous_file)
-        metadata = metadata.with_properties(
-            {BUCKETS_PROPERTY: str(buckets), PARTITION_REASON_PROPERTY: plan.reason or ""}
-        )
+        own = {BUCKETS_PROPERTY: str(buckets), PARTITION_REASON_PROPERTY: plan.reason or ""}
+        metadata = replace(metadata, properties={**metadata.properties, **own})
         expired: list[Snapshot] = []
         if as_of is None:
             metadata, expired = metadata.expired(self.keep, self._still_valid)
@@ -584,14 +637,19 @@ class IcebergStore:
         from ``hoodie.table.create.schema``), so a reader tells empty from never synced."""
         table = self.table
         arrow = snapshot_schema(table, [])
-        schema = iceberg_schema(arrow, previous.schema() if previous else None, table.uri)
+        schema = iceberg_schema(arrow, None, table.uri, file_only_columns(table))
         plan = partition_plan(table, schema)
         if not dry_run and previous is None:
-            metadata = TableMetadata.new(table.location.uri, schema, plan)
+            now = int(time.time() * 1000)
+            properties = hudi_properties(table)
+            metadata = TableMetadata.create(
+                str(uuid.uuid4()), table.location.uri, schema, plan, properties, now
+            )
             table.location.ensure_folder(self.path("metadata"))
             table.location.write_file(self.path("metadata", name), metadata.to_json())
             table.location.write_file(self.path("metadata", VERSION_HINT), b"1")
-        return PublishedIceberg(None, self.uri("metadata", name), None, plan.reason, dry_run=dry_run)
+        location = self.uri("metadata", name)
+        return PublishedIceberg(None, location, None, plan.reason, dry_run=dry_run)
 
 
 def bucket_of(partition: str, buckets: int) -> int:
@@ -613,7 +671,7 @@ def instant_millis(instant: str, table: HudiTable) -> int:
 def _unpartitioned(plan: PartitionPlan, slices: Sequence[FileSlice]) -> PartitionPlan:
     """The unpartitioned plan, saying which partition path did not parse."""
     bad = next(s.partition_path for s in slices if plan.values(s.partition_path) is None)
-    return plan.unpartitioned(f"partition path {bad!r} does not carry the partition values")
+    return unpartitioned_plan(f"partition path {bad!r} does not carry the partition values")
 
 
 def _added(made: DataFile) -> ManifestEntry:
@@ -623,5 +681,3 @@ def _added(made: DataFile) -> ManifestEntry:
 def _existing(entry: ManifestEntry) -> ManifestEntry:
     """An entry carried into a new manifest: EXISTING, its sequence numbers explicit."""
     return replace(entry, status=0)
-
-
