@@ -132,3 +132,31 @@ def test_hook_publishes_iceberg_when_asked(tmp_path: Path) -> None:
     location, keys = _loaded(catalog, name)
     assert report.to_json()["iceberg"]["metadata_location"] == location
     assert keys == _hudi_keys(base)
+
+
+def test_newer_metadata_in_the_catalog_is_not_moved_back(tmp_path: Path) -> None:
+    """The catalog shows newer metadata of this table (a later sync committed first):
+    the sync leaves it (``skip-older``) unless ``force``; a location of this table whose
+    file is gone (expired) is older than anything published now, and is moved on."""
+    base = _table(COW_TABLE, tmp_path)
+    catalog = tmp_path / "catalog.db"
+    table = HudiTable.open(str(base))
+    target = IcebergTarget(table.uri, f"sqlite:///{catalog}", table_name="trips")
+    published = sync_table(table, [target]).to_json()["iceberg"]["metadata_location"]
+    folder = base / ".hoodie" / "manifest" / "iceberg" / "metadata"
+    own = json.loads((folder / published.rsplit("/", 1)[-1]).read_text())
+    newer = {**own, "last-sequence-number": own["last-sequence-number"] + 1}
+    (folder / "v999-newer.metadata.json").write_text(json.dumps(newer))
+    newer_uri = table.location.uri_of(".hoodie/manifest/iceberg/metadata/v999-newer.metadata.json")
+    sql = SqlCatalog(f"sqlite:///{catalog}")
+    sql.commit(target.table_id(None), published, newer_uri, lambda other: False)
+    report = sync_table(HudiTable.open(str(base)), [target])
+    assert report.plans[0].action == "skip-older"
+    assert sql.current(target.table_id(None)) == newer_uri
+    forced = sync_table(HudiTable.open(str(base)), [target], force=True)
+    assert forced.plans[0].action == "update"
+    assert sql.current(target.table_id(None)) == published
+    gone = table.location.uri_of(".hoodie/manifest/iceberg/metadata/v0-expired.metadata.json")
+    sql.commit(target.table_id(None), published, gone, lambda other: False)
+    assert sync_table(HudiTable.open(str(base)), [target]).plans[0].action == "update"
+    assert _loaded(catalog, "trips")[0] == published
