@@ -447,7 +447,8 @@ SYNC_IGNORE_EXCEPTIONS = _boolean(
 )
 SYNC_TOOLS = _list(
     "hoodie.meta.sync.client.tool.class",
-    "Sync targets, comma-separated: bigquery (or Hudi's BigQuerySyncTool), snowflake, duckdb.",
+    "Sync targets, comma-separated: bigquery (or Hudi's BigQuerySyncTool), snowflake, duckdb, "
+    "iceberg.",
     "sync",
 )
 MANIFEST_KEEP = _integer(
@@ -498,6 +499,35 @@ DUCKDB_TABLE = _string(
     "hoodie.duckdb.sync.table_name",
     "DuckDB target: the view's name (default: the table's).",
     "sync",
+)
+
+# --- sync/iceberg: the table's snapshots published as Iceberg metadata, and its catalog ---
+_ICE = "sync/iceberg"
+ICEBERG_PREFIX = "hudi_sync.sync.iceberg."
+ICEBERG_CATALOG_URI = _string(
+    ICEBERG_PREFIX + "catalog.uri",
+    "Iceberg target: the SQL catalog the table is registered in and committed to each sync, "
+    "as pyiceberg's SqlCatalog names it: sqlite:///<path> (a relative path after the third "
+    "/, an absolute one after a fourth); no other kind yet. Unset: the metadata is published "
+    "in the table's storage (version-hint.text) and no catalog is touched.",
+    _ICE,
+)
+ICEBERG_CATALOG_NAME = _string(
+    ICEBERG_PREFIX + "catalog.name",
+    "Iceberg target: the catalog's name (the catalog_name column of its tables).",
+    _ICE,
+    default="hudi_sync",
+)
+ICEBERG_NAMESPACE = _string(
+    ICEBERG_PREFIX + "namespace",
+    "Iceberg target: the namespace the table is registered in (created when missing).",
+    _ICE,
+    default="default",
+)
+ICEBERG_TABLE = _string(
+    ICEBERG_PREFIX + "table_name",
+    "Iceberg target: the catalog table's name (default: the Hudi table's).",
+    _ICE,
 )
 
 # --- sync/bigquery: Hudi's BigQuerySyncTool keys ----------------------------------------

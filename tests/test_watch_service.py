@@ -341,7 +341,7 @@ runner = CliRunner()
         (["T", "--max-syncs", "0"], "error: --max-syncs 0: must be at least 1"),
         (
             ["T", "-c", f"{SYNC_TOOLS}=duckdb,hive"],
-            f"error: {SYNC_TOOLS}: unknown sync tool 'hive' (bigquery, snowflake, duckdb)",
+            f"error: {SYNC_TOOLS}: unknown sync tool 'hive' (bigquery, snowflake, duckdb, iceberg)",
         ),
         (["T", "--props", "MISSING"], "error: properties file MISSING: No such file or directory"),
         (["T", "-c", "novalue"], "error: option 'novalue' is not KEY=VALUE"),

@@ -1,4 +1,4 @@
-"""``hudi-sync manifest``, ``sync`` (DuckDB, BigQuery, Snowflake), ``watch`` and
+"""``hudi-sync manifest``, ``sync`` (DuckDB, BigQuery, Snowflake, Iceberg), ``watch`` and
 ``backfill``: publish a table's snapshot manifest and sync it to warehouses, once, on each
 new commit, or for every table under a root. The options the ``sync`` commands share are
 declared once, in ``SyncRun``."""
@@ -36,12 +36,18 @@ from hudi_sync.errors import BadInputError
 from hudi_sync.manifest.delta import DELTA_COMMITS_OPTION, delta_commits_option
 from hudi_sync.manifest.snapshot import DEFAULT_KEEP, manifest_summary
 from hudi_sync.sync.backfill import backfill, discover_tables
-from hudi_sync.sync.hook import DUCKDB_DATABASE, DUCKDB_TABLE, build_target, target_names
+from hudi_sync.sync.hook import (
+    DUCKDB_DATABASE,
+    DUCKDB_TABLE,
+    build_target,
+    checked_target_names,
+)
 from hudi_sync.sync.job import SyncReport, Target, publish_manifest, sync_table
 from hudi_sync.sync.watch import DEFAULT_INTERVAL, DEFAULT_MAX_BACKOFF, WatchEvent, watch
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.bigquery import PREFIX as BIGQUERY_PREFIX
 from hudi_sync.warehouse.bigquery import BigQueryTarget
+from hudi_sync.warehouse.iceberg import IcebergTarget, catalog_path
 from hudi_sync.warehouse.snowflake import PREFIX as SNOWFLAKE_PREFIX
 from hudi_sync.warehouse.snowflake import SnowflakeTarget
 
@@ -206,6 +212,49 @@ def sync_duckdb(
     run.sync(uri, lambda table: [build_target("duckdb", run.options(flags=flags), table)])
 
 
+@_sync_command("iceberg")
+def sync_iceberg(
+    run: SyncRun,
+    uri: Annotated[str, typer.Argument(help="Table base path or URI")],
+    catalog_uri: Annotated[
+        str | None,
+        typer.Option(
+            "--catalog-uri",
+            help=f"{cfg.ICEBERG_CATALOG_URI.key}: SQL catalog (sqlite:///<path>) to register "
+            "and commit the table in; unset: metadata in the table's storage only.",
+        ),
+    ] = None,
+    catalog_name: Annotated[
+        str | None,
+        typer.Option("--catalog-name", help=f"{cfg.ICEBERG_CATALOG_NAME.key}: catalog name."),
+    ] = None,
+    namespace: Annotated[
+        str | None,
+        typer.Option("--namespace", help=f"{cfg.ICEBERG_NAMESPACE.key}: catalog namespace."),
+    ] = None,
+    table_name: Annotated[
+        str | None,
+        typer.Option(
+            "--table", help=f"{cfg.ICEBERG_TABLE.key}: catalog table; default the Hudi table's."
+        ),
+    ] = None,
+) -> None:
+    """Publish the snapshot as Iceberg v2 metadata under <table>/.hoodie/manifest/iceberg/
+    (Merge-on-Read: merged, with position deletes) and commit it to a SQL catalog; --json
+    names the metadata_location published."""
+    flags = {
+        cfg.ICEBERG_CATALOG_URI.key: catalog_uri,
+        cfg.ICEBERG_CATALOG_NAME.key: catalog_name,
+        cfg.ICEBERG_NAMESPACE.key: namespace,
+        cfg.ICEBERG_TABLE.key: table_name,
+    }
+    options = exit_on_error(lambda: run.options(flags=flags))
+    catalog = exit_on_error(lambda: cfg.ICEBERG_CATALOG_URI.read(options))
+    if catalog:  # a bad catalog URI fails before the table is opened
+        exit_on_error(lambda: catalog_path(catalog, cfg.ICEBERG_CATALOG_URI.key))
+    run.sync(uri, lambda table: [IcebergTarget.from_options(options, table, keep=run.keep)])
+
+
 def _bq_option(name: str, help_text: str) -> Any:
     return typer.Option(
         f"--{name.replace('_', '-').replace('.', '-')}",
@@ -334,7 +383,7 @@ def _hook_options(
     """The hook's options and storage options, with the configured targets checked."""
     options = exit_on_error(lambda: command_options(props, conf))
     storage = exit_on_error(lambda: parse_storage_options(storage_option))
-    exit_on_error(lambda: target_names(options))
+    exit_on_error(lambda: checked_target_names(options))
     return options, storage
 
 
@@ -364,7 +413,7 @@ def _watch_settings(
 def _checked_sync_options(options: dict[str, Any]) -> None:
     """The hook options every sync reads, parsed once up front: a bad value would fail
     every poll the same way, so it is a bad option, not a transient error."""
-    target_names(options)
+    checked_target_names(options)
     delta_commits_option(options)
     cfg.MANIFEST_KEEP.read(options)
     cfg.LOG_FOLD_PROCESSES.read(options)

@@ -50,7 +50,12 @@ def discovered_table_options(
     """The hook options of a table found under a root: its warehouse name set for every
     target that takes one (``backfill`` and ``watch --root`` name tables alike)."""
     name = warehouse_name(root_uri, table_uri)
-    names = (cfg.DUCKDB_TABLE, cfg.BIGQUERY_TABLE_NAME, cfg.SNOWFLAKE_TABLE_NAME)
+    names = (
+        cfg.DUCKDB_TABLE,
+        cfg.BIGQUERY_TABLE_NAME,
+        cfg.SNOWFLAKE_TABLE_NAME,
+        cfg.ICEBERG_TABLE,
+    )
     return {**options, **{option.key: name for option in names}}
 
 

@@ -2,14 +2,15 @@
 
 A writer calls ``run_post_commit_hook`` with its write options. The targets come from
 ``hoodie.meta.sync.client.tool.class`` (Hudi's key; ``bigquery``, ``snowflake``,
-``duckdb`` or Hudi's BigQuerySyncTool class name, comma-separated) and each target's own
-options: ``hoodie.gcp.bigquery.sync.*`` for BigQuery, ``hoodie.snowflake.sync.*`` (or
-``SNOWFLAKE_*`` variables) for Snowflake, ``hoodie.duckdb.sync.database`` and
-``hoodie.duckdb.sync.table_name`` for DuckDB. ``hoodie.manifest.delta.commits`` (N > 0)
-publishes delta manifests compacted every N commits when every target reads them
-(``hudi_sync.manifest.delta``). A failing target is reported in the result,
-never raised into the writer, and leaves its objects at the previous snapshot (each
-target applies its changes atomically or in reader-safe order).
+``duckdb``, ``iceberg`` or Hudi's BigQuerySyncTool class name, comma-separated) and each
+target's own options: ``hoodie.gcp.bigquery.sync.*`` for BigQuery,
+``hoodie.snowflake.sync.*`` (or ``SNOWFLAKE_*`` variables) for Snowflake,
+``hoodie.duckdb.sync.database`` and ``hoodie.duckdb.sync.table_name`` for DuckDB,
+``hudi_sync.sync.iceberg.*`` for Iceberg (its SQL catalog, namespace and name).
+``hoodie.manifest.delta.commits`` (N > 0) publishes delta manifests compacted every N
+commits when every target reads them (``hudi_sync.manifest.delta``). A failing target
+is reported in the result, never raised into the writer, and leaves its objects at the
+previous snapshot (each target applies its changes atomically or in reader-safe order).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ _TOOL_ALIASES = {
     "org.apache.hudi.gcp.bigquery.bigquerysynctool": "bigquery",
     "duckdb": "duckdb",
     "snowflake": "snowflake",
+    "iceberg": "iceberg",
 }
 
 
@@ -41,9 +43,23 @@ def target_names(options: Mapping[str, Any]) -> list[str]:
     for tool in cfg.SYNC_TOOLS.read(options):
         if tool.lower() not in _TOOL_ALIASES:
             raise BadInputError(
-                f"{SYNC_TOOLS}: unknown sync tool {tool!r} (bigquery, snowflake, duckdb)"
+                f"{SYNC_TOOLS}: unknown sync tool {tool!r} (bigquery, snowflake, duckdb, iceberg)"
             )
         names.append(_TOOL_ALIASES[tool.lower()])
+    return names
+
+
+def checked_target_names(options: Mapping[str, Any]) -> list[str]:
+    """``target_names``, with the target options that need no table checked too (an
+    Iceberg catalog URI of a scheme it cannot use), so ``watch`` and ``backfill`` refuse
+    them before the first sync."""
+    names = target_names(options)
+    if "iceberg" in names:
+        from hudi_sync.warehouse.iceberg import catalog_path
+
+        uri = cfg.ICEBERG_CATALOG_URI.read(options)
+        if uri:
+            catalog_path(uri, cfg.ICEBERG_CATALOG_URI.key)
     return names
 
 
@@ -60,6 +76,10 @@ def build_target(name: str, options: Mapping[str, Any], table: HudiTable) -> Tar
             cfg.DUCKDB_TABLE.read(options) or table.config.name,
             skip_ro_suffix=bool(cfg.SKIP_RO_SUFFIX.read(options)),
         )
+    if name == "iceberg":
+        from hudi_sync.warehouse.iceberg import IcebergTarget
+
+        return IcebergTarget.from_options(options, table)
     if name == "snowflake":
         from hudi_sync.warehouse.snowflake import SnowflakeTarget
 

@@ -89,7 +89,23 @@ class SyncReport:
     def failed(cls, table: str, where: str, message: str) -> SyncReport:
         return cls(table, None, 0, False, (), (), {where: message})
 
+    @property
+    def iceberg(self) -> dict[str, Any] | None:
+        """What the Iceberg target published (``PublishedIceberg.summary()``, naming its
+        ``metadata_location``), or None when no target published Iceberg metadata."""
+        for result in self.results:
+            if result.iceberg is not None:
+                return dict(result.iceberg)
+        return None
+
     def to_json(self) -> dict[str, Any]:
+        shown = self._json()
+        iceberg = self.iceberg
+        if iceberg is not None:
+            shown["iceberg"] = iceberg
+        return shown
+
+    def _json(self) -> dict[str, Any]:
         return {
             "errors": dict(self.errors),
             "table": self.table,
@@ -219,6 +235,14 @@ def built_keys_refusal(table: HudiTable, target: Target) -> str | None:
     )
 
 
+def uses_folded_logs(target: Target) -> bool:
+    """The target's objects read a Merge-on-Read table's folded logs (the ``_rt``
+    view's, ``publish_logs``); a target that reads only the base manifest, or makes its
+    own files of the logs (Iceberg's), says ``uses_folded_logs = False`` so a sync to it
+    alone folds nothing."""
+    return bool(getattr(target, "uses_folded_logs", True))
+
+
 def supports_delta_manifests(target: Target) -> bool:
     """The target's objects can read a base snapshot plus delta (``delta_manifest``)."""
     return bool(getattr(target, "supports_delta_manifests", False))
@@ -318,7 +342,7 @@ def sync_table(
         listing=listing,
     )
     snapshot_refusal = None
-    if table.config.is_mor and readers:
+    if table.config.is_mor and any(uses_folded_logs(t) for t in readers):
         published, snapshot_refusal = publish_logs(
             table, published, as_of, keep, dry_run, fold_processes, listing
         )

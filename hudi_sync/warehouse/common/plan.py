@@ -3,8 +3,9 @@ objects stay as they are or follow a restore back, and the result."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hudi_sync.table.timeline.instant import comparable_instant
 from hudi_sync.warehouse.common.marker import SyncMarker
@@ -103,12 +104,18 @@ class SyncResult:
     action: str
     objects: tuple[str, ...] = ()
     reason: str = ""
+    # What the target published in the table's own storage, for the report: the Iceberg
+    # target's ``PublishedIceberg.summary()`` (naming its ``metadata_location``).
+    iceberg: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {
+        shown: dict[str, object] = {
             "target": self.target,
             "instant": self.instant,
             "action": self.action,
             "objects": list(self.objects),
             "reason": self.reason,
         }
+        if self.iceberg is not None:  # the whole summary is the report's "iceberg"
+            shown["metadata_location"] = self.iceberg.get("metadata_location")
+        return shown
