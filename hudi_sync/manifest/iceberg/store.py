@@ -161,13 +161,21 @@ class _Current:
 class IcebergStore:
     """Publishes a table's synced snapshots as Iceberg metadata (module docstring)."""
 
-    def __init__(self, table: HudiTable, keep: int, listing: TimelineListing | None = None):
+    def __init__(
+        self,
+        table: HudiTable,
+        keep: int,
+        listing: TimelineListing | None = None,
+        entries_per_manifest: int = ENTRIES_PER_MANIFEST,
+    ):
         """``keep``: ``hoodie.manifest.snapshots.retained``; ``listing``: the sync's
         listing of the timeline folder, which the tail since the previous snapshot is
-        read from."""
+        read from; ``entries_per_manifest`` sets the bucket count of a first
+        publication (file groups a manifest holds, about)."""
         self.table = table
         self.keep = keep
         self.listing = listing
+        self.entries_per_manifest = max(1, entries_per_manifest)
 
     # --- paths ---------------------------------------------------------------------
     def path(self, *parts: str) -> str:
@@ -327,7 +335,7 @@ class IcebergStore:
             stored = previous.properties.get(BUCKETS_PROPERTY, "")
             if stored.isdigit() and 0 < int(stored) <= _MAX_BUCKETS:
                 return int(stored)
-        return max(1, min(_MAX_BUCKETS, -(-slices // ENTRIES_PER_MANIFEST)))
+        return max(1, min(_MAX_BUCKETS, -(-slices // self.entries_per_manifest)))
 
     def _previous_buckets(
         self, previous: TableMetadata | None

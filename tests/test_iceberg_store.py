@@ -1,0 +1,220 @@
+"""The Iceberg store's publication rules on tables our writer makes (no Spark): reruns,
+manifests reused for untouched buckets, a sync killed at each write, snapshots expired
+by count, by a restore and by the cleaner (and the files only they named deleted), and
+hostile files of our own one line each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pyarrow as pa
+import pytest
+from pyiceberg.table import StaticTable
+
+from hudi_sync.errors import CorruptTableError
+from hudi_sync.manifest.iceberg.store import (
+    INSTANT_KEY,
+    METADATA_FOLDER,
+    VERSION_HINT,
+    IcebergStore,
+    PublishedIceberg,
+)
+from hudi_sync.spark.writing.writer import write_arrow
+from hudi_sync.storage import Location
+from hudi_sync.sync.job import publish_manifest
+from hudi_sync.table import HudiTable
+from tests.hudi_restore import restore_to
+from tests.iceberg_readers import polars_rows, pyiceberg_rows
+
+PARTITIONS = [f"p{i:02d}" for i in range(12)]
+
+
+def _options(operation: str = "upsert", **extra: object) -> dict[str, object]:
+    return {
+        "hoodie.table.name": "store",
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.partitionpath.field": "p",
+        "hoodie.datasource.write.operation": operation,
+        "hoodie.metadata.enable": "false",  # tests/hudi_restore.py restores data files only
+        "hoodie.clean.automatic": "false",
+        **extra,
+    }
+
+
+def _write(path: Path, ids: list[int], ts: int, **extra: object) -> str:
+    rows = pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "p": pa.array([PARTITIONS[i % len(PARTITIONS)] for i in ids]),
+            "v": pa.array([f"v{ts}-{i}" for i in ids]),
+            "ts": pa.array([ts] * len(ids), pa.int64()),
+        }
+    )
+    return write_arrow(rows, str(path), _options(**extra)).instant
+
+
+def _publish(path: Path, keep: int = 100, per_manifest: int = 3) -> PublishedIceberg:
+    table = HudiTable.open(str(path))
+    store = IcebergStore(table, keep, entries_per_manifest=per_manifest)
+    return store.publish(publish_manifest(table, keep=keep))
+
+
+def _ids(rows: pa.Table) -> list[tuple[int, str]]:
+    return sorted(zip(rows.column("id").to_pylist(), rows.column("v").to_pylist(), strict=True))
+
+
+def _files(path: Path) -> set[str]:
+    root = path / ".hoodie" / "manifest" / "iceberg"
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+
+def test_rerun_writes_nothing_and_one_commit_rewrites_only_its_buckets(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _write(path, list(range(36)), 1)  # 12 partitions, 12 file groups
+    first = _publish(path)
+    assert first.manifests_written == 4 and first.full_listing  # 12 groups, 3 a manifest
+    before = _files(path)
+    again = _publish(path)
+    assert again.metadata_location == first.metadata_location
+    assert _files(path) == before
+    _write(path, [0, 12], 2)  # one partition (p00) changes
+    second = _publish(path)
+    assert not second.full_listing
+    assert second.manifests_written == 1 and second.manifests_reused == 3
+    expected = {i: f"v1-{i}" for i in range(36)} | {0: "v2-0", 12: "v2-12"}
+    assert _ids(pyiceberg_rows(second.metadata_location)) == sorted(expected.items())
+    assert _ids(polars_rows(second.metadata_location)) == sorted(expected.items())
+
+
+def test_a_sync_killed_at_each_write_leaves_the_previous_metadata_current(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t"
+    _write(path, list(range(24)), 1)
+    published = _publish(path)
+    rows_before = _ids(pyiceberg_rows(published.metadata_location))
+    _write(path, [1, 2, 3], 2)
+    real_write = Location.write_file
+    real_writes = Location.write_files
+    hint = str(path / METADATA_FOLDER / VERSION_HINT)
+    killed_at = 0
+    while True:
+        calls = 0
+        allowed = killed_at
+
+        def dying(self: Location, *args: Any, allowed: int = allowed, **kwargs: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            if calls > allowed:
+                raise OSError("killed")
+            write = real_writes if isinstance(args[0], list) else real_write
+            return write(self, *args, **kwargs)
+
+        with (
+            mock.patch.object(Location, "write_file", dying),
+            mock.patch.object(Location, "write_files", dying),
+        ):
+            try:
+                _publish(path)
+            except OSError:
+                # The hint still names the previous metadata, which reads as before.
+                location = _current(Path(hint))
+                assert location == published.metadata_location
+                assert _ids(pyiceberg_rows(location)) == rows_before
+                killed_at += 1
+                continue
+        break
+    assert killed_at >= 3  # the manifests, the metadata and the hint were each a step
+    final = _publish(path)  # the next sync completes over what the killed ones left
+    assert final.snapshot_id == 2
+    expected = {i: f"v1-{i}" for i in range(24)} | {i: f"v2-{i}" for i in (1, 2, 3)}
+    assert _ids(pyiceberg_rows(final.metadata_location)) == sorted(expected.items())
+
+
+def _current(hint: Path) -> str:
+    return str(hint.parent / f"v{hint.read_text().strip()}.metadata.json")
+
+
+def test_expired_snapshots_leave_no_file_only_they_named(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _write(path, list(range(24)), 1)
+    for ts in range(2, 7):
+        _write(path, [ts, ts + 12], ts)
+        last = _publish(path, keep=2)
+    metadata = StaticTable.from_metadata(last.metadata_location).metadata
+    assert [s.snapshot_id for s in metadata.snapshots] == [4, 5]  # 5 published, 2 kept
+    # Every file left is named by a kept snapshot (or is the current metadata chain).
+    named: set[str] = set()
+    root = str(path / ".hoodie" / "manifest" / "iceberg") + "/"
+    table = StaticTable.from_metadata(last.metadata_location)
+    for snapshot in metadata.snapshots:
+        named.add(snapshot.manifest_list)
+        for manifest in snapshot.manifests(table.io):
+            named.add(manifest.manifest_path)
+    left = {root + f for f in _files(path) if f.endswith(".avro")}
+    assert left == named
+    for snapshot in metadata.snapshots:
+        rows = pyiceberg_rows(last.metadata_location, snapshot.snapshot_id)
+        assert len(rows) == 24
+
+
+def test_a_restore_expires_the_snapshots_it_undid(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    first = _write(path, list(range(24)), 1)
+    _publish(path)
+    _write(path, [5], 2)
+    _publish(path)
+    _write(path, [6], 3)
+    _publish(path)
+    restore_to(HudiTable.open(str(path)), first)
+    restored = _publish(path)
+    assert restored.full_listing  # a restore since: the whole table listed again
+    metadata = StaticTable.from_metadata(restored.metadata_location).metadata
+    instants = [s.summary[INSTANT_KEY] for s in metadata.snapshots]
+    assert instants == [first, first]  # the undone ones expired; the first, and now
+    assert _ids(pyiceberg_rows(restored.metadata_location)) == [(i, f"v1-{i}") for i in range(24)]
+
+
+def test_the_cleaner_expires_snapshots_whose_files_it_may_remove(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    clean = {"hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": 1}
+    _write(path, list(range(24)), 1, **clean)
+    for ts in (2, 3, 4):
+        _write(path, [0], ts, **clean)  # partition p00's file group rewritten each time
+        last = _publish(path)
+    table = HudiTable.open(str(path))
+    assert table.timeline.latest_clean() is not None
+    metadata = StaticTable.from_metadata(last.metadata_location).metadata
+    for snapshot in metadata.snapshots:  # every kept snapshot still reads
+        assert len(pyiceberg_rows(last.metadata_location, snapshot.snapshot_id)) == 24
+    assert len(metadata.snapshots) < 3
+
+
+@pytest.mark.parametrize(
+    "hint,message",
+    [(b"../v1", "is not a metadata version"), (b"7", "which is missing")],
+)
+def test_a_bad_version_hint_is_one_line(tmp_path: Path, hint: bytes, message: str) -> None:
+    path = tmp_path / "t"
+    _write(path, list(range(3)), 1)
+    _publish(path)
+    (path / METADATA_FOLDER / VERSION_HINT).write_bytes(hint)
+    with pytest.raises(CorruptTableError, match=message) as caught:
+        _publish(path)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_removed_list_naming_a_file_outside_ours_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _write(path, list(range(24)), 1)
+    _publish(path, keep=1)
+    victim = path / "victim.txt"
+    victim.write_text("keep me")
+    (path / METADATA_FOLDER / "removed-1.json").write_text('{"files": ["../../../victim.txt"]}')
+    _write(path, [1], 2)
+    with pytest.raises(CorruptTableError, match=r"does not stay inside|is not a file of ours"):
+        _publish(path, keep=1)
+    assert victim.read_text() == "keep me"
