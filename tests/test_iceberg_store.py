@@ -178,6 +178,19 @@ def test_a_restore_expires_the_snapshots_it_undid(tmp_path: Path) -> None:
     assert _ids(pyiceberg_rows(restored.metadata_location)) == [(i, f"v1-{i}") for i in range(24)]
 
 
+def test_snapshots_older_than_the_next_clean_keeps_expire(tmp_path: Path) -> None:
+    """With the cleaner keeping 4 commits, a snapshot older than the 3 newest commits
+    may lose files at the next commit's clean: it expires now, before that clean."""
+    path = tmp_path / "t"
+    instants = [_write(path, list(range(24)), 1)]
+    for ts in range(2, 7):
+        instants.append(_write(path, [0], ts))
+        table = HudiTable.open(str(path))
+        last = IcebergStore(table, 100, cleaner_retained=4).publish(publish_manifest(table))
+    metadata = StaticTable.from_metadata(last.metadata_location).metadata
+    assert [s.summary[INSTANT_KEY] for s in metadata.snapshots] == instants[-3:]
+
+
 def test_the_cleaner_expires_snapshots_whose_files_it_may_remove(tmp_path: Path) -> None:
     path = tmp_path / "t"
     clean = {"hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": 1}

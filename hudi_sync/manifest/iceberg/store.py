@@ -44,6 +44,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from hudi_sync.config import COMMITS_RETAINED
 from hudi_sync.errors import CorruptTableError
 from hudi_sync.manifest.iceberg.avro_files import (
     ManifestEntry,
@@ -92,6 +93,7 @@ INSTANT_KEY = "hudi.instant"
 ACTION_KEY = "hudi.action"
 PENDING_KEY = "hudi.pending"
 ENTRIES_PER_MANIFEST = 1000
+DEFAULT_CLEANER_RETAINED = int(COMMITS_RETAINED.read({}))
 _MAX_BUCKETS = 4096
 _MANIFEST_NAME = re.compile(r"m-(\d{1,19})-b(\d{1,5})-(data|deletes)\.avro")
 _LIST_NAME = re.compile(r"snap-(\d{1,19})\.avro")
@@ -167,15 +169,19 @@ class IcebergStore:
         keep: int,
         listing: TimelineListing | None = None,
         entries_per_manifest: int = ENTRIES_PER_MANIFEST,
+        cleaner_retained: int = DEFAULT_CLEANER_RETAINED,
     ):
         """``keep``: ``hoodie.manifest.snapshots.retained``; ``listing``: the sync's
         listing of the timeline folder, which the tail since the previous snapshot is
         read from; ``entries_per_manifest`` sets the bucket count of a first
-        publication (file groups a manifest holds, about)."""
+        publication (file groups a manifest holds, about); ``cleaner_retained``: the
+        writer's ``hoodie.cleaner.commits.retained``, which bounds how old a kept
+        snapshot may be (``_still_valid``)."""
         self.table = table
         self.keep = keep
         self.listing = listing
         self.entries_per_manifest = max(1, entries_per_manifest)
+        self.cleaner_retained = cleaner_retained
 
     # --- paths ---------------------------------------------------------------------
     def path(self, *parts: str) -> str:
@@ -590,12 +596,21 @@ class IcebergStore:
         )
 
     def _still_valid(self, snapshot: Snapshot) -> bool:
-        """Whether every file a snapshot names is still there: its instant was not undone
-        by a rollback or restore, and no clean removed what it needs."""
+        """Whether every file a snapshot names is there and stays through the next
+        commit's clean: its instant was not undone by a rollback or restore, no clean
+        removed what it needs, and it is not older than what the cleaner keeps after one
+        more commit (``hoodie.cleaner.commits.retained`` N keeps the file versions of
+        the N newest commits, so of the N-1 newest now)."""
         instant = snapshot.summary.get(INSTANT_KEY, "")
         timeline = self.table.timeline
         if not instant or timeline.undone_by(instant) is not None:
             return False
+        writes = timeline.completed_writes
+        horizon = max(1, self.cleaner_retained - 1)
+        if len(writes) >= horizon:
+            oldest_kept = writes[-horizon].requested_time
+            if comparable_instant(instant) < comparable_instant(oldest_kept):
+                return False
         clean = timeline.latest_clean()
         if clean is None:
             return True
