@@ -16,7 +16,12 @@ from hudi_sync.errors import BadInputError
 from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.bigquery.client import ICEBERG_FORMAT, Step
-from hudi_sync.warehouse.bigquery.objects import BigQueryObjects, labels
+from hudi_sync.warehouse.bigquery.objects import (
+    WILDCARD,
+    BigQueryObjects,
+    labels,
+    wildcard_refusal,
+)
 from hudi_sync.warehouse.common import (
     ObjectNames,
     SyncMarker,
@@ -72,6 +77,8 @@ def iceberg_plan(
             target, "noop", [], "no Iceberg snapshot before the table's first commit"
         ), []
     uri = f"{base}/{relative}"  # as BigQuery reads it (source_uri_prefix, like the manifests)
+    if WILDCARD in uri:  # a source URI's wildcard: no escape reads it as itself
+        raise BadInputError(wildcard_refusal(uri))
     table_id = names.iceberg
     qualified = objects.qualified(table_id)
     current = SyncMarker.parse(found.description) if found is not None else None
