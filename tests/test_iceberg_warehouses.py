@@ -31,7 +31,9 @@ from sqlglot import exp
 from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.manifest.snapshot import ManifestStore, PublishedManifest, build_manifest
 from hudi_sync.table import HudiTable
+from hudi_sync.table.timeline.instant import Action
 from hudi_sync.warehouse.bigquery import BigQuerySyncConfig, BigQueryTarget
+from hudi_sync.warehouse.bigquery.iceberg import iceberg_resource
 from hudi_sync.warehouse.common import OtherTableError, SyncMarker
 from hudi_sync.warehouse.common.iceberg import metadata_path
 from hudi_sync.warehouse.snowflake import SnowflakeTarget
@@ -194,6 +196,41 @@ def test_bigquery_refuses_a_table_it_did_not_make_or_another_tables(  # type: ig
     other = _bigquery(client, dataset, source_uri_prefix="gs://other-bucket/t", **options)
     with pytest.raises(OtherTableError):
         other.sync(table, _published(table, first, 1))
+
+
+def test_bigquery_follows_a_rollback_back(fixture_copy, client, dataset) -> None:  # type: ignore[no-untyped-def]
+    """``NAME_iceberg`` showing an instant a rollback then undid moves back to the
+    snapshot the table has, as the other objects do (no --force needed)."""
+    from google.cloud import bigquery
+
+    table = HudiTable.open(str(fixture_copy("mor/parquet/v6_nonpartitioned_rollback")))
+    (rollback,) = table.timeline.completed([Action.ROLLBACK])
+    (undone,) = table.timeline.undone_instants(rollback)
+    first = table.timeline.completed_writes[0].requested_time
+    assert first < undone < rollback.requested_time
+    options = {"iceberg": "only", "iceberg.connection": CONNECTION}
+    target = _bigquery(client, dataset, **options)
+    # The table as a sync at `undone` left it, before the rollback.
+    client.create_dataset(dataset)
+    before = iceberg_resource(
+        target.objects,
+        "t_iceberg",
+        f"{PREFIX_URI}/{METADATA}/v2-{undone}.metadata.json",
+        SyncMarker(undone, PREFIX_URI, "iceberg"),
+    )
+    client.create_table(bigquery.Table.from_api_repr(before))
+
+    plan, _ = target.sync(table, _published(table, first, 3))
+    assert plan.action == "restored"
+    assert plan.reason == (
+        f"{client.project}.{dataset}.t_iceberg showed {undone}, which rollback "
+        f"{rollback.requested_time} undid: moved back to {first}"
+    )
+    stored = client.get_table(f"{client.project}.{dataset}.t_iceberg")
+    assert stored.external_data_configuration.source_uris == [
+        f"{PREFIX_URI}/{METADATA}/v3-{first}.metadata.json"
+    ]
+    assert SyncMarker.parse(stored.description) == SyncMarker(first, PREFIX_URI, "iceberg")
 
 
 def test_bigquery_offline_dry_run_shows_the_resource(cow) -> None:  # type: ignore[no-untyped-def]
@@ -363,12 +400,9 @@ def test_snowflake_later_syncs_refresh_then_mark(cow) -> None:  # type: ignore[n
     _, (create,) = iceberg_statements(
         "sf", objects, table, _published(table, first, 1), names, None, False, False
     )
-    comment = next(
-        exp_.this.this
-        for exp_ in sqlglot.parse_one(create.sql, read="snowflake").find_all(
-            exp.SchemaCommentProperty
-        )
-    )
+    # What SHOW ICEBERG TABLES lists after that statement: its COMMENT, volume and catalog.
+    created = sqlglot.parse_one(create.sql, read="snowflake")
+    (comment,) = [c.this.this for c in created.find_all(exp.SchemaCommentProperty)]
     state = IcebergState(comment, "HUDI_VOLUME", "HUDI_OBJECT_STORE")
 
     plan, statements = iceberg_statements(
