@@ -588,6 +588,20 @@ BIGQUERY_RETRY_SECONDS = _number(
     default=60.0,
     minimum=0,
 )
+BIGQUERY_ICEBERG = _choice(
+    BIGQUERY_PREFIX + "iceberg",
+    "hudi_sync's own: read the snapshot published as Iceberg through the external table "
+    "<t>_iceberg: off, beside (the manifest objects too) or only (that table alone).",
+    _BQ,
+    default="off",
+    choices=("off", "beside", "only"),
+)
+BIGQUERY_ICEBERG_CONNECTION = _string(
+    BIGQUERY_PREFIX + "iceberg.connection",
+    "hudi_sync's own: the BigLake connection of <t>_iceberg (project.location.connection, or "
+    "projects/P/locations/L/connections/C); required unless iceberg is off.",
+    _BQ,
+)
 BIGQUERY_API_ENDPOINT = _string(
     BIGQUERY_PREFIX + "api_endpoint",
     "hudi_sync's own: a BigQuery API endpoint (an emulator), reached without credentials.",
@@ -629,6 +643,28 @@ SNOWFLAKE_AWS_SECRET_KEY = _snowflake(
 SNOWFLAKE_AWS_TOKEN = _snowflake("aws_token", "Stage credentials: AWS session token (secret).")
 SNOWFLAKE_AZURE_SAS_TOKEN = _snowflake(
     "azure_sas_token", "Stage credentials: Azure SAS token (secret)."
+)
+SNOWFLAKE_ICEBERG = _choice(
+    SNOWFLAKE_PREFIX + "iceberg",
+    "hudi_sync's own: read the snapshot published as Iceberg through the Iceberg table "
+    "<t>_iceberg: off, beside (the stage, external tables and views too) or only.",
+    _SF,
+    default="off",
+    choices=("off", "beside", "only"),
+)
+SNOWFLAKE_ICEBERG_EXTERNAL_VOLUME = _snowflake(
+    "iceberg.external_volume",
+    "External volume over the table's location (required unless iceberg is off).",
+)
+SNOWFLAKE_ICEBERG_CATALOG_INTEGRATION = _snowflake(
+    "iceberg.catalog_integration",
+    "Object-store catalog integration (CATALOG_SOURCE = OBJECT_STORE; required unless iceberg "
+    "is off).",
+)
+SNOWFLAKE_ICEBERG_VOLUME_URL = _snowflake(
+    "iceberg.volume_url",
+    "The external volume's active storage location (STORAGE_BASE_URL), which metadata paths "
+    "are relative to (default: the table's location as Snowflake reads it).",
 )
 # Secrets: from SNOWFLAKE_* variables or --props only (a command line is seen by others).
 SNOWFLAKE_SECRETS = frozenset(

@@ -152,7 +152,12 @@ def test_target_option_keys_are_the_declared_ones() -> None:
     from hudi_sync.warehouse.snowflake import config as snowflake_target
 
     declared = {s.key.removeprefix(cfg.SNOWFLAKE_PREFIX) for s in cfg.group("sync/snowflake")}
-    roles = {*snowflake_target.CONNECTION_KEYS, *snowflake_target._STAGE_KEYS, "table_name"}
+    roles = {
+        *snowflake_target.CONNECTION_KEYS,
+        *snowflake_target._STAGE_KEYS,
+        *snowflake_target.ICEBERG_KEYS,
+        "table_name",
+    }
     assert snowflake_target.OPTION_KEYS == declared == roles
     assert bigquery_target.API_ENDPOINT not in bigquery_target._OPTION_KEYS
     assert {s.key for s in cfg.group("sync/bigquery")} == {

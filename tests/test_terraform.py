@@ -36,6 +36,7 @@ BIGQUERY_OUTPUTS = {
     "source_uri_prefix",
     "service_account_email",
     "hudi_sync_properties",
+    "iceberg_connection_id",
 }
 SNOWFLAKE_OUTPUTS = {
     "account_role",
@@ -46,6 +47,9 @@ SNOWFLAKE_OUTPUTS = {
     "stage_url",
     "sync_runner_policy_json",
     "hudi_sync_properties",
+    "iceberg_external_volume",
+    "iceberg_catalog_integration",
+    "iceberg_volume_url",
 }
 BIGQUERY_KEYS = {
     f"hoodie.gcp.bigquery.sync.{name}"
@@ -56,11 +60,24 @@ BIGQUERY_KEYS = {
         "source_uri_prefix",
         "big_lake_connection_id",
         "table_name",  # the CLI requires it; the prefix with '/' replaced by '_'
+        "iceberg",  # with iceberg.connection: left out (null) when iceberg is off
+        "iceberg.connection",
     )
 }
 SNOWFLAKE_KEYS = {
     f"hoodie.snowflake.sync.{name}"
-    for name in ("database", "schema", "warehouse", "role", "storage_integration", "stage_url")
+    for name in (
+        "database",
+        "schema",
+        "warehouse",
+        "role",
+        "storage_integration",
+        "stage_url",
+        "iceberg",  # the iceberg.* keys are left out (null) when iceberg is off
+        "iceberg.external_volume",
+        "iceberg.catalog_integration",
+        "iceberg.volume_url",
+    )
 }  # no table_name: `hudi-sync sync snowflake` defaults it to the Hudi table's name
 FORBIDDEN_GCP_ROLES = {"roles/owner", "roles/editor", "roles/storage.admin", "roles/bigquery.admin"}
 S3_READ = {"s3:GetObject", "s3:GetObjectVersion", "s3:ListBucket", "s3:GetBucketLocation"}
@@ -79,6 +96,16 @@ SNOWFLAKE_GRANTS = {
     ("SCHEMA", "CREATE VIEW"),
     ("INTEGRATION", "USAGE"),
     ("WAREHOUSE", "USAGE"),
+}
+# With iceberg: Iceberg tables in the schema, over the volume, through the catalog integration.
+SNOWFLAKE_ICEBERG_GRANTS = {
+    ("SCHEMA", "${local.schema_fqn}", "CREATE ICEBERG TABLE"),
+    ("EXTERNAL VOLUME", "${snowflake_external_volume.iceberg[0].name}", "USAGE"),
+    (
+        "INTEGRATION",
+        "${snowflake_catalog_integration_object_storage.iceberg[0].name}",
+        "USAGE",
+    ),
 }
 SKIP_COMMENT = re.compile(r"checkov:skip=([A-Z0-9_]*)(?::([^\n]*))?")
 
@@ -526,7 +553,14 @@ def test_snowflake_role_only_reads_the_table_prefixes() -> None:
             "name": "hudi-sync-read-tables",
             "role": "${aws_iam_role.snowflake.id}",
             "policy": "${data.aws_iam_policy_document.snowflake_read.json}",
-        }
+        },
+        # The external volume's role (iceberg): the same read-only document, nothing else.
+        "snowflake_iceberg_read": {
+            "count": "${local.iceberg_count}",
+            "name": "hudi-sync-read-tables",
+            "role": "${aws_iam_role.snowflake_iceberg[0].id}",
+            "policy": "${data.aws_iam_policy_document.snowflake_read.json}",
+        },
     }
     assert role["assume_role_policy"] == "${data.aws_iam_policy_document.snowflake_trust.json}"
     (trust,) = statements(config, "snowflake_trust")
@@ -586,6 +620,7 @@ def test_snowflake_sync_role_has_exactly_the_expected_privileges() -> None:
     role_ref = "${snowflake_account_role.sync.name}"
     granted: set[tuple[str, str]] = set()
     objects: dict[str, str] = {}
+    iceberg: set[tuple[str, str, str]] = set()
     for name, grant in config.resources["snowflake_grant_privileges_to_account_role"].items():
         assert grant["account_role_name"] == role_ref, name
         assert not grant.get("all_privileges"), f"{name}: ALL PRIVILEGES"
@@ -601,17 +636,22 @@ def test_snowflake_sync_role_has_exactly_the_expected_privileges() -> None:
             kind, target = on["object_type"], on["object_name"]
         privileges = grant["privileges"]
         assert len(set(privileges)) == len(privileges)
+        if grant.get("count") == "${local.iceberg_count}":  # only when iceberg is on
+            iceberg |= {(kind, target, privilege) for privilege in privileges}
+            continue
+        assert "count" not in grant, name
         assert kind not in objects, f"{kind} granted twice"
         objects[kind] = target
         granted |= {(kind, privilege) for privilege in privileges}
     assert granted == SNOWFLAKE_GRANTS
+    assert iceberg == SNOWFLAKE_ICEBERG_GRANTS
     assert objects == {
         "DATABASE": "${local.database}",
         "SCHEMA": "${local.schema_fqn}",
         "INTEGRATION": "${snowflake_storage_integration.s3.name}",
         "WAREHOUSE": "${var.warehouse}",
     }
-    for privilege in {p for _, p in granted}:
+    for privilege in {p for _, p in granted} | {p for *_, p in iceberg}:
         assert privilege not in {"OWNERSHIP", "ALL", "ALL PRIVILEGES", "CREATE TABLE"}
 
     (to_user,) = config.resources["snowflake_grant_account_role"].values()
@@ -640,3 +680,94 @@ def test_snowflake_storage_integration_allows_only_the_table_prefixes() -> None:
         '${{for prefix in var.table_prefixes : prefix => "s3://${var.bucket_name}/${prefix}/"}}'
     )
     assert "storage_blocked_locations" not in integration
+
+
+# -- Iceberg (<t>_iceberg) ---------------------------------------------------------------------
+
+
+def test_bigquery_iceberg_reads_through_the_existing_connection_only() -> None:
+    """No new grant: the connection's service account already reads the bucket, and the
+    sync's writer binding already covers <table>/.hoodie/manifest/iceberg/."""
+    config = module("bigquery_sync")
+    assert config.locals["iceberg_connection_id"] == (
+        '${var.iceberg == "off" ? null : local.big_lake_connection_id}'
+    )
+    assert config.outputs["iceberg_connection_id"]["value"] == "${local.iceberg_connection_id}"
+    (validation,) = config.variables["iceberg"]["validation"]
+    assert validation["condition"] == '${contains(["off", "beside", "only"], var.iceberg)}'
+    assert config.variables["iceberg"]["default"] == "off"
+    ((precondition,),) = [
+        block["precondition"]
+        for block in config.resources["google_bigquery_dataset"]["sync"]["lifecycle"]
+    ]
+    assert precondition["condition"] == '${var.iceberg == "off" || var.create_biglake_connection}'
+    options = config.locals["sync_options"]
+    for entry in (
+        '"hoodie.gcp.bigquery.sync.iceberg" = var.iceberg == "off" ? null : var.iceberg',
+        '"hoodie.gcp.bigquery.sync.iceberg.connection" = local.iceberg_connection_id',
+    ):
+        assert entry in options, entry
+    assert options.endswith(" : key => value if value != null}}}")  # nulls left out
+
+
+def test_snowflake_external_volume_is_read_only_and_trusts_only_the_volume() -> None:
+    config = module("snowflake_sync")
+    (volume,) = config.resources["snowflake_external_volume"].values()
+    assert volume["count"] == "${local.iceberg_count}"
+    assert volume["allow_writes"] == "false"
+    (location,) = volume["storage_location"]
+    assert location["storage_provider"] == "S3"
+    assert location["storage_base_url"] == "${local.volume_url}"
+    assert config.locals["volume_url"] == "s3://${var.bucket_name}/"
+    assert location["storage_aws_role_arn"] == "${local.snowflake_iceberg_role_arn}"
+    assert config.locals["snowflake_iceberg_role_arn"] == (
+        "arn:${local.partition}:iam::${data.aws_caller_identity.current.account_id}"
+        ":role/${var.snowflake_iceberg_iam_role_name}"
+    )
+    (catalog,) = config.resources["snowflake_catalog_integration_object_storage"].values()
+    assert (catalog["table_format"], catalog["enabled"]) == ("ICEBERG", True)
+    assert catalog["count"] == "${local.iceberg_count}"
+
+    role = config.resources["aws_iam_role"]["snowflake_iceberg"]
+    assert role["name"] == "${var.snowflake_iceberg_iam_role_name}"
+    assert role["assume_role_policy"] == (
+        "${data.aws_iam_policy_document.snowflake_iceberg_trust[0].json}"
+    )
+    assert "managed_policy_arns" not in role and "inline_policy" not in role
+    (trust,) = statements(config, "snowflake_iceberg_trust")
+    described = "${snowflake_external_volume.iceberg[0].describe_output[0].storage_locations[0]"
+    assert trust["actions"] == ["sts:AssumeRole"]
+    assert trust["principals"] == [
+        {
+            "type": "AWS",
+            "identifiers": [f"{described}.s3_storage_location[0].storage_aws_iam_user_arn}}"],
+        }
+    ]
+    assert trust["condition"] == [
+        {
+            "test": "StringEquals",
+            "variable": "sts:ExternalId",
+            "values": [f"{described}.s3_storage_location[0].storage_aws_external_id}}"],
+        }
+    ]
+    options = config.locals["sync_options"]
+    for entry in (
+        '"hoodie.snowflake.sync.iceberg" = local.iceberg ? var.iceberg : null',
+        '"hoodie.snowflake.sync.iceberg.external_volume" = '
+        "local.iceberg ? snowflake_external_volume.iceberg[0].name : null",
+        '"hoodie.snowflake.sync.iceberg.catalog_integration" = '
+        "local.iceberg ? snowflake_catalog_integration_object_storage.iceberg[0].name : null",
+        '"hoodie.snowflake.sync.iceberg.volume_url" = local.iceberg ? local.volume_url : null',
+    ):
+        assert entry in options, entry
+    assert options.endswith(" : key => value if value != null}}}")  # nulls left out
+    assert config.locals["iceberg"] == '${var.iceberg != "off"}'
+
+
+def test_the_snowflake_example_enables_the_iceberg_previews() -> None:
+    parsed = parse(EXAMPLES / "snowflake" / "main.tf")
+    provider = next(b["snowflake"] for b in parsed["provider"] if "snowflake" in b)
+    assert {
+        "snowflake_external_volume_resource",
+        "snowflake_catalog_integration_object_storage_resource",
+    } <= set(provider["preview_features_enabled"])

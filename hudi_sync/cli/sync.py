@@ -293,6 +293,13 @@ def sync_bigquery(
     big_lake_connection_id: Annotated[
         str | None, _bq_option("big_lake_connection_id", "BigLake connection.")
     ] = None,
+    iceberg: Annotated[
+        str | None,
+        _bq_option("iceberg", "NAME_iceberg over the Iceberg metadata: off|beside|only."),
+    ] = None,
+    iceberg_connection: Annotated[
+        str | None, _bq_option("iceberg.connection", "BigLake connection of NAME_iceberg.")
+    ] = None,
     api_endpoint: Annotated[
         str | None,
         typer.Option("--api-endpoint", help="BigQuery API endpoint (an emulator), no credentials."),
@@ -311,15 +318,18 @@ def sync_bigquery(
         "partition_fields": partition_fields,
         "require_partition_filter": require_partition_filter,
         "big_lake_connection_id": big_lake_connection_id,
+        "iceberg": iceberg,
+        "iceberg.connection": iceberg_connection,
         "api_endpoint": api_endpoint,
     }
     run.sync(uri, lambda _table: [BigQueryTarget.from_options(run.options(BIGQUERY_PREFIX, flags))])
 
 
 def _sf_option(name: str, help_text: str) -> Any:
+    variable = name.upper().replace(".", "_")
     return typer.Option(
-        f"--{name.replace('_', '-')}",
-        help=f"{SNOWFLAKE_PREFIX}{name} (or SNOWFLAKE_{name.upper()}): {help_text}",
+        f"--{name.replace('_', '-').replace('.', '-')}",
+        help=f"{SNOWFLAKE_PREFIX}{name} (or SNOWFLAKE_{variable}): {help_text}",
     )
 
 
@@ -351,6 +361,20 @@ def sync_snowflake(
     storage_integration: Annotated[
         str | None, _sf_option("storage_integration", "storage integration of the stage.")
     ] = None,
+    iceberg: Annotated[
+        str | None,
+        _sf_option("iceberg", "NAME_iceberg over the Iceberg metadata: off|beside|only."),
+    ] = None,
+    iceberg_external_volume: Annotated[
+        str | None, _sf_option("iceberg.external_volume", "external volume of NAME_iceberg.")
+    ] = None,
+    iceberg_catalog_integration: Annotated[
+        str | None,
+        _sf_option("iceberg.catalog_integration", "object-store catalog integration."),
+    ] = None,
+    iceberg_volume_url: Annotated[
+        str | None, _sf_option("iceberg.volume_url", "the external volume's storage base URL.")
+    ] = None,
 ) -> None:
     """Create a stage, external tables and a view in Snowflake. Secrets (password,
     private_key_file_pwd, token, aws_secret_key, azure_sas_token) come from SNOWFLAKE_*
@@ -368,6 +392,10 @@ def sync_snowflake(
         "stage_url": stage_url,
         "stage_name": stage_name,
         "storage_integration": storage_integration,
+        "iceberg": iceberg,
+        "iceberg.external_volume": iceberg_external_volume,
+        "iceberg.catalog_integration": iceberg_catalog_integration,
+        "iceberg.volume_url": iceberg_volume_url,
     }
 
     def targets(table: HudiTable) -> list[Target]:

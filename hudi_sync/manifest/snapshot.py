@@ -192,6 +192,11 @@ class PublishedManifest:
     # The listing of the timeline folder the sync read (``TimelineListing``), which the
     # targets read the declared schema's tail from rather than listing the folder again.
     timeline_listing: TimelineListing | None = field(default=None, compare=False, repr=False)
+    # The snapshot published as Iceberg metadata (``hudi_sync.manifest.iceberg.store``'s
+    # ``PublishedIceberg``: at least ``metadata_location``, an absolute URI, ``instant`` and
+    # ``snapshot_id``), when a target wants it (``wants_iceberg``); None otherwise. Typed
+    # ``Any`` here: the store lands separately, and this module never imports it.
+    iceberg: Any | None = None
 
     @property
     def file_count(self) -> int:

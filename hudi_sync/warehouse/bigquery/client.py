@@ -59,13 +59,22 @@ UPDATED_FIELDS = {
     "view": ["view_query"],
     "external": ["schema", "external_data_configuration"],
     "native": ["schema"],
+    # An Iceberg table's schema is the metadata file's: re-read on update (autodetect_schema).
+    "iceberg": ["external_data_configuration"],
 }
+
+ICEBERG_FORMAT = "ICEBERG"
 
 
 def resource_kind(resource: dict[str, Any]) -> str:
+    """``view``, ``iceberg`` (an external table over Iceberg metadata), ``external`` or
+    ``native``."""
     if "view" in resource:
         return "view"
-    return "external" if "externalDataConfiguration" in resource else "native"
+    external = resource.get("externalDataConfiguration")
+    if external is None:
+        return "native"
+    return "iceberg" if external.get("sourceFormat") == ICEBERG_FORMAT else "external"
 
 
 # How long an offline dry run waits for BigQuery's first answer.
@@ -105,7 +114,10 @@ def apply_step(client: bigquery.Client, step: Step, bounded: dict[str, Any]) -> 
             client.create_table(table, **bounded)
         else:
             resource = bigquery.Table.from_api_repr(step.resource)
-            fields = ["description", "labels", *UPDATED_FIELDS[resource_kind(step.resource)]]
-            client.update_table(resource, fields, **bounded)
+            kind = resource_kind(step.resource)
+            fields = ["description", "labels", *UPDATED_FIELDS[kind]]
+            # An Iceberg table re-pointed at newer metadata takes that metadata's schema.
+            autodetect = kind == "iceberg"
+            client.update_table(resource, fields, autodetect_schema=autodetect, **bounded)
     except (exceptions.GoogleAPICallError, exceptions.RetryError) as exc:
         raise failure(f"{step.verb} {step.object_id}", exc) from exc

@@ -9,6 +9,7 @@ from typing import Any
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
+from hudi_sync.warehouse.common.iceberg import OFF
 
 PREFIX = cfg.BIGQUERY_PREFIX
 
@@ -22,6 +23,13 @@ _PROJECT = re.compile(r"(?:[a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]")
 _DATASET = re.compile(r"\w{1,1024}")
 
 _TABLE = re.compile(r"[\w\- ]{1,1024}")
+
+# A BigLake connection: ``project.location.connection`` or its resource name
+# ``projects/P/locations/L/connections/C``, as ExternalDataConfiguration.connectionId takes it.
+_CONNECTION = re.compile(
+    r"(?:[a-z0-9.:-]+)\.[a-z0-9-]+\.[\w-]{1,1024}"
+    r"|projects/[a-z0-9.:-]+/locations/[a-z0-9-]+/connections/[\w-]{1,1024}"
+)
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,9 @@ class BigQuerySyncConfig:
     require_partition_filter: bool = False
     big_lake_connection_id: str | None = None
     retry_seconds: float = cfg.BIGQUERY_RETRY_SECONDS.read({})
+    # ``<t>_iceberg`` over the published Iceberg metadata: off, beside or only.
+    iceberg: str = OFF
+    iceberg_connection: str | None = None
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> BigQuerySyncConfig:
@@ -71,6 +82,8 @@ class BigQuerySyncConfig:
             require_partition_filter=cfg.BIGQUERY_REQUIRE_PARTITION_FILTER.read(values),
             big_lake_connection_id=cfg.BIGQUERY_BIG_LAKE_CONNECTION_ID.text(values),
             retry_seconds=cfg.BIGQUERY_RETRY_SECONDS.read(values),
+            iceberg=cfg.BIGQUERY_ICEBERG.read(values),
+            iceberg_connection=cfg.BIGQUERY_ICEBERG_CONNECTION.text(values),
         )
         config.validate()
         return config
@@ -90,6 +103,21 @@ class BigQuerySyncConfig:
                 raise BadInputError(
                     f"{cfg.BIGQUERY_SOURCE_URI.key} {uri!r}: BigQuery reads gs:// URIs only"
                 )
+        self._validate_iceberg()
+
+    def _validate_iceberg(self) -> None:
+        """The Iceberg table needs a connection, and a connection needs the Iceberg table
+        (given alone it would be silently ignored)."""
+        mode, connection = cfg.BIGQUERY_ICEBERG.key, cfg.BIGQUERY_ICEBERG_CONNECTION.key
+        if self.iceberg != OFF and not self.iceberg_connection:
+            raise BadInputError(f"{connection} is required when {mode} is {self.iceberg}")
+        if self.iceberg == OFF and self.iceberg_connection:
+            raise BadInputError(f"{connection} is set but {mode} is off")
+        if self.iceberg_connection and not _CONNECTION.fullmatch(self.iceberg_connection):
+            raise BadInputError(
+                f"{connection}={self.iceberg_connection!r} is not a BigLake connection id "
+                "(project.location.connection)"
+            )
 
     @property
     def mode(self) -> str:

@@ -94,7 +94,7 @@ class BigQueryObjects:
             through another path, e.g. a local mount of the bucket)."""
             return marker.base + uri[len(table.uri.rstrip("/")) :]
 
-        stamp = {"description": marker.render(), "labels": _labels(marker)}
+        stamp = {"description": marker.render(), "labels": labels(marker)}
         feed: list[dict[str, Any]] = []
         if names.changes is not None and published.changes is not None:
             reference = self.reference(names.changes)
@@ -407,7 +407,7 @@ def snapshot_select(
     return snapshot_query(spelling, ro, log_history, log_manifest, ordering, kind)
 
 
-def _labels(marker: SyncMarker) -> dict[str, str]:
+def labels(marker: SyncMarker) -> dict[str, str]:
     """Label values allow ``[a-z0-9_-]`` only: the instant and mode fit, the base does not."""
     return {
         "hudi_sync_instant": marker.instant,

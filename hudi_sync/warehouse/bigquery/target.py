@@ -50,9 +50,11 @@ from hudi_sync.warehouse.bigquery.client import (
     failure,
 )
 from hudi_sync.warehouse.bigquery.config import API_ENDPOINT, PREFIX, BigQuerySyncConfig
+from hudi_sync.warehouse.bigquery.iceberg import iceberg_plan
 from hudi_sync.warehouse.bigquery.objects import BASE_FILE_FORMATS, BigQueryObjects
 from hudi_sync.warehouse.bigquery.plan import offline_plan, plan_from_state
 from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult, offline_note
+from hudi_sync.warehouse.common.iceberg import OFF, ONLY, joined_plan
 
 if TYPE_CHECKING:
     from google.cloud import bigquery
@@ -63,14 +65,25 @@ class BigQueryTarget:
 
     @property
     def supports_delta_manifests(self) -> bool:
-        """View mode can union a base and its changes; a manifest-file table cannot."""
-        return not self.config.use_bq_manifest_file
+        """View mode can union a base and its changes; a manifest-file table cannot (with
+        ``iceberg=only`` no object reads the manifest)."""
+        return not self.config.use_bq_manifest_file or self.config.iceberg == ONLY
 
     # External tables read PARQUET and ORC base files (sourceFormat is the table's format).
     base_file_formats: frozenset[str] = BASE_FILE_FORMATS
-    # A CDC table gets ``<t>_changes`` over its change feed (``hudi_sync.manifest.change_feed``;
-    # the objects are this package's ``change_feed``).
-    supports_change_feed = True
+
+    @property
+    def supports_change_feed(self) -> bool:
+        """A CDC table gets ``<t>_changes`` over its change feed
+        (``hudi_sync.manifest.change_feed``; the objects are this package's
+        ``change_feed``), unless ``<t>_iceberg`` is the only object."""
+        return self.config.iceberg != ONLY
+
+    @property
+    def wants_iceberg(self) -> bool:
+        """The sync publishes the snapshot as Iceberg metadata for ``<t>_iceberg``
+        (``PublishedManifest.iceberg``)."""
+        return self.config.iceberg != OFF
 
     def __init__(
         self,
@@ -239,6 +252,44 @@ class BigQueryTarget:
         whose marker names another base are refused unless ``force`` or
         ``replace_other_table``."""
         names = self.object_names(table, published, as_of)
+        if self.config.iceberg == OFF:
+            return self._manifest_plan(
+                table, published, names, force, offline, replace_other_table, as_of
+            )
+        found = None if offline is not None else self._get(names.iceberg)
+        iceberg, iceberg_steps = iceberg_plan(
+            self.name, self.objects, table, published, names, found, force, replace_other_table
+        )
+        if self.config.iceberg == ONLY:
+            main, steps = SyncPlan(self.name, "noop"), list[Step]()
+            if offline is not None:
+                main = SyncPlan(self.name, "create", [], offline_note(offline, self._needs()))
+        else:
+            main, steps = self._manifest_plan(
+                table, published, names, force, offline, replace_other_table, as_of
+            )
+        if iceberg_steps and not steps:  # the dataset's steps come first, once
+            dataset = [self.objects.create_dataset_step()] if offline else self._dataset_steps()
+            iceberg = SyncPlan(
+                iceberg.target,
+                iceberg.action,
+                [s.render() for s in dataset] + iceberg.steps,
+                iceberg.reason,
+            )
+            iceberg_steps = dataset + iceberg_steps
+        return joined_plan(self.name, main, iceberg), steps + iceberg_steps
+
+    def _manifest_plan(
+        self,
+        table: HudiTable,
+        published: PublishedManifest,
+        names: ObjectNames,
+        force: bool,
+        offline: str | None,
+        replace_other_table: bool,
+        as_of: bool,
+    ) -> tuple[SyncPlan, list[Step]]:
+        """The plan of the manifest objects (tables and views, or the manifest-file table)."""
         objects = self.objects
         base = objects.base_uri(table)
         marker = SyncMarker.of(published.manifest.instant, base, self.config.mode)
@@ -281,6 +332,10 @@ class BigQueryTarget:
             if self.config.use_bq_manifest_file
             else names.synced(published.logs)
         )
+        if self.config.iceberg == ONLY:
+            objects = (names.iceberg,)
+        elif self.config.iceberg != OFF:
+            objects = (*objects, names.iceberg)
         instant = published.manifest.instant
         if dry_run or not plan.steps:
             return plan, plan.result(instant, objects, dry_run)

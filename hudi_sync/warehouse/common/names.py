@@ -61,6 +61,12 @@ class ObjectNames:
         that is no longer published)."""
         return self.manifest.removesuffix("_manifest") + "_changes"
 
+    @property
+    def iceberg(self) -> str:
+        """``<t>_iceberg``: the table a warehouse reads the snapshot published as Iceberg
+        metadata through (``hudi_sync.warehouse.common.iceberg``)."""
+        return self.manifest.removesuffix("_manifest") + "_iceberg"
+
     def marked(self, logs: PublishedLogs | None) -> str:
         """The object whose marker says which instant the objects show: the one a
         sync updates last (the snapshot view of a MOR table, when it gets one)."""

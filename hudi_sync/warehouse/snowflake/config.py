@@ -11,6 +11,7 @@ from typing import Any
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
+from hudi_sync.warehouse.common.iceberg import OFF
 
 PREFIX = cfg.SNOWFLAKE_PREFIX
 
@@ -43,6 +44,14 @@ _STAGE_KEYS = (
     "aws_secret_key",
     "aws_token",
     "azure_sas_token",
+)
+
+# ``<t>_iceberg`` over the published Iceberg metadata (``hudi_sync.warehouse.snowflake.iceberg``).
+ICEBERG_KEYS = (
+    "iceberg",
+    "iceberg.external_volume",
+    "iceberg.catalog_integration",
+    "iceberg.volume_url",
 )
 
 # The keys by their names after PREFIX (each declared in hudi_sync.config).
@@ -97,6 +106,12 @@ class SnowflakeSyncConfig:
     stage_name: str | None = None
     stage_url: str | None = None
     storage_integration: str | None = None
+    # ``<t>_iceberg``: off, beside or only; its external volume and catalog integration, and
+    # the volume's storage base URL (metadata paths are relative to it).
+    iceberg: str = OFF
+    iceberg_external_volume: str | None = None
+    iceberg_catalog_integration: str | None = None
+    iceberg_volume_url: str | None = None
     # Everything handed to the connector, and the stage credentials: kept out of repr.
     connection: Mapping[str, str] = field(default_factory=dict, repr=False)
     credentials: Mapping[str, str] = field(default_factory=dict, repr=False)
@@ -120,8 +135,9 @@ class SnowflakeSyncConfig:
         if unknown:
             raise BadInputError(f"unknown Snowflake sync option {PREFIX}{sorted(unknown)[0]}")
         for key in sorted(OPTION_KEYS - set(values)):
-            if environ.get(ENV_PREFIX + key.upper()):
-                values[key] = environ[ENV_PREFIX + key.upper()]
+            variable = ENV_PREFIX + key.upper().replace(".", "_")
+            if environ.get(variable):
+                values[key] = environ[variable]
         if default_table_name:
             values.setdefault("table_name", default_table_name)
         for required in ("database", "schema", "table_name"):
@@ -138,6 +154,10 @@ class SnowflakeSyncConfig:
             stage_name=values.get("stage_name"),
             stage_url=values.get("stage_url"),
             storage_integration=values.get("storage_integration"),
+            iceberg=cfg.SNOWFLAKE_ICEBERG.read({cfg.SNOWFLAKE_ICEBERG.key: values.get("iceberg")}),
+            iceberg_external_volume=values.get("iceberg.external_volume"),
+            iceberg_catalog_integration=values.get("iceberg.catalog_integration"),
+            iceberg_volume_url=values.get("iceberg.volume_url"),
             connection=_with_port({k: values[k] for k in CONNECTION_KEYS if k in values}),
             credentials=credentials,
         )
@@ -149,6 +169,7 @@ class SnowflakeSyncConfig:
             value = getattr(self, key)
             if value is not None and (not value or "\x00" in value):
                 raise BadInputError(f"{PREFIX}{key} {value!r} is empty or has a NUL byte")
+        self._validate_iceberg()
         if self.stage_url is not None and not CLOUD_URL.fullmatch(self.stage_url):
             raise BadInputError(
                 f"{PREFIX}stage_url {self.stage_url!r} is not an s3://, gcs:// or azure:// URL"
@@ -169,6 +190,30 @@ class SnowflakeSyncConfig:
             raise BadInputError(
                 f"stage credentials are {PREFIX}aws_key_id with {PREFIX}aws_secret_key "
                 f"(and optionally {PREFIX}aws_token), or {PREFIX}azure_sas_token"
+            )
+
+    def _validate_iceberg(self) -> None:
+        """The Iceberg table needs its external volume and catalog integration; they (and
+        the volume's URL) given without it would be silently ignored: refused."""
+        given = {
+            "iceberg.external_volume": self.iceberg_external_volume,
+            "iceberg.catalog_integration": self.iceberg_catalog_integration,
+            "iceberg.volume_url": self.iceberg_volume_url,
+        }
+        for key, value in given.items():
+            if value is None:
+                if self.iceberg != OFF and key != "iceberg.volume_url":
+                    raise BadInputError(
+                        f"{PREFIX}{key} is required when {PREFIX}iceberg is {self.iceberg}"
+                    )
+            elif self.iceberg == OFF:
+                raise BadInputError(f"{PREFIX}{key} is set but {PREFIX}iceberg is off")
+            elif "\x00" in value:
+                raise BadInputError(f"{PREFIX}{key} {value!r} has a NUL byte")
+        url = self.iceberg_volume_url
+        if url is not None and not CLOUD_URL.fullmatch(url):
+            raise BadInputError(
+                f"{PREFIX}iceberg.volume_url {url!r} is not an s3://, gcs:// or azure:// URL"
             )
 
     def secrets(self) -> list[str]:

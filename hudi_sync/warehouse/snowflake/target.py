@@ -41,10 +41,12 @@ from hudi_sync.extras import extra_error
 from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.secrets import scrub
 from hudi_sync.table import HudiTable
-from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult
+from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult, offline_note
+from hudi_sync.warehouse.common.iceberg import OFF, ONLY, joined_plan
 from hudi_sync.warehouse.common.quoting import snowflake_literal as quote_literal
 from hudi_sync.warehouse.snowflake.config import ENV_PREFIX, SnowflakeSyncConfig
 from hudi_sync.warehouse.snowflake.connection import Connection, Cursor, Statement
+from hudi_sync.warehouse.snowflake.iceberg import IcebergState, iceberg_statements
 from hudi_sync.warehouse.snowflake.objects import BASE_FILE_FORMATS, SnowflakeObjects
 from hudi_sync.warehouse.snowflake.plan import MARKER_DIGESTS, MODE, State, plan_statements
 from hudi_sync.warehouse.snowflake.schema import object_name, sql_name
@@ -56,9 +58,19 @@ class SnowflakeTarget:
     base_file_formats: frozenset[str] = BASE_FILE_FORMATS
     # The view unions a base snapshot and its changes (``hudi_sync.manifest.delta``).
     supports_delta_manifests: bool = True
-    # A CDC table gets ``<t>_changes`` over its change feed (``hudi_sync.manifest.change_feed``;
-    # the objects are this package's ``change_feed``).
-    supports_change_feed: bool = True
+
+    @property
+    def supports_change_feed(self) -> bool:
+        """A CDC table gets ``<t>_changes`` over its change feed
+        (``hudi_sync.manifest.change_feed``; the objects are this package's
+        ``change_feed``), unless ``<t>_iceberg`` is the only object."""
+        return self.config.iceberg != ONLY
+
+    @property
+    def wants_iceberg(self) -> bool:
+        """The sync publishes the snapshot as Iceberg metadata for ``<t>_iceberg``
+        (``PublishedManifest.iceberg``)."""
+        return self.config.iceberg != OFF
 
     def __init__(
         self,
@@ -169,6 +181,44 @@ class SnowflakeTarget:
         reached; no cursor): a first sync's plan, and a note saying so. A view whose
         marker names another base is refused unless ``force`` or ``replace_other_table``."""
         names = self.object_names(table, published, as_of)
+        if self.config.iceberg == OFF:
+            return self._manifest_plan(
+                cursor, table, published, names, as_of, force, offline, replace_other_table
+            )
+        state = None
+        if cursor is not None:
+            shown = self._show(cursor, "ICEBERG TABLES", names.iceberg)
+            if shown is not None:
+                state = IcebergState(
+                    str(shown.get("comment") or ""),
+                    _listed(shown, "external_volume_name"),
+                    _listed(shown, "catalog_name"),
+                )
+        iceberg, iceberg_statements_ = iceberg_statements(
+            self.name, self.objects, table, published, names, state, force, replace_other_table
+        )
+        if self.config.iceberg == ONLY:
+            main, statements = SyncPlan(self.name, "noop"), list[Statement]()
+            if offline is not None:
+                main = SyncPlan(self.name, "create", [], offline_note(offline, self._needs()))
+        else:
+            main, statements = self._manifest_plan(
+                cursor, table, published, names, as_of, force, offline, replace_other_table
+            )
+        return joined_plan(self.name, main, iceberg), statements + iceberg_statements_
+
+    def _manifest_plan(
+        self,
+        cursor: Cursor | None,
+        table: HudiTable,
+        published: PublishedManifest,
+        names: ObjectNames,
+        as_of: bool,
+        force: bool,
+        offline: str | None,
+        replace_other_table: bool,
+    ) -> tuple[SyncPlan, list[Statement]]:
+        """The plan of the stage, the external tables and the views."""
         url = self.stage_url(table)
         # Before the first commit the external tables list no file: the objects are
         # typed and empty, and the first sync with files refreshes them in place.
@@ -225,6 +275,10 @@ class SnowflakeTarget:
     ) -> tuple[SyncPlan, SyncResult]:
         names = self.object_names(table, published, as_of)
         objects = names.synced(published.logs)
+        if self.config.iceberg == ONLY:
+            objects = (names.iceberg,)
+        elif self.config.iceberg != OFF:
+            objects = (*objects, names.iceberg)
         instant = published.manifest.instant
         if dry_run:
             try:
@@ -270,3 +324,9 @@ class SnowflakeTarget:
         text = scrub(str(exc), self.config.secrets()).strip()  # whole: a secret may span lines
         message = text.splitlines()[0] if text else type(exc).__name__
         return HudiSyncError(f"Snowflake {action} failed: {message}")
+
+
+def _listed(shown: dict[str, Any], column: str) -> str | None:
+    """A column of a ``SHOW ICEBERG TABLES`` row, None when not listed or empty."""
+    value = shown.get(column)
+    return str(value) if value else None

@@ -27,4 +27,5 @@ module "bigquery_sync" {
   kms_key_name              = var.kms_key_name
   log_bucket                = var.log_bucket
   create_biglake_connection = var.create_biglake_connection
+  iceberg                   = var.iceberg
 }

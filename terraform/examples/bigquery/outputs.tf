@@ -13,6 +13,11 @@ output "dataset_location" {
   value       = module.bigquery_sync.dataset_location
 }
 
+output "iceberg_connection_id" {
+  description = "hoodie.gcp.bigquery.sync.iceberg.connection (null when iceberg is off)"
+  value       = module.bigquery_sync.iceberg_connection_id
+}
+
 output "big_lake_connection_id" {
   description = "hoodie.gcp.bigquery.sync.big_lake_connection_id (null without a connection)"
   value       = module.bigquery_sync.big_lake_connection_id

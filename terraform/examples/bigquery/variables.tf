@@ -49,3 +49,9 @@ variable "create_biglake_connection" {
   type        = bool
   default     = false
 }
+
+variable "iceberg" {
+  description = "NAME_iceberg over the published Iceberg metadata: off, beside or only (needs create_biglake_connection)."
+  type        = string
+  default     = "off"
+}

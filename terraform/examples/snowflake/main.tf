@@ -10,7 +10,7 @@ terraform {
     }
     snowflake = {
       source  = "snowflakedb/snowflake"
-      version = ">= 1.0, < 3.0"
+      version = ">= 2.15, < 3.0"
     }
   }
 }
@@ -26,8 +26,13 @@ provider "aws" {
 provider "snowflake" {
   role = var.snowflake_admin_role
 
-  # snowflake_storage_integration is a preview resource of the provider.
-  preview_features_enabled = ["snowflake_storage_integration_resource"]
+  # Preview resources of the provider: the storage integration, and (for iceberg) the
+  # external volume and the object-store catalog integration.
+  preview_features_enabled = [
+    "snowflake_storage_integration_resource",
+    "snowflake_external_volume_resource",
+    "snowflake_catalog_integration_object_storage_resource",
+  ]
 }
 
 module "snowflake_sync" {
@@ -41,4 +46,5 @@ module "snowflake_sync" {
   create_schema   = var.create_schema
   warehouse       = var.warehouse
   sync_user       = var.sync_user
+  iceberg         = var.iceberg
 }

@@ -42,3 +42,18 @@ output "hudi_sync_properties" {
   description = "Per table prefix, the --props file of hudi-sync sync snowflake"
   value       = module.snowflake_sync.hudi_sync_properties
 }
+
+output "iceberg_external_volume" {
+  description = "hoodie.snowflake.sync.iceberg.external_volume (null when iceberg is off)"
+  value       = module.snowflake_sync.iceberg_external_volume
+}
+
+output "iceberg_catalog_integration" {
+  description = "hoodie.snowflake.sync.iceberg.catalog_integration (null when iceberg is off)"
+  value       = module.snowflake_sync.iceberg_catalog_integration
+}
+
+output "iceberg_volume_url" {
+  description = "hoodie.snowflake.sync.iceberg.volume_url (null when iceberg is off)"
+  value       = module.snowflake_sync.iceberg_volume_url
+}

@@ -55,3 +55,9 @@ variable "sync_user" {
   type        = string
   default     = null
 }
+
+variable "iceberg" {
+  description = "NAME_iceberg over the published Iceberg metadata: off, beside or only (creates the external volume and catalog integration)."
+  type        = string
+  default     = "off"
+}

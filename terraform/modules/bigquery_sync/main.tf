@@ -12,6 +12,10 @@ locals {
   # resource-name form: projects/<project>/locations/<location>/connections/<id>.
   big_lake_connection_id = var.create_biglake_connection ? google_bigquery_connection.biglake[0].name : null
 
+  # <t>_iceberg reads the published Iceberg metadata through the same connection (its
+  # service account already reads the bucket); null when the Iceberg table is off.
+  iceberg_connection_id = var.iceberg == "off" ? null : local.big_lake_connection_id
+
   source_uri_prefix = { for prefix in var.table_prefixes : prefix => "gs://${local.bucket}/${prefix}" }
 
   # hoodie.gcp.bigquery.sync.* options of one table; the sync CLI reads them with --props.
@@ -26,6 +30,8 @@ locals {
         "hoodie.gcp.bigquery.sync.table_name"             = replace(prefix, "/", "_")
         "hoodie.gcp.bigquery.sync.source_uri_prefix"      = local.source_uri_prefix[prefix]
         "hoodie.gcp.bigquery.sync.big_lake_connection_id" = local.big_lake_connection_id
+        "hoodie.gcp.bigquery.sync.iceberg"                = var.iceberg == "off" ? null : var.iceberg
+        "hoodie.gcp.bigquery.sync.iceberg.connection"     = local.iceberg_connection_id
       } : key => value if value != null
     }
   }
@@ -81,6 +87,13 @@ resource "google_bigquery_dataset" "sync" {
   description                = "External tables and views published by hudi-sync."
   labels                     = var.labels
   delete_contents_on_destroy = false
+
+  lifecycle {
+    precondition {
+      condition     = var.iceberg == "off" || var.create_biglake_connection
+      error_message = "iceberg (beside or only) reads the Iceberg metadata through the BigLake connection: set create_biglake_connection = true."
+    }
+  }
 
   dynamic "default_encryption_configuration" {
     for_each = var.kms_key_name == null ? [] : [var.kms_key_name]
@@ -175,7 +188,9 @@ resource "google_bigquery_connection_iam_member" "sync_connection_user" {
   member        = local.sync_member
 }
 
-# The connection's own (Google-created) service account reads the files for BigQuery.
+# The connection's own (Google-created) service account reads the files for BigQuery: the
+# base files, and for <t>_iceberg the Iceberg metadata under <table>/.hoodie/manifest/iceberg/
+# (read only; the sync's own writer binding above publishes it).
 resource "google_storage_bucket_iam_member" "connection_read" {
   count = var.create_biglake_connection ? 1 : 0
 

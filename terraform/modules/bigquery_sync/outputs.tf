@@ -20,6 +20,11 @@ output "big_lake_connection_id" {
   value       = local.big_lake_connection_id
 }
 
+output "iceberg_connection_id" {
+  description = "hoodie.gcp.bigquery.sync.iceberg.connection: the BigLake connection NAME_iceberg reads through, or null when iceberg is off."
+  value       = local.iceberg_connection_id
+}
+
 output "source_uri_prefix" {
   description = "hoodie.gcp.bigquery.sync.source_uri_prefix per table prefix: gs://<bucket>/<prefix>."
   value       = local.source_uri_prefix

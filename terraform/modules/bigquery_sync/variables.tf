@@ -114,6 +114,17 @@ variable "connection_id" {
   }
 }
 
+variable "iceberg" {
+  description = "hoodie.gcp.bigquery.sync.iceberg of every table: off, beside (NAME_iceberg beside the manifest tables and views) or only. Not off needs create_biglake_connection."
+  type        = string
+  default     = "off"
+
+  validation {
+    condition     = contains(["off", "beside", "only"], var.iceberg)
+    error_message = "iceberg must be off, beside or only."
+  }
+}
+
 variable "labels" {
   description = "Labels added to the created bucket and dataset."
   type        = map(string)

@@ -51,3 +51,18 @@ output "hudi_sync_properties" {
   description = "Per table prefix, a Java properties file for `hudi-sync sync snowflake s3://<bucket>/<prefix> --props FILE`."
   value       = local.hudi_sync_properties
 }
+
+output "iceberg_external_volume" {
+  description = "hoodie.snowflake.sync.iceberg.external_volume, or null when iceberg is off."
+  value       = local.iceberg ? snowflake_external_volume.iceberg[0].name : null
+}
+
+output "iceberg_catalog_integration" {
+  description = "hoodie.snowflake.sync.iceberg.catalog_integration, or null when iceberg is off."
+  value       = local.iceberg ? snowflake_catalog_integration_object_storage.iceberg[0].name : null
+}
+
+output "iceberg_volume_url" {
+  description = "hoodie.snowflake.sync.iceberg.volume_url: the external volume's storage base URL (the bucket), or null when iceberg is off."
+  value       = local.iceberg ? local.volume_url : null
+}

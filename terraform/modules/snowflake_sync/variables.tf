@@ -127,3 +127,47 @@ variable "sync_user" {
     error_message = "sync_user must be a Snowflake user name."
   }
 }
+
+variable "iceberg" {
+  description = "hoodie.snowflake.sync.iceberg of every table: off, beside (NAME_iceberg beside the stage, external tables and views) or only. Not off creates the external volume, the object-store catalog integration and the volume's read-only IAM role."
+  type        = string
+  default     = "off"
+
+  validation {
+    condition     = contains(["off", "beside", "only"], var.iceberg)
+    error_message = "iceberg must be off, beside or only."
+  }
+}
+
+variable "external_volume_name" {
+  description = "Name of the Snowflake external volume over the bucket (hoodie.snowflake.sync.iceberg.external_volume), created when iceberg is not off."
+  type        = string
+  default     = "HUDI_SYNC_ICEBERG"
+
+  validation {
+    condition     = can(regex("^[A-Z_][A-Z0-9_$]{0,254}$", var.external_volume_name))
+    error_message = "external_volume_name must be an upper-case Snowflake identifier (A-Z, digits, _ and $, not starting with a digit)."
+  }
+}
+
+variable "catalog_integration_name" {
+  description = "Name of the object-store catalog integration (hoodie.snowflake.sync.iceberg.catalog_integration), created when iceberg is not off."
+  type        = string
+  default     = "HUDI_SYNC_OBJECT_STORE"
+
+  validation {
+    condition     = can(regex("^[A-Z_][A-Z0-9_$]{0,254}$", var.catalog_integration_name))
+    error_message = "catalog_integration_name must be an upper-case Snowflake identifier (A-Z, digits, _ and $, not starting with a digit)."
+  }
+}
+
+variable "snowflake_iceberg_iam_role_name" {
+  description = "Name of the AWS IAM role the external volume assumes to read the tables (read only, the table prefixes only)."
+  type        = string
+  default     = "hudi-sync-snowflake-iceberg"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", var.snowflake_iceberg_iam_role_name))
+    error_message = "snowflake_iceberg_iam_role_name must be a valid IAM role name (at most 64 characters)."
+  }
+}
