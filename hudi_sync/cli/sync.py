@@ -147,6 +147,7 @@ class SyncRun:
         delta_commits = exit_on_error(lambda: delta_commits_option(self.options(flags=own)))
         processes = exit_on_error(lambda: cfg.LOG_FOLD_PROCESSES.read(self.options()))
         change_feed = exit_on_error(lambda: cfg.CHANGE_FEED.read(self.options()))
+        cleaner_retained = exit_on_error(lambda: cfg.COMMITS_RETAINED.read(self.options()))
 
         def body() -> SyncReport:
             table = HudiTable.open(uri, parse_storage_options(self.storage_option))
@@ -160,6 +161,7 @@ class SyncRun:
                 delta_commits=delta_commits,
                 fold_processes=processes,
                 change_feed=change_feed,
+                cleaner_retained=cleaner_retained,
             )
 
         report = exit_on_error(body)
@@ -252,7 +254,7 @@ def sync_iceberg(
     catalog = exit_on_error(lambda: cfg.ICEBERG_CATALOG_URI.read(options))
     if catalog:  # a bad catalog URI fails before the table is opened
         exit_on_error(lambda: catalog_path(catalog, cfg.ICEBERG_CATALOG_URI.key))
-    run.sync(uri, lambda table: [IcebergTarget.from_options(options, table, keep=run.keep)])
+    run.sync(uri, lambda table: [IcebergTarget.from_options(options, table)])
 
 
 def _bq_option(name: str, help_text: str) -> Any:

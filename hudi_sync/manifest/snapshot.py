@@ -66,8 +66,9 @@ from hudi_sync.table.timeline.active import Timeline
 from hudi_sync.table.timeline.instant import comparable_instant
 from hudi_sync.table.timeline.listing import TimelineListing
 
-if TYPE_CHECKING:  # the feed's store reads this module's timeline checks
+if TYPE_CHECKING:  # the feed's and Iceberg's stores read this module
     from hudi_sync.manifest.change_feed import PublishedChanges
+    from hudi_sync.manifest.iceberg.store import PublishedIceberg
 
 MANIFEST_FOLDER = ".hoodie/manifest"
 LATEST_FILES = "latest_snapshot_files.csv"
@@ -192,11 +193,9 @@ class PublishedManifest:
     # The listing of the timeline folder the sync read (``TimelineListing``), which the
     # targets read the declared schema's tail from rather than listing the folder again.
     timeline_listing: TimelineListing | None = field(default=None, compare=False, repr=False)
-    # The snapshot published as Iceberg metadata (``hudi_sync.manifest.iceberg.store``'s
-    # ``PublishedIceberg``: at least ``metadata_location``, an absolute URI, ``instant`` and
-    # ``snapshot_id``), when a target wants it (``wants_iceberg``); None otherwise. Typed
-    # ``Any`` here: the store lands separately, and this module never imports it.
-    iceberg: Any | None = None
+    # The snapshot published as Iceberg metadata (``hudi_sync.manifest.iceberg``), when a
+    # target wants it (``wants_iceberg``); None otherwise.
+    iceberg: PublishedIceberg | None = None
 
     @property
     def file_count(self) -> int:

@@ -19,6 +19,7 @@ from hudi_sync.errors import (
 from hudi_sync.extras import missing_extra
 from hudi_sync.manifest.change_feed import ChangeFeedStore, PublishedChanges, feed_enabled
 from hudi_sync.manifest.delta import DeltaStore
+from hudi_sync.manifest.iceberg import IcebergStore, PublishedIceberg
 from hudi_sync.manifest.log_parquet import LogParquetStore
 from hudi_sync.manifest.snapshot import (
     DEFAULT_KEEP,
@@ -76,6 +77,9 @@ class SyncReport:
     # The targets that refused the sync because their objects under this name show
     # another table (``OtherTableError``): the name is not this table's there.
     taken_at: tuple[str, ...] = ()
+    # The Iceberg metadata this sync published (``hudi_sync.manifest.iceberg``), when a
+    # target wanted it (``wants_iceberg``).
+    iceberg: PublishedIceberg | None = None
 
     @property
     def ok(self) -> bool:
@@ -89,20 +93,10 @@ class SyncReport:
     def failed(cls, table: str, where: str, message: str) -> SyncReport:
         return cls(table, None, 0, False, (), (), {where: message})
 
-    @property
-    def iceberg(self) -> dict[str, Any] | None:
-        """What the Iceberg target published (``PublishedIceberg.summary()``, naming its
-        ``metadata_location``), or None when no target published Iceberg metadata."""
-        for result in self.results:
-            if result.iceberg is not None:
-                return dict(result.iceberg)
-        return None
-
     def to_json(self) -> dict[str, Any]:
         shown = self._json()
-        iceberg = self.iceberg
-        if iceberg is not None:
-            shown["iceberg"] = iceberg
+        if self.iceberg is not None:  # only when a target wanted it: other reports unchanged
+            shown["iceberg"] = self.iceberg.summary()
         return shown
 
     def _json(self) -> dict[str, Any]:
@@ -222,6 +216,33 @@ def publish_changes(
     return replace(published, changes=changes)
 
 
+def publish_iceberg(
+    table: HudiTable,
+    published: PublishedManifest,
+    as_of: str | None,
+    keep: int,
+    dry_run: bool,
+    cleaner_retained: int | None = None,
+    listing: TimelineListing | None = None,
+) -> PublishedManifest:
+    """The snapshot as Iceberg v2 metadata beside its manifest
+    (``hudi_sync.manifest.iceberg``), published once for every target that reads it
+    (``wants_iceberg``: the Iceberg catalogs, BigQuery's and Snowflake's Iceberg
+    tables). ``cleaner_retained``: the writer's ``hoodie.cleaner.commits.retained``, which
+    bounds how old a kept Iceberg snapshot may be; ``listing``: the sync's listing of the
+    timeline folder."""
+    retained = cfg.COMMITS_RETAINED.read({}) if cleaner_retained is None else cleaner_retained
+    store = IcebergStore(table, keep, listing=listing, cleaner_retained=int(retained))
+    with reporting_storage_failures(table.location):
+        iceberg = store.publish(published, as_of=as_of, dry_run=dry_run)
+    return replace(published, iceberg=iceberg)
+
+
+def wants_iceberg(target: Target) -> bool:
+    """The target reads the snapshot's Iceberg metadata (``publish_iceberg``)."""
+    return bool(getattr(target, "wants_iceberg", False))
+
+
 def built_keys_refusal(table: HudiTable, target: Target) -> str | None:
     """Why ``target`` gets no snapshot view of a table without meta fields (one line),
     or None: its view must build each base row's record key from the key fields and
@@ -288,6 +309,7 @@ def sync_table(
     fold_processes: int = 0,
     change_feed: str = "auto",
     replace_other_table: bool = False,
+    cleaner_retained: int | None = None,
 ) -> SyncReport:
     """Publish the manifest, then sync each target in turn. With ``continue_on_error``
     (the post-commit hook) a failing target is recorded in ``errors`` and the others
@@ -312,7 +334,9 @@ def sync_table(
     be made is recorded like a refused snapshot view (``CHANGE_FEED_REFUSAL``).
     ``replace_other_table`` (``--force`` of ``watch`` and ``backfill``; ``force``
     implies it): replace objects whose marker names another base, which a sync
-    otherwise refuses (``OtherTableError``, recorded in ``taken_at``)."""
+    otherwise refuses (``OtherTableError``, recorded in ``taken_at``).
+    ``cleaner_retained``: the writer's ``hoodie.cleaner.commits.retained``, for the Iceberg
+    metadata a target may want (``publish_iceberg``)."""
     if isinstance(table, str):
         table = HudiTable.open(table, storage_options)
     errors: dict[str, str] = {}
@@ -356,6 +380,10 @@ def sync_table(
         except UnsupportedTableError as exc:
             feed_refusal = f"{exc}: no change feed; the other objects are synced"
             errors[CHANGE_FEED_REFUSAL] = feed_refusal
+    if any(wants_iceberg(t) for t in readers):
+        published = publish_iceberg(
+            table, published, as_of, keep, dry_run, cleaner_retained, listing
+        )
     published = replace(published, timeline_listing=listing)
     plans: list[SyncPlan] = []
     results: list[SyncResult] = []
@@ -401,4 +429,5 @@ def sync_table(
         errors,
         published.changes,
         tuple(taken_at),
+        published.iceberg,
     )

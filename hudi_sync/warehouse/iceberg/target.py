@@ -21,8 +21,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from hudi_sync import config as cfg
-from hudi_sync.errors import CorruptTableError
-from hudi_sync.manifest.snapshot import DEFAULT_KEEP, PublishedManifest
+from hudi_sync.errors import CorruptTableError, UnsupportedTableError
+from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.storage import reporting_storage_failures
 from hudi_sync.table import HudiTable
 from hudi_sync.table.avro.bounded import load_json
@@ -44,6 +44,8 @@ class IcebergTarget:
     # A Merge-on-Read table's logs become Iceberg data and delete files of the store's
     # own (``mor_files``): the sync need not fold them for an ``_rt`` view.
     uses_folded_logs = False
+    # The sync publishes the snapshot's Iceberg metadata for it (``publish_iceberg``).
+    wants_iceberg = True
 
     def __init__(
         self,
@@ -52,30 +54,26 @@ class IcebergTarget:
         catalog_name: str = "hudi_sync",
         namespace: str = "default",
         table_name: str = "",
-        keep: int = DEFAULT_KEEP,
     ) -> None:
         self.table_uri = table_uri
         self.catalog = SqlCatalog(catalog_uri, cfg.ICEBERG_CATALOG_URI.key) if catalog_uri else None
         self.catalog_name = catalog_name
         self.namespace = namespace
         self.table_name = table_name
-        self.keep = keep
         if self.catalog is not None:
             TableId(catalog_name, namespace, table_name)  # refuses an empty or NUL name now
 
     @classmethod
-    def from_options(
-        cls, options: Mapping[str, Any], table: HudiTable, keep: int | None = None
-    ) -> IcebergTarget:
+    def from_options(cls, options: Mapping[str, Any], table: HudiTable) -> IcebergTarget:
         """The target of ``hudi_sync.sync.iceberg.*``; the catalog table's name
-        defaults to the Hudi table's, ``keep`` to ``hoodie.manifest.snapshots.retained``."""
+        defaults to the Hudi table's (the snapshots kept are the sync's
+        ``hoodie.manifest.snapshots.retained``)."""
         return cls(
             table.uri,
             catalog_uri=cfg.ICEBERG_CATALOG_URI.read(options) or None,
             catalog_name=cfg.ICEBERG_CATALOG_NAME.read(options),
             namespace=cfg.ICEBERG_NAMESPACE.read(options),
             table_name=cfg.ICEBERG_TABLE.read(options) or table.config.name,
-            keep=cfg.MANIFEST_KEEP.read(options) if keep is None else keep,
         )
 
     @property
@@ -114,11 +112,11 @@ class IcebergTarget:
                     f"table's ({table.uri!r}): another table's under this name (give the "
                     "tables distinct names, or use --force to replace it)"
                 )
-        from hudi_sync.manifest.iceberg.store import IcebergStore
-
-        store = IcebergStore(table, self.keep, listing=published.timeline_listing)
-        with reporting_storage_failures(table.location):
-            iceberg = store.publish(published, as_of=as_of_instant, dry_run=dry_run)
+        iceberg = published.iceberg
+        if iceberg is None:  # the sync publishes it for every target that wants it
+            raise UnsupportedTableError(
+                f"{self.name}: the snapshot {instant} was synced without its Iceberg metadata"
+            )
         plan = self._plan(table, iceberg, table_id, current, force, dry_run)
         objects = (str(table_id),) if table_id is not None else ()
         summary = {"metadata_location": iceberg.metadata_location, **iceberg.summary()}
