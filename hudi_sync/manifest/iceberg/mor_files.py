@@ -1,0 +1,324 @@
+"""Merge-on-Read file slices as Iceberg v2 files: live log rows and position deletes.
+
+An Iceberg reader knows nothing of Hudi's log files. So that it reads a MOR table's
+merged snapshot (what ``_rt`` shows), each file slice version with log files becomes
+up to two Parquet files beside the Iceberg metadata, computed by the table core's
+merge (``read_slice_delta``):
+
+- ``data/<name>`` — the slice's rows that come from its logs (the table's columns
+  only; none when no log row is live), an Iceberg data file;
+- ``deletes/<name>`` — the positions of the base file's rows the logs replace or
+  delete, an Iceberg position-delete file (``file_path`` = the base file's absolute
+  URI, ``pos``; sorted), applied to the base file's data file.
+
+``<name>`` is the slice version's name as the folded logs name it
+(``slice_version_name``): a slice whose logs change gets new files, an unchanged one
+keeps them. Each file is written once, under a temporary name moved into place
+(``Location.write_files``), and reused by every later publication. Each of the two
+records in its key-value metadata how many rows the other holds, so a slice whose
+write was killed between its two files is told from a complete one and written again;
+a slice whose two files would both be empty writes none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hudi_sync.errors import CorruptTableError, UnsupportedTableError, first_line
+from hudi_sync.manifest.log_parquet import slice_version_name
+from hudi_sync.manifest.snapshot import MANIFEST_FOLDER
+from hudi_sync.storage import Location, contained_file, contained_name
+from hudi_sync.table import HudiTable
+from hudi_sync.table.files.fs_view import FileSlice
+from hudi_sync.table.read.slice_reader import SliceDelta, read_slice_delta
+from hudi_sync.table.read.snapshot import snapshot_schema
+from hudi_sync.table.records.merge import MergeRules
+
+if TYPE_CHECKING:
+    from hudi_sync.manifest.iceberg.data_files import DataFile
+    from hudi_sync.manifest.iceberg.partitioning import PartitionPlan
+    from hudi_sync.manifest.iceberg.schema import IcebergSchema
+
+ICEBERG_FOLDER = f"{MANIFEST_FOLDER}/iceberg"
+DATA_FOLDER = f"{ICEBERG_FOLDER}/data"
+DELETES_FOLDER = f"{ICEBERG_FOLDER}/deletes"
+# Iceberg's reserved field ids of a position-delete file's columns (spec, "Reserved
+# Field IDs"), which readers find the columns by.
+FILE_PATH_FIELD_ID = 2147483546
+POS_FIELD_ID = 2147483545
+POSITION_DELETE_SCHEMA = pa.schema(
+    [
+        pa.field("file_path", pa.string(), False, {b"PARQUET:field_id": b"2147483546"}),
+        pa.field("pos", pa.int64(), False, {b"PARQUET:field_id": b"2147483545"}),
+    ]
+)
+# Key-value metadata of both files: how many rows the slice's live file and its
+# position-delete file hold (0: that file is not written).
+LIVE_ROWS_KEY = b"hudi_sync.iceberg.live-rows"
+DELETED_ROWS_KEY = b"hudi_sync.iceberg.deleted-rows"
+# Slices whose files are written together (one flush of the disk for the batch).
+_BATCH_SLICES = 256
+# Up to this many names are looked up one by one on an object store, more by a listing.
+_PROBED_NAMES = 64
+_ARROW_ERRORS = (pa.ArrowException, OSError, ValueError, TypeError, OverflowError)
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """One file of a slice version: its absolute URI, size in bytes and rows."""
+
+    uri: str
+    size: int
+    rows: pa.Table
+
+
+@dataclass(frozen=True)
+class WrittenSlice:
+    """A slice version's files (``write_slice_files``): its name, its partition path and
+    base file's URI (None without one), its live rows' file and its position-delete
+    file (None: nothing to hold)."""
+
+    name: str
+    partition_path: str
+    base_uri: str | None
+    live: WrittenFile | None
+    deletes: WrittenFile | None
+
+
+@dataclass(frozen=True)
+class SliceFiles:
+    """A slice version's Iceberg data file of live log rows and position-delete file
+    (None: none), as the store lists them in its manifests."""
+
+    name: str
+    live: DataFile | None
+    deletes: DataFile | None
+
+
+def slice_files(
+    table: HudiTable,
+    slices: Sequence[FileSlice],
+    schema: IcebergSchema,
+    plan: PartitionPlan,
+    rules: MergeRules,
+    as_of: str | None,
+    arrow_schema: pa.Schema | None = None,
+) -> list[SliceFiles]:
+    """The Iceberg files of each of ``slices`` that has log files, in order: written
+    once (``write_slice_files``), reused when present. ``arrow_schema``: the snapshot's
+    Arrow schema the rows are read with (``schema`` was made from it); by default
+    ``snapshot_schema`` of ``slices``. Raises UnsupportedTableError when a slice's
+    partition path does not parse under ``plan``."""
+    from hudi_sync.manifest.iceberg.data_files import arrow_data_file
+
+    written = write_slice_files(table, slices, rules, as_of, arrow_schema)
+    found: list[SliceFiles] = []
+    for files in written:
+        partition = plan.values(files.partition_path)
+        if partition is None:
+            raise UnsupportedTableError(
+                f"{table.location.uri_of(files.partition_path)}: partition path "
+                f"{files.partition_path!r} does not parse under the Iceberg partition spec"
+            )
+        live = deletes = None
+        if files.live is not None:
+            live = arrow_data_file(
+                files.live.rows, files.live.uri, files.live.size, schema, partition, 0
+            )
+        if files.deletes is not None:
+            deletes = arrow_data_file(
+                files.deletes.rows, files.deletes.uri, files.deletes.size, schema, partition, 1
+            )
+        found.append(SliceFiles(files.name, live, deletes))
+    return found
+
+
+def write_slice_files(
+    table: HudiTable,
+    slices: Sequence[FileSlice],
+    rules: MergeRules,
+    as_of: str | None,
+    arrow_schema: pa.Schema | None = None,
+) -> list[WrittenSlice]:
+    """The files of each of ``slices`` that has log files, in order: read back when a
+    complete set of them is present (module docstring), else computed by
+    ``read_slice_delta`` and written, in batches. ``as_of``: a time-travel
+    publication (blocks of later writes are left out, and the files are named apart)."""
+    with_logs = [s for s in slices if s.log_files]
+    if not with_logs:
+        return []
+    location = table.location
+    read_schema = arrow_schema if arrow_schema is not None else snapshot_schema(table, with_logs)
+    pending = sorted(i.requested_time for i in table.timeline.pending)
+    committed = table.view.committed_instants
+    names = [slice_version_name(location, s, pending, as_of) for s in with_logs]
+    present_data = _existing(location, DATA_FOLDER, names)
+    present_deletes = _existing(location, DELETES_FOLDER, names)
+    results: list[WrittenSlice] = []
+    batch: list[tuple[str, bytes]] = []
+    batch_slices: list[WrittenSlice] = []
+    for file_slice, name in zip(with_logs, names, strict=True):
+        reused = _present(table, file_slice, name, present_data, present_deletes)
+        if reused is not None:
+            results.append(reused)
+            continue
+        delta = read_slice_delta(location, file_slice, rules, committed, read_schema, as_of)
+        files, outputs = _slice_outputs(location, file_slice, name, delta)
+        batch.extend(outputs)
+        batch_slices.append(files)
+        results.append(files)
+        if len(batch_slices) >= _BATCH_SLICES:
+            _publish(location, batch)
+            batch, batch_slices = [], []
+    _publish(location, batch)
+    return results
+
+
+def base_file_uri(location: Location, file_slice: FileSlice) -> str | None:
+    """The absolute URI of the slice's base file, as the data manifest names it and a
+    position delete against it must (None without a base file)."""
+    if file_slice.base_file is None:
+        return None
+    source = location.uri_of(file_slice.partition_path)
+    relative = contained_file(file_slice.partition_path, file_slice.base_file.name, source)
+    return location.uri_of(relative)
+
+
+def position_deletes(base_uri: str, positions: pa.Array) -> pa.Table:
+    """A position-delete file's rows: ``positions`` (ascending) of the file at
+    ``base_uri``, sorted by file path then position as the spec asks."""
+    paths = pa.array([base_uri] * len(positions), pa.string())
+    ordered = positions.cast(pa.int64()).sort()
+    return pa.Table.from_arrays([paths, ordered], schema=POSITION_DELETE_SCHEMA)
+
+
+def _slice_outputs(
+    location: Location, file_slice: FileSlice, name: str, delta: SliceDelta
+) -> tuple[WrittenSlice, list[tuple[str, bytes]]]:
+    """The slice's files and the ``(path, bytes)`` to write."""
+    base_uri = base_file_uri(location, file_slice)
+    live_rows = delta.live_rows.num_rows
+    deleted = len(delta.deleted_positions)
+    counts = {LIVE_ROWS_KEY: str(live_rows).encode(), DELETED_ROWS_KEY: str(deleted).encode()}
+    outputs: list[tuple[str, bytes]] = []
+    live = deletes = None
+    if live_rows:
+        data = _parquet(delta.live_rows, counts)
+        outputs.append((location.join(DATA_FOLDER, name), data))
+        live = WrittenFile(location.uri_of(f"{DATA_FOLDER}/{name}"), len(data), delta.live_rows)
+    if deleted:
+        if base_uri is None:  # read_slice_delta gives no positions without a base file
+            raise AssertionError(f"{name}: deleted positions of a slice without base file")
+        rows = position_deletes(base_uri, delta.deleted_positions)
+        data = _parquet(rows, counts)
+        outputs.append((location.join(DELETES_FOLDER, name), data))
+        deletes = WrittenFile(location.uri_of(f"{DELETES_FOLDER}/{name}"), len(data), rows)
+    files = WrittenSlice(name, file_slice.partition_path, base_uri, live, deletes)
+    return files, outputs
+
+
+def _parquet(rows: pa.Table, counts: dict[bytes, bytes]) -> bytes:
+    """A file's rows as Parquet bytes, ``counts`` in its key-value metadata. No column
+    statistics: Arrow's leave NaN out, and a reader pruning by them would skip a NaN;
+    the Iceberg manifest carries the file's bounds."""
+    sink = pa.BufferOutputStream()
+    table = rows.replace_schema_metadata({**(rows.schema.metadata or {}), **counts})
+    pq.write_table(table, sink, write_statistics=False)
+    return bytes(sink.getvalue())
+
+
+def _publish(location: Location, files: list[tuple[str, bytes]]) -> None:
+    """Write ``files`` together, each under a temporary name moved into place."""
+    if not files:
+        return
+    for folder in sorted({path.rsplit("/", 1)[0] for path, _ in files}):
+        location.ensure_folder(folder)
+    location.write_files(files)
+
+
+def _existing(location: Location, folder: str, names: Sequence[str]) -> set[str]:
+    """Which of ``names`` are files in ``folder``: a stat of each locally or when they
+    are few (a sync after one commit asks for its changed slices only, whatever the
+    table's size), else one listing of the folder."""
+    if location.is_local or len(names) <= _PROBED_NAMES:
+        return {n for n in names if location.fs.exists(location.join(folder, n))}
+    listed = set(location.names(location.join(folder)))
+    return {n for n in names if n in listed}
+
+
+def _present(
+    table: HudiTable,
+    file_slice: FileSlice,
+    name: str,
+    present_data: set[str],
+    present_deletes: set[str],
+) -> WrittenSlice | None:
+    """The slice version's files when a complete set of them is present (each names the
+    other's row count: a count above 0 whose file is missing means a write was killed
+    between them), else None: they are computed and written again."""
+    location = table.location
+    live = _read_written(location, DATA_FOLDER, name) if name in present_data else None
+    deletes = _read_written(location, DELETES_FOLDER, name) if name in present_deletes else None
+    known = live if live is not None else deletes
+    if known is None:
+        return None
+    live_rows, deleted_rows = known[1]
+    if (live_rows > 0) != (live is not None) or (deleted_rows > 0) != (deletes is not None):
+        return None
+    base_uri = base_file_uri(location, file_slice)
+    if deletes is not None:
+        paths = set(deletes[0].rows.column("file_path").to_pylist())
+        if paths != {base_uri}:
+            raise CorruptTableError(
+                f"{deletes[0].uri}: position deletes name {sorted(map(str, paths))[:1]}, "
+                f"not the slice's base file {base_uri}"
+            )
+    for found, count in ((live, live_rows), (deletes, deleted_rows)):
+        if found is not None and found[0].rows.num_rows != count:
+            raise CorruptTableError(
+                f"{found[0].uri}: holds {found[0].rows.num_rows} rows, its slice's files "
+                f"say {count}"
+            )
+    return WrittenSlice(
+        name,
+        file_slice.partition_path,
+        base_uri,
+        live[0] if live is not None else None,
+        deletes[0] if deletes is not None else None,
+    )
+
+
+def _read_written(
+    location: Location, folder: str, name: str
+) -> tuple[WrittenFile, tuple[int, int]] | None:
+    """One of our files read back whole (a slice's few rows): the file and the two row
+    counts it records; None
+    when it vanished since the listing. A file that is not ours is a one-line
+    CorruptTableError."""
+    relative = f"{folder}/{contained_name(name, location.uri_of(folder))}"
+    uri = location.uri_of(relative)
+    try:
+        data = location.read_file(location.join(relative))
+    except FileNotFoundError:
+        return None
+    try:
+        parquet = pq.ParquetFile(pa.BufferReader(data))
+        metadata = parquet.schema_arrow.metadata or {}
+        counts = (int(metadata[LIVE_ROWS_KEY]), int(metadata[DELETED_ROWS_KEY]))
+        rows = parquet.read()
+    except KeyError:
+        raise CorruptTableError(f"{uri}: not a file of hudi_sync's Iceberg MOR files") from None
+    except _ARROW_ERRORS as exc:
+        raise CorruptTableError(f"{uri}: cannot read Parquet: {first_line(exc)}") from None
+    if min(counts) < 0:
+        raise CorruptTableError(f"{uri}: negative row counts in its metadata")
+    if folder == DELETES_FOLDER and not rows.schema.remove_metadata().equals(
+        POSITION_DELETE_SCHEMA.remove_metadata()
+    ):
+        raise CorruptTableError(f"{uri}: not a position-delete file (file_path, pos)")
+    return WrittenFile(uri, len(data), rows.replace_schema_metadata(None)), counts
