@@ -48,6 +48,7 @@ from hudi_sync.table.read.slice_reader import (
     align,
     read_file_slice,
     read_slice_delta,
+    read_slice_deltas,
 )
 from hudi_sync.table.read.snapshot import read_snapshot, slice_merge_rules, snapshot_schema
 from hudi_sync.table.records.merge import MergeRules
@@ -139,9 +140,20 @@ def _instants(table: HudiTable) -> list[str | None]:
 def test_every_fixture_slice_is_its_base_rows_minus_deletes_plus_live_rows(
     mor_path: Path,
 ) -> None:
+    """At every instant; and the batched read (blocks of all slices decoded together)
+    gives each slice's delta as reading it alone."""
     table = HudiTable.open(str(mor_path))
     for as_of in _instants(table):
-        _checked_deltas(table, as_of)
+        alone = _checked_deltas(table, as_of)
+        slices = [s for s, _ in alone]
+        rules = slice_merge_rules(table, slices)
+        schema = snapshot_schema(table, slices)
+        committed = table.view.is_committed
+        batched = read_slice_deltas(table.location, slices, rules, committed, schema, as_of)
+        for (_, one), together in zip(alone, batched, strict=True):
+            assert together.live_rows.equals(one.live_rows)
+            assert together.deleted_positions.equals(one.deleted_positions)
+            assert together.base_rows == one.base_rows
 
 
 def test_the_fixtures_exercise_deleted_positions_and_live_rows(unpack_table: Any) -> None:

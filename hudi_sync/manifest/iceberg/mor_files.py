@@ -35,7 +35,7 @@ from hudi_sync.manifest.snapshot import MANIFEST_FOLDER
 from hudi_sync.storage import Location, contained_file, contained_name
 from hudi_sync.table import HudiTable
 from hudi_sync.table.files.fs_view import FileSlice
-from hudi_sync.table.read.slice_reader import SliceDelta, read_slice_delta
+from hudi_sync.table.read.slice_reader import SliceDelta, read_slice_deltas
 from hudi_sync.table.read.snapshot import snapshot_schema
 from hudi_sync.table.records.merge import MergeRules
 
@@ -147,8 +147,9 @@ def write_slice_files(
 ) -> list[WrittenSlice]:
     """The files of each of ``slices`` that has log files, in order: read back when a
     complete set of them is present (module docstring), else computed by
-    ``read_slice_delta`` and written, in batches. ``as_of``: a time-travel
-    publication (blocks of later writes are left out, and the files are named apart)."""
+    ``read_slice_deltas`` and written, in batches (one flush of the disk each).
+    ``as_of``: a time-travel publication (blocks of later writes are left out, and the
+    files are named apart)."""
     with_logs = [s for s in slices if s.log_files]
     if not with_logs:
         return []
@@ -159,24 +160,23 @@ def write_slice_files(
     names = [slice_version_name(location, s, pending, as_of) for s in with_logs]
     present_data = _existing(location, DATA_FOLDER, names)
     present_deletes = _existing(location, DELETES_FOLDER, names)
-    results: list[WrittenSlice] = []
-    batch: list[tuple[str, bytes]] = []
-    batch_slices: list[WrittenSlice] = []
+    results: list[WrittenSlice | None] = []
+    missing: list[tuple[int, FileSlice, str]] = []
     for file_slice, name in zip(with_logs, names, strict=True):
-        reused = _present(table, file_slice, name, present_data, present_deletes)
-        if reused is not None:
-            results.append(reused)
-            continue
-        delta = read_slice_delta(location, file_slice, rules, committed, read_schema, as_of)
-        files, outputs = _slice_outputs(location, file_slice, name, delta)
-        batch.extend(outputs)
-        batch_slices.append(files)
-        results.append(files)
-        if len(batch_slices) >= _BATCH_SLICES:
-            _publish(location, batch)
-            batch, batch_slices = [], []
-    _publish(location, batch)
-    return results
+        results.append(_present(table, file_slice, name, present_data, present_deletes))
+        if results[-1] is None:
+            missing.append((len(results) - 1, file_slice, name))
+    for first in range(0, len(missing), _BATCH_SLICES):
+        batch = missing[first : first + _BATCH_SLICES]
+        deltas = read_slice_deltas(
+            location, [s for _, s, _ in batch], rules, committed, read_schema, as_of
+        )
+        outputs: list[tuple[str, bytes]] = []
+        for (index, file_slice, name), delta in zip(batch, deltas, strict=True):
+            results[index], written = _slice_outputs(location, file_slice, name, delta)
+            outputs.extend(written)
+        _publish(location, outputs)
+    return [files for files in results if files is not None]
 
 
 def base_file_uri(location: Location, file_slice: FileSlice) -> str | None:
@@ -208,27 +208,30 @@ def _slice_outputs(
     outputs: list[tuple[str, bytes]] = []
     live = deletes = None
     if live_rows:
-        data = _parquet(delta.live_rows, counts)
+        data = _parquet(delta.live_rows, counts, [])
         outputs.append((location.join(DATA_FOLDER, name), data))
         live = WrittenFile(location.uri_of(f"{DATA_FOLDER}/{name}"), len(data), delta.live_rows)
     if deleted:
         if base_uri is None:  # read_slice_delta gives no positions without a base file
             raise AssertionError(f"{name}: deleted positions of a slice without base file")
         rows = position_deletes(base_uri, delta.deleted_positions)
-        data = _parquet(rows, counts)
+        data = _parquet(rows, counts, ["file_path"])
         outputs.append((location.join(DELETES_FOLDER, name), data))
         deletes = WrittenFile(location.uri_of(f"{DELETES_FOLDER}/{name}"), len(data), rows)
     files = WrittenSlice(name, file_slice.partition_path, base_uri, live, deletes)
     return files, outputs
 
 
-def _parquet(rows: pa.Table, counts: dict[bytes, bytes]) -> bytes:
+def _parquet(rows: pa.Table, counts: dict[bytes, bytes], dictionary: list[str]) -> bytes:
     """A file's rows as Parquet bytes, ``counts`` in its key-value metadata. No column
     statistics: Arrow's leave NaN out, and a reader pruning by them would skip a NaN;
-    the Iceberg manifest carries the file's bounds."""
+    the Iceberg manifest carries the file's bounds. Dictionaries only for
+    ``dictionary``'s columns (a delete file's one repeated path): a slice's few live
+    rows gain nothing from a dictionary page per column, which costs a third of the
+    encoding."""
     sink = pa.BufferOutputStream()
     table = rows.replace_schema_metadata({**(rows.schema.metadata or {}), **counts})
-    pq.write_table(table, sink, write_statistics=False)
+    pq.write_table(table, sink, write_statistics=False, use_dictionary=dictionary or False)
     return bytes(sink.getvalue())
 
 

@@ -233,16 +233,55 @@ def read_slice_delta(
     them, so the two reads never disagree, and of the base file only those columns are
     read. A slice without a base file has no positions: all its rows are live."""
     target = schema.remove_metadata()
-    decisive = _decisive_schema(target, rules)
-    where = _base_uri(location, file_slice)
-    if not file_slice.log_files:
+    log = None
+    if file_slice.log_files:
+        log = _slice_log(location, file_slice, committed, as_of, rules.key_fields, target)
+    return _delta(location, file_slice, rules, target, log)
+
+
+def read_slice_deltas(
+    location: Location,
+    slices: Sequence[FileSlice],
+    rules: MergeRules,
+    committed: Callable[[str], bool],
+    schema: pa.Schema,
+    as_of: str | None = None,
+) -> Iterator[SliceDelta]:
+    """``read_slice_delta`` of each slice, in order, their data blocks decoded together
+    (``data_block_tables``, as ``read_folded_logs`` does). Memory holds every slice's
+    log files: callers pass a bounded batch."""
+    target = schema.remove_metadata()
+    applied = [_applied(location, s, committed, as_of) if s.log_files else None for s in slices]
+    pairs = [pair for blocks in applied if blocks is not None for pair in blocks.blocks]
+    decoded = data_block_tables(pairs, lambda t: _fitted(t, target))
+    first = 0
+    for file_slice, blocks in zip(slices, applied, strict=True):
+        log = None
+        if blocks is not None:
+            own = decoded[first : first + len(blocks.blocks)]
+            first += len(blocks.blocks)
+            log = _decoded_log(blocks, own, rules.key_fields, target, location, file_slice)
+        yield _delta(location, file_slice, rules, target, log)
+
+
+def _delta(
+    location: Location,
+    file_slice: FileSlice,
+    rules: MergeRules,
+    schema: pa.Schema,
+    log: SliceLog | None,
+) -> SliceDelta:
+    """The slice's ``SliceDelta`` from its log records ``log`` (None without log files;
+    rows of ``schema``) and its base file's decisive columns (``read_slice_delta``)."""
+    if log is None:
         base_rows = _base_row_count(location, file_slice)
-        return SliceDelta(target.empty_table(), pa.array([], pa.int64()), base_rows)
+        return SliceDelta(schema.empty_table(), pa.array([], pa.int64()), base_rows)
+    decisive = _decisive_schema(schema, rules)
+    where = _base_uri(location, file_slice)
     base = None
     if file_slice.base_file is not None:
         base = align(_read_base(location, file_slice, decisive.names), decisive, where)
     base_rows = base.num_rows if base is not None else 0
-    log = _slice_log(location, file_slice, committed, as_of, rules.key_fields, target)
     numbered = pa.schema(
         [*decisive, pa.field(_POSITION, pa.int64()), pa.field(_LOG_ROW, pa.int64())]
     )
