@@ -32,9 +32,11 @@ from hudi_sync.manifest.iceberg.mor_files import (
     DELETED_ROWS_KEY,
     DELETES_FOLDER,
     FILE_PATH_FIELD_ID,
+    ICEBERG_FOLDER,
     LIVE_ROWS_KEY,
     POS_FIELD_ID,
     WrittenSlice,
+    own_file,
     position_deletes,
     write_slice_files,
 )
@@ -345,9 +347,11 @@ def _published(path: Path) -> dict[str, tuple[int, int]]:
     """Every file under the Iceberg MOR folders (temporaries too): inode and mtime."""
     found = {}
     for folder in (DATA_FOLDER, DELETES_FOLDER):
-        for item in sorted((path / folder).glob("*")) if (path / folder).exists() else []:
-            stat = item.stat()
-            found[f"{folder}/{item.name}"] = (stat.st_ino, stat.st_mtime_ns)
+        root = path / ICEBERG_FOLDER / folder
+        for item in sorted(root.glob("**/*")) if root.exists() else []:
+            if item.is_file():
+                stat = item.stat()
+                found[str(item.relative_to(root.parent))] = (stat.st_ino, stat.st_mtime_ns)
     return found
 
 
@@ -372,13 +376,17 @@ def test_files_hold_live_rows_and_sorted_position_deletes_with_iceberg_field_ids
         name = slice_version_name(table.location, file_slice, pending, None)
         files = by_name[name]
         assert files.base_uri == table.location.uri_of(file_slice.relative_base_path or "")
+        live_file = own_file(DATA_FOLDER, file_slice, name)
+        deletes_file = own_file(DELETES_FOLDER, file_slice, name)
+        assert live_file == f".hoodie/manifest/iceberg/data/{file_slice.partition_path}/{name}"
         if files.live is not None:
-            live = pq.read_table(path / DATA_FOLDER / name)
+            live = pq.read_table(path / live_file)
             assert live.schema.remove_metadata() == schema.remove_metadata()  # table columns only
-            assert files.live.uri == table.location.uri_of(f"{DATA_FOLDER}/{name}")
-            assert files.live.size == (path / DATA_FOLDER / name).stat().st_size
+            assert files.live.uri == table.location.uri_of(live_file)
+            assert files.live.size == (path / live_file).stat().st_size
         if files.deletes is not None:
-            parquet = pq.ParquetFile(path / DELETES_FOLDER / name)
+            assert files.deletes.uri == table.location.uri_of(deletes_file)
+            parquet = pq.ParquetFile(path / deletes_file)
             assert parquet.schema_arrow.names == ["file_path", "pos"]
             # The Parquet schema's own field ids (what readers without Arrow see).
             assert str(parquet.schema).splitlines()[2:4] == [
@@ -389,7 +397,7 @@ def test_files_hold_live_rows_and_sorted_position_deletes_with_iceberg_field_ids
             rows = parquet.read().to_pylist()
             assert rows == sorted(rows, key=lambda r: (r["file_path"], r["pos"]))
             assert {r["file_path"] for r in rows} == {files.base_uri}
-            assert files.deletes.size == (path / DELETES_FOLDER / name).stat().st_size
+            assert files.deletes.size == (path / deletes_file).stat().st_size
     assert any(w.deletes is not None for w in written)
     assert any(w.live is not None for w in written)
 
@@ -513,19 +521,20 @@ def test_damaged_files_are_refused_in_one_line(tmp_path: Path) -> None:
     _write_history(path, **_ONE_SLICE)
     (files,) = _write(path)
     assert files.deletes is not None and files.live is not None
-    (path / DELETES_FOLDER / files.name).write_bytes(b"PAR1 not parquet")
+    deletes_file = Path(files.deletes.uri)
+    deletes_file.write_bytes(b"PAR1 not parquet")
     with pytest.raises(CorruptTableError, match=r"deletes/.*cannot read Parquet") as caught:
         _write(path)
     assert "\n" not in str(caught.value)
     other = pq.ParquetWriter  # a Parquet file that is not one of ours
-    with other(path / DELETES_FOLDER / files.name, pa.schema([("x", pa.int64())])) as writer:
+    with other(deletes_file, pa.schema([("x", pa.int64())])) as writer:
         writer.write_table(pa.table({"x": [1]}))
     with pytest.raises(CorruptTableError, match="not a file of hudi_sync's Iceberg MOR files"):
         _write(path)
     # One of ours in form, naming another data file: never applied to the base file.
     hostile = position_deletes(f"{files.base_uri}/../other.parquet", pa.array([0, 1]))
     counts = {LIVE_ROWS_KEY: str(len(files.live.rows)).encode(), DELETED_ROWS_KEY: b"2"}
-    pq.write_table(hostile.replace_schema_metadata(counts), path / DELETES_FOLDER / files.name)
+    pq.write_table(hostile.replace_schema_metadata(counts), deletes_file)
     with pytest.raises(CorruptTableError, match="not the slice's base file") as caught:
         _write(path)
     assert "\n" not in str(caught.value)
@@ -580,7 +589,19 @@ def test_a_killed_write_leaves_no_file_under_its_final_name_and_is_redone(
     assert canonical(_pyiceberg_rows(path, redone)) == canonical(
         read_snapshot(HudiTable.open(str(path)))
     )
-    assert Counter(n.split("/")[-2] for n in _published(path) if ".tmp-" not in n) == {
+    assert Counter(n.split("/")[0] for n in _published(path) if ".tmp-" not in n) == {
         "data": 1,
         "deletes": 1,
     }
+
+
+@pytest.mark.parametrize("partition", ["../outside", "a/../../outside", "/abs", "a//b"])
+def test_a_partition_path_read_from_storage_stays_inside_the_iceberg_folder(
+    partition: str,
+) -> None:
+    hostile = FileSlice(partition, "group-1", "20240101000000000", None)
+    with pytest.raises(CorruptTableError, match="does not stay inside its table"):
+        own_file(DATA_FOLDER, hostile, "group-1_20240101000000000_0.parquet")
+    assert own_file(DELETES_FOLDER, FileSlice("p=1/q=2", "g", "1", None), "n.parquet") == (
+        f"{ICEBERG_FOLDER}/{DELETES_FOLDER}/p=1/q=2/n.parquet"
+    )

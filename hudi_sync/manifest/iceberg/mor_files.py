@@ -3,13 +3,13 @@
 An Iceberg reader knows nothing of Hudi's log files. So that it reads a MOR table's
 merged snapshot (what ``_rt`` shows), each file slice version with log files becomes
 up to two Parquet files beside the Iceberg metadata, computed by the table core's
-merge (``read_slice_delta``):
+merge (``read_slice_deltas``), under ``.hoodie/manifest/iceberg/``:
 
-- ``data/<name>`` — the slice's rows that come from its logs (the table's columns
-  only; none when no log row is live), an Iceberg data file;
-- ``deletes/<name>`` — the positions of the base file's rows the logs replace or
-  delete, an Iceberg position-delete file (``file_path`` = the base file's absolute
-  URI, ``pos``; sorted), applied to the base file's data file.
+- ``data/<partition path>/<name>`` — the slice's rows that come from its logs (the
+  table's columns only; none when no log row is live), an Iceberg data file;
+- ``deletes/<partition path>/<name>`` — the positions of the base file's rows the logs
+  replace or delete, an Iceberg position-delete file (``file_path`` = the base file's
+  absolute URI, ``pos``; sorted), applied to the base file's data file.
 
 ``<name>`` is the slice version's name as the folded logs name it
 (``slice_version_name``): a slice whose logs change gets new files, an unchanged one
@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError, first_line
 from hudi_sync.manifest.log_parquet import slice_version_name
 from hudi_sync.manifest.snapshot import MANIFEST_FOLDER
-from hudi_sync.storage import Location, contained_file, contained_name
+from hudi_sync.storage import Location, contained_file
 from hudi_sync.table import HudiTable
 from hudi_sync.table.files.fs_view import FileSlice
 from hudi_sync.table.read.slice_reader import SliceDelta, read_slice_deltas
@@ -45,16 +45,17 @@ if TYPE_CHECKING:
     from hudi_sync.manifest.iceberg.schema import IcebergSchema
 
 ICEBERG_FOLDER = f"{MANIFEST_FOLDER}/iceberg"
-DATA_FOLDER = f"{ICEBERG_FOLDER}/data"
-DELETES_FOLDER = f"{ICEBERG_FOLDER}/deletes"
+# Under ICEBERG_FOLDER, each with a folder per partition path.
+DATA_FOLDER = "data"
+DELETES_FOLDER = "deletes"
 # Iceberg's reserved field ids of a position-delete file's columns (spec, "Reserved
 # Field IDs"), which readers find the columns by.
 FILE_PATH_FIELD_ID = 2147483546
 POS_FIELD_ID = 2147483545
 POSITION_DELETE_SCHEMA = pa.schema(
     [
-        pa.field("file_path", pa.string(), False, {b"PARQUET:field_id": b"2147483546"}),
-        pa.field("pos", pa.int64(), False, {b"PARQUET:field_id": b"2147483545"}),
+        pa.field("file_path", pa.string(), False, {"PARQUET:field_id": str(FILE_PATH_FIELD_ID)}),
+        pa.field("pos", pa.int64(), False, {"PARQUET:field_id": str(POS_FIELD_ID)}),
     ]
 )
 # Key-value metadata of both files: how many rows the slice's live file and its
@@ -103,23 +104,23 @@ class SliceFiles:
 def slice_files(
     table: HudiTable,
     slices: Sequence[FileSlice],
+    arrow: pa.Schema,
     schema: IcebergSchema,
     plan: PartitionPlan,
     rules: MergeRules,
     as_of: str | None,
-    arrow_schema: pa.Schema | None = None,
 ) -> list[SliceFiles]:
     """The Iceberg files of each of ``slices`` that has log files, in order: written
-    once (``write_slice_files``), reused when present. ``arrow_schema``: the snapshot's
-    Arrow schema the rows are read with (``schema`` was made from it); by default
-    ``snapshot_schema`` of ``slices``. Raises UnsupportedTableError when a slice's
-    partition path does not parse under ``plan``."""
+    once (``write_slice_files``), reused when present. ``arrow``: the snapshot's Arrow
+    schema (``snapshot_schema`` of all its slices), which the rows are read with and
+    ``schema`` was made from. Raises UnsupportedTableError when a slice's partition
+    path does not parse under ``plan``."""
     from hudi_sync.manifest.iceberg.data_files import arrow_data_file
 
-    written = write_slice_files(table, slices, rules, as_of, arrow_schema)
+    written = write_slice_files(table, slices, rules, as_of, arrow)
     found: list[SliceFiles] = []
     for files in written:
-        partition = plan.values(files.partition_path)
+        partition = plan.values(files.partition_path) if plan.fields else ()
         if partition is None:
             raise UnsupportedTableError(
                 f"{table.location.uri_of(files.partition_path)}: partition path "
@@ -143,27 +144,34 @@ def write_slice_files(
     slices: Sequence[FileSlice],
     rules: MergeRules,
     as_of: str | None,
-    arrow_schema: pa.Schema | None = None,
+    arrow: pa.Schema | None = None,
 ) -> list[WrittenSlice]:
     """The files of each of ``slices`` that has log files, in order: read back when a
     complete set of them is present (module docstring), else computed by
     ``read_slice_deltas`` and written, in batches (one flush of the disk each).
     ``as_of``: a time-travel publication (blocks of later writes are left out, and the
-    files are named apart)."""
+    files are named apart). ``arrow``: the schema rows are read with, by default
+    ``snapshot_schema`` of ``slices``."""
     with_logs = [s for s in slices if s.log_files]
     if not with_logs:
         return []
     location = table.location
-    read_schema = arrow_schema if arrow_schema is not None else snapshot_schema(table, with_logs)
+    read_schema = arrow if arrow is not None else snapshot_schema(table, with_logs)
     pending = sorted(i.requested_time for i in table.timeline.pending)
     committed = table.view.committed_instants
     names = [slice_version_name(location, s, pending, as_of) for s in with_logs]
-    present_data = _existing(location, DATA_FOLDER, names)
-    present_deletes = _existing(location, DELETES_FOLDER, names)
+    present = {
+        folder: _existing(
+            location,
+            folder,
+            [own_file(folder, s, n) for s, n in zip(with_logs, names, strict=True)],
+        )
+        for folder in (DATA_FOLDER, DELETES_FOLDER)
+    }
     results: list[WrittenSlice | None] = []
     missing: list[tuple[int, FileSlice, str]] = []
     for file_slice, name in zip(with_logs, names, strict=True):
-        results.append(_present(table, file_slice, name, present_data, present_deletes))
+        results.append(_present(table, file_slice, name, present))
         if results[-1] is None:
             missing.append((len(results) - 1, file_slice, name))
     for first in range(0, len(missing), _BATCH_SLICES):
@@ -177,6 +185,14 @@ def write_slice_files(
             outputs.extend(written)
         _publish(location, outputs)
     return [files for files in results if files is not None]
+
+
+def own_file(folder: str, file_slice: FileSlice, name: str) -> str:
+    """The path, relative to the table, of the slice version ``name``'s file in
+    ``folder`` (``DATA_FOLDER`` or ``DELETES_FOLDER``): in the folder of the slice's
+    partition path, which is checked to stay inside (it was read from storage)."""
+    source = f"file group {file_slice.file_id}"
+    return f"{ICEBERG_FOLDER}/{folder}/{contained_file(file_slice.partition_path, name, source)}"
 
 
 def base_file_uri(location: Location, file_slice: FileSlice) -> str | None:
@@ -209,15 +225,17 @@ def _slice_outputs(
     live = deletes = None
     if live_rows:
         data = _parquet(delta.live_rows, counts, [])
-        outputs.append((location.join(DATA_FOLDER, name), data))
-        live = WrittenFile(location.uri_of(f"{DATA_FOLDER}/{name}"), len(data), delta.live_rows)
+        relative = own_file(DATA_FOLDER, file_slice, name)
+        outputs.append((location.join(relative), data))
+        live = WrittenFile(location.uri_of(relative), len(data), delta.live_rows)
     if deleted:
         if base_uri is None:  # read_slice_delta gives no positions without a base file
             raise AssertionError(f"{name}: deleted positions of a slice without base file")
         rows = position_deletes(base_uri, delta.deleted_positions)
         data = _parquet(rows, counts, ["file_path"])
-        outputs.append((location.join(DELETES_FOLDER, name), data))
-        deletes = WrittenFile(location.uri_of(f"{DELETES_FOLDER}/{name}"), len(data), rows)
+        relative = own_file(DELETES_FOLDER, file_slice, name)
+        outputs.append((location.join(relative), data))
+        deletes = WrittenFile(location.uri_of(relative), len(data), rows)
     files = WrittenSlice(name, file_slice.partition_path, base_uri, live, deletes)
     return files, outputs
 
@@ -244,29 +262,32 @@ def _publish(location: Location, files: list[tuple[str, bytes]]) -> None:
     location.write_files(files)
 
 
-def _existing(location: Location, folder: str, names: Sequence[str]) -> set[str]:
-    """Which of ``names`` are files in ``folder``: a stat of each locally or when they
-    are few (a sync after one commit asks for its changed slices only, whatever the
-    table's size), else one listing of the folder."""
-    if location.is_local or len(names) <= _PROBED_NAMES:
-        return {n for n in names if location.fs.exists(location.join(folder, n))}
-    listed = set(location.names(location.join(folder)))
-    return {n for n in names if n in listed}
+def _existing(location: Location, folder: str, relatives: Sequence[str]) -> set[str]:
+    """Which of ``relatives`` (``own_file`` paths in ``folder``) are files: a stat of
+    each locally or when they are few (a sync after one commit asks for its changed
+    slices only, whatever the table's size), else one listing of the folder."""
+    if location.is_local or len(relatives) <= _PROBED_NAMES:
+        return {r for r in relatives if location.fs.exists(location.join(r))}
+    prefix = f"{ICEBERG_FOLDER}/{folder}/"
+    listed = {prefix + f for f in location.files_under(location.join(ICEBERG_FOLDER, folder))}
+    return {r for r in relatives if r in listed}
 
 
 def _present(
-    table: HudiTable,
-    file_slice: FileSlice,
-    name: str,
-    present_data: set[str],
-    present_deletes: set[str],
+    table: HudiTable, file_slice: FileSlice, name: str, present: dict[str, set[str]]
 ) -> WrittenSlice | None:
     """The slice version's files when a complete set of them is present (each names the
     other's row count: a count above 0 whose file is missing means a write was killed
-    between them), else None: they are computed and written again."""
+    between them), else None: they are computed and written again. ``present``: the
+    files found in each folder (``_existing``)."""
     location = table.location
-    live = _read_written(location, DATA_FOLDER, name) if name in present_data else None
-    deletes = _read_written(location, DELETES_FOLDER, name) if name in present_deletes else None
+    found: dict[str, tuple[WrittenFile, tuple[int, int]] | None] = {}
+    for folder in (DATA_FOLDER, DELETES_FOLDER):
+        relative = own_file(folder, file_slice, name)
+        found[folder] = None
+        if relative in present[folder]:
+            found[folder] = _read_written(location, relative, folder == DELETES_FOLDER)
+    live, deletes = found[DATA_FOLDER], found[DELETES_FOLDER]
     known = live if live is not None else deletes
     if known is None:
         return None
@@ -281,10 +302,10 @@ def _present(
                 f"{deletes[0].uri}: position deletes name {sorted(map(str, paths))[:1]}, "
                 f"not the slice's base file {base_uri}"
             )
-    for found, count in ((live, live_rows), (deletes, deleted_rows)):
-        if found is not None and found[0].rows.num_rows != count:
+    for written, count in ((live, live_rows), (deletes, deleted_rows)):
+        if written is not None and written[0].rows.num_rows != count:
             raise CorruptTableError(
-                f"{found[0].uri}: holds {found[0].rows.num_rows} rows, its slice's files "
+                f"{written[0].uri}: holds {written[0].rows.num_rows} rows, its slice's files "
                 f"say {count}"
             )
     return WrittenSlice(
@@ -297,13 +318,11 @@ def _present(
 
 
 def _read_written(
-    location: Location, folder: str, name: str
+    location: Location, relative: str, is_deletes: bool
 ) -> tuple[WrittenFile, tuple[int, int]] | None:
-    """One of our files read back whole (a slice's few rows): the file and the two row
-    counts it records; None
-    when it vanished since the listing. A file that is not ours is a one-line
-    CorruptTableError."""
-    relative = f"{folder}/{contained_name(name, location.uri_of(folder))}"
+    """One of our files (``own_file``) read back whole (a slice's few rows): the file
+    and the two row counts it records; None when it vanished since the listing. A file
+    that is not ours is a one-line CorruptTableError."""
     uri = location.uri_of(relative)
     try:
         data = location.read_file(location.join(relative))
@@ -320,7 +339,7 @@ def _read_written(
         raise CorruptTableError(f"{uri}: cannot read Parquet: {first_line(exc)}") from None
     if min(counts) < 0:
         raise CorruptTableError(f"{uri}: negative row counts in its metadata")
-    if folder == DELETES_FOLDER and not rows.schema.remove_metadata().equals(
+    if is_deletes and not rows.schema.remove_metadata().equals(
         POSITION_DELETE_SCHEMA.remove_metadata()
     ):
         raise CorruptTableError(f"{uri}: not a position-delete file (file_path, pos)")
