@@ -27,6 +27,7 @@ import pytest
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import CorruptTableError
+from hudi_sync.manifest.iceberg import mor_files
 from hudi_sync.manifest.iceberg.mor_files import (
     DATA_FOLDER,
     DELETED_ROWS_KEY,
@@ -501,7 +502,12 @@ def test_pyiceberg_applies_the_files_to_the_base_files_as_the_snapshot(
     assert sum(len(w.deletes.rows) for w in written if w.deletes is not None) == 6
 
 
-def test_a_second_publication_writes_nothing_and_reads_the_same(tmp_path: Path) -> None:
+@pytest.mark.parametrize("probed", [64, 0])
+def test_a_second_publication_writes_nothing_and_reads_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, probed: int
+) -> None:
+    """Present files found by a stat each (few slices), or by listing the folders."""
+    monkeypatch.setattr(mor_files, "_PROBED_NAMES", probed)
     path = tmp_path / "t"
     _write_history(path)
     first = _write(path)

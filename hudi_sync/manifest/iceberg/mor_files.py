@@ -64,7 +64,7 @@ LIVE_ROWS_KEY = b"hudi_sync.iceberg.live-rows"
 DELETED_ROWS_KEY = b"hudi_sync.iceberg.deleted-rows"
 # Slices whose files are written together (one flush of the disk for the batch).
 _BATCH_SLICES = 256
-# Up to this many names are looked up one by one on an object store, more by a listing.
+# Up to this many files are looked up one by one, more by a listing of their folder.
 _PROBED_NAMES = 64
 _ARROW_ERRORS = (pa.ArrowException, OSError, ValueError, TypeError, OverflowError)
 
@@ -264,9 +264,9 @@ def _publish(location: Location, files: list[tuple[str, bytes]]) -> None:
 
 def _existing(location: Location, folder: str, relatives: Sequence[str]) -> set[str]:
     """Which of ``relatives`` (``own_file`` paths in ``folder``) are files: a stat of
-    each locally or when they are few (a sync after one commit asks for its changed
-    slices only, whatever the table's size), else one listing of the folder."""
-    if location.is_local or len(relatives) <= _PROBED_NAMES:
+    each when they are few (a sync after one commit asks for its changed slices only,
+    whatever the table's size), else one listing of the folder."""
+    if len(relatives) <= _PROBED_NAMES:
         return {r for r in relatives if location.fs.exists(location.join(r))}
     prefix = f"{ICEBERG_FOLDER}/{folder}/"
     listed = {prefix + f for f in location.files_under(location.join(ICEBERG_FOLDER, folder))}
