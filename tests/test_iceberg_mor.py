@@ -56,7 +56,19 @@ from hudi_sync.table.read.slice_reader import (
 from hudi_sync.table.read.snapshot import read_snapshot, slice_merge_rules, snapshot_schema
 from hudi_sync.table.records.merge import MergeRules
 from tests.fixture_tables import fixture_tables
-from tests.test_mor_read import MODEL, NO_META, _set_property, add_no_meta_log, no_meta_blocks
+from tests.test_mor_read import (
+    MODEL,
+    NO_META,
+    V8,
+    _add_log,
+    _base_sf,
+    _delete_block,
+    _set_property,
+    _trip,
+    _trip_block,
+    add_no_meta_log,
+    no_meta_blocks,
+)
 from tests.warehouse_rows import canonical
 
 MOR_TABLES = [t for t in fixture_tables() if "/mor/" in t.name]
@@ -339,6 +351,40 @@ def test_a_table_without_meta_fields_keys_its_positions_by_the_key_generator(
         live.update({r["id"]: r["name"] for r in delta.live_rows.to_pylist()})
     assert deleted == {1, 3}
     assert live == expected_live
+
+
+@pytest.mark.parametrize("mode", ["EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"])
+def test_delete_blocks_with_ordering_values_delete_or_lose_as_the_merge_decides(
+    fixture_copy: Any, mode: str
+) -> None:
+    """Hand-written blocks in a version 8 fixture's file group: a late event, a newer
+    event then a delete whose ordering value is below it, an insert deleted by commit
+    time and inserted again. Event time: the late event and the late delete lose (the
+    late key's base row stays); commit time: the last write wins."""
+    path: Path = fixture_copy(V8.fixture)
+    _set_property(path, cfg.RECORD_MERGE_MODE.key, mode)
+    base = _base_sf(path)
+    late, updated, *_ = sorted(base)
+    blocks = (
+        _trip_block([_trip(late, base[late][0] - 1000, 111.0)])
+        + _trip_block([_trip(updated, base[updated][0] + 1, 222.0)])
+        + _delete_block(V8.block_instant, [(updated, ("Long", base[updated][0]))])
+        + _trip_block([_trip("new-key", 5, 5.0)])
+        + _delete_block(V8.block_instant, [("new-key", ("Int", 0))])
+        + _trip_block([_trip("new-key", 1, 1.0)])
+    )
+    _add_log(path, blocks)
+    table = HudiTable.open(str(path))
+    deltas = [(s, d) for s, d in _checked_deltas(table, None) if s.file_id == V8.file_id]
+    ((file_slice, delta),) = deltas
+    assert file_slice.relative_base_path is not None
+    keys = pq.read_table(path / file_slice.relative_base_path, columns=[KEY]).column(KEY)
+    deleted = set(keys.take(delta.deleted_positions).to_pylist())
+    live = {r[KEY]: r["fare"] for r in delta.live_rows.to_pylist()}
+    if mode == "EVENT_TIME_ORDERING":
+        assert (deleted, live) == ({updated}, {updated: 222.0, "new-key": 1.0})
+    else:
+        assert (deleted, live) == ({late, updated}, {late: 111.0, "new-key": 1.0})
 
 
 # -- the files ------------------------------------------------------------------------
