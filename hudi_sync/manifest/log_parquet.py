@@ -274,22 +274,8 @@ class LogParquetStore(ListedFileStore):
         self.table.location.write_file(meta, json.dumps(written).encode())
 
     def _name(self, file_slice: FileSlice, pending: Sequence[str], as_of: str | None) -> str:
-        """Named by everything the folded log is made of: a slice whose logs change
-        (a new log file, or blocks appended to one) gets a new file."""
-        made_of = [
-            FORMAT,
-            file_slice.partition_path,
-            file_slice.file_id,
-            file_slice.base_instant,
-            [
-                (log.name, file_slice.log_size(self.table.location, log))
-                for log in file_slice.log_files
-            ],
-            list(pending),
-            as_of,
-        ]
-        digest = hashlib.sha256(json.dumps(made_of).encode()).hexdigest()[:_DIGEST_LENGTH]
-        return f"{file_slice.file_id}_{file_slice.base_instant}_{digest}.parquet"
+        """The folded log's name (``slice_version_name``)."""
+        return slice_version_name(self.table.location, file_slice, pending, as_of)
 
     def existing(self) -> set[str]:
         try:
@@ -334,6 +320,28 @@ class LogParquetStore(ListedFileStore):
             return
         self.workers_used = workers
         run_fold_workers(jobs, workers)
+
+
+def slice_version_name(
+    location: Location, file_slice: FileSlice, pending: Sequence[str], as_of: str | None
+) -> str:
+    """The name of a file slice version's files made from its logs
+    (``<file id>_<base instant>_<digest>.parquet``): named by everything they are made
+    of (the slice's log file names and sizes, the writes ``pending`` then, the
+    time-travel instant ``as_of``), so a slice whose logs change (a new log file, or
+    blocks appended to one) gets a new name. The folded logs and the Iceberg MOR files
+    (``manifest.iceberg.mor_files``) share it."""
+    made_of = [
+        FORMAT,
+        file_slice.partition_path,
+        file_slice.file_id,
+        file_slice.base_instant,
+        [(log.name, file_slice.log_size(location, log)) for log in file_slice.log_files],
+        list(pending),
+        as_of,
+    ]
+    digest = hashlib.sha256(json.dumps(made_of).encode()).hexdigest()[:_DIGEST_LENGTH]
+    return f"{file_slice.file_id}_{file_slice.base_instant}_{digest}.parquet"
 
 
 @dataclass(frozen=True)

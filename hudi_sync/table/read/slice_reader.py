@@ -20,7 +20,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError, first_line
@@ -39,6 +41,8 @@ from hudi_sync.table.records.log_records import (
 )
 from hudi_sync.table.records.logfile import BlockType
 from hudi_sync.table.records.merge import (
+    IS_DELETED_FIELD,
+    OPERATION_FIELD,
     SEQNO_FIELD,
     DeleteKey,
     LogEntry,
@@ -168,17 +172,157 @@ def _merged_slice(
     if not file_slice.log_files:
         return (base if base is not None else target.empty_table()), base, None
     log = _slice_log(location, file_slice, committed, as_of, rules.key_fields, target)
-    if not rules.key_fields:
-        return merge_slice(base, log.rows, log.entries, rules, in_file_order), base, log
-    # Keys built from the key fields, in a key column added for the merge only.
     where = _base_uri(location, file_slice)
-    check_key_types(target, rules.key_fields, where)
+    merged = _merge(base, log.rows, log, rules, target, where, in_file_order)
+    return merged, base, log
+
+
+def _merge(
+    base: pa.Table | None,
+    log_rows: pa.Table,
+    log: SliceLog,
+    rules: MergeRules,
+    schema: pa.Schema,
+    where: str,
+    in_file_order: bool,
+) -> pa.Table:
+    """``merge_slice`` of ``base`` and ``log_rows`` (``log``'s rows, or some of their
+    columns), keyed by ``_hoodie_record_key`` or, for a table without meta fields, by
+    keys built from the key fields, in a key column added for the merge only."""
+    if not rules.key_fields:
+        return merge_slice(base, log_rows, log.entries, rules, in_file_order)
+    check_key_types(schema, rules.key_fields, where)
     keyed_base = None
     if base is not None:
         keyed_base = _keyed(base, record_keys(base, rules.key_fields, where))
-    keyed_log = _keyed(log.rows, log.row_keys)
-    merged = merge_slice(keyed_base, keyed_log, log.entries, rules, in_file_order)
-    return _unkeyed(merged), base, log
+    keyed_log = _keyed(log_rows, log.row_keys)
+    return _unkeyed(merge_slice(keyed_base, keyed_log, log.entries, rules, in_file_order))
+
+
+# The columns ``read_slice_delta`` numbers base rows and log rows in through the merge.
+_POSITION = "_hudi_sync_base_position"
+_LOG_ROW = "_hudi_sync_log_row"
+
+
+@dataclass(frozen=True)
+class SliceDelta:
+    """A Merge-on-Read slice's snapshot as a change to its base file, the way an
+    Iceberg v2 table holds it: the rows that come from the logs, and the positions of
+    the base rows the logs replace or delete. ``live_rows`` have the read's columns;
+    ``deleted_positions`` are 0-based, ascending int64; ``base_rows`` counts the base
+    file's rows (0 without one)."""
+
+    live_rows: pa.Table
+    deleted_positions: pa.Array
+    base_rows: int
+
+
+def read_slice_delta(
+    location: Location,
+    file_slice: FileSlice,
+    rules: MergeRules,
+    committed: Callable[[str], bool],
+    schema: pa.Schema,
+    as_of: str | None = None,
+) -> SliceDelta:
+    """The slice as of ``as_of`` (latest when None) as a ``SliceDelta``: the base rows
+    without ``deleted_positions``, plus ``live_rows``, are ``read_file_slice``'s rows
+    with ``schema``. Computed by the very merge ``read_file_slice`` runs, on the columns
+    it decides by (keys, ordering value, delete markers) plus a base row's position and
+    a log row's index, which ride through it as columns: the rows it keeps are named by
+    them, so the two reads never disagree, and of the base file only those columns are
+    read. A slice without a base file has no positions: all its rows are live."""
+    target = schema.remove_metadata()
+    log = None
+    if file_slice.log_files:
+        log = _slice_log(location, file_slice, committed, as_of, rules.key_fields, target)
+    return _delta(location, file_slice, rules, target, log)
+
+
+def read_slice_deltas(
+    location: Location,
+    slices: Sequence[FileSlice],
+    rules: MergeRules,
+    committed: Callable[[str], bool],
+    schema: pa.Schema,
+    as_of: str | None = None,
+) -> Iterator[SliceDelta]:
+    """``read_slice_delta`` of each slice, in order, their data blocks decoded together
+    (``data_block_tables``, as ``read_folded_logs`` does). Memory holds every slice's
+    log files: callers pass a bounded batch."""
+    target = schema.remove_metadata()
+    applied = [_applied(location, s, committed, as_of) if s.log_files else None for s in slices]
+    pairs = [pair for blocks in applied if blocks is not None for pair in blocks.blocks]
+    decoded = data_block_tables(pairs, lambda t: _fitted(t, target))
+    first = 0
+    for file_slice, blocks in zip(slices, applied, strict=True):
+        log = None
+        if blocks is not None:
+            own = decoded[first : first + len(blocks.blocks)]
+            first += len(blocks.blocks)
+            log = _decoded_log(blocks, own, rules.key_fields, target, location, file_slice)
+        yield _delta(location, file_slice, rules, target, log)
+
+
+def _delta(
+    location: Location,
+    file_slice: FileSlice,
+    rules: MergeRules,
+    schema: pa.Schema,
+    log: SliceLog | None,
+) -> SliceDelta:
+    """The slice's ``SliceDelta`` from its log records ``log`` (None without log files;
+    rows of ``schema``) and its base file's decisive columns (``read_slice_delta``)."""
+    if log is None:
+        base_rows = _base_row_count(location, file_slice)
+        return SliceDelta(schema.empty_table(), pa.array([], pa.int64()), base_rows)
+    decisive = _decisive_schema(schema, rules)
+    where = _base_uri(location, file_slice)
+    base = None
+    if file_slice.base_file is not None:
+        base = align(_read_base(location, file_slice, decisive.names), decisive, where)
+    base_rows = base.num_rows if base is not None else 0
+    numbered = pa.schema(
+        [*decisive, pa.field(_POSITION, pa.int64()), pa.field(_LOG_ROW, pa.int64())]
+    )
+    log_rows = _numbered(log.rows.select(decisive.names), None, log.rows.num_rows, numbered)
+    if base is not None:
+        base = _numbered(base, base.num_rows, None, numbered)
+    merged = _merge(base, log_rows, log, rules, numbered, where, False)
+    gone = np.ones(base_rows, dtype=bool)
+    gone[_present(merged.column(_POSITION))] = False
+    live = log.rows.take(pa.array(np.sort(_present(merged.column(_LOG_ROW))), pa.int64()))
+    deleted = pa.array(np.flatnonzero(gone).astype(np.int64), pa.int64())
+    return SliceDelta(live.replace_schema_metadata(None), deleted, base_rows)
+
+
+def _decisive_schema(schema: pa.Schema, rules: MergeRules) -> pa.Schema:
+    """The columns of ``schema`` a merge decides by: the record key (or the key
+    fields), the ordering field, and the columns that may mark a log record deleted."""
+    wanted = {_RECORD_KEY, *rules.key_fields, IS_DELETED_FIELD, OPERATION_FIELD}
+    wanted.update(f for f in (rules.ordering_field, rules.delete_field) if f is not None)
+    return pa.schema([f for f in schema if f.name in wanted])
+
+
+def _numbered(
+    rows: pa.Table, base_rows: int | None, log_rows: int | None, schema: pa.Schema
+) -> pa.Table:
+    """``rows`` with ``_POSITION`` (0.. for a base file's rows) and ``_LOG_ROW`` (0.. for
+    log rows), the other null."""
+
+    def numbers(count: int | None) -> pa.Array:
+        if count is None:
+            return pa.nulls(rows.num_rows, pa.int64())
+        return pa.array(np.arange(count, dtype=np.int64), pa.int64())
+
+    columns = [*rows.columns, numbers(base_rows), numbers(log_rows)]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _present(numbers: pa.ChunkedArray) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """The non-null values of a numbering column (``_numbered``)."""
+    values = pc.drop_null(numbers).to_numpy(zero_copy_only=False)
+    return np.asarray(values, dtype=np.int64)
 
 
 def read_folded_log(
@@ -333,6 +477,22 @@ def _read_base(
                 return parquet.read()
             present = set(parquet.schema_arrow.names)
             return parquet.read(columns=[c for c in columns if c in present])
+    except FileNotFoundError:
+        raise CorruptTableError(f"{uri}: base file of the snapshot is missing") from None
+    except _ARROW_ERRORS as exc:
+        raise CorruptTableError(
+            f"{uri}: cannot read Parquet base file: {first_line(exc)}"
+        ) from None
+
+
+def _base_row_count(location: Location, file_slice: FileSlice) -> int:
+    """The slice's base file's row count, from its footer (0 without one)."""
+    if file_slice.relative_base_path is None:
+        return 0
+    uri = location.uri_of(file_slice.relative_base_path)
+    try:
+        with location.fs.open(location.join(file_slice.relative_base_path), "rb") as handle:
+            return int(pq.ParquetFile(handle).metadata.num_rows)
     except FileNotFoundError:
         raise CorruptTableError(f"{uri}: base file of the snapshot is missing") from None
     except _ARROW_ERRORS as exc:
