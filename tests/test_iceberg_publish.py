@@ -78,8 +78,11 @@ def test_every_commit_reads_as_hudi_rs_in_pyiceberg_and_polars(
 
     snapshots = StaticTable.from_metadata(last.metadata_location).metadata.snapshots
     by_instant = {s.summary[INSTANT_KEY]: s.snapshot_id for s in snapshots}
-    assert set(by_instant) == set(instants)
-    for instant in instants:
+    # Kept: the newest instants (older ones expire before the writer's cleaner, which
+    # keeps 10 commits by default, may remove their files).
+    kept = instants[-len(by_instant) :]
+    assert set(by_instant) == set(kept) and len(kept) >= min(len(instants), 9)
+    for instant in kept:
         expected = _plain(hudi_rs_rows(str(path), instant))
         snapshot_id = by_instant[instant]
         assert _plain(pyiceberg_rows(last.metadata_location, snapshot_id)) == expected, instant

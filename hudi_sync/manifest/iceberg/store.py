@@ -406,11 +406,12 @@ class IcebergStore:
                 into.append(_existing(entry))
         with_logs = [s for s in slices if s.log_files]
         made_for: dict[tuple[str, str], SliceFiles] = {}
-        if with_logs:
+        if with_logs:  # one SliceFiles a slice with logs, in order
             rules = slice_merge_rules(table, with_logs)
             made = slice_files(table, with_logs, build.arrow, build.schema, plan, rules, as_of)
             made_for = {
-                (s.partition_path, s.file_id): f for s, f in zip(with_logs, made, strict=True)
+                (s.partition_path, s.file_id): files
+                for s, files in zip(with_logs, made, strict=True)
             }
         kept: set[str] = set()
         for file_slice in slices:
