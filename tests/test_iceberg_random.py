@@ -4,10 +4,11 @@ pyiceberg and Polars) equals a model of the rows.
 
 Both table types: Copy-on-Write (simple index: rewritten base files) and Merge-on-Read
 (bucket index: rows in log files, so snapshots carry live-row files and position
-deletes), with late events (an older ordering value loses to the stored row), ties with the
-stored row (the later write wins), deletes, re-inserts of deleted keys, partitions overwritten and (MOR) an inline
-compaction. The writes use the driver's Arrow engine (``write_arrow``: no JVM); the
-executors' engine writes the same files (tests/test_spark_writer.py compares them).
+deletes), with late events (an older ordering value loses to the stored row), ties with
+the stored row (the later write wins), deletes, re-inserts of deleted keys, a partition
+overwritten (COW) and an inline compaction (MOR). The writes use the driver's Arrow
+engine (``write_arrow``: no JVM); the executors' engine writes the same files
+(tests/test_spark_writer.py compares them).
 """
 
 from __future__ import annotations
