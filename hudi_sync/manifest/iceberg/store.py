@@ -92,6 +92,8 @@ PARTITION_REASON_PROPERTY = "hudi-sync.partition.reason"
 INSTANT_KEY = "hudi.instant"
 ACTION_KEY = "hudi.action"
 PENDING_KEY = "hudi.pending"
+TOTAL_DATA_FILES = "total-data-files"
+TOTAL_DELETE_FILES = "total-delete-files"
 ENTRIES_PER_MANIFEST = 1000
 DEFAULT_CLEANER_RETAINED = int(COMMITS_RETAINED.read({}))
 _MAX_BUCKETS = 4096
@@ -542,8 +544,8 @@ class IcebergStore:
             INSTANT_KEY: instant,
             ACTION_KEY: str(action),
             PENDING_KEY: ",".join(pending_writes(timeline, instant)),
-            "total-data-files": str(data_files),
-            "total-delete-files": str(delete_files),
+            TOTAL_DATA_FILES: str(data_files),
+            TOTAL_DELETE_FILES: str(delete_files),
             "total-records": str(
                 sum(m.added_rows + m.existing_rows for m in manifests if m.content == 0)
             ),
@@ -648,11 +650,19 @@ class IcebergStore:
     def _unchanged(
         self, current: _Current, metadata: TableMetadata, shown: Snapshot
     ) -> PublishedIceberg:
+        """A rerun at the published instant: what the current metadata shows."""
+
+        def count(key: str) -> int:
+            value = shown.summary.get(key, "")
+            return int(value) if value.isdigit() else 0
+
         return PublishedIceberg(
             shown.summary.get(INSTANT_KEY),
             self.uri("metadata", self._metadata_name(current.version)),
             shown.snapshot_id,
             metadata.properties.get(PARTITION_REASON_PROPERTY) or None,
+            count(TOTAL_DATA_FILES),
+            count(TOTAL_DELETE_FILES),
             full_listing=False,
         )
 
