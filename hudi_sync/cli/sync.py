@@ -47,7 +47,7 @@ from hudi_sync.sync.watch import DEFAULT_INTERVAL, DEFAULT_MAX_BACKOFF, WatchEve
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.bigquery import PREFIX as BIGQUERY_PREFIX
 from hudi_sync.warehouse.bigquery import BigQueryTarget
-from hudi_sync.warehouse.iceberg import IcebergTarget, catalog_path
+from hudi_sync.warehouse.iceberg import IcebergTarget, check_catalog_uri
 from hudi_sync.warehouse.snowflake import PREFIX as SNOWFLAKE_PREFIX
 from hudi_sync.warehouse.snowflake import SnowflakeTarget
 
@@ -220,8 +220,23 @@ def sync_iceberg(
         str | None,
         typer.Option(
             "--catalog-uri",
-            help=f"{cfg.ICEBERG_CATALOG_URI.key}: SQL catalog (sqlite:///<path>) to register "
-            "and commit the table in; unset: metadata in the table's storage only.",
+            help=f"{cfg.ICEBERG_CATALOG_URI.key}: catalog to register and commit the table "
+            "in: a REST catalog (http(s)://...) or a SQL catalog (sqlite:///<path>); unset: "
+            "metadata in the table's storage only.",
+        ),
+    ] = None,
+    token_file: Annotated[
+        str | None,
+        typer.Option(
+            "--catalog-token-file",
+            help=f"{cfg.ICEBERG_CATALOG_TOKEN_FILE.key}: REST catalog bearer token file.",
+        ),
+    ] = None,
+    token_env: Annotated[
+        str | None,
+        typer.Option(
+            "--catalog-token-env",
+            help=f"{cfg.ICEBERG_CATALOG_TOKEN_ENV.key}: variable holding the bearer token.",
         ),
     ] = None,
     catalog_name: Annotated[
@@ -240,10 +255,12 @@ def sync_iceberg(
     ] = None,
 ) -> None:
     """Publish the snapshot as Iceberg v2 metadata under <table>/.hoodie/manifest/iceberg/
-    (Merge-on-Read: merged, with position deletes) and commit it to a SQL catalog; --json
+    (Merge-on-Read: merged, with position deletes) and commit it to a REST or SQL catalog; --json
     names the metadata_location published."""
     flags = {
         cfg.ICEBERG_CATALOG_URI.key: catalog_uri,
+        cfg.ICEBERG_CATALOG_TOKEN_FILE.key: token_file,
+        cfg.ICEBERG_CATALOG_TOKEN_ENV.key: token_env,
         cfg.ICEBERG_CATALOG_NAME.key: catalog_name,
         cfg.ICEBERG_NAMESPACE.key: namespace,
         cfg.ICEBERG_TABLE.key: table_name,
@@ -251,7 +268,7 @@ def sync_iceberg(
     options = exit_on_error(lambda: run.options(flags=flags))
     catalog = exit_on_error(lambda: cfg.ICEBERG_CATALOG_URI.read(options))
     if catalog:  # a bad catalog URI fails before the table is opened
-        exit_on_error(lambda: catalog_path(catalog, cfg.ICEBERG_CATALOG_URI.key))
+        exit_on_error(lambda: check_catalog_uri(catalog, cfg.ICEBERG_CATALOG_URI.key))
     run.sync(uri, lambda table: [IcebergTarget.from_options(options, table, keep=run.keep)])
 
 
