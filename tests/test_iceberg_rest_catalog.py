@@ -30,7 +30,7 @@ from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.manifest.iceberg.metadata import TableMetadata
 from hudi_sync.manifest.iceberg.store import IcebergStore
 from hudi_sync.spark.writing.writer import write_arrow
-from hudi_sync.sync.hook import checked_target_names
+from hudi_sync.sync.hook import checked_target_names, run_post_commit_hook
 from hudi_sync.sync.job import publish_manifest
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.common import OtherTableError
@@ -329,6 +329,8 @@ def test_http_errors_and_tokens_are_one_line(tmp_path: Path, monkeypatch: Any) -
     ]
     (tmp_path / "empty").write_text("\n")
     cases.append(({**base, key_file: str(tmp_path / "empty")}, "holds no token"))
+    monkeypatch.setenv("H7_ODD_TOKEN", "t\u00f8ken with space")  # no header carries it
+    cases.append(({**base, key_env: "H7_ODD_TOKEN"}, "holds no token"))
     for options, expected in cases:
         with pytest.raises(BadInputError) as bad:
             IcebergTarget.from_options(options, table)
@@ -376,9 +378,33 @@ def test_cli_sync_iceberg_to_a_rest_catalog(tmp_path: Path, monkeypatch: Any) ->
     assert len(result.stderr.strip().splitlines()) == 1 and closed in result.stderr
 
 
-def test_a_server_state_is_isolated(tmp_path: Path) -> None:
-    """The stand-in refuses an unknown route and a request without its token (the
-    client's errors above are the server's, not the stand-in's gaps)."""
+def test_the_hook_commits_to_the_rest_catalog(tmp_path: Path, monkeypatch: Any) -> None:
+    """The post-commit hook (as ``watch`` and ``backfill`` build it) reads the REST
+    catalog and its token from the options and commits each write."""
+    path = tmp_path / "t"
+    model = Model(path)
+    monkeypatch.setenv("H7_HOOK_TOKEN", TOKEN)
+    with rest_catalog_server(tmp_path, token=TOKEN) as (url, _state):
+        options = {
+            cfg.SYNC_TOOLS.key: "iceberg",
+            cfg.ICEBERG_CATALOG_URI.key: url,
+            cfg.ICEBERG_CATALOG_TOKEN_ENV.key: "H7_HOOK_TOKEN",
+            cfg.ICEBERG_NAMESPACE.key: "hooked",
+        }
+        for ts in (1, 2):
+            model.write([ts, ts + 1], ts)
+            report = run_post_commit_hook(str(path), options)
+            assert report.ok, report.errors
+            loaded = _client(url).load_table(("hooked", "trips"))
+            assert (
+                loaded.metadata_location == report.to_json()["iceberg"]["catalog_metadata_location"]
+            )
+            assert _rows(loaded.scan().to_arrow()) == model.expected(with_w=False)
+
+
+def test_the_client_reads_401_and_404_as_the_spec_means_them(tmp_path: Path) -> None:
+    """A request without the token is refused (401, one line); a table that is not
+    registered is no table (404), not an error."""
     with rest_catalog_server(tmp_path, token=TOKEN) as (url, state):
         assert isinstance(state, ServerState)
         catalog = RestCatalog(url, token=None)

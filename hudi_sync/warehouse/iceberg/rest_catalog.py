@@ -20,6 +20,7 @@ bounded (size, then the metadata's counts) like any file read from storage.
 from __future__ import annotations
 
 import os
+import re
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -77,6 +78,11 @@ def rest_base(uri: str, option: str) -> str:
     return uri.rstrip("/")
 
 
+def _usable(token: str) -> bool:
+    """A token an HTTP header carries as it is: printable ASCII, no space inside."""
+    return bool(token) and token.isascii() and token.isprintable() and " " not in token
+
+
 def read_token(file: str | None, env: str | None, file_option: str, env_option: str) -> str | None:
     """The bearer token from a file (its content, stripped) or an environment variable;
     None when neither is set. Both set, a missing file or variable, or an empty token is
@@ -92,18 +98,41 @@ def read_token(file: str | None, env: str | None, file_option: str, env_option: 
         if len(raw) > 64 * 1024:
             raise BadInputError(f"{file_option}={file!r}: a token file is at most 64 KiB")
         token = raw.decode("utf-8", "replace").strip()
-        if not token or any(c in token for c in "\r\n\x00"):
-            raise BadInputError(f"{file_option}={file!r}: holds no token (one line of text)")
+        if not _usable(token):
+            raise BadInputError(
+                f"{file_option}={file!r}: holds no token (one word of printable ASCII)"
+            )
         return token
     if env:
         value = os.environ.get(env)
         if value is None:
             raise BadInputError(f"{env_option}={env!r}: no such environment variable")
         token = value.strip()
-        if not token or any(c in token for c in "\r\n\x00"):
-            raise BadInputError(f"{env_option}={env!r}: the variable holds no token")
+        if not _usable(token):
+            raise BadInputError(
+                f"{env_option}={env!r}: the variable holds no token (one word of printable ASCII)"
+            )
         return token
     return None
+
+
+# The store's manifest lists: ``snap-<id>.avro``, ``asof<instant>-snap-<id>.avro``.
+_LIST_NAME = re.compile(r"(?:asof\d{1,20}-)?snap-(\d{1,19})\.avro")
+
+
+def published_by_us(snapshot: CatalogSnapshot, metadata_folder: str) -> bool:
+    """A snapshot the store published: its manifest list is in the table's metadata
+    folder, named as the store names them after the snapshot's id, and its summary
+    carries ``hudi.instant``. (Another writer committing through the catalog writes its
+    manifest lists in the same folder, ``write.metadata.path``, under names of its own.)"""
+    prefix = metadata_folder + "/"
+    match = _LIST_NAME.fullmatch(snapshot.manifest_list[len(prefix) :])
+    return (
+        snapshot.manifest_list.startswith(prefix)
+        and match is not None
+        and int(match.group(1)) == snapshot.snapshot_id
+        and snapshot.instant is not None
+    )
 
 
 class RestConflictError(HudiSyncError):
@@ -155,11 +184,12 @@ def updates(
 ) -> list[dict[str, Any]]:
     """The updates that take the catalog's table to ``ours``: schemas and specs it lacks
     (then the current ones), our snapshots newer than its last sequence number, ``main``
-    moved to our current snapshot, the snapshots our metadata no longer has (expired by
-    our publication) removed, and the properties that differ (the name mapping, and
-    ``write.metadata.path`` = ``metadata_folder``). A snapshot of ours the catalog lacks
-    but cannot take (its sequence number not above the catalog's last) is refused in one
-    line: the catalog's table went past it."""
+    moved to our current snapshot, the snapshots of ours our metadata no longer has
+    (expired by our publication; another writer's, on other refs, are left) removed, and
+    the properties that differ (the name mapping, and ``write.metadata.path`` =
+    ``metadata_folder``). A snapshot of ours the catalog lacks but cannot take (its
+    sequence number not above the catalog's last) is refused in one line: the catalog's
+    table went past it."""
     result: list[dict[str, Any]] = []
     added_schemas = [s for s in ours.schemas if s.schema_id not in catalog.schema_ids]
     for schema in sorted(added_schemas, key=lambda s: s.schema_id):
@@ -192,7 +222,11 @@ def updates(
                 "snapshot-id": ours.current_snapshot_id,
             }
         )
-    gone = sorted(i for i in catalog.snapshots if i not in ours_ids)
+    gone = sorted(
+        i
+        for i, snapshot in catalog.snapshots.items()
+        if i not in ours_ids and published_by_us(snapshot, metadata_folder)
+    )
     if gone:
         result.append({"action": "remove-snapshots", "snapshot-ids": gone})
     wanted = {**ours.properties, METADATA_PATH_PROPERTY: metadata_folder}

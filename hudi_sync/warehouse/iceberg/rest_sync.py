@@ -12,10 +12,9 @@ older snapshot of ours, a no-op when it shows ours, else refused in one line.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
-from hudi_sync.errors import CorruptTableError
+from hudi_sync.errors import CorruptTableError, HudiSyncError
 from hudi_sync.manifest.iceberg.metadata import TableMetadata
 from hudi_sync.manifest.iceberg.store import METADATA_FOLDER, IcebergStore
 from hudi_sync.manifest.snapshot import PublishedManifest
@@ -28,6 +27,7 @@ from hudi_sync.warehouse.iceberg.rest_catalog import (
     RestCatalog,
     RestConflictError,
     describe,
+    published_by_us,
     requirements,
     updates,
 )
@@ -36,9 +36,6 @@ from hudi_sync.warehouse.iceberg.sql_catalog import CatalogConflictError, TableI
 if TYPE_CHECKING:
     from hudi_sync.manifest.iceberg.store import PublishedIceberg
     from hudi_sync.warehouse.iceberg.target import IcebergTarget
-
-# The store's manifest lists: ``snap-<id>.avro``, ``asof<instant>-snap-<id>.avro``.
-_LIST_NAME = re.compile(r"(?:asof\d{1,20}-)?snap-(\d{1,19})\.avro")
 
 
 class RestSync:
@@ -108,20 +105,7 @@ class RestSync:
 
     # -- whose table -------------------------------------------------------------------
     def _is_ours(self, snapshot: CatalogSnapshot) -> bool:
-        """A snapshot the store published: its manifest list is in this table's metadata
-        folder, named as the store names them after the snapshot's id, and its summary
-        carries ``hudi.instant``. (Another writer committing through the catalog writes
-        its manifest lists in the same folder, ``write.metadata.path``, but under names
-        of its own.)"""
-        prefix = self.folder + "/"
-        name = snapshot.manifest_list[len(prefix) :]
-        match = _LIST_NAME.fullmatch(name)
-        return (
-            snapshot.manifest_list.startswith(prefix)
-            and match is not None
-            and int(match.group(1)) == snapshot.snapshot_id
-            and snapshot.instant is not None
-        )
+        return published_by_us(snapshot, self.folder)
 
     def _foreign(self, loaded: CatalogTable, as_of: str | None) -> str | None:
         """Why the catalog's table is not this table's (None: it is)."""
@@ -169,7 +153,12 @@ class RestSync:
                         f"(hudi.instant {shown.instant}) than {mine.snapshot_id}"
                     )
                     return SyncPlan(name, "skip-older", [], reason), loaded.metadata_location
-            changes = updates(loaded, ours, self.folder)
+            try:
+                changes = updates(loaded, ours, self.folder)
+            except HudiSyncError as exc:
+                raise HudiSyncError(
+                    f"Iceberg REST catalog {self.catalog.uri}: {table_id}: {exc}"
+                ) from None
             if not changes:
                 return SyncPlan(name, "noop", [], f"{table_id} is up to date"), (
                     loaded.metadata_location
