@@ -506,15 +506,29 @@ _ICE = "sync/iceberg"
 ICEBERG_PREFIX = "hudi_sync.sync.iceberg."
 ICEBERG_CATALOG_URI = _string(
     ICEBERG_PREFIX + "catalog.uri",
-    "Iceberg target: the SQL catalog the table is registered in and committed to each sync, "
-    "as pyiceberg's SqlCatalog names it: sqlite:///<path> (a relative path after the third "
-    "/, an absolute one after a fourth); no other kind yet. Unset: the metadata is published "
+    "Iceberg target: the catalog the table is registered in and committed to each sync: an "
+    "Iceberg REST catalog (http(s)://host[:port][/path], the base its /v1/config is under) or "
+    "a SQL catalog as pyiceberg's SqlCatalog names it, sqlite:///<path> (a relative path "
+    "after the third /, an absolute one after a fourth). Unset: the metadata is published "
     "in the table's storage (version-hint.text) and no catalog is touched.",
+    _ICE,
+)
+ICEBERG_CATALOG_TOKEN_FILE = _string(
+    ICEBERG_PREFIX + "catalog.token.file",
+    "Iceberg target, REST catalog: a file holding the bearer token sent as "
+    "'Authorization: Bearer <token>' (never printed or logged).",
+    _ICE,
+)
+ICEBERG_CATALOG_TOKEN_ENV = _string(
+    ICEBERG_PREFIX + "catalog.token.env",
+    "Iceberg target, REST catalog: the environment variable holding the bearer token "
+    "(instead of catalog.token.file; never printed or logged).",
     _ICE,
 )
 ICEBERG_CATALOG_NAME = _string(
     ICEBERG_PREFIX + "catalog.name",
-    "Iceberg target: the catalog's name (the catalog_name column of its tables).",
+    "Iceberg target: the catalog's name (the catalog_name column of a SQL catalog's tables; "
+    "the warehouse a REST catalog's /v1/config is asked for).",
     _ICE,
     default="hudi_sync",
 )

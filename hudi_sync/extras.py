@@ -35,9 +35,11 @@ def missing_extra(exc: BaseException) -> MissingExtraError | None:
     return None
 
 
-def extra_error(module: str) -> MissingExtraError:
-    """The error for ``module`` (a key of ``EXTRAS``) missing."""
-    extra = EXTRAS[module]
+def extra_error(module: str, extra: str | None = None) -> MissingExtraError:
+    """The error for ``module`` (a key of ``EXTRAS``) missing; ``extra`` names the one
+    to install when the command needs another extra than ``EXTRAS`` says (``requests``
+    comes with both the bigquery and the iceberg extras)."""
+    extra = extra or EXTRAS[module]
     return MissingExtraError(
         f"this needs the {extra} extra, which is not installed (no module {module}): "
         f"pip install 'hudi-sync[{extra}]'"

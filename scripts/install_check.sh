@@ -6,6 +6,9 @@
 #              line naming the extra to install; then WHEEL[s3] on top: fsspec opens s3://
 #   bigquery   pip install 'WHEEL[bigquery,gcs]': an offline BigQuery --dry-run, gs://
 #   snowflake  pip install 'WHEEL[snowflake,s3]': an offline Snowflake --dry-run, s3://
+#   iceberg    pip install 'WHEEL[iceberg]': a sync to an Iceberg REST catalog that is not
+#              there fails in one line saying so (the client ran); without the extra (plain)
+#              the same sync names the extra to install
 #   spark      pip install 'WHEEL[spark]': PySpark writes three rows and reads them back
 #   py313      Python 3.13, pip install WHEEL: --help and the DuckDB sync; then WHEEL[gcs]
 #   sdist      pip install SDIST: --help and the DuckDB sync
@@ -29,7 +32,7 @@ trap 'rm -rf "$work"' EXIT
 # -- the documented install lines: each must be one this script proves ------------------
 # (`-e` lines are the developer's editable installs, which scripts/bootstrap.sh runs; a
 # quoted "error: ..." line is what a command says, not an install line)
-proven=(. "'.[bigquery,gcs]'" "'.[snowflake,s3]'" "'.[spark]'" "'.[s3]'" "'.[gcs]'")
+proven=(. "'.[bigquery,gcs]'" "'.[snowflake,s3]'" "'.[spark]'" "'.[s3]'" "'.[gcs]'" "'.[iceberg]'")
 .venv/bin/python - "${proven[@]}" <<'EOF'
 import re
 import sys
@@ -140,6 +143,8 @@ bigquery_args=(sync bigquery "$table" --project-id test-project --dataset-name l
   --table-name trips --source-uri-prefix gs://lake/trips --dry-run)
 snowflake_args=(sync snowflake "$table" --database hudi --schema lake --table-name trips
   --stage-url s3://lake/trips --dry-run)
+# A REST catalog on a port nothing listens on (the iceberg extra's client must say so).
+iceberg_args=(sync iceberg "$table" --catalog-uri http://127.0.0.1:9/ --dry-run)
 # No credentials or logins of this machine's: the dry-runs must plan offline.
 no_credentials=(env -u GOOGLE_APPLICATION_CREDENTIALS -u SNOWFLAKE_ACCOUNT -u SNOWFLAKE_USER
   -u SNOWFLAKE_PASSWORD -u SNOWFLAKE_AUTHENTICATOR -u SNOWFLAKE_PRIVATE_KEY_FILE
@@ -163,6 +168,11 @@ check_plain() {
   [[ "$code" == 1 && "$out" == "error: "*"pip install 'hudi-sync[bigquery]'" ]] ||
     fail "plain: sync bigquery without the extra exited $code: $out"
   echo "plain: sync bigquery says: $out"
+  code=0
+  out="$("$work/plain/bin/hudi-sync" "${iceberg_args[@]}" 2>&1)" || code=$?
+  [[ "$code" == 1 && "$out" == "error: "*"pip install 'hudi-sync[iceberg]'" ]] ||
+    fail "plain: sync iceberg to a REST catalog without the extra exited $code: $out"
+  echo "plain: sync iceberg to a REST catalog says: $out"
   # docs/how-to/duckdb.md's next line: the s3 extra on top, for a table on S3.
   pip_install plain "$wheel[s3]"
   filesystem plain s3 anon=True
@@ -186,6 +196,15 @@ check_snowflake() {
   venv snowflake "$python311" "$wheel[snowflake,s3]"
   offline_plan snowflake "$("${no_credentials[@]}" "$work/snowflake/bin/hudi-sync" "${snowflake_args[@]}")"
   filesystem snowflake s3 anon=True
+}
+
+check_iceberg() {
+  venv iceberg "$python311" "$wheel[iceberg]"
+  local out code=0
+  out="$("$work/iceberg/bin/hudi-sync" "${iceberg_args[@]}" 2>&1)" || code=$?
+  [[ "$code" == 1 && "$out" == "error: Iceberg REST catalog http://127.0.0.1:9/: "*"is it reachable?" ]] ||
+    fail "iceberg: sync iceberg to an absent REST catalog exited $code: $out"
+  echo "iceberg: sync iceberg to an absent REST catalog says: $out"
 }
 
 check_spark() {
@@ -228,7 +247,7 @@ check_sdist() {
   duckdb_sync sdist
 }
 
-names=(plain bigquery snowflake spark py313 sdist)
+names=(plain bigquery snowflake iceberg spark py313 sdist)
 declare -A pids
 for name in "${names[@]}"; do
   ( started=$SECONDS; "check_$name"; echo "$name: ok in $((SECONDS - started)) s" ) \

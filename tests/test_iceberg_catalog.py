@@ -198,7 +198,7 @@ def test_hostile_names_are_bound_parameters(
         "sqlite:///:memory:",
         "sqlite:///x.db?mode=ro",
         "/tmp/catalog.db",
-        "https://catalog.example/api",
+        "ftp://catalog.example/api",  # http(s) is a REST catalog (test_iceberg_rest_catalog)
     ],
 )
 def test_a_catalog_uri_other_than_a_sqlite_file_is_refused(uri: str) -> None:

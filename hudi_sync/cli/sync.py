@@ -47,7 +47,7 @@ from hudi_sync.sync.watch import DEFAULT_INTERVAL, DEFAULT_MAX_BACKOFF, WatchEve
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.bigquery import PREFIX as BIGQUERY_PREFIX
 from hudi_sync.warehouse.bigquery import BigQueryTarget
-from hudi_sync.warehouse.iceberg import IcebergTarget, catalog_path
+from hudi_sync.warehouse.iceberg import IcebergTarget, check_catalog_uri
 from hudi_sync.warehouse.snowflake import PREFIX as SNOWFLAKE_PREFIX
 from hudi_sync.warehouse.snowflake import SnowflakeTarget
 
@@ -222,8 +222,23 @@ def sync_iceberg(
         str | None,
         typer.Option(
             "--catalog-uri",
-            help=f"{cfg.ICEBERG_CATALOG_URI.key}: SQL catalog (sqlite:///<path>) to register "
-            "and commit the table in; unset: metadata in the table's storage only.",
+            help=f"{cfg.ICEBERG_CATALOG_URI.key}: catalog to register and commit the table "
+            "in: a REST catalog (http(s)://...) or a SQL catalog (sqlite:///<path>); unset: "
+            "metadata in the table's storage only.",
+        ),
+    ] = None,
+    token_file: Annotated[
+        str | None,
+        typer.Option(
+            "--catalog-token-file",
+            help=f"{cfg.ICEBERG_CATALOG_TOKEN_FILE.key}: REST catalog bearer token file.",
+        ),
+    ] = None,
+    token_env: Annotated[
+        str | None,
+        typer.Option(
+            "--catalog-token-env",
+            help=f"{cfg.ICEBERG_CATALOG_TOKEN_ENV.key}: variable holding the bearer token.",
         ),
     ] = None,
     catalog_name: Annotated[
@@ -242,10 +257,12 @@ def sync_iceberg(
     ] = None,
 ) -> None:
     """Publish the snapshot as Iceberg v2 metadata under <table>/.hoodie/manifest/iceberg/
-    (Merge-on-Read: merged, with position deletes) and commit it to a SQL catalog; --json
+    (Merge-on-Read: merged, with position deletes) and commit it to a REST or SQL catalog; --json
     names the metadata_location published."""
     flags = {
         cfg.ICEBERG_CATALOG_URI.key: catalog_uri,
+        cfg.ICEBERG_CATALOG_TOKEN_FILE.key: token_file,
+        cfg.ICEBERG_CATALOG_TOKEN_ENV.key: token_env,
         cfg.ICEBERG_CATALOG_NAME.key: catalog_name,
         cfg.ICEBERG_NAMESPACE.key: namespace,
         cfg.ICEBERG_TABLE.key: table_name,
@@ -253,7 +270,7 @@ def sync_iceberg(
     options = exit_on_error(lambda: run.options(flags=flags))
     catalog = exit_on_error(lambda: cfg.ICEBERG_CATALOG_URI.read(options))
     if catalog:  # a bad catalog URI fails before the table is opened
-        exit_on_error(lambda: catalog_path(catalog, cfg.ICEBERG_CATALOG_URI.key))
+        exit_on_error(lambda: check_catalog_uri(catalog, cfg.ICEBERG_CATALOG_URI.key))
     run.sync(uri, lambda table: [IcebergTarget.from_options(options, table)])
 
 
@@ -295,13 +312,6 @@ def sync_bigquery(
     big_lake_connection_id: Annotated[
         str | None, _bq_option("big_lake_connection_id", "BigLake connection.")
     ] = None,
-    iceberg: Annotated[
-        str | None,
-        _bq_option("iceberg", "NAME_iceberg over the Iceberg metadata: off|beside|only."),
-    ] = None,
-    iceberg_connection: Annotated[
-        str | None, _bq_option("iceberg.connection", "BigLake connection of NAME_iceberg.")
-    ] = None,
     api_endpoint: Annotated[
         str | None,
         typer.Option("--api-endpoint", help="BigQuery API endpoint (an emulator), no credentials."),
@@ -320,18 +330,15 @@ def sync_bigquery(
         "partition_fields": partition_fields,
         "require_partition_filter": require_partition_filter,
         "big_lake_connection_id": big_lake_connection_id,
-        "iceberg": iceberg,
-        "iceberg.connection": iceberg_connection,
         "api_endpoint": api_endpoint,
     }
     run.sync(uri, lambda _table: [BigQueryTarget.from_options(run.options(BIGQUERY_PREFIX, flags))])
 
 
 def _sf_option(name: str, help_text: str) -> Any:
-    variable = name.upper().replace(".", "_")
     return typer.Option(
-        f"--{name.replace('_', '-').replace('.', '-')}",
-        help=f"{SNOWFLAKE_PREFIX}{name} (or SNOWFLAKE_{variable}): {help_text}",
+        f"--{name.replace('_', '-')}",
+        help=f"{SNOWFLAKE_PREFIX}{name} (or SNOWFLAKE_{name.upper()}): {help_text}",
     )
 
 
@@ -363,20 +370,6 @@ def sync_snowflake(
     storage_integration: Annotated[
         str | None, _sf_option("storage_integration", "storage integration of the stage.")
     ] = None,
-    iceberg: Annotated[
-        str | None,
-        _sf_option("iceberg", "NAME_iceberg over the Iceberg metadata: off|beside|only."),
-    ] = None,
-    iceberg_external_volume: Annotated[
-        str | None, _sf_option("iceberg.external_volume", "external volume of NAME_iceberg.")
-    ] = None,
-    iceberg_catalog_integration: Annotated[
-        str | None,
-        _sf_option("iceberg.catalog_integration", "object-store catalog integration."),
-    ] = None,
-    iceberg_volume_url: Annotated[
-        str | None, _sf_option("iceberg.volume_url", "the external volume's storage base URL.")
-    ] = None,
 ) -> None:
     """Create a stage, external tables and a view in Snowflake. Secrets (password,
     private_key_file_pwd, token, aws_secret_key, azure_sas_token) come from SNOWFLAKE_*
@@ -394,10 +387,6 @@ def sync_snowflake(
         "stage_url": stage_url,
         "stage_name": stage_name,
         "storage_integration": storage_integration,
-        "iceberg": iceberg,
-        "iceberg.external_volume": iceberg_external_volume,
-        "iceberg.catalog_integration": iceberg_catalog_integration,
-        "iceberg.volume_url": iceberg_volume_url,
     }
 
     def targets(table: HudiTable) -> list[Target]:

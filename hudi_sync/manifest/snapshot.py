@@ -68,7 +68,7 @@ from hudi_sync.table.timeline.listing import TimelineListing
 
 if TYPE_CHECKING:  # the feed's and Iceberg's stores read this module
     from hudi_sync.manifest.change_feed import PublishedChanges
-    from hudi_sync.manifest.iceberg.store import PublishedIceberg
+    from hudi_sync.manifest.iceberg.published import PublishedIceberg
 
 MANIFEST_FOLDER = ".hoodie/manifest"
 LATEST_FILES = "latest_snapshot_files.csv"

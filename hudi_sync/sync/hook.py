@@ -55,11 +55,11 @@ def checked_target_names(options: Mapping[str, Any]) -> list[str]:
     them before the first sync."""
     names = target_names(options)
     if "iceberg" in names:
-        from hudi_sync.warehouse.iceberg import catalog_path
+        from hudi_sync.warehouse.iceberg import check_catalog_uri
 
         uri = cfg.ICEBERG_CATALOG_URI.read(options)
         if uri:
-            catalog_path(uri, cfg.ICEBERG_CATALOG_URI.key)
+            check_catalog_uri(uri, cfg.ICEBERG_CATALOG_URI.key)
     return names
 
 

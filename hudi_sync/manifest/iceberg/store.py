@@ -40,7 +40,6 @@ import uuid
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import pyarrow as pa
 
@@ -68,6 +67,7 @@ from hudi_sync.manifest.iceberg.partitioning import (
     partition_plan,
     unpartitioned_plan,
 )
+from hudi_sync.manifest.iceberg.published import PublishedIceberg
 from hudi_sync.manifest.iceberg.schema import IcebergSchema, file_only_columns, iceberg_schema
 from hudi_sync.manifest.incremental import pending_writes, touched_partitions
 from hudi_sync.manifest.snapshot import MANIFEST_FOLDER, PublishedManifest
@@ -101,39 +101,6 @@ _MANIFEST_NAME = re.compile(r"m-(\d{1,19})-b(\d{1,5})-(data|deletes)\.avro")
 _LIST_NAME = re.compile(r"snap-(\d{1,19})\.avro")
 _REMOVED_NAME = re.compile(r"removed-(\d{1,19})\.json")
 _CONTENT = {"data": 0, "deletes": 1}
-
-
-@dataclass(frozen=True)
-class PublishedIceberg:
-    """What a publication wrote (or, in a dry run, would write)."""
-
-    instant: str | None
-    metadata_location: str  # absolute URI of the metadata file
-    snapshot_id: int | None
-    partition_reason: str | None  # why the spec is unpartitioned, if it is
-    data_files: int = 0
-    delete_files: int = 0
-    manifests_written: int = 0
-    manifests_reused: int = 0
-    snapshots_expired: int = 0
-    full_listing: bool = True
-    dry_run: bool = False
-
-    def summary(self) -> dict[str, Any]:
-        """The ``iceberg`` part of a sync's ``--json`` report."""
-        return {
-            "instant": self.instant,
-            "metadata_location": self.metadata_location,
-            "snapshot_id": self.snapshot_id,
-            "partition_reason": self.partition_reason,
-            "data_files": self.data_files,
-            "delete_files": self.delete_files,
-            "manifests_written": self.manifests_written,
-            "manifests_reused": self.manifests_reused,
-            "snapshots_expired": self.snapshots_expired,
-            "full_listing": self.full_listing,
-            "dry_run": self.dry_run,
-        }
 
 
 @dataclass

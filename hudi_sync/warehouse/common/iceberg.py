@@ -15,6 +15,7 @@ from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.warehouse.common.plan import SyncPlan
 
 if TYPE_CHECKING:
+    from hudi_sync.manifest.iceberg.published import PublishedIceberg
     from hudi_sync.manifest.snapshot import PublishedManifest
     from hudi_sync.table import HudiTable
 
@@ -28,20 +29,26 @@ MARKER_MODE = "iceberg"
 METADATA_FOLDER = ".hoodie/manifest/iceberg/metadata/"
 
 
+def published_iceberg(target: str, published: PublishedManifest) -> PublishedIceberg:
+    """The Iceberg metadata the sync published for this snapshot (``wants_iceberg``);
+    one line naming ``target`` when the sync published none."""
+    if published.iceberg is None:
+        raise HudiSyncError(
+            f"{target}: the snapshot {published.manifest.instant} was synced without its "
+            "Iceberg metadata (the sync publishes it when a target wants_iceberg)"
+        )
+    return published.iceberg
+
+
 def metadata_path(table: HudiTable, published: PublishedManifest, target: str) -> str | None:
     """The published metadata file's path relative to ``table`` (under
     ``.hoodie/manifest/iceberg/metadata/``), or None before the table's first commit (no
     snapshot to show). A snapshot synced without its Iceberg metadata, or metadata of
     another instant or outside the table, is refused in one line."""
     instant = published.manifest.instant
-    iceberg = published.iceberg
-    if iceberg is None:
-        if instant is None:
-            return None
-        raise HudiSyncError(
-            f"{target}: the snapshot {instant} was synced without its Iceberg metadata "
-            "(the sync publishes it when a target wants_iceberg)"
-        )
+    if published.iceberg is None and instant is None:
+        return None
+    iceberg = published_iceberg(target, published)
     if str(iceberg.instant) != str(instant):
         raise HudiSyncError(
             f"{target}: the Iceberg metadata published shows {iceberg.instant}, "

@@ -72,8 +72,8 @@ def catalog_path(uri: str, option: str) -> str:
     if not uri.startswith(SCHEME):
         scheme = uri.partition("://")[0] if "://" in uri else uri
         raise BadInputError(
-            f"{option}={uri!r}: only a SQLite catalog (sqlite:///<path>) is supported, "
-            f"not {scheme!r}"
+            f"{option}={uri!r}: a catalog is a REST catalog (http(s)://...) or a SQLite "
+            f"catalog (sqlite:///<path>), not {scheme!r}"
         )
     path = uri[len(SCHEME) :]
     if not path or path == ":memory:" or "?" in path or "\x00" in path:

@@ -1,5 +1,7 @@
 """The ``iceberg`` sync target: the table's snapshot published as Iceberg v2 metadata in
-its own storage (``hudi_sync.manifest.iceberg``), then committed to a SQL catalog.
+its own storage (``hudi_sync.manifest.iceberg``), then committed to a catalog: a SQL
+catalog (``sqlite:///``, below) or an Iceberg REST catalog (``http(s)://``: registered
+once, then commits of the updates that assert the snapshot read, ``rest_sync``).
 
 The metadata is the table's own (``.hoodie/manifest/iceberg/metadata/``): the store
 writes it and moves ``version-hint.text`` last. With a catalog configured the table is
@@ -21,16 +23,18 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from hudi_sync import config as cfg
-from hudi_sync.errors import CorruptTableError, UnsupportedTableError
+from hudi_sync.errors import BadInputError, CorruptTableError
 from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.storage import reporting_storage_failures
 from hudi_sync.table import HudiTable
 from hudi_sync.table.avro.bounded import load_json
 from hudi_sync.warehouse.common import ObjectNames, OtherTableError, SyncPlan, SyncResult
+from hudi_sync.warehouse.common.iceberg import published_iceberg
+from hudi_sync.warehouse.iceberg.rest_catalog import RestCatalog, is_rest_uri, read_token
 from hudi_sync.warehouse.iceberg.sql_catalog import SqlCatalog, TableId
 
 if TYPE_CHECKING:
-    from hudi_sync.manifest.iceberg.store import PublishedIceberg
+    from hudi_sync.manifest.iceberg.published import PublishedIceberg
 
 METADATA_FOLDER = ".hoodie/manifest/iceberg/metadata"
 
@@ -54,13 +58,27 @@ class IcebergTarget:
         catalog_name: str = "hudi_sync",
         namespace: str = "default",
         table_name: str = "",
+        token: str | None = None,
     ) -> None:
         self.table_uri = table_uri
-        self.catalog = SqlCatalog(catalog_uri, cfg.ICEBERG_CATALOG_URI.key) if catalog_uri else None
+        option = cfg.ICEBERG_CATALOG_URI.key
+        rest = catalog_uri is not None and is_rest_uri(catalog_uri)
+        self.catalog = SqlCatalog(catalog_uri, option) if catalog_uri and not rest else None
+        self.rest = (
+            RestCatalog(catalog_uri, option, token, warehouse=catalog_name)
+            if catalog_uri and rest
+            else None
+        )
+        if token is not None and self.rest is None:
+            raise BadInputError(
+                f"{cfg.ICEBERG_CATALOG_TOKEN_FILE.key}/{cfg.ICEBERG_CATALOG_TOKEN_ENV.key}: a "
+                "bearer token is for a REST catalog (http(s)://), not "
+                + ("a SQL catalog" if catalog_uri else "a sync without a catalog")
+            )
         self.catalog_name = catalog_name
         self.namespace = namespace
         self.table_name = table_name
-        if self.catalog is not None:
+        if self.catalog is not None or self.rest is not None:
             TableId(catalog_name, namespace, table_name)  # refuses an empty or NUL name now
 
     @classmethod
@@ -74,10 +92,18 @@ class IcebergTarget:
             catalog_name=cfg.ICEBERG_CATALOG_NAME.read(options),
             namespace=cfg.ICEBERG_NAMESPACE.read(options),
             table_name=cfg.ICEBERG_TABLE.read(options) or table.config.name,
+            token=read_token(
+                cfg.ICEBERG_CATALOG_TOKEN_FILE.read(options) or None,
+                cfg.ICEBERG_CATALOG_TOKEN_ENV.read(options) or None,
+                cfg.ICEBERG_CATALOG_TOKEN_FILE.key,
+                cfg.ICEBERG_CATALOG_TOKEN_ENV.key,
+            ),
         )
 
     @property
     def name(self) -> str:
+        if self.rest is not None:
+            return f"iceberg:{self.rest.uri}"
         return f"iceberg:{self.catalog.uri if self.catalog is not None else self.table_uri}"
 
     def table_id(self, as_of_instant: str | None) -> TableId:
@@ -99,6 +125,12 @@ class IcebergTarget:
         plan names the metadata file the sync would publish and the catalog statements
         it would run. A catalog row showing another table is refused (``OtherTableError``)
         before anything is written, unless ``force`` or ``replace_other_table``."""
+        if self.rest is not None:
+            from hudi_sync.warehouse.iceberg.rest_sync import RestSync
+
+            rest_sync = RestSync(self, self.rest, table, published)
+            plan, result, summary = rest_sync.run(as_of, force or replace_other_table, dry_run)
+            return plan, _result(result, summary)
         instant = published.manifest.instant
         as_of_instant = instant if as_of else None
         table_id = self.table_id(as_of_instant) if self.catalog is not None else None
@@ -112,11 +144,7 @@ class IcebergTarget:
                     f"table's ({table.uri!r}): another table's under this name (give the "
                     "tables distinct names, or use --force to replace it)"
                 )
-        iceberg = published.iceberg
-        if iceberg is None:  # the sync publishes it for every target that wants it
-            raise UnsupportedTableError(
-                f"{self.name}: the snapshot {instant} was synced without its Iceberg metadata"
-            )
+        iceberg = published_iceberg(self.name, published)
         plan = self._plan(table, iceberg, table_id, current, force, dry_run)
         objects = (str(table_id),) if table_id is not None else ()
         summary = {"metadata_location": iceberg.metadata_location, **iceberg.summary()}
