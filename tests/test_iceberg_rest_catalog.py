@@ -31,7 +31,7 @@ from hudi_sync.manifest.iceberg.metadata import TableMetadata
 from hudi_sync.manifest.iceberg.store import IcebergStore
 from hudi_sync.spark.writing.writer import write_arrow
 from hudi_sync.sync.hook import checked_target_names, run_post_commit_hook
-from hudi_sync.sync.job import publish_manifest
+from hudi_sync.sync.job import publish_manifest, sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.common import OtherTableError
 from hudi_sync.warehouse.iceberg import CatalogConflictError, IcebergTarget, RestCatalog, TableId
@@ -90,8 +90,10 @@ def _client(url: str, token: str | None = TOKEN) -> PyIcebergRestCatalog:
 
 
 def _sync(target: IcebergTarget, path: Path, keep: int, **kwargs: Any) -> tuple[Any, Any]:
-    table = HudiTable.open(str(path))
-    return target.sync(table, publish_manifest(table, keep=keep), **kwargs)
+    """One sync to ``target`` alone (``sync_table``): its plan and result; a failure
+    raises as the CLI's does."""
+    report = sync_table(HudiTable.open(str(path)), [target], keep=keep, **kwargs)
+    return report.plans[0], report.results[0]
 
 
 def _ours(path: Path, result: Any) -> TableMetadata:
@@ -109,7 +111,7 @@ def test_register_then_commits_read_by_pyiceberg_rest_client(tmp_path: Path) -> 
     model = Model(path)
     keep = 2
     with rest_catalog_server(tmp_path, token=TOKEN) as (url, state):
-        target = IcebergTarget(str(path), url, table_name="trips", keep=keep, token=TOKEN)
+        target = IcebergTarget(str(path), url, table_name="trips", token=TOKEN)
         previous: tuple[int, list[tuple[Any, ...]]] | None = None
         for step in range(5):
             extra = step >= 3
@@ -178,7 +180,7 @@ def test_a_race_with_an_older_sync_of_ours_is_retried_once(tmp_path: Path) -> No
     path = tmp_path / "t"
     model = Model(path)
     with rest_catalog_server(tmp_path, token=TOKEN) as (url, state):
-        target = IcebergTarget(str(path), url, table_name="trips", keep=5, token=TOKEN)
+        target = IcebergTarget(str(path), url, table_name="trips", token=TOKEN)
         model.write([1, 2, 3], 1)
         _sync(target, path, 5)
         model.write([3, 4], 2)
@@ -218,11 +220,11 @@ def test_another_writers_commit_is_refused_then_replaced_only_by_force(tmp_path:
     """pyiceberg appends to the catalog's table between this sync's read and commit:
     the 409 is re-read, main shows another writer's snapshot, and the commit is refused
     in one line (the catalog stays as the other writer left it). The next sync is
-    refused before it writes anything; ``force`` drops the entry and registers ours."""
+    refused before it commits anything; ``force`` drops the entry and registers ours."""
     path = tmp_path / "t"
     model = Model(path)
     with rest_catalog_server(tmp_path, token=TOKEN) as (url, state):
-        target = IcebergTarget(str(path), url, table_name="trips", keep=5, token=TOKEN)
+        target = IcebergTarget(str(path), url, table_name="trips", token=TOKEN)
         model.write([1, 2], 1)
         _sync(target, path, 5)
         model.write([2, 3], 2)
@@ -236,11 +238,12 @@ def test_another_writers_commit_is_refused_then_replaced_only_by_force(tmp_path:
         theirs = loaded.metadata.current_snapshot_id
         assert theirs not in (1, 2) and loaded.scan().to_arrow().num_rows == 3
         model.write([5], 3)
-        hint = (path / METADATA / "version-hint.text").read_text()
         with pytest.raises(OtherTableError) as other:
             _sync(target, path, 5)
         assert "\n" not in str(other.value) and f"snapshot {theirs}" in str(other.value)
-        assert (path / METADATA / "version-hint.text").read_text() == hint  # nothing published
+        # The catalog is left as the other writer left it (the table's own Iceberg
+        # metadata, like its manifest, is published before any target runs).
+        assert _client(url).load_table(("default", "trips")).metadata.current_snapshot_id == theirs
         plan, _ = _sync(target, path, 5, force=True)
         assert plan.action == "recreate" and plan.steps[0].startswith("DELETE ")
         loaded = _client(url).load_table(("default", "trips"))
@@ -251,7 +254,7 @@ def test_dry_run_plans_without_committing(tmp_path: Path) -> None:
     path = tmp_path / "t"
     model = Model(path)
     with rest_catalog_server(tmp_path) as (url, state):
-        target = IcebergTarget(str(path), url, table_name="trips", keep=5)
+        target = IcebergTarget(str(path), url, table_name="trips")
         model.write([1], 1)
         plan, _ = _sync(target, path, 5, dry_run=True)
         assert plan.action == "create" and "/register" in plan.steps[-1]
@@ -298,7 +301,7 @@ def test_http_errors_and_tokens_are_one_line(tmp_path: Path, monkeypatch: Any) -
             _sync(target, path, 5)
         message = str(refused.value)
         assert "HTTP 401" in message and url in message and "\n" not in message
-        assert "not-the-token" not in message and not (path / METADATA).exists()
+        assert "not-the-token" not in message
         # The token from a file works; the file's token never shows in the plan.
         token_file = tmp_path / "token"
         token_file.write_text(TOKEN + "\n")

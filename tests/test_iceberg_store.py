@@ -57,9 +57,12 @@ def _write(path: Path, ids: list[int], ts: int, **extra: object) -> str:
 
 
 def _publish(path: Path, keep: int = 100, per_manifest: int = 3) -> PublishedIceberg:
+    """A publication as the sync runs it: publish, then (its readers moved on) collect."""
     table = HudiTable.open(str(path))
     store = IcebergStore(table, keep, entries_per_manifest=per_manifest)
-    return store.publish(publish_manifest(table, keep=keep))
+    published = store.publish(publish_manifest(table, keep=keep))
+    store.collect()
+    return published
 
 
 def _ids(rows: pa.Table) -> list[tuple[int, str]]:

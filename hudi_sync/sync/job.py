@@ -97,6 +97,8 @@ class SyncReport:
         shown = self._json()
         if self.iceberg is not None:  # only when a target wanted it: other reports unchanged
             shown["iceberg"] = self.iceberg.summary()
+            for result in self.results:  # what a catalog added (the file it shows now)
+                shown["iceberg"].update(result.iceberg or {})
         return shown
 
     def _json(self) -> dict[str, Any]:
@@ -170,6 +172,9 @@ def _publish_manifest(
 SNAPSHOT_VIEW_REFUSAL = "_rt"
 # The key of ``SyncReport.errors`` that says why a table got no change feed.
 CHANGE_FEED_REFUSAL = "_changes"
+# The key of ``SyncReport.errors`` that says why the files only expired Iceberg
+# snapshots named were not deleted (``IcebergStore.collect``).
+ICEBERG_COLLECTION = "_iceberg"
 
 
 def publish_logs(
@@ -415,6 +420,17 @@ def sync_table(
             continue
         plans.append(plan)
         results.append(result)
+    iceberg_readers = [t.name for t in readers if wants_iceberg(t)]
+    moved_on = not any(name in errors for name in iceberg_readers)
+    if published.iceberg is not None and not dry_run and as_of is None and moved_on:
+        # Every reader moved on to the new metadata: what only expired snapshots name goes.
+        try:
+            with reporting_storage_failures(table.location):
+                IcebergStore(table, keep, listing=listing).collect()
+        except HudiSyncError as exc:
+            if not continue_on_error:
+                raise
+            errors[ICEBERG_COLLECTION] = str(exc)
     if snapshot_refusal is not None and not continue_on_error:
         raise UnsupportedTableError(snapshot_refusal)  # after the read-optimized objects
     if feed_refusal is not None and not continue_on_error:

@@ -38,7 +38,7 @@ import re
 import time
 import uuid
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
@@ -551,7 +551,6 @@ class IcebergStore:
         location.write_file(self.path("metadata", name), metadata.to_json())
         if as_of is None:
             location.write_file(self.path("metadata", VERSION_HINT), str(version).encode())
-            self._collect(metadata, expired)
         return PublishedIceberg(
             instant,
             self.uri("metadata", name),
@@ -588,14 +587,25 @@ class IcebergStore:
         limit = retained or clean.requested_time
         return comparable_instant(instant) >= comparable_instant(limit)
 
-    def _collect(self, metadata: TableMetadata, expired: Iterable[Snapshot]) -> None:
-        """Delete what only expired snapshots named: their manifest lists, and the files
-        each kept-out snapshot's ``removed-<id>.json`` lists once no snapshot before it
-        is kept."""
+    def collect(self) -> int:
+        """Delete what only expired snapshots name: their manifest lists, and the files
+        each ``removed-<id>.json`` lists once no snapshot before it is kept. Run after
+        every reader of the previous metadata moved on (the sync runs it once its
+        catalogs and warehouse tables show the new metadata: a catalog that failed to move
+        still names the old snapshots). Returns the files deleted."""
         location = self.table.location
-        for snapshot in expired:
-            relative = self._own_file(snapshot.manifest_list, self.uri("metadata"))
-            location.remove(self.path(relative))
+        current = self.current()
+        if current is None:
+            return 0
+        metadata = current.metadata
+        deleted = 0
+        named = {s.manifest_list for s in metadata.snapshots}
+        newest = max((s.snapshot_id for s in metadata.snapshots), default=0)
+        for name in location.names(self.path("metadata")):
+            match = _LIST_NAME.fullmatch(name)
+            # A list of a snapshot since expired (not a newer one a killed sync left).
+            if match and int(match.group(1)) < newest and self.uri("metadata", name) not in named:
+                deleted += location.remove(self.path("metadata", name))
         kept = [s.snapshot_id for s in metadata.snapshots]
         oldest = min(kept) if kept else None
         for name in location.names(self.path("metadata")):
@@ -611,8 +621,9 @@ class IcebergStore:
                 checked = contained_relative(str(relative), where)
                 if not checked.startswith(("metadata/", f"{DATA_FOLDER}/", f"{DELETES_FOLDER}/")):
                     raise CorruptTableError(f"{where}: {checked!r} is not a file of ours")
-                location.remove(self.path(checked))
+                deleted += location.remove(self.path(checked))
             location.remove(self.path("metadata", name))
+        return deleted
 
     def _unchanged(
         self, current: _Current, metadata: TableMetadata, shown: Snapshot

@@ -19,6 +19,7 @@ bounded (size, then the metadata's counts) like any file read from storage.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import urllib.parse
@@ -287,6 +288,8 @@ class RestCatalog:
         self.__token = token
         self._prefix: str | None = None
         self._session: requests.Session | None = None
+        if importlib.util.find_spec("requests") is None:  # before the sync publishes anything
+            raise extra_error("requests", "iceberg")
 
     def __repr__(self) -> str:
         return f"RestCatalog({self.uri!r})"
