@@ -6,9 +6,9 @@ Both table types: Copy-on-Write (simple index: rewritten base files) and Merge-o
 (bucket index: rows in log files, so snapshots carry live-row files and position
 deletes), with late events (an older ordering value loses to the stored row), ties with
 the stored row (the later write wins), deletes, re-inserts of deleted keys, a partition
-overwritten (COW) and an inline compaction (MOR). The writes use the driver's Arrow
-engine (``write_arrow``: no JVM); the executors' engine writes the same files
-(tests/test_spark_writer.py compares them).
+overwritten (COW) and an inline compaction (MOR). Both engines write: the driver's
+Arrow engine (``write_arrow``: no JVM) a longer sequence, and the executors' (Spark
+jobs, ``hudi_sync.write.driver.max.bytes=0``) a shorter one of each kind of write.
 """
 
 from __future__ import annotations
@@ -87,6 +87,24 @@ def _frame(batch: list[dict[str, Any]]) -> pa.Table:
     )
 
 
+class Writer:
+    """Writes a batch through one engine: the driver's (``write_arrow``) or the
+    executors' (``write`` of a DataFrame with ``hudi_sync.write.driver.max.bytes=0``)."""
+
+    def __init__(self, engine: str, spark: Any = None) -> None:
+        self.engine, self.spark = engine, spark
+
+    def __call__(self, batch: list[dict[str, Any]], path: Path, options: dict[str, object]) -> None:
+        if self.engine == "driver":
+            write_arrow(_frame(batch), str(path), options)
+            return
+        from hudi_sync.spark import write
+        from hudi_sync.spark.compat import arrow_dataframe
+
+        executors = {**options, "hudi_sync.write.driver.max.bytes": 0}
+        write(arrow_dataframe(self.spark, _frame(batch)), str(path), executors)
+
+
 def _publish(path: Path) -> PublishedIceberg:
     """Every snapshot kept (the writer's cleaner keeps 50 commits)."""
     table = HudiTable.open(str(path))
@@ -94,10 +112,21 @@ def _publish(path: Path) -> PublishedIceberg:
     return store.publish(publish_manifest(table, keep=100))
 
 
-@pytest.mark.parametrize("table_type,seed", [("COPY_ON_WRITE", 11), ("MERGE_ON_READ", 12)])
+@pytest.mark.parametrize(
+    "table_type,seed,engine",
+    [
+        ("COPY_ON_WRITE", 11, "driver"),
+        ("MERGE_ON_READ", 12, "driver"),
+        ("COPY_ON_WRITE", 13, "executors"),
+        ("MERGE_ON_READ", 14, "executors"),
+    ],
+)
 def test_random_writes_published_after_each_commit_equal_the_model(
-    tmp_path: Path, table_type: str, seed: int
+    request: pytest.FixtureRequest, tmp_path: Path, table_type: str, seed: int, engine: str
 ) -> None:
+    """The executors' cases take about 20 s each (Spark jobs a write): each kind of
+    write once."""
+    writer = Writer(engine, request.getfixturevalue("spark") if engine == "executors" else None)
     path = tmp_path / "table"
     chooser = random.Random(seed)
     model = Model()
@@ -107,7 +136,8 @@ def test_random_writes_published_after_each_commit_equal_the_model(
     # (the bucket index our writer uses for MOR takes no insert_overwrite)
     overwrite = "overwrite" if table_type == "COPY_ON_WRITE" else "upsert"
     operations = ["insert", "upsert", "late", "delete", "upsert", overwrite, "reinsert"]
-    operations += chooser.choices(["upsert", "late", "delete", "upsert"], k=4)
+    if engine == "driver":
+        operations += chooser.choices(["upsert", "late", "delete", "upsert"], k=4)
     for step, operation in enumerate(operations):
         existing = sorted(model.rows)
         if operation == "insert":
@@ -116,7 +146,7 @@ def test_random_writes_published_after_each_commit_equal_the_model(
                 for i in range(12)
             ]
             next_key += 12
-            write_arrow(_frame(batch), str(path), _options(table_type, "upsert"))
+            writer(batch, path, _options(table_type, "upsert"))
             model.upsert(batch)
         elif operation in ("upsert", "late"):
             picked = chooser.sample(existing, min(len(existing), 4))
@@ -126,12 +156,12 @@ def test_random_writes_published_after_each_commit_equal_the_model(
                 {"id": k, "p": model.rows[k]["p"], "name": f"{operation}{step}", "ts": ts}
                 for k in picked
             ]
-            write_arrow(_frame(batch), str(path), _options(table_type, "upsert"))
+            writer(batch, path, _options(table_type, "upsert"))
             model.upsert(batch)
         elif operation == "delete":
             picked = chooser.sample(existing, min(len(existing), 3))
             batch = [dict(model.rows[k]) for k in picked]
-            write_arrow(_frame(batch), str(path), _options(table_type, "delete"))
+            writer(batch, path, _options(table_type, "delete"))
             for key in picked:
                 del model.rows[key]
         elif operation == "reinsert":  # keys deleted before come back
@@ -140,13 +170,13 @@ def test_random_writes_published_after_each_commit_equal_the_model(
                 for k in range(next_key)
                 if k not in model.rows
             ][:3]
-            write_arrow(_frame(batch), str(path), _options(table_type, "upsert"))
+            writer(batch, path, _options(table_type, "upsert"))
             model.upsert(batch)
         elif operation == "overwrite":
             partition = chooser.choice(PARTITIONS)
             batch = [{"id": next_key, "p": partition, "name": f"o{step}", "ts": 1}]
             next_key += 1
-            write_arrow(_frame(batch), str(path), _options(table_type, "insert_overwrite"))
+            writer(batch, path, _options(table_type, "insert_overwrite"))
             model.rows = {k: r for k, r in model.rows.items() if r["p"] != partition}
             model.upsert(batch)
         last = _publish(path)
