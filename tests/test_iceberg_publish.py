@@ -19,7 +19,8 @@ import fsspec
 import pyarrow as pa
 import pytest
 
-from hudi_sync.manifest.iceberg.store import INSTANT_KEY, IcebergStore, PublishedIceberg
+from hudi_sync.manifest.iceberg import IcebergStore, PublishedIceberg
+from hudi_sync.manifest.iceberg.store import INSTANT_KEY
 from hudi_sync.sync.job import publish_manifest
 from hudi_sync.table import HudiTable
 from tests import hudi_oracle

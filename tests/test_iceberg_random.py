@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from hudi_sync.manifest.iceberg.store import IcebergStore, PublishedIceberg
+from hudi_sync.manifest.iceberg import IcebergStore, PublishedIceberg
 from hudi_sync.spark.writing.writer import write_arrow
 from hudi_sync.sync.job import publish_manifest
 from hudi_sync.table import HudiTable

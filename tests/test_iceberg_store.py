@@ -14,13 +14,8 @@ import pytest
 from pyiceberg.table import StaticTable
 
 from hudi_sync.errors import CorruptTableError
-from hudi_sync.manifest.iceberg.store import (
-    INSTANT_KEY,
-    METADATA_FOLDER,
-    VERSION_HINT,
-    IcebergStore,
-    PublishedIceberg,
-)
+from hudi_sync.manifest.iceberg.published import METADATA_FOLDER, PublishedIceberg
+from hudi_sync.manifest.iceberg.store import INSTANT_KEY, VERSION_HINT, IcebergStore
 from hudi_sync.spark.writing.writer import write_arrow
 from hudi_sync.storage import Location
 from hudi_sync.sync.job import publish_manifest

@@ -30,8 +30,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError, first_line
+from hudi_sync.manifest.iceberg.published import ICEBERG_FOLDER
 from hudi_sync.manifest.log_parquet import slice_version_name
-from hudi_sync.manifest.snapshot import MANIFEST_FOLDER
 from hudi_sync.storage import Location, contained_file
 from hudi_sync.table import HudiTable
 from hudi_sync.table.files.fs_view import FileSlice
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from hudi_sync.manifest.iceberg.partitioning import PartitionPlan
     from hudi_sync.manifest.iceberg.schema import IcebergSchema
 
-ICEBERG_FOLDER = f"{MANIFEST_FOLDER}/iceberg"
 # Under ICEBERG_FOLDER, each with a folder per partition path.
 DATA_FOLDER = "data"
 DELETES_FOLDER = "deletes"

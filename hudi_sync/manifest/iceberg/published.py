@@ -1,10 +1,14 @@
-"""What an Iceberg publication wrote: its own module, so the manifest's dataclasses can
-name it without importing the store that makes it."""
+"""What an Iceberg publication wrote, and where it lives: its own module, so the
+manifest's dataclasses and the targets can name them without importing the store."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+# Where a table's Iceberg metadata lives, relative to the table (the store's layout).
+ICEBERG_FOLDER = ".hoodie/manifest/iceberg"
+METADATA_FOLDER = f"{ICEBERG_FOLDER}/metadata"
 
 
 @dataclass(frozen=True)

@@ -67,10 +67,10 @@ from hudi_sync.manifest.iceberg.partitioning import (
     partition_plan,
     unpartitioned_plan,
 )
-from hudi_sync.manifest.iceberg.published import PublishedIceberg
+from hudi_sync.manifest.iceberg.published import ICEBERG_FOLDER, PublishedIceberg
 from hudi_sync.manifest.iceberg.schema import IcebergSchema, file_only_columns, iceberg_schema
 from hudi_sync.manifest.incremental import pending_writes, touched_partitions
-from hudi_sync.manifest.snapshot import MANIFEST_FOLDER, PublishedManifest
+from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.storage import contained_name, contained_relative, reporting_storage_failures
 from hudi_sync.table import HudiTable
 from hudi_sync.table.avro.bounded import load_json
@@ -80,8 +80,6 @@ from hudi_sync.table.timeline.active import timeline_zone
 from hudi_sync.table.timeline.instant import comparable_instant
 from hudi_sync.table.timeline.listing import TimelineListing
 
-ICEBERG_FOLDER = f"{MANIFEST_FOLDER}/iceberg"
-METADATA_FOLDER = f"{ICEBERG_FOLDER}/metadata"
 VERSION_HINT = "version-hint.text"
 # Table property: the manifests' bucket count, fixed when the metadata is first written.
 BUCKETS_PROPERTY = "hudi-sync.manifest.buckets"
@@ -122,7 +120,7 @@ class _Build:
 
 
 @dataclass(frozen=True)
-class _Current:
+class CurrentMetadata:
     """The published metadata the pointer names."""
 
     version: int
@@ -174,7 +172,7 @@ class IcebergStore:
         return f"metadata/{name}"
 
     # --- reading what is published ------------------------------------------------------
-    def current(self) -> _Current | None:
+    def current(self) -> CurrentMetadata | None:
         """The metadata the version hint names, or None before the first publication."""
         location = self.table.location
         hint_uri = self.uri("metadata", VERSION_HINT)
@@ -191,14 +189,7 @@ class IcebergStore:
             data = location.read_file(self.path("metadata", name))
         except FileNotFoundError:
             raise CorruptTableError(f"{hint_uri}: names {name}, which is missing") from None
-        return _Current(version, TableMetadata.read(data, self.uri("metadata", name)))
-
-    def current_location(self) -> str | None:
-        """The absolute URI of the current metadata file, or None."""
-        current = self.current()
-        return (
-            None if current is None else self.uri("metadata", self._metadata_name(current.version))
-        )
+        return CurrentMetadata(version, TableMetadata.read(data, self.uri("metadata", name)))
 
     # --- publishing -------------------------------------------------------------------
     def publish(
@@ -626,7 +617,7 @@ class IcebergStore:
         return deleted
 
     def _unchanged(
-        self, current: _Current, metadata: TableMetadata, shown: Snapshot
+        self, current: CurrentMetadata, metadata: TableMetadata, shown: Snapshot
     ) -> PublishedIceberg:
         """A rerun at the published instant: what the current metadata shows."""
 

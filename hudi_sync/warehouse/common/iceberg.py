@@ -12,6 +12,7 @@ import posixpath
 from typing import TYPE_CHECKING
 
 from hudi_sync.errors import BadInputError, HudiSyncError
+from hudi_sync.manifest.iceberg.published import METADATA_FOLDER
 from hudi_sync.warehouse.common.plan import SyncPlan
 
 if TYPE_CHECKING:
@@ -25,8 +26,6 @@ ONLY = "only"
 MODES = (OFF, BESIDE, ONLY)
 # The marker mode of ``<t>_iceberg`` (the manifest objects' is ``view`` or ``manifest``).
 MARKER_MODE = "iceberg"
-# Where the store writes the metadata files, under the table (ICEBERG_DESIGN: layout).
-METADATA_FOLDER = ".hoodie/manifest/iceberg/metadata/"
 
 
 def published_iceberg(target: str, published: PublishedManifest) -> PublishedIceberg:
@@ -58,13 +57,13 @@ def metadata_path(table: HudiTable, published: PublishedManifest, target: str) -
     root = table.uri.rstrip("/") + "/"
     relative = location[len(root) :] if location.startswith(root) else ""
     if (
-        not relative.startswith(METADATA_FOLDER)
+        not relative.startswith(METADATA_FOLDER + "/")
         or posixpath.normpath(relative) != relative
         or not relative.endswith(".metadata.json")
     ):
         raise BadInputError(
             f"{target}: Iceberg metadata {location!r} is not a metadata file under "
-            f"{root}{METADATA_FOLDER}"
+            f"{root}{METADATA_FOLDER}/"
         )
     return relative
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from hudi_sync.errors import CorruptTableError, HudiSyncError
 from hudi_sync.manifest.iceberg.metadata import TableMetadata
-from hudi_sync.manifest.iceberg.store import METADATA_FOLDER, IcebergStore
+from hudi_sync.manifest.iceberg.published import METADATA_FOLDER
+from hudi_sync.manifest.iceberg.store import IcebergStore
 from hudi_sync.manifest.snapshot import DEFAULT_KEEP, PublishedManifest
 from hudi_sync.storage import reporting_storage_failures
 from hudi_sync.table import HudiTable

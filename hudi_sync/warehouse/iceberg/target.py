@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, CorruptTableError
+from hudi_sync.manifest.iceberg.published import METADATA_FOLDER
 from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.storage import reporting_storage_failures
 from hudi_sync.table import HudiTable
@@ -35,8 +36,6 @@ from hudi_sync.warehouse.iceberg.sql_catalog import SqlCatalog, TableId
 
 if TYPE_CHECKING:
     from hudi_sync.manifest.iceberg.published import PublishedIceberg
-
-METADATA_FOLDER = ".hoodie/manifest/iceberg/metadata"
 
 
 class IcebergTarget:
