@@ -261,7 +261,8 @@ def test_batch_of_footers_equals_one_by_one(tmp_path: Path, threads: int) -> Non
     """``parquet_data_files`` gives, in the items' order, what ``parquet_data_file``
     gives file by file, though files of different footer schemas alternate (the same
     column at another leaf, another type, more row groups): nothing derived from one
-    footer's schema is applied to another's. A bad file in the batch is one line."""
+    footer's schema is applied to another's, in a batch or across calls with one
+    schema. A bad file in the batch is one line."""
     layouts = [
         TRICKY,
         TRICKY.select(["count", "text", "amount", "day"]),
@@ -278,7 +279,10 @@ def test_batch_of_footers_equals_one_by_one(tmp_path: Path, threads: int) -> Non
     schema = schema_of(TRICKY.schema)
     items = [(name, (i,)) for i, name in enumerate(names)]
     batch = parquet_data_files(location, items, schema, threads=threads)
-    assert batch == [parquet_data_file(location, n, schema, p) for n, p in items]
+    # File by file, each with a schema object of its own: nothing kept from another file.
+    alone = [parquet_data_file(location, n, schema_of(TRICKY.schema), p) for n, p in items]
+    assert batch == alone
+    assert [parquet_data_file(location, n, schema, p) for n, p in items] == alone
     assert [f.partition for f in batch] == [(i,) for i in range(9)]
     count_id = schema.field_ids()["count"]
     assert count_id in batch[1].lower_bounds and count_id not in batch[2].lower_bounds
