@@ -57,6 +57,7 @@ from hudi_sync.manifest.iceberg.data_files import (
     arrow_data_file,
     encode_bound,
     parquet_data_file,
+    parquet_data_files,
 )
 from hudi_sync.manifest.iceberg.parquet_footer import parse_footer
 from hudi_sync.storage import open_location
@@ -253,6 +254,44 @@ def test_fixture_base_files_read_back_by_pyiceberg(
             assert (entry.sequence_number, entry.file_sequence_number) == (7, 7)
             assert entry.snapshot_id == 42
             assert_stats(entry.data_file, pq.read_table(path), schema)
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_batch_of_footers_equals_one_by_one(tmp_path: Path, threads: int) -> None:
+    """``parquet_data_files`` gives, in the items' order, what ``parquet_data_file``
+    gives file by file, though files of different footer schemas alternate (the same
+    column at another leaf, another type, more row groups): nothing derived from one
+    footer's schema is applied to another's, in a batch or across calls with one
+    schema. A bad file in the batch is one line."""
+    layouts = [
+        TRICKY,
+        TRICKY.select(["count", "text", "amount", "day"]),
+        TRICKY.select(["text", "count"]).cast(
+            pa.schema([("text", pa.string()), ("count", pa.string())])
+        ),
+    ]
+    names = []
+    for i in range(9):
+        rows = layouts[i % len(layouts)].slice(i % 3)
+        _write(rows, tmp_path / f"f{i}.parquet", row_group_size=2 if i % 2 else None)
+        names.append(f"f{i}.parquet")
+    location = open_location(str(tmp_path))
+    schema = schema_of(TRICKY.schema)
+    items = [(name, (i,)) for i, name in enumerate(names)]
+    batch = parquet_data_files(location, items, schema, threads=threads)
+    # File by file, each with a schema object of its own: nothing kept from another file.
+    alone = [parquet_data_file(location, n, schema_of(TRICKY.schema), p) for n, p in items]
+    assert batch == alone
+    assert [parquet_data_file(location, n, schema, p) for n, p in items] == alone
+    assert [f.partition for f in batch] == [(i,) for i in range(9)]
+    count_id = schema.field_ids()["count"]
+    assert count_id in batch[1].lower_bounds and count_id not in batch[2].lower_bounds
+    (tmp_path / "bad.parquet").write_bytes(b"PAR1" + b"\x00" * 20 + b"PAR1")
+    with pytest.raises(CorruptTableError) as failure:
+        parquet_data_files(location, [*items, ("bad.parquet", (9,))], schema, threads=threads)
+    _one_line(failure, str(tmp_path / "bad.parquet"))
+    with pytest.raises(CorruptTableError, match="inside its table"):
+        parquet_data_files(location, [*items, ("../bad.parquet", (9,))], schema, threads=threads)
 
 
 # --- tricky values ----------------------------------------------------------------

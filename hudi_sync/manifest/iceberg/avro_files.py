@@ -273,29 +273,43 @@ def _entry_record(entry: ManifestEntry, partition_names: list[str]) -> dict[str,
         "snapshot_id": entry.snapshot_id,
         "sequence_number": entry.data_sequence,
         "file_sequence_number": entry.file_sequence,
-        "data_file": {
-            "content": file.content,
-            "file_path": file.path,
-            "file_format": "PARQUET",
-            "partition": dict(zip(partition_names, file.partition, strict=True)),
-            "record_count": file.record_count,
-            "file_size_in_bytes": file.size,
-            "column_sizes": _map_items(file.column_sizes),
-            "value_counts": _map_items(file.value_counts),
-            "null_value_counts": _map_items(file.null_counts),
-            "nan_value_counts": None,
-            "lower_bounds": _map_items(file.lower_bounds),
-            "upper_bounds": _map_items(file.upper_bounds),
-            "key_metadata": None,
-            "split_offsets": None,
-            "equality_ids": None,
-            "sort_order_id": None,
-        },
+        "data_file": _data_file_record(file, partition_names),
     }
 
 
-def _map_items(mapping: dict[int, Any]) -> list[dict[str, Any]] | None:
-    return [{"key": k, "value": mapping[k]} for k in sorted(mapping)] if mapping else None
+def _data_file_record(file: DataFile, partition_names: list[str]) -> dict[str, Any]:
+    """The entry's ``data_file``: as read, when it was read from a manifest of the same
+    partition fields (a carried entry costs no rebuild), else built from ``file``."""
+    read = file.avro_record
+    if read is not None and list(read["partition"]) == partition_names:
+        return read
+    return {
+        "content": file.content,
+        "file_path": file.path,
+        "file_format": "PARQUET",
+        "partition": dict(zip(partition_names, file.partition, strict=True)),
+        "record_count": file.record_count,
+        "file_size_in_bytes": file.size,
+        "column_sizes": _map_items(file.column_sizes),
+        "value_counts": _map_items(file.value_counts),
+        "null_value_counts": _map_items(file.null_counts),
+        "nan_value_counts": None,
+        "lower_bounds": _map_items(file.lower_bounds),
+        "upper_bounds": _map_items(file.upper_bounds),
+        "key_metadata": None,
+        "split_offsets": None,
+        "equality_ids": None,
+        "sort_order_id": None,
+    }
+
+
+def _map_items(mapping: dict[int, Any]) -> tuple[str, list[dict[str, Any]]] | None:
+    """An int-keyed map as its Avro array, in fastavro's tuple notation for the union's
+    array branch: fastavro then writes it without first validating every item against
+    each branch (which cost as much as the write itself)."""
+    if not mapping:
+        return None
+    return ("array", [{"key": k, "value": mapping[k]} for k in sorted(mapping)])
 
 
 def manifest_file(
@@ -371,10 +385,13 @@ def write_manifest_list(
             "added_rows_count": m.added_rows,
             "existing_rows_count": m.existing_rows,
             "deleted_rows_count": m.deleted_rows,
-            "partitions": [
-                {"contains_null": n, "contains_nan": nan, "lower_bound": lo, "upper_bound": hi}
-                for n, nan, lo, hi in m.partitions
-            ],
+            "partitions": (  # the union's array branch, named: see ``_map_items``
+                "array",
+                [
+                    {"contains_null": n, "contains_nan": nan, "lower_bound": lo, "upper_bound": hi}
+                    for n, nan, lo, hi in m.partitions
+                ],
+            ),
             "key_metadata": None,
         }
         for m in manifests
@@ -449,24 +466,40 @@ def _entry(
         _partition_value(t, file["partition"][n])
         for n, (_, t) in zip(names, plan.fields, strict=True)
     )
+    data_file = DataFile(
+        content=content,
+        path=file["file_path"],
+        record_count=file["record_count"],
+        size=file["file_size_in_bytes"],
+        partition=partition,
+        column_sizes=_map_dict(file["column_sizes"]),
+        value_counts=_map_dict(file["value_counts"]),
+        null_counts=_map_dict(file["null_value_counts"]),
+        lower_bounds=_map_dict(file["lower_bounds"]),
+        upper_bounds=_map_dict(file["upper_bounds"]),
+    )
+    # Written again as read: the maps in the tuple notation ``_map_items`` gives.
+    for key in _MAP_FIELDS:
+        if file[key] is not None:
+            file[key] = ("array", file[key])
+    object.__setattr__(data_file, "avro_record", file)
     return ManifestEntry(
         status=status,
         snapshot_id=snapshot_id if record["snapshot_id"] is None else record["snapshot_id"],
         data_sequence=data_sequence,
         file_sequence=file_sequence,
-        file=DataFile(
-            content=content,
-            path=file["file_path"],
-            record_count=file["record_count"],
-            size=file["file_size_in_bytes"],
-            partition=partition,
-            column_sizes=_map_dict(file["column_sizes"]),
-            value_counts=_map_dict(file["value_counts"]),
-            null_counts=_map_dict(file["null_value_counts"]),
-            lower_bounds=_map_dict(file["lower_bounds"]),
-            upper_bounds=_map_dict(file["upper_bounds"]),
-        ),
+        file=data_file,
     )
+
+
+_MAP_FIELDS = (
+    "column_sizes",
+    "value_counts",
+    "null_value_counts",
+    "nan_value_counts",
+    "lower_bounds",
+    "upper_bounds",
+)
 
 
 def _partition_value(iceberg_type: str, value: Any) -> Any:

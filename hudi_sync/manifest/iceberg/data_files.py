@@ -18,6 +18,8 @@ import datetime as dt
 import decimal
 import re
 import struct
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -59,6 +61,11 @@ class DataFile:
     null_counts: dict[int, int] = field(default_factory=dict)
     lower_bounds: dict[int, bytes] = field(default_factory=dict)
     upper_bounds: dict[int, bytes] = field(default_factory=dict)
+    # The ``data_file`` record this entry was read from in one of our manifests, in the
+    # form ``avro_files`` writes, so a sync that carries the entry into a new manifest
+    # writes it as read instead of rebuilding it; not part of the value, and not copied
+    # by ``dataclasses.replace`` (which would pair it with other values).
+    avro_record: dict[str, Any] | None = field(default=None, init=False, compare=False, repr=False)
 
 
 def encode_bound(iceberg_type: str, value: Any) -> bytes:
@@ -117,42 +124,132 @@ def parquet_data_file(
     """A table file's entry from its footer alone (one read of the file's tail).
     ``relative_path`` is checked to stay under the table before it is read; ``size``,
     when a listing gave it, spares asking the store."""
+    return _read_data_file(location, relative_path, schema, partition, size, _plans_for(schema))
+
+
+# The column plans of the schemas ``parquet_data_file`` was last called with (a caller
+# reads file after file of one schema): schema object -> plans by footer schema.
+_RECENT_PLANS: dict[int, tuple[SchemaFields, dict[bytes, _ColumnPlan]]] = {}
+_RECENT_LIMIT = 8
+
+
+def _plans_for(schema: SchemaFields) -> dict[bytes, _ColumnPlan]:
+    """The plans kept for this very schema object (by identity: a schema is not
+    hashable, and an id is only trusted while the object it named is kept alive here)."""
+    kept = _RECENT_PLANS.get(id(schema))
+    if kept is not None and kept[0] is schema:
+        return kept[1]
+    if len(_RECENT_PLANS) >= _RECENT_LIMIT:
+        _RECENT_PLANS.clear()
+    plans: dict[bytes, _ColumnPlan] = {}
+    _RECENT_PLANS[id(schema)] = (schema, plans)
+    return plans
+
+
+def parquet_data_files(
+    location: Location,
+    items: Sequence[tuple[str, tuple[Any, ...]]],
+    schema: SchemaFields,
+    threads: int | None = None,
+) -> list[DataFile]:
+    """The entries of many table files, ``(relative path, partition values)`` each, in
+    ``items``' order: what ``parquet_data_file`` gives one by one, with what depends
+    only on a footer's schema (leaf columns, bound decoders) derived once per schema,
+    and on an object store the footers read on a thread pool (its ranged GETs wait
+    together, not in turn). ``threads``: the pool's size; default 16 on a store, none
+    on a local file system (a local read hardly waits, and threads that parse footers
+    only contend for the GIL: measured 2x slower on 2 CPUs)."""
+    plans: dict[bytes, _ColumnPlan] = {}
+
+    def one(item: tuple[str, tuple[Any, ...]]) -> DataFile:
+        return _read_data_file(location, item[0], schema, item[1], None, plans)
+
+    workers = threads or (_LOCAL_THREADS if location.is_local else _STORE_THREADS)
+    if workers <= 1 or len(items) < 2:
+        return [one(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        return list(pool.map(one, items))
+
+
+_LOCAL_THREADS, _STORE_THREADS = 1, 16
+
+
+def _read_data_file(
+    location: Location,
+    relative_path: str,
+    schema: SchemaFields,
+    partition: tuple[Any, ...],
+    size: int | None,
+    plans: dict[bytes, _ColumnPlan],
+) -> DataFile:
     path = location.inside(relative_path, location.uri)
     uri = location.uri_of(relative_path)
     footer = read_footer(location, path, uri, size)
-    return _footer_data_file(footer, uri, schema, partition)
+    return _footer_data_file(footer, uri, schema, partition, plans)
 
 
-def _footer_data_file(
-    footer: Footer, uri: str, schema: SchemaFields, partition: tuple[Any, ...]
-) -> DataFile:
-    metadata = footer.metadata
-    leaves = _top_level_leaves(metadata.schema)
-    sizes: dict[int, int] = {}
-    values: dict[int, int] = {}
-    nulls: dict[int, int] = {}
-    lowers: dict[int, bytes] = {}
-    uppers: dict[int, bytes] = {}
+@dataclass(frozen=True)
+class _Column:
+    """A schema field with statistics in files of one footer schema."""
+
+    field_id: int
+    iceberg_type: str
+    leaf: int
+    decode: Any  # raw min/max -> the value ``encode_bound`` takes; None: no bounds
+
+
+_ColumnPlan = tuple[_Column, ...]
+
+
+def _column_plan(parquet_schema: pq.ParquetSchema, schema: SchemaFields) -> _ColumnPlan:
+    """The schema's top-level primitive fields a file of ``parquet_schema`` holds."""
+    leaves = _top_level_leaves(parquet_schema)
+    columns = []
     for field_json in schema.fields_json:
         name, field_id, iceberg_type = field_json["name"], field_json["id"], field_json["type"]
         leaf = leaves.get(name)
         if leaf is None or not isinstance(iceberg_type, str):
             continue
-        chunks = [metadata.row_group(g).column(leaf) for g in range(metadata.num_row_groups)]
+        decode = _bound_decoder(iceberg_type, parquet_schema.column(leaf))
+        columns.append(_Column(field_id, iceberg_type, leaf, decode))
+    return tuple(columns)
+
+
+def _footer_data_file(
+    footer: Footer,
+    uri: str,
+    schema: SchemaFields,
+    partition: tuple[Any, ...],
+    plans: dict[bytes, _ColumnPlan] | None = None,
+) -> DataFile:
+    """``plans``: column plans already derived, by footer schema (filled as found)."""
+    metadata = footer.metadata
+    plan = plans.get(footer.schema_key) if plans is not None and footer.schema_key else None
+    if plan is None:
+        plan = _column_plan(metadata.schema, schema)
+        if plans is not None and footer.schema_key:
+            plans[footer.schema_key] = plan
+    sizes: dict[int, int] = {}
+    values: dict[int, int] = {}
+    nulls: dict[int, int] = {}
+    lowers: dict[int, bytes] = {}
+    uppers: dict[int, bytes] = {}
+    groups = [metadata.row_group(g) for g in range(metadata.num_row_groups)]
+    for column in plan:
+        field_id, leaf = column.field_id, column.leaf
+        chunks = [group.column(leaf) for group in groups]
         sizes[field_id] = sum(c.total_compressed_size for c in chunks)
         values[field_id] = sum(c.num_values for c in chunks)
         stats = [c.statistics if c.is_stats_set else None for c in chunks]
         if all(s is not None and s.has_null_count for s in stats):
             nulls[field_id] = sum(s.null_count for s in stats if s is not None)
-        column = metadata.schema.column(leaf)
-        decode = _bound_decoder(iceberg_type, column)
-        if decode is None:
+        if column.decode is None:
             continue
-        exact = [footer.exact[g][leaf] for g in range(metadata.num_row_groups)]
-        bounds = _footer_bounds(chunks, stats, exact, decode)
+        exact = [footer.exact[g][leaf] for g in range(len(groups))]
+        bounds = _footer_bounds(chunks, stats, exact, column.decode)
         if bounds is not None:
-            lowers[field_id] = encode_bound(iceberg_type, bounds[0])
-            uppers[field_id] = encode_bound(iceberg_type, bounds[1])
+            lowers[field_id] = encode_bound(column.iceberg_type, bounds[0])
+            uppers[field_id] = encode_bound(column.iceberg_type, bounds[1])
     return DataFile(
         content=DATA,
         path=uri,

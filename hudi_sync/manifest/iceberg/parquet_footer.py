@@ -13,8 +13,8 @@ and by nesting depth.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -32,12 +32,14 @@ _STOP, _TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY = range(9)
 _LIST, _SET, _MAP, _STRUCT = 9, 10, 11, 12
 
 # Field ids of parquet.thrift.
+_FILE_SCHEMA = 2
 _FILE_ROW_GROUPS = 4
 _GROUP_COLUMNS = 1
 _CHUNK_META = 3
 _META_STATISTICS = 12
 _STATS_MAX_VALUE, _STATS_MIN_VALUE = 5, 6
 _STATS_MAX_EXACT, _STATS_MIN_EXACT = 7, 8
+_STATS_FIELDS = frozenset((_STATS_MAX_VALUE, _STATS_MIN_VALUE, _STATS_MAX_EXACT, _STATS_MIN_EXACT))
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class Footer:
     size: int
     metadata: pq.FileMetaData
     exact: tuple[tuple[bool, ...], ...]
+    # The footer's schema as its Thrift bytes: equal for files of one schema.
+    schema_key: bytes = b""
 
 
 def read_footer(location: Location, path: str, where: str, size: int | None = None) -> Footer:
@@ -88,13 +92,13 @@ def parse_footer(thrift: bytes, size: int, where: str) -> Footer:
     except (OSError, ValueError) as exc:
         raise CorruptTableError(f"{where}: corrupt Parquet footer ({_reason(exc)})") from None
     try:
-        exact = _exact_statistics(thrift)
+        exact, schema = _exact_statistics(thrift)
     except (_ThriftError, IndexError, struct.error) as exc:
         raise CorruptTableError(f"{where}: corrupt Parquet footer ({_reason(exc)})") from None
     groups = metadata.num_row_groups
     if len(exact) != groups or any(len(g) != metadata.num_columns for g in exact):
         raise CorruptTableError(f"{where}: corrupt Parquet footer (row groups disagree)")
-    return Footer(size, metadata, exact)
+    return Footer(size, metadata, exact, schema)
 
 
 def _reason(exc: BaseException) -> str:
@@ -108,71 +112,122 @@ class _ThriftError(ValueError):
 # The footer's Thrift is walked, not decoded: only the path FileMetaData.row_groups ->
 # RowGroup.columns -> ColumnChunk.meta_data -> ColumnMetaData.statistics is looked at,
 # everything else skipped without building objects (a Hudi footer holds the table's
-# Avro schema and a bloom filter: thousands of values no statistics need).
+# Avro schema and a bloom filter: thousands of values no statistics need). One function
+# a struct on that path, no closure made per chunk: a publication walks every new base
+# file's footer, so this loop is its cost.
 
 
-def _exact_statistics(data: bytes) -> tuple[tuple[bool, ...], ...]:
-    groups: list[tuple[bool, ...]] = []
+def _exact_statistics(data: bytes) -> tuple[tuple[tuple[bool, ...], ...], bytes]:
+    """Per row group, per column chunk, whether its statistics are exact; and the
+    footer's schema (``FileMetaData.schema``) as its Thrift bytes, which files written
+    with one schema share (a key for what is derived from the schema alone)."""
+    walk = _Walk()
+    end = _struct(data, 0, 0, _FILE_HANDLERS, walk)
+    if end > len(data):
+        raise _ThriftError("the footer ends inside a value")
+    return tuple(walk.groups), walk.schema
 
-    def row_groups(pos: int, kind: int, depth: int) -> int:
-        return _each(data, pos, kind, depth, _STRUCT, row_group)
 
-    def row_group(pos: int, depth: int) -> int:
-        chunks: list[bool] = []
-        pos = _struct(
-            data, pos, depth, {_GROUP_COLUMNS: _list_of(lambda p, d: chunk(p, d, chunks))}
-        )
-        groups.append(tuple(chunks))
-        return pos
+class _Walk:
+    """What the walk collects: the row groups' flags, the chunk being read, the schema."""
 
-    def chunk(pos: int, depth: int, chunks: list[bool]) -> int:
+    __slots__ = ("chunks", "found", "groups", "schema")
+
+    def __init__(self) -> None:
+        self.groups: list[tuple[bool, ...]] = []
+        self.chunks: list[bool] = []
+        self.found: dict[int, bool] = {}
+        self.schema = b""
+
+
+# A handler reads one field: (data, position, Thrift type, depth, walk) -> position after.
+_Handler = Callable[[bytes, int, int, int, _Walk], int]
+
+
+def _schema(data: bytes, pos: int, kind: int, depth: int, walk: _Walk) -> int:
+    end = _skip(data, pos, kind, depth)
+    walk.schema = data[pos:end]
+    return end
+
+
+def _row_groups(data: bytes, pos: int, kind: int, depth: int, walk: _Walk) -> int:
+    size, pos = _list_header(data, pos, kind, _STRUCT)
+    for _ in range(size):
+        walk.chunks = []
+        pos = _struct(data, pos, depth + 1, _GROUP_HANDLERS, walk)
+        walk.groups.append(tuple(walk.chunks))
+    return pos
+
+
+def _columns(data: bytes, pos: int, kind: int, depth: int, walk: _Walk) -> int:
+    size, pos = _list_header(data, pos, kind, _STRUCT)
+    for _ in range(size):
         found: dict[int, bool] = {}
-        meta = {_META_STATISTICS: _as_struct(lambda p, d: _statistics(data, p, d, found))}
-        pos = _struct(
-            data, pos, depth, {_CHUNK_META: _as_struct(lambda p, d: _struct(data, p, d, meta))}
-        )
-        chunks.append(
+        walk.found = found
+        pos = _struct(data, pos, depth + 1, _CHUNK_HANDLERS, walk)
+        walk.chunks.append(
             _STATS_MIN_VALUE in found
             and _STATS_MAX_VALUE in found
             and found.get(_STATS_MIN_EXACT, True)
             and found.get(_STATS_MAX_EXACT, True)
         )
-        return pos
-
-    def _list_of(element: Any) -> Any:
-        return lambda pos, kind, depth: _each(data, pos, kind, depth, _STRUCT, element)
-
-    def _as_struct(read: Any) -> Any:
-        def handle(pos: int, kind: int, depth: int) -> int:
-            if kind != _STRUCT:
-                raise _ThriftError(f"a struct field of Thrift type {kind}")
-            return int(read(pos, depth))
-
-        return handle
-
-    end = _struct(data, 0, 0, {_FILE_ROW_GROUPS: row_groups})
-    if end > len(data):
-        raise _ThriftError("the footer ends inside a value")
-    return tuple(groups)
+    return pos
 
 
-def _statistics(data: bytes, pos: int, depth: int, found: dict[int, bool]) -> int:
-    """Which fields a Statistics struct sets (booleans with their value)."""
+def _as_struct(handlers: dict[int, _Handler]) -> _Handler:
+    def handle(data: bytes, pos: int, kind: int, depth: int, walk: _Walk) -> int:
+        if kind != _STRUCT:
+            raise _ThriftError(f"a struct field of Thrift type {kind}")
+        return _struct(data, pos, depth, handlers, walk)
 
-    def note(field_id: int) -> Any:
-        def handle(pos: int, kind: int, depth: int) -> int:
-            found[field_id] = kind == _TRUE if kind in (_TRUE, _FALSE) else True
-            return _skip(data, pos, kind, depth)
-
-        return handle
-
-    fields = (_STATS_MAX_VALUE, _STATS_MIN_VALUE, _STATS_MAX_EXACT, _STATS_MIN_EXACT)
-    return _struct(data, pos, depth, {f: note(f) for f in fields})
+    return handle
 
 
-def _struct(data: bytes, pos: int, depth: int, handlers: dict[int, Any]) -> int:
-    """Walk a struct from ``pos``: ``handlers[field id](pos, kind, depth)`` read their
-    fields, the others are skipped; the position after the struct."""
+def _note(field_id: int) -> _Handler:
+    """A Statistics field's presence (a boolean's with its value)."""
+
+    def handle(data: bytes, pos: int, kind: int, depth: int, walk: _Walk) -> int:
+        walk.found[field_id] = kind == _TRUE if kind in (_TRUE, _FALSE) else True
+        return _skip(data, pos, kind, depth)
+
+    return handle
+
+
+def _list_header(data: bytes, pos: int, kind: int, element: int) -> tuple[int, int]:
+    """A list field's size and the position of its first element, checked to be a list
+    of ``element`` that fits in what is left (each element takes a byte or more)."""
+    if kind != _LIST:
+        raise _ThriftError(f"a list field of Thrift type {kind}")
+    header = data[pos]
+    pos += 1
+    size = header >> 4
+    if size == 15:
+        size, pos = _varint(data, pos)
+    if header & 0x0F != element or size > len(data) - pos:
+        raise _ThriftError("a list of the wrong type or past the footer's end")
+    return size, pos
+
+
+_NO_HANDLERS: dict[int, _Handler] = {}
+_STATISTICS_HANDLERS = {
+    f: _note(f) for f in (_STATS_MAX_VALUE, _STATS_MIN_VALUE, _STATS_MAX_EXACT, _STATS_MIN_EXACT)
+}
+_META_HANDLERS = {_META_STATISTICS: _as_struct(_STATISTICS_HANDLERS)}
+_CHUNK_HANDLERS = {_CHUNK_META: _as_struct(_META_HANDLERS)}
+_GROUP_HANDLERS: dict[int, _Handler] = {_GROUP_COLUMNS: _columns}
+_FILE_HANDLERS: dict[int, _Handler] = {_FILE_SCHEMA: _schema, _FILE_ROW_GROUPS: _row_groups}
+
+
+def _struct(
+    data: bytes,
+    pos: int,
+    depth: int,
+    handlers: dict[int, _Handler] = _NO_HANDLERS,
+    walk: _Walk | None = None,
+) -> int:
+    """Walk a struct from ``pos``: ``handlers[field id]`` read their fields, the others
+    are skipped (the common ones inline: this loop is a footer walk's cost); the
+    position after the struct."""
     if depth > _MAX_DEPTH:
         raise _ThriftError("nested too deeply")
     last = 0
@@ -188,23 +243,24 @@ def _struct(data: bytes, pos: int, depth: int, handlers: dict[int, Any]) -> int:
             value, pos = _varint(data, pos)
             last = (value >> 1) ^ -(value & 1)
         handler = handlers.get(last)
-        pos = handler(pos, kind, depth + 1) if handler else _skip(data, pos, kind, depth + 1)
-
-
-def _each(data: bytes, pos: int, kind: int, depth: int, element: int, read: Any) -> int:
-    """A list of ``element``-typed values, each read by ``read(pos, depth)``."""
-    if kind != _LIST:
-        raise _ThriftError(f"a list field of Thrift type {kind}")
-    header = data[pos]
-    pos += 1
-    size = header >> 4
-    if size == 15:
-        size, pos = _varint(data, pos)
-    if header & 0x0F != element or size > len(data) - pos:
-        raise _ThriftError("a list of the wrong type or past the footer's end")
-    for _ in range(size):
-        pos = int(read(pos, depth + 1))
-    return pos
+        if handler is not None and walk is not None:
+            pos = handler(data, pos, kind, depth + 1, walk)
+        elif kind in (_TRUE, _FALSE):
+            continue
+        elif kind in (_I16, _I32, _I64):
+            end = pos + 9
+            while data[pos] & 0x80:
+                pos += 1
+                if pos > end:
+                    raise _ThriftError("a varint longer than 10 bytes")
+            pos += 1
+        elif kind == _BINARY:
+            length, pos = _varint(data, pos)
+            if length > len(data) - pos:
+                raise _ThriftError("a length past the footer's end")
+            pos += length
+        else:
+            pos = _skip(data, pos, kind, depth + 1)
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -249,8 +305,15 @@ def _skip(data: bytes, pos: int, kind: int, depth: int) -> int:
         element = header & 0x0F
         if element in (_TRUE, _FALSE):
             return pos + size  # a container's booleans take a byte each
-        for _ in range(size):
-            pos = _skip(data, pos, element, depth + 1)
+        if element == _STRUCT:  # the common elements without a call to ``_skip`` each
+            for _ in range(size):
+                pos = _struct(data, pos, depth + 1)
+        elif element in (_I16, _I32, _I64):
+            for _ in range(size):
+                pos = _varint(data, pos)[1]
+        else:
+            for _ in range(size):
+                pos = _skip(data, pos, element, depth + 1)
         return pos
     if kind == _MAP:
         size, pos = _varint(data, pos)
@@ -265,5 +328,5 @@ def _skip(data: bytes, pos: int, kind: int, depth: int) -> int:
                 pos = pos + 1 if part in (_TRUE, _FALSE) else _skip(data, pos, part, depth + 1)
         return pos
     if kind == _STRUCT:
-        return _struct(data, pos, depth, {})
+        return _struct(data, pos, depth)
     raise _ThriftError(f"unknown Thrift type {kind}")
