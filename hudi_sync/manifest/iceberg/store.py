@@ -24,10 +24,12 @@ follows the change, not the table.
 
 Snapshot ids are the snapshots' sequence numbers; each summary carries ``hudi.instant``
 and ``hudi.action``. Snapshots expire with ``hoodie.manifest.snapshots.retained`` and
-as soon as the files they name may be gone: an instant a rollback or restore undid, or
-one before the latest clean's earliest retained commit. The files only expired
-snapshots named (manifest lists, replaced manifests, our slice files) are deleted after
-the new metadata is current; Hudi's own files never are.
+before the files they name may be gone: an instant a rollback or restore undid, one
+before the latest clean's earliest retained commit, or one older than what the cleaner
+keeps after one more commit. The files only expired snapshots named (manifest lists,
+replaced manifests, our slice files) are deleted by ``collect`` once every reader of
+the previous metadata (a catalog, a warehouse's Iceberg table) moved on; Hudi's own
+files never are.
 """
 
 from __future__ import annotations
@@ -457,9 +459,10 @@ class IcebergStore:
         removed: set[str],
         full: bool,
     ) -> PublishedIceberg:
-        """Write the changed manifests and the list, then the metadata, then the hint;
-        then delete what only expired snapshots named. ``full``: every slice was listed,
-        so no previous manifest is kept (``old`` are the previous snapshot's)."""
+        """Write the changed manifests and the list, then the metadata, then the hint
+        (what only expired snapshots name is deleted later, by ``collect``). ``full``:
+        every slice was listed, so no previous manifest is kept (``old`` are the previous
+        snapshot's)."""
         location = self.table.location
         schema, plan = build.schema, build.plan
         sequence = (previous.last_sequence if previous is not None else 0) + 1
