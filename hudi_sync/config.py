@@ -507,7 +507,8 @@ ICEBERG_PREFIX = "hudi_sync.sync.iceberg."
 ICEBERG_CATALOG_URI = _string(
     ICEBERG_PREFIX + "catalog.uri",
     "Iceberg target: the catalog the table is registered in and committed to each sync: an "
-    "Iceberg REST catalog (http(s)://host[:port][/path], the base its /v1/config is under) or "
+    "Iceberg REST catalog (http(s)://host:port/path, port and path optional: the base its "
+    "/v1/config is under) or "
     "a SQL catalog as pyiceberg's SqlCatalog names it, sqlite:///<path> (a relative path "
     "after the third /, an absolute one after a fourth). Unset: the metadata is published "
     "in the table's storage (version-hint.text) and no catalog is touched.",
