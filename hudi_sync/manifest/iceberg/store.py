@@ -40,7 +40,7 @@ import re
 import time
 import uuid
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -81,7 +81,7 @@ from hudi_sync.table.avro.bounded import load_json
 from hudi_sync.table.files.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.read.snapshot import slice_merge_rules, snapshot_schema
 from hudi_sync.table.timeline.active import timeline_zone
-from hudi_sync.table.timeline.instant import comparable_instant
+from hudi_sync.table.timeline.instant import Action, comparable_instant
 from hudi_sync.table.timeline.listing import TimelineListing
 
 VERSION_HINT = "version-hint.text"
@@ -150,7 +150,7 @@ class IcebergStore:
         read from; ``entries_per_manifest`` sets the bucket count of a first
         publication (file groups a manifest holds, about); ``cleaner_retained``: the
         writer's ``hoodie.cleaner.commits.retained``, which bounds how old a kept
-        snapshot may be (``_still_valid``)."""
+        snapshot may be (``_validity``)."""
         self.table = table
         self.keep = keep
         self.listing = listing
@@ -545,7 +545,7 @@ class IcebergStore:
         metadata = replace(metadata, properties={**metadata.properties, **own})
         expired: list[Snapshot] = []
         if as_of is None:
-            metadata, expired = metadata.expired(self.keep, self._still_valid)
+            metadata, expired = metadata.expired(self.keep, self._validity(metadata.snapshots))
         if replaced:  # named only by the snapshots before this one
             record = json.dumps({"files": sorted(replaced)}).encode()
             location.write_file(self.path("metadata", f"removed-{snapshot_id}.json"), record)
@@ -565,28 +565,36 @@ class IcebergStore:
             full_listing=full,
         )
 
-    def _still_valid(self, snapshot: Snapshot) -> bool:
-        """Whether every file a snapshot names is there and stays through the next
-        commit's clean: its instant was not undone by a rollback or restore, no clean
-        removed what it needs, and it is not older than what the cleaner keeps after one
-        more commit (``hoodie.cleaner.commits.retained`` N keeps the file versions of
-        the N newest commits, so of the N-1 newest now)."""
-        instant = snapshot.summary.get(INSTANT_KEY, "")
+    def _validity(self, snapshots: Sequence[Snapshot]) -> Callable[[Snapshot], bool]:
+        """Whether a snapshot's files are all there and stay through the next commit's
+        clean: its instant was not undone by a rollback or restore, no clean removed what
+        it needs, and it is not older than what the cleaner keeps after one more commit
+        (``hoodie.cleaner.commits.retained`` N keeps the file versions of the N newest
+        commits, so of the N-1 newest now). The timeline is read once for all of them:
+        the rollbacks and restores since the oldest, the latest clean's metadata."""
         timeline = self.table.timeline
-        if not instant or timeline.undone_by(instant) is not None:
-            return False
+        instants = [s.summary.get(INSTANT_KEY, "") for s in snapshots]
+        oldest = min((comparable_instant(i) for i in instants if i), default="")
+        undone: set[str] = set()
+        for undoing in timeline.completed([Action.ROLLBACK, Action.RESTORE]):
+            if comparable_instant(undoing.requested_time) > oldest:
+                undone |= timeline.undone_instants(undoing)
+        limits = [""]
         writes = timeline.completed_writes
         horizon = max(1, self.cleaner_retained - 1)
         if len(writes) >= horizon:
-            oldest_kept = writes[-horizon].requested_time
-            if comparable_instant(instant) < comparable_instant(oldest_kept):
-                return False
+            limits.append(comparable_instant(writes[-horizon].requested_time))
         clean = timeline.latest_clean()
-        if clean is None:
-            return True
-        retained = timeline.clean_metadata(clean).earliest_commit_to_retain
-        limit = retained or clean.requested_time
-        return comparable_instant(instant) >= comparable_instant(limit)
+        if clean is not None:
+            retained = timeline.clean_metadata(clean).earliest_commit_to_retain
+            limits.append(comparable_instant(retained or clean.requested_time))
+        lowest = max(limits)
+
+        def valid(snapshot: Snapshot) -> bool:
+            instant = snapshot.summary.get(INSTANT_KEY, "")
+            return bool(instant) and instant not in undone and comparable_instant(instant) >= lowest
+
+        return valid
 
     def collect(self) -> int:
         """Delete what only expired snapshots name: their manifest lists, and the files
