@@ -251,17 +251,9 @@ def read_slice_deltas(
     (``data_block_tables``, as ``read_folded_logs`` does). Memory holds every slice's
     log files: callers pass a bounded batch."""
     target = schema.remove_metadata()
-    applied = [_applied(location, s, committed, as_of) if s.log_files else None for s in slices]
-    pairs = [pair for blocks in applied if blocks is not None for pair in blocks.blocks]
-    decoded = data_block_tables(pairs, lambda t: _fitted(t, target))
-    first = 0
-    for file_slice, blocks in zip(slices, applied, strict=True):
-        log = None
-        if blocks is not None:
-            own = decoded[first : first + len(blocks.blocks)]
-            first += len(blocks.blocks)
-            log = _decoded_log(blocks, own, rules.key_fields, target, location, file_slice)
-        yield _delta(location, file_slice, rules, target, log)
+    logs = _decoded_logs(location, slices, rules.key_fields, committed, target, as_of)
+    for file_slice, log in zip(slices, logs, strict=True):
+        yield _delta(location, file_slice, rules, target, log if file_slice.log_files else None)
 
 
 def _delta(
@@ -353,6 +345,22 @@ def read_folded_logs(
     decoded together (``data_block_tables``), which costs a fraction of decoding them
     slice by slice. Memory holds every slice's log files: callers pass a bounded
     batch."""
+    logs = _decoded_logs(location, slices, rules.key_fields, committed, schema, as_of)
+    for file_slice, log in zip(slices, logs, strict=True):
+        yield _folded(location, file_slice, rules, schema, log)
+
+
+def _decoded_logs(
+    location: Location,
+    slices: Sequence[FileSlice],
+    key_fields: tuple[str, ...],
+    committed: Callable[[str], bool],
+    schema: pa.Schema,
+    as_of: str | None,
+) -> Iterator[SliceLog]:
+    """Each slice's applied log records (``_slice_log``), in order, the data blocks of
+    all of them decoded together (``data_block_tables``), which costs a fraction of
+    decoding them slice by slice."""
     applied = [_applied(location, s, committed, as_of) for s in slices]
     decoded = data_block_tables(
         [pair for blocks in applied for pair in blocks.blocks], lambda t: _fitted(t, schema)
@@ -361,8 +369,7 @@ def read_folded_logs(
     for file_slice, blocks in zip(slices, applied, strict=True):
         own = decoded[first : first + len(blocks.blocks)]
         first += len(blocks.blocks)
-        log = _decoded_log(blocks, own, rules.key_fields, schema, location, file_slice)
-        yield _folded(location, file_slice, rules, schema, log)
+        yield _decoded_log(blocks, own, key_fields, schema, location, file_slice)
 
 
 def _folded(
