@@ -54,13 +54,13 @@ from hudi_sync.warehouse.bigquery.iceberg import iceberg_plan
 from hudi_sync.warehouse.bigquery.objects import BASE_FILE_FORMATS, BigQueryObjects
 from hudi_sync.warehouse.bigquery.plan import offline_plan, plan_from_state
 from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult, offline_note
-from hudi_sync.warehouse.common.iceberg import OFF, ONLY, joined_plan
+from hudi_sync.warehouse.common.iceberg import OFF, ONLY, IcebergModes, joined_plan
 
 if TYPE_CHECKING:
     from google.cloud import bigquery
 
 
-class BigQueryTarget:
+class BigQueryTarget(IcebergModes):
     """Syncs a table's published manifest into BigQuery external tables and a view."""
 
     @property
@@ -71,19 +71,6 @@ class BigQueryTarget:
 
     # External tables read PARQUET and ORC base files (sourceFormat is the table's format).
     base_file_formats: frozenset[str] = BASE_FILE_FORMATS
-
-    @property
-    def supports_change_feed(self) -> bool:
-        """A CDC table gets ``<t>_changes`` over its change feed
-        (``hudi_sync.manifest.change_feed``; the objects are this package's
-        ``change_feed``), unless ``<t>_iceberg`` is the only object."""
-        return self.config.iceberg != ONLY
-
-    @property
-    def wants_iceberg(self) -> bool:
-        """The sync publishes the snapshot as Iceberg metadata for ``<t>_iceberg``
-        (``PublishedManifest.iceberg``)."""
-        return self.config.iceberg != OFF
 
     def __init__(
         self,

@@ -9,7 +9,7 @@ A warehouse reads ``<t>_iceberg`` through the metadata file the sync published
 from __future__ import annotations
 
 import posixpath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.manifest.iceberg.published import METADATA_FOLDER
@@ -26,6 +26,26 @@ ONLY = "only"
 MODES = (OFF, BESIDE, ONLY)
 # The marker mode of ``<t>_iceberg`` (the manifest objects' is ``view`` or ``manifest``).
 MARKER_MODE = "iceberg"
+
+
+class IcebergModes:
+    """What a target with a ``<t>_iceberg`` mode (``off``, ``beside``, ``only``; its
+    ``config.iceberg``) tells the sync: BigQuery's and Snowflake's."""
+
+    config: Any
+
+    @property
+    def supports_change_feed(self) -> bool:
+        """A CDC table gets ``<t>_changes`` over its change feed
+        (``hudi_sync.manifest.change_feed``; the objects are the target package's
+        ``change_feed``), unless ``<t>_iceberg`` is the only object."""
+        return bool(self.config.iceberg != ONLY)
+
+    @property
+    def wants_iceberg(self) -> bool:
+        """The sync publishes the snapshot as Iceberg metadata for ``<t>_iceberg``
+        (``PublishedManifest.iceberg``)."""
+        return bool(self.config.iceberg != OFF)
 
 
 def published_iceberg(target: str, published: PublishedManifest) -> PublishedIceberg:

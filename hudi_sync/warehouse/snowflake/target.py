@@ -42,7 +42,7 @@ from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.secrets import scrub
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult, offline_note
-from hudi_sync.warehouse.common.iceberg import OFF, ONLY, joined_plan
+from hudi_sync.warehouse.common.iceberg import OFF, ONLY, IcebergModes, joined_plan
 from hudi_sync.warehouse.common.quoting import snowflake_literal as quote_literal
 from hudi_sync.warehouse.snowflake.config import ENV_PREFIX, SnowflakeSyncConfig
 from hudi_sync.warehouse.snowflake.connection import Connection, Cursor, Statement
@@ -52,25 +52,12 @@ from hudi_sync.warehouse.snowflake.plan import MARKER_DIGESTS, MODE, State, plan
 from hudi_sync.warehouse.snowflake.schema import object_name, sql_name
 
 
-class SnowflakeTarget:
+class SnowflakeTarget(IcebergModes):
     """Syncs a table's published manifest into Snowflake external tables and a view."""
 
     base_file_formats: frozenset[str] = BASE_FILE_FORMATS
     # The view unions a base snapshot and its changes (``hudi_sync.manifest.delta``).
     supports_delta_manifests: bool = True
-
-    @property
-    def supports_change_feed(self) -> bool:
-        """A CDC table gets ``<t>_changes`` over its change feed
-        (``hudi_sync.manifest.change_feed``; the objects are this package's
-        ``change_feed``), unless ``<t>_iceberg`` is the only object."""
-        return self.config.iceberg != ONLY
-
-    @property
-    def wants_iceberg(self) -> bool:
-        """The sync publishes the snapshot as Iceberg metadata for ``<t>_iceberg``
-        (``PublishedManifest.iceberg``)."""
-        return self.config.iceberg != OFF
 
     def __init__(
         self,
