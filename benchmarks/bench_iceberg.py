@@ -65,8 +65,8 @@ from benchmarks.bench_sync import (
     hotspots,
     log,
     open_work_table,
+    write_results,
 )
-from benchmarks.bench_table_core import environment
 from benchmarks.gen_table import AppendedCommit
 
 AFTER_COMMIT_TARGET = 1.5  # manifest + Iceberg over the manifest sync, after one commit
@@ -344,20 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
-    result |= {
-        "environment": environment(),
-        "load_average_at_end": os.getloadavg(),
-        "code_at_start": version_at_start,
-        "code_at_end": code_version(),
-        "wall_seconds": time.perf_counter() - started,
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(result, indent=2) + "\n")
-    versions = {json.dumps(result["code_at_start"]), json.dumps(result["code_at_end"])}
-    changed = " (CHANGED during the run)" if len(versions) > 1 else ""
-    print(f"\ncode measured: {result['code_at_end']}{changed}")
-    print(f"wall time {result['wall_seconds']:.0f}s; results written to {args.results}")
+    write_results(args.results, result, started, version_at_start)
     return 0
 
 

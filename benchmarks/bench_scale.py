@@ -75,6 +75,7 @@ from benchmarks.bench_sync import (
     run_child,
     summarize,
     sync_child,
+    write_results,
 )
 from benchmarks.gen_table import (
     PRESETS,
@@ -606,21 +607,8 @@ def main(argv: list[str] | None = None) -> int:
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    result |= {
-        "environment": bench_table_core.environment(),
-        "code_at_start": version_at_start,
-        "code_at_end": code_version(),
-        "wall_seconds": time.perf_counter() - started,
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "load_average": os.getloadavg(),
-    }
     print_report(result)
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(result, indent=2, default=str) + "\n")
-    versions = {json.dumps(result["code_at_start"]), json.dumps(result["code_at_end"])}
-    changed = " (CHANGED during the run)" if len(versions) > 1 else ""
-    print(f"\ncode measured: {result['code_at_end']}{changed}")
-    print(f"wall time {result['wall_seconds']:.0f}s; results written to {args.results}")
+    write_results(args.results, result, started, version_at_start)
     return 0
 
 

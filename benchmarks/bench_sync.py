@@ -898,6 +898,28 @@ def print_sync(result: dict[str, Any], tables: list[WorkTable], repeat: int) -> 
             print(f"  {seconds:8.3f}s  {' '.join(statement.split())[:110]}")
 
 
+def write_results(
+    path: Path, result: dict[str, Any], started: float, version_at_start: Any
+) -> None:
+    """Finish a benchmark's ``result``: the machine, the code measured at its start and
+    end, its wall time, a timestamp and the load average; written to ``path`` as JSON,
+    and the code measured printed (said CHANGED when it changed during the run)."""
+    result |= {
+        "environment": environment(),
+        "code_at_start": version_at_start,
+        "code_at_end": code_version(),
+        "wall_seconds": time.perf_counter() - started,
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load_average_at_end": os.getloadavg(),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2, default=str) + "\n")
+    versions = {json.dumps(result["code_at_start"]), json.dumps(result["code_at_end"])}
+    changed = " (CHANGED during the run)" if len(versions) > 1 else ""
+    print(f"\ncode measured: {result['code_at_end']}{changed}")
+    print(f"wall time {result['wall_seconds']:.0f}s; results written to {path}")
+
+
 def code_version() -> dict[str, Any]:
     """The commit measured, and whether ``hudi_sync/`` differed from it at the start."""
 
@@ -999,19 +1021,7 @@ def main(argv: list[str] | None = None) -> int:
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
 
-    result |= {
-        "environment": environment(),
-        "code_at_start": version_at_start,
-        "code_at_end": code_version(),
-        "wall_seconds": time.perf_counter() - started,
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(result, indent=2) + "\n")
-    versions = {json.dumps(result["code_at_start"]), json.dumps(result["code_at_end"])}
-    changed = " (CHANGED during the run)" if len(versions) > 1 else ""
-    print(f"\ncode measured: {result['code_at_end']}{changed}")
-    print(f"wall time {result['wall_seconds']:.0f}s; results written to {args.results}")
+    write_results(args.results, result, started, version_at_start)
     return 0
 
 
