@@ -403,8 +403,25 @@ def _write(
     schema: dict[str, Any], records: list[dict[str, Any]], metadata: dict[str, str]
 ) -> bytes:
     buffer = io.BytesIO()
-    fastavro.writer(buffer, schema, records, codec="deflate", metadata=metadata)
+    fastavro.writer(buffer, _parsed(schema), records, codec="deflate", metadata=metadata)
     return buffer.getvalue()
+
+
+def _parsed(schema: dict[str, Any]) -> Any:
+    """``schema`` as fastavro parses it, parsed once per schema: given the plain schema
+    fastavro parses it again for every file, which cost more than writing a bucket's
+    entries (a first publication writes a thousand manifests of one schema). The
+    schema fastavro then embeds is the same JSON (its keys in another order)."""
+    key = json.dumps(schema, sort_keys=True)
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        if len(_PARSED) >= 64:
+            _PARSED.clear()
+        parsed = _PARSED[key] = fastavro.parse_schema(schema)
+    return parsed
+
+
+_PARSED: dict[str, Any] = {}
 
 
 # --- reading back ----------------------------------------------------------------

@@ -42,7 +42,6 @@ import uuid
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import pyarrow as pa
 
@@ -58,7 +57,7 @@ from hudi_sync.manifest.iceberg.avro_files import (
     write_manifest,
     write_manifest_list,
 )
-from hudi_sync.manifest.iceberg.data_files import DataFile, parquet_data_files
+from hudi_sync.manifest.iceberg.data_files import DataFile
 from hudi_sync.manifest.iceberg.metadata import Snapshot, TableMetadata, hudi_properties
 from hudi_sync.manifest.iceberg.mor_files import (
     DATA_FOLDER,
@@ -73,6 +72,7 @@ from hudi_sync.manifest.iceberg.partitioning import (
 )
 from hudi_sync.manifest.iceberg.published import ICEBERG_FOLDER, PublishedIceberg
 from hudi_sync.manifest.iceberg.schema import IcebergSchema, file_only_columns, iceberg_schema
+from hudi_sync.manifest.iceberg.write_stats import FOOTERS, BaseFileItem, base_data_files
 from hudi_sync.manifest.incremental import pending_writes, touched_partitions
 from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.storage import contained_name, contained_relative, reporting_storage_failures
@@ -144,14 +144,17 @@ class IcebergStore:
         listing: TimelineListing | None = None,
         entries_per_manifest: int = ENTRIES_PER_MANIFEST,
         cleaner_retained: int = DEFAULT_CLEANER_RETAINED,
+        metrics: str = FOOTERS,
     ):
         """``keep``: ``hoodie.manifest.snapshots.retained``; ``listing``: the sync's
         listing of the timeline folder, which the tail since the previous snapshot is
         read from; ``entries_per_manifest`` sets the bucket count of a first
         publication (file groups a manifest holds, about); ``cleaner_retained``: the
         writer's ``hoodie.cleaner.commits.retained``, which bounds how old a kept
-        snapshot may be (``_validity``)."""
+        snapshot may be (``_validity``); ``metrics``: where a new base file's metrics
+        come from (``write_stats``: ``FOOTERS`` or ``COMMIT``)."""
         self.table = table
+        self.metrics = metrics
         self.keep = keep
         self.listing = listing
         self.entries_per_manifest = max(1, entries_per_manifest)
@@ -381,19 +384,22 @@ class IcebergStore:
                 for s, files in zip(with_logs, made, strict=True)
             }
         kept: set[str] = set()
-        new_bases: list[tuple[_Bucket, str, tuple[Any, ...]]] = []  # footers read together
+        new_bases: list[tuple[_Bucket, BaseFileItem]] = []  # metrics read together
         for file_slice in slices:
             group = rebuilt[bucket_of(file_slice.partition_path, buckets)]
             values = plan.values(file_slice.partition_path) if plan.fields else ()
             if values is None:  # ``_build`` made the plan unpartitioned then
                 raise AssertionError(f"unparsed partition {file_slice.partition_path!r}")
-            if file_slice.relative_base_path is not None:
-                uri = location.uri_of(file_slice.relative_base_path)
+            if file_slice.base_file is not None:
+                relative = file_slice.relative_path(file_slice.base_file.name)
+                uri = location.uri_of(relative)
                 previous = listed_again.get(uri)
                 if previous is not None:
                     group.data.append(_existing(previous))
                 else:
-                    new_bases.append((group, file_slice.relative_base_path, values))
+                    base = file_slice.base_file
+                    item = BaseFileItem(relative, values, base.instant, base.size)
+                    new_bases.append((group, item))
             files = made_for.get((file_slice.partition_path, file_slice.file_id))
             if files is None:
                 continue
@@ -403,10 +409,10 @@ class IcebergStore:
                 kept.add(own.path)
                 previous = listed_again.get(own.path)
                 into.append(_existing(previous) if previous is not None else _added(own))
-        items = [(relative, values) for _, relative, values in new_bases]
-        made_bases = parquet_data_files(location, items, build.schema)
-        for (group, _, _), base in zip(new_bases, made_bases, strict=True):
-            group.data.append(_added(base))
+        items = [item for _, item in new_bases]
+        made_bases = base_data_files(table, items, build.schema, self.metrics)
+        for (group, _), made_base in zip(new_bases, made_bases, strict=True):
+            group.data.append(_added(made_base))
         removed = {
             self._relative(path, "a previous manifest")
             for path in listed_again
