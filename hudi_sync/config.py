@@ -539,6 +539,18 @@ ICEBERG_NAMESPACE = _string(
     _ICE,
     default="default",
 )
+ICEBERG_METRICS = _choice(
+    ICEBERG_PREFIX + "metrics.source",
+    "Iceberg target: where a base file's manifest metrics come from when it is first "
+    "published: footers (its Parquet footer: record count, size, per-column value and null "
+    "counts and exact bounds, which warehouses prune files by; one read of each file) or "
+    "commit (record count and size from the commit metadata that wrote it, no column "
+    "metrics, no file opened: a large table's first publication in a few seconds; a file "
+    "whose write stat is missing or disagrees with it is read as with footers).",
+    _ICE,
+    default="footers",
+    choices=("footers", "commit"),
+)
 ICEBERG_TABLE = _string(
     ICEBERG_PREFIX + "table_name",
     "Iceberg target: the catalog table's name (default: the Hudi table's).",

@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from hudi_sync.manifest.iceberg import IcebergStore, PublishedIceberg
+from hudi_sync.manifest.iceberg.write_stats import COMMIT, FOOTERS
 from hudi_sync.spark.writing.writer import write_arrow
 from hudi_sync.sync.job import publish_manifest
 from hudi_sync.table import HudiTable
@@ -105,24 +107,46 @@ class Writer:
         write(arrow_dataframe(self.spark, _frame(batch)), str(path), executors)
 
 
-def _publish(path: Path) -> PublishedIceberg:
+def _publish(path: Path, metrics: str) -> PublishedIceberg:
     """Every snapshot kept (the writer's cleaner keeps 50 commits)."""
     table = HudiTable.open(str(path))
-    store = IcebergStore(table, keep=100, cleaner_retained=50)
+    store = IcebergStore(table, keep=100, cleaner_retained=50, metrics=metrics)
     return store.publish(publish_manifest(table, keep=100))
 
 
+def _assert_counts_without_footers(metadata_location: str) -> None:
+    """Our writer's base files entered with their footers' record counts, yet no column
+    metrics: taken from the commit metadata."""
+    from pyiceberg.table import StaticTable
+
+    for task in StaticTable.from_metadata(metadata_location).scan().plan_files():
+        data_file = task.file
+        if "/.hoodie/manifest/iceberg/" in data_file.file_path:
+            continue  # a Merge-on-Read slice's live rows, written by the sync
+        local = data_file.file_path.removeprefix("file://")
+        assert data_file.record_count == pq.read_metadata(local).num_rows, local
+        assert not data_file.lower_bounds, local
+
+
 @pytest.mark.parametrize(
-    "table_type,seed,engine",
+    "table_type,seed,engine,metrics",
     [
-        ("COPY_ON_WRITE", 11, "driver"),
-        ("MERGE_ON_READ", 12, "driver"),
-        ("COPY_ON_WRITE", 13, "executors"),
-        ("MERGE_ON_READ", 14, "executors"),
+        ("COPY_ON_WRITE", 11, "driver", FOOTERS),
+        ("MERGE_ON_READ", 12, "driver", FOOTERS),
+        ("COPY_ON_WRITE", 13, "executors", FOOTERS),
+        ("MERGE_ON_READ", 14, "executors", FOOTERS),
+        # The same writes, base files' record counts and sizes from the commit metadata.
+        ("COPY_ON_WRITE", 11, "driver", COMMIT),
+        ("MERGE_ON_READ", 12, "driver", COMMIT),
     ],
 )
 def test_random_writes_published_after_each_commit_equal_the_model(
-    request: pytest.FixtureRequest, tmp_path: Path, table_type: str, seed: int, engine: str
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    table_type: str,
+    seed: int,
+    engine: str,
+    metrics: str,
 ) -> None:
     """The executors' cases take about 20 s each (Spark jobs a write): each kind of
     write once."""
@@ -179,9 +203,11 @@ def test_random_writes_published_after_each_commit_equal_the_model(
             writer(batch, path, _options(table_type, "insert_overwrite"))
             model.rows = {k: r for k, r in model.rows.items() if r["p"] != partition}
             model.upsert(batch)
-        last = _publish(path)
+        last = _publish(path, metrics)
         assert last.snapshot_id is not None
         assert _rows(pyiceberg_rows(last.metadata_location)) == model.snapshot(), operation
+        if metrics == COMMIT:
+            _assert_counts_without_footers(last.metadata_location)
         history.append((last.snapshot_id, model.snapshot()))
     assert last is not None
     if table_type == "MERGE_ON_READ":

@@ -148,6 +148,7 @@ class SyncRun:
         processes = exit_on_error(lambda: cfg.LOG_FOLD_PROCESSES.read(self.options()))
         change_feed = exit_on_error(lambda: cfg.CHANGE_FEED.read(self.options()))
         cleaner_retained = exit_on_error(lambda: cfg.COMMITS_RETAINED.read(self.options()))
+        metrics = exit_on_error(lambda: cfg.ICEBERG_METRICS.read(self.options()))
 
         def body() -> SyncReport:
             table = HudiTable.open(uri, parse_storage_options(self.storage_option))
@@ -162,6 +163,7 @@ class SyncRun:
                 fold_processes=processes,
                 change_feed=change_feed,
                 cleaner_retained=cleaner_retained,
+                iceberg_metrics=metrics,
             )
 
         report = exit_on_error(body)

@@ -114,6 +114,7 @@ def run_post_commit_hook(
             change_feed=cfg.CHANGE_FEED.read(options),
             replace_other_table=replace_other_table,
             cleaner_retained=cfg.COMMITS_RETAINED.read(options),
+            iceberg_metrics=cfg.ICEBERG_METRICS.read(options),
         )
     except (HudiSyncError, OSError, ValueError) as exc:
         return SyncReport.failed(base_path, "hook", str(exc))

@@ -20,6 +20,7 @@ from hudi_sync.extras import missing_extra
 from hudi_sync.manifest.change_feed import ChangeFeedStore, PublishedChanges, feed_enabled
 from hudi_sync.manifest.delta import DeltaStore
 from hudi_sync.manifest.iceberg import IcebergStore, PublishedIceberg
+from hudi_sync.manifest.iceberg.write_stats import FOOTERS
 from hudi_sync.manifest.log_parquet import LogParquetStore
 from hudi_sync.manifest.snapshot import (
     DEFAULT_KEEP,
@@ -229,15 +230,19 @@ def publish_iceberg(
     dry_run: bool,
     cleaner_retained: int | None = None,
     listing: TimelineListing | None = None,
+    metrics: str = FOOTERS,
 ) -> PublishedManifest:
     """The snapshot as Iceberg v2 metadata beside its manifest
     (``hudi_sync.manifest.iceberg``), published once for every target that reads it
     (``wants_iceberg``: the Iceberg catalogs, BigQuery's and Snowflake's Iceberg
     tables). ``cleaner_retained``: the writer's ``hoodie.cleaner.commits.retained``, which
     bounds how old a kept Iceberg snapshot may be; ``listing``: the sync's listing of the
-    timeline folder."""
+    timeline folder; ``metrics``: where new base files' metrics come from
+    (``hudi_sync.sync.iceberg.metrics.source``)."""
     retained = cfg.COMMITS_RETAINED.read({}) if cleaner_retained is None else cleaner_retained
-    store = IcebergStore(table, keep, listing=listing, cleaner_retained=int(retained))
+    store = IcebergStore(
+        table, keep, listing=listing, cleaner_retained=int(retained), metrics=metrics
+    )
     with reporting_storage_failures(table.location):
         iceberg = store.publish(published, as_of=as_of, dry_run=dry_run)
     return replace(published, iceberg=iceberg)
@@ -315,6 +320,7 @@ def sync_table(
     change_feed: str = "auto",
     replace_other_table: bool = False,
     cleaner_retained: int | None = None,
+    iceberg_metrics: str = FOOTERS,
 ) -> SyncReport:
     """Publish the manifest, then sync each target in turn. With ``continue_on_error``
     (the post-commit hook) a failing target is recorded in ``errors`` and the others
@@ -341,7 +347,8 @@ def sync_table(
     implies it): replace objects whose marker names another base, which a sync
     otherwise refuses (``OtherTableError``, recorded in ``taken_at``).
     ``cleaner_retained``: the writer's ``hoodie.cleaner.commits.retained``, for the Iceberg
-    metadata a target may want (``publish_iceberg``)."""
+    metadata a target may want (``publish_iceberg``); ``iceberg_metrics``:
+    ``hudi_sync.sync.iceberg.metrics.source`` for it."""
     if isinstance(table, str):
         table = HudiTable.open(table, storage_options)
     errors: dict[str, str] = {}
@@ -387,7 +394,7 @@ def sync_table(
             errors[CHANGE_FEED_REFUSAL] = feed_refusal
     if any(wants_iceberg(t) for t in readers):
         published = publish_iceberg(
-            table, published, as_of, keep, dry_run, cleaner_retained, listing
+            table, published, as_of, keep, dry_run, cleaner_retained, listing, iceberg_metrics
         )
     published = replace(published, timeline_listing=listing)
     plans: list[SyncPlan] = []
