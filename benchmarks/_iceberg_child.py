@@ -9,7 +9,10 @@ step's breakdown, what it published and the peak RSS in KiB (``VmHWM``, see
   ``publish_manifest(HudiTable.open(TABLE))`` (``hudi_sync.sync.job``);
 * ``iceberg TABLE``: the same, then ``IcebergStore(table, keep).publish(published)``
   with the sync's timeline listing, as the ``iceberg`` target calls it; the two parts
-  timed apart (``manifest_s``, ``iceberg_s``);
+  timed apart (``manifest_s``, ``iceberg_s``); new base files' metrics from their
+  footers (``hudi_sync.sync.iceberg.metrics.source=footers``, the default);
+* ``iceberg-commit TABLE``: the same with ``metrics.source=commit`` (record counts and
+  sizes from the commit metadata, no footer read);
 * ``footer-floor TABLE``: the floor of reading every base file's footer, on a table
   whose manifest is published: each file the manifest names opened and its last 64 KiB
   read (``read_s``), then parsed by ``pyarrow.parquet.read_metadata`` alone
@@ -55,7 +58,7 @@ def _manifest(table: str) -> dict[str, Any]:
     }
 
 
-def _iceberg(table: str) -> dict[str, Any]:
+def _iceberg(table: str, metrics: str = "footers") -> dict[str, Any]:
     from hudi_sync.manifest.iceberg.store import IcebergStore
     from hudi_sync.sync.job import DEFAULT_KEEP, publish_manifest
     from hudi_sync.table import HudiTable
@@ -64,7 +67,7 @@ def _iceberg(table: str) -> dict[str, Any]:
     opened = HudiTable.open(table)
     published = publish_manifest(opened)
     t1 = time.perf_counter()
-    store = IcebergStore(opened, DEFAULT_KEEP, listing=published.timeline_listing)
+    store = IcebergStore(opened, DEFAULT_KEEP, listing=published.timeline_listing, metrics=metrics)
     result = store.publish(published)
     t2 = time.perf_counter()
     manifest = published.manifest
@@ -109,7 +112,16 @@ def _footer_floor(table: str) -> dict[str, Any]:
     return {"read_s": t1 - t0, "parse_s": t2 - t1, "files": len(paths), "rows": rows}
 
 
-MODES = {"manifest": _manifest, "iceberg": _iceberg, "footer-floor": _footer_floor}
+def _iceberg_commit(table: str) -> dict[str, Any]:
+    return _iceberg(table, "commit")
+
+
+MODES = {
+    "manifest": _manifest,
+    "iceberg": _iceberg,
+    "iceberg-commit": _iceberg_commit,
+    "footer-floor": _footer_floor,
+}
 
 
 def read_back(table: str) -> dict[str, Any]:

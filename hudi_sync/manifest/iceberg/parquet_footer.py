@@ -13,7 +13,6 @@ and by nesting depth.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -39,7 +38,6 @@ _CHUNK_META = 3
 _META_STATISTICS = 12
 _STATS_MAX_VALUE, _STATS_MIN_VALUE = 5, 6
 _STATS_MAX_EXACT, _STATS_MIN_EXACT = 7, 8
-_STATS_FIELDS = frozenset((_STATS_MAX_VALUE, _STATS_MIN_VALUE, _STATS_MAX_EXACT, _STATS_MIN_EXACT))
 
 
 @dataclass(frozen=True)
@@ -112,85 +110,141 @@ class _ThriftError(ValueError):
 # The footer's Thrift is walked, not decoded: only the path FileMetaData.row_groups ->
 # RowGroup.columns -> ColumnChunk.meta_data -> ColumnMetaData.statistics is looked at,
 # everything else skipped without building objects (a Hudi footer holds the table's
-# Avro schema and a bloom filter: thousands of values no statistics need). One function
-# a struct on that path, no closure made per chunk: a publication walks every new base
-# file's footer, so this loop is its cost.
+# Avro schema and a bloom filter: thousands of values no statistics need). A publication
+# walks every new base file's footer, so this walk is its cost: one loop a struct on
+# that path, written out (no handler looked up or called per field), the common scalar
+# fields skipped inline.
 
 
 def _exact_statistics(data: bytes) -> tuple[tuple[tuple[bool, ...], ...], bytes]:
     """Per row group, per column chunk, whether its statistics are exact; and the
     footer's schema (``FileMetaData.schema``) as its Thrift bytes, which files written
     with one schema share (a key for what is derived from the schema alone)."""
-    walk = _Walk()
-    end = _struct(data, 0, 0, _FILE_HANDLERS, walk)
-    if end > len(data):
+    groups: list[tuple[bool, ...]] = []
+    schema = b""
+    pos = last = 0
+    while True:
+        header = data[pos]
+        pos += 1
+        kind = header & 0x0F
+        if kind == _STOP:
+            break
+        last, pos = _field_id(data, pos, header, last)
+        if last == _FILE_SCHEMA:
+            start = pos
+            pos = _skip(data, pos, kind, 1)
+            schema = data[start:pos]
+        elif last == _FILE_ROW_GROUPS:
+            size, pos = _list_header(data, pos, kind, _STRUCT)
+            for _ in range(size):
+                chunks: list[bool] = []
+                pos = _row_group(data, pos, chunks)
+                groups.append(tuple(chunks))
+        else:
+            pos = _skip(data, pos, kind, 1)
+    if pos > len(data):
         raise _ThriftError("the footer ends inside a value")
-    return tuple(walk.groups), walk.schema
+    return tuple(groups), schema
 
 
-class _Walk:
-    """What the walk collects: the row groups' flags, the chunk being read, the schema."""
-
-    __slots__ = ("chunks", "found", "groups", "schema")
-
-    def __init__(self) -> None:
-        self.groups: list[tuple[bool, ...]] = []
-        self.chunks: list[bool] = []
-        self.found: dict[int, bool] = {}
-        self.schema = b""
+def _field_id(data: bytes, pos: int, header: int, last: int) -> tuple[int, int]:
+    """A field header's id (a delta from ``last``, or a zigzag varint after it)."""
+    if header >> 4:
+        return last + (header >> 4), pos
+    value, pos = _varint(data, pos)
+    return (value >> 1) ^ -(value & 1), pos
 
 
-# A handler reads one field: (data, position, Thrift type, depth, walk) -> position after.
-_Handler = Callable[[bytes, int, int, int, _Walk], int]
+def _row_group(data: bytes, pos: int, chunks: list[bool]) -> int:
+    """A RowGroup from ``pos``: each column chunk's flag appended to ``chunks``."""
+    last = 0
+    while True:
+        header = data[pos]
+        pos += 1
+        kind = header & 0x0F
+        if kind == _STOP:
+            return pos
+        last, pos = _field_id(data, pos, header, last)
+        if last == _GROUP_COLUMNS:
+            size, pos = _list_header(data, pos, kind, _STRUCT)
+            for _ in range(size):
+                pos = _column_chunk(data, pos, chunks)
+        else:
+            pos = _skip(data, pos, kind, 3)
 
 
-def _schema(data: bytes, pos: int, kind: int, depth: int, walk: _Walk) -> int:
-    end = _skip(data, pos, kind, depth)
-    walk.schema = data[pos:end]
-    return end
+def _column_chunk(data: bytes, pos: int, chunks: list[bool]) -> int:
+    """A ColumnChunk from ``pos``: whether its statistics are exact appended."""
+    exact = False
+    last = 0
+    while True:
+        header = data[pos]
+        pos += 1
+        kind = header & 0x0F
+        if kind == _STOP:
+            chunks.append(exact)
+            return pos
+        last, pos = _field_id(data, pos, header, last)
+        if last == _CHUNK_META:
+            if kind != _STRUCT:
+                raise _ThriftError(f"a struct field of Thrift type {kind}")
+            exact, pos = _column_meta(data, pos)
+        else:
+            pos = _skip(data, pos, kind, 5)
 
 
-def _row_groups(data: bytes, pos: int, kind: int, depth: int, walk: _Walk) -> int:
-    size, pos = _list_header(data, pos, kind, _STRUCT)
-    for _ in range(size):
-        walk.chunks = []
-        pos = _struct(data, pos, depth + 1, _GROUP_HANDLERS, walk)
-        walk.groups.append(tuple(walk.chunks))
-    return pos
+def _column_meta(data: bytes, pos: int) -> tuple[bool, int]:
+    """A ColumnMetaData from ``pos``: whether its statistics are exact, and the end."""
+    exact = False
+    last = 0
+    while True:
+        header = data[pos]
+        pos += 1
+        kind = header & 0x0F
+        if kind == _STOP:
+            return exact, pos
+        if header >> 4:
+            last += header >> 4
+        else:
+            value, pos = _varint(data, pos)
+            last = (value >> 1) ^ -(value & 1)
+        if last == _META_STATISTICS:
+            if kind != _STRUCT:
+                raise _ThriftError(f"a struct field of Thrift type {kind}")
+            exact, pos = _statistics(data, pos)
+        elif kind in (_I16, _I32, _I64):  # most of its fields: skipped inline
+            end = pos + 9
+            while data[pos] & 0x80:
+                pos += 1
+                if pos > end:
+                    raise _ThriftError("a varint longer than 10 bytes")
+            pos += 1
+        else:
+            pos = _skip(data, pos, kind, 6)
 
 
-def _columns(data: bytes, pos: int, kind: int, depth: int, walk: _Walk) -> int:
-    size, pos = _list_header(data, pos, kind, _STRUCT)
-    for _ in range(size):
-        found: dict[int, bool] = {}
-        walk.found = found
-        pos = _struct(data, pos, depth + 1, _CHUNK_HANDLERS, walk)
-        walk.chunks.append(
-            _STATS_MIN_VALUE in found
-            and _STATS_MAX_VALUE in found
-            and found.get(_STATS_MIN_EXACT, True)
-            and found.get(_STATS_MAX_EXACT, True)
-        )
-    return pos
-
-
-def _as_struct(handlers: dict[int, _Handler]) -> _Handler:
-    def handle(data: bytes, pos: int, kind: int, depth: int, walk: _Walk) -> int:
-        if kind != _STRUCT:
-            raise _ThriftError(f"a struct field of Thrift type {kind}")
-        return _struct(data, pos, depth, handlers, walk)
-
-    return handle
-
-
-def _note(field_id: int) -> _Handler:
-    """A Statistics field's presence (a boolean's with its value)."""
-
-    def handle(data: bytes, pos: int, kind: int, depth: int, walk: _Walk) -> int:
-        walk.found[field_id] = kind == _TRUE if kind in (_TRUE, _FALSE) else True
-        return _skip(data, pos, kind, depth)
-
-    return handle
+def _statistics(data: bytes, pos: int) -> tuple[bool, int]:
+    """A Statistics from ``pos``: exact when it has the new ``min_value`` and
+    ``max_value`` and neither is flagged inexact; and the end."""
+    has_min = has_max = False
+    min_exact = max_exact = True
+    last = 0
+    while True:
+        header = data[pos]
+        pos += 1
+        kind = header & 0x0F
+        if kind == _STOP:
+            return has_min and has_max and min_exact and max_exact, pos
+        last, pos = _field_id(data, pos, header, last)
+        if last == _STATS_MIN_VALUE:
+            has_min = True
+        elif last == _STATS_MAX_VALUE:
+            has_max = True
+        elif last == _STATS_MIN_EXACT:
+            min_exact = kind != _FALSE if kind in (_TRUE, _FALSE) else True
+        elif last == _STATS_MAX_EXACT:
+            max_exact = kind != _FALSE if kind in (_TRUE, _FALSE) else True
+        pos = _skip(data, pos, kind, 7)
 
 
 def _list_header(data: bytes, pos: int, kind: int, element: int) -> tuple[int, int]:
@@ -208,26 +262,8 @@ def _list_header(data: bytes, pos: int, kind: int, element: int) -> tuple[int, i
     return size, pos
 
 
-_NO_HANDLERS: dict[int, _Handler] = {}
-_STATISTICS_HANDLERS = {
-    f: _note(f) for f in (_STATS_MAX_VALUE, _STATS_MIN_VALUE, _STATS_MAX_EXACT, _STATS_MIN_EXACT)
-}
-_META_HANDLERS = {_META_STATISTICS: _as_struct(_STATISTICS_HANDLERS)}
-_CHUNK_HANDLERS = {_CHUNK_META: _as_struct(_META_HANDLERS)}
-_GROUP_HANDLERS: dict[int, _Handler] = {_GROUP_COLUMNS: _columns}
-_FILE_HANDLERS: dict[int, _Handler] = {_FILE_SCHEMA: _schema, _FILE_ROW_GROUPS: _row_groups}
-
-
-def _struct(
-    data: bytes,
-    pos: int,
-    depth: int,
-    handlers: dict[int, _Handler] = _NO_HANDLERS,
-    walk: _Walk | None = None,
-) -> int:
-    """Walk a struct from ``pos``: ``handlers[field id]`` read their fields, the others
-    are skipped (the common ones inline: this loop is a footer walk's cost); the
-    position after the struct."""
+def _struct(data: bytes, pos: int, depth: int) -> int:
+    """Skip a struct from ``pos`` (the common fields inline); the position after it."""
     if depth > _MAX_DEPTH:
         raise _ThriftError("nested too deeply")
     last = 0
@@ -242,10 +278,7 @@ def _struct(
         else:
             value, pos = _varint(data, pos)
             last = (value >> 1) ^ -(value & 1)
-        handler = handlers.get(last)
-        if handler is not None and walk is not None:
-            pos = handler(data, pos, kind, depth + 1, walk)
-        elif kind in (_TRUE, _FALSE):
+        if kind in (_TRUE, _FALSE):
             continue
         elif kind in (_I16, _I32, _I64):
             end = pos + 9

@@ -287,7 +287,8 @@ class IcebergStore:
         else:
             schema = previous.next_schema(arrow, table.uri, file_only)
         plan = partition_plan(table, schema)
-        if plan.fields and any(plan.values(s.partition_path) is None for s in slices):
+        partitions = {s.partition_path for s in slices}  # each parsed once, not per slice
+        if plan.fields and any(plan.values(p) is None for p in partitions):
             plan = _unpartitioned(plan, slices)
         if previous is not None:
             plan = previous.next_plan(plan)
@@ -350,7 +351,11 @@ class IcebergStore:
         table = self.table
         location = table.location
         slices, plan = build.slices, build.plan
-        changed = {bucket_of(s.partition_path, buckets) for s in slices}
+        # Per partition, not per slice: its bucket and values (a first publication
+        # enters 100,000 slices of 1,000 partitions).
+        bucket_by = {p: bucket_of(p, buckets) for p in {s.partition_path for s in slices}}
+        values_by = {p: plan.values(p) if plan.fields else () for p in bucket_by}
+        changed = set(bucket_by.values())
         if touched is not None:
             changed |= {bucket_of(p, buckets) for p in touched}
         listed_again: dict[str, ManifestEntry] = {}
@@ -386,14 +391,13 @@ class IcebergStore:
         kept: set[str] = set()
         new_bases: list[tuple[_Bucket, BaseFileItem]] = []  # metrics read together
         for file_slice in slices:
-            group = rebuilt[bucket_of(file_slice.partition_path, buckets)]
-            values = plan.values(file_slice.partition_path) if plan.fields else ()
+            group = rebuilt[bucket_by[file_slice.partition_path]]
+            values = values_by[file_slice.partition_path]
             if values is None:  # ``_build`` made the plan unpartitioned then
                 raise AssertionError(f"unparsed partition {file_slice.partition_path!r}")
             if file_slice.base_file is not None:
                 relative = file_slice.relative_path(file_slice.base_file.name)
-                uri = location.uri_of(relative)
-                previous = listed_again.get(uri)
+                previous = listed_again.get(location.uri_of(relative)) if listed_again else None
                 if previous is not None:
                     group.data.append(_existing(previous))
                 else:
