@@ -54,13 +54,19 @@ class Footer:
 
 def read_footer(location: Location, path: str, where: str, size: int | None = None) -> Footer:
     """The footer of the Parquet file at ``path`` (on ``location.fs``) of ``size`` bytes
-    (asked of the store when not given): one ranged read of the file's tail (two when
-    the footer is larger than the first guess)."""
-    if size is None:
-        size = location.size(path)
-    if size < 12:
-        raise CorruptTableError(f"{where}: not a Parquet file ({size} bytes)")
-    tail = _range(location, path, max(0, size - _TAIL_GUESS), size)
+    (on a store: asked of it when not given; locally: the open file's own): one ranged
+    read of the file's tail (two when the footer is larger than the first guess)."""
+    if location.is_local:  # one open: the size from its end, then the tail
+        with open(path, "rb") as handle:
+            size = handle.seek(0, 2)
+            _check_size(size, where)
+            handle.seek(max(0, size - _TAIL_GUESS))
+            tail = handle.read()
+    else:
+        if size is None:
+            size = location.size(path)
+        _check_size(size, where)
+        tail = _range(location, path, max(0, size - _TAIL_GUESS), size)
     if len(tail) < 8:
         raise CorruptTableError(f"{where}: not a Parquet file (shorter than its size)")
     length, magic = struct.unpack("<I4s", tail[-8:])
@@ -71,6 +77,11 @@ def read_footer(location: Location, path: str, where: str, size: int | None = No
     if length + 8 > len(tail):
         tail = _range(location, path, size - 8 - length, size)
     return parse_footer(bytes(tail[-8 - length : -8]), size, where)
+
+
+def _check_size(size: int, where: str) -> None:
+    if size < 12:
+        raise CorruptTableError(f"{where}: not a Parquet file ({size} bytes)")
 
 
 def _range(location: Location, path: str, start: int, end: int) -> bytes:

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -37,11 +36,10 @@ FOOTERS, COMMIT = "footers", "commit"
 METRICS_SOURCES = (FOOTERS, COMMIT)
 
 
-@dataclass(frozen=True)
-class BaseFileItem:
+class BaseFileItem(NamedTuple):
     """A base file to enter: its path under the table, partition values, the instant
     its name carries (the write that made it) and its size where the listing gave one
-    (0: unknown)."""
+    (0: unknown). A tuple: a first publication makes one a base file."""
 
     relative_path: str
     partition: tuple[Any, ...]
@@ -64,28 +62,25 @@ def base_data_files(
         return parquet_data_files(table.location, footer_items, schema)
     written = written_files(table, {item.instant for item in items})
     location = table.location
+    inside, uri_of, size_of = location.inside, location.uri_of, location.size
+    where = location.uri
     found: list[DataFile | None] = []
     unread: list[int] = []
-    for index, item in enumerate(items):
-        stat = written.get(item.relative_path)
+    for index, (relative, partition, _, listed_size) in enumerate(items):
+        stat = written.get(relative)
         made = None
         if stat is not None:
             records, size = stat
-            actual = item.listed_size or location.size(
-                location.inside(item.relative_path, location.uri)
-            )
+            actual = listed_size or size_of(inside(relative, where))
             if size == actual and (records > 0 or size == 0):
-                made = DataFile(
-                    DATA, location.uri_of(item.relative_path), records, size, item.partition
-                )
+                made = DataFile(DATA, uri_of(relative), records, size, partition)
         if made is None:
             unread.append(index)
         found.append(made)
     if unread:
         footer_items = [(items[i].relative_path, items[i].partition) for i in unread]
-        for index, made in zip(
-            unread, parquet_data_files(location, footer_items, schema), strict=True
-        ):
+        read = parquet_data_files(location, footer_items, schema)
+        for index, made in zip(unread, read, strict=True):
             found[index] = made
     return [made for made in found if made is not None]
 
