@@ -149,3 +149,38 @@ def test_an_unknown_metrics_source_is_refused_in_one_line() -> None:
         cfg.ICEBERG_METRICS.read({key: "column_stats"})
     message = str(caught.value)
     assert key in message and "\n" not in message
+
+
+def test_the_cli_takes_the_option_and_refuses_a_bad_value_in_one_line(
+    fixture_copy: Any,
+) -> None:
+    from typer.testing import CliRunner
+
+    from hudi_sync.cli.app import app
+
+    path = fixture_copy("cow/v6_nonpartitioned")
+    key = cfg.ICEBERG_METRICS.key
+    runner = CliRunner()
+    refused = runner.invoke(app, ["sync", "iceberg", str(path), "--conf", f"{key}=exact"])
+    assert refused.exit_code == 2
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and key in lines[0]
+    assert not (path / ".hoodie" / "manifest").exists()  # nothing published
+    done = runner.invoke(app, ["sync", "iceberg", str(path), "--conf", f"{key}=commit", "--json"])
+    assert done.exit_code == 0, done.output
+    location = json.loads(done.stdout)["iceberg"]["metadata_location"]
+    entries = _entries_by_path(location)
+    assert entries and not any(e.lower_bounds for e in entries.values())
+
+
+def test_the_hook_takes_the_option(fixture_copy: Any) -> None:
+    from hudi_sync.sync.hook import run_post_commit_hook
+
+    path = fixture_copy("cow/v6_nonpartitioned")
+    options = {cfg.SYNC_TOOLS.key: "iceberg", cfg.ICEBERG_METRICS.key: "commit"}
+    report = run_post_commit_hook(str(path), options)
+    assert report.ok, report.errors
+    entries = _entries_by_path(report.to_json()["iceberg"]["metadata_location"])
+    assert entries and not any(e.lower_bounds for e in entries.values())
+    bad = run_post_commit_hook(str(path), {**options, cfg.ICEBERG_METRICS.key: "exact"})
+    assert not bad.ok and cfg.ICEBERG_METRICS.key in " ".join(bad.errors.values())

@@ -259,7 +259,12 @@ def write_manifest(
     }
     names = [f["name"] for f in avro_schema["fields"][4]["type"]["fields"][3]["type"]["fields"]]
     records = [_entry_record(entry, names) for entry in entries]
-    return _write(avro_schema, records, metadata)
+    bare = all(all(r["data_file"][m] is None for m in _METRIC_MAPS) for r in records)
+    return _write(avro_schema, records, metadata, parsed=bare)
+
+
+# The entry's maps of column metrics (None: no metrics).
+_METRIC_MAPS = ("column_sizes", "value_counts", "null_value_counts", "lower_bounds", "upper_bounds")
 
 
 def _entry_record(entry: ManifestEntry, partition_names: list[str]) -> dict[str, Any]:
@@ -400,18 +405,25 @@ def write_manifest_list(
 
 
 def _write(
-    schema: dict[str, Any], records: list[dict[str, Any]], metadata: dict[str, str]
+    schema: dict[str, Any],
+    records: list[dict[str, Any]],
+    metadata: dict[str, str],
+    parsed: bool = False,
 ) -> bytes:
+    """``parsed``: hand fastavro the schema parsed once (``_parsed``) instead of the
+    plain schema: faster for records without column metrics (150 entries: 1.8 against
+    2.6 ms), slower for records whose maps use the tuple notation (39 against 30 ms),
+    measured alternately in one process."""
     buffer = io.BytesIO()
-    fastavro.writer(buffer, _parsed(schema), records, codec="deflate", metadata=metadata)
+    given = _parsed(schema) if parsed else schema
+    fastavro.writer(buffer, given, records, codec="deflate", metadata=metadata)
     return buffer.getvalue()
 
 
 def _parsed(schema: dict[str, Any]) -> Any:
-    """``schema`` as fastavro parses it, parsed once per schema: given the plain schema
-    fastavro parses it again for every file, which cost more than writing a bucket's
-    entries (a first publication writes a thousand manifests of one schema). The
-    schema fastavro then embeds is the same JSON (its keys in another order)."""
+    """``schema`` as fastavro parses it, parsed once per schema (fastavro parses a
+    plain schema again for every file it writes). The schema fastavro then embeds is
+    the same JSON (its keys in another order)."""
     key = json.dumps(schema, sort_keys=True)
     parsed = _PARSED.get(key)
     if parsed is None:
