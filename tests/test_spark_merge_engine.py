@@ -31,8 +31,8 @@ from tests.warehouse_rows import hudi_rs_rows
 # files, an overwrite, a column added (an upsert into files that all lack it), then an
 # upsert and a delete where some stored files have the column and some lack it (checked
 # before the upsert): that upsert merges file groups of both schemas, so an upsert into
-# files of one schema needs no step of its own (one was here, the dearest step: 13 Spark
-# jobs on each engine, about a sixth of the test's time); the one delete, because a
+# files of one schema needs no step of its own (one was here, a dear step: 12 and 13 Spark
+# jobs on the two engines, about a sixth of the test's time); the one delete, because a
 # delete's rows are dropped alike in both states.
 STEPS = ["insert", "insert", "insert_overwrite", "add_column", "upsert", "delete"]
 
