@@ -32,6 +32,7 @@ from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.read.snapshot import read_snapshot
 from hudi_sync.warehouse.duckdb import DuckDBTarget
+from tests.frames import rows_frame
 from tests.test_mor_sync import view_rows
 from tests.warehouse_rows import hudi_rs_rows
 
@@ -268,7 +269,7 @@ def test_options_the_bucket_index_cannot_honour_are_refused(  # type: ignore[no-
     assert "hoodie.index.type=BUCKET" in properties
     assert "hoodie.bucket.index.num.buckets=4" in properties
     unsaid = {k: v for k, v in options(8).items() if "index" not in k}
-    frame = spark.createDataFrame([(2, "a", "df", 3)], "id long, p string, name string, ts long")
+    frame = rows_frame(spark, [(2, "a", "df", 3)], "id long, p string, name string, ts long")
     result = write(frame, str(path), unsaid)
     assert result.stats and all(
         s.path.endswith(tuple("0123456789")) or ".log." in s.path for s in result.stats

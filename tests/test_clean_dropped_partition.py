@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 
 from hudi_sync.spark import write
 from hudi_sync.spark.writing.options import PARTITIONS_TO_DELETE
+from tests.frames import rows_frame
 from tests.metadata_checks import listed_files, mdt_files
 from tests.warehouse_rows import hudi_rs_rows
 
@@ -34,7 +35,7 @@ OPTIONS = {
 
 
 def _write(spark: SparkSession, path: Path, rows: list[tuple[int, str, int]], **extra: object):  # type: ignore[no-untyped-def]
-    frame = spark.createDataFrame(rows, SCHEMA) if rows else spark.createDataFrame([], "id int")
+    frame = rows_frame(spark, rows, SCHEMA) if rows else rows_frame(spark, [], "id int")
     return write(frame, str(path), {**OPTIONS, **extra})
 
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 from hudi_sync.spark import write, write_arrow
+from hudi_sync.spark.compat import arrow_dataframe
 from hudi_sync.table import HudiTable
 from tests.warehouse_rows import hudi_rs_rows
 
@@ -78,6 +79,6 @@ def test_the_spark_writer_names_one_complex_key_field(spark, tmp_path: Path) -> 
     path = tmp_path / "t"
     options = {**_options(6), "hoodie.datasource.write.table.type": "COPY_ON_WRITE"}
     del options["hoodie.index.type"], options["hoodie.bucket.index.num.buckets"]
-    write(spark.createDataFrame(_rows(1).to_pylist()), str(path), options)
-    write(spark.createDataFrame(_rows(2).to_pylist()), str(path), options)
+    write(arrow_dataframe(spark, _rows(1)), str(path), options)
+    write(arrow_dataframe(spark, _rows(2)), str(path), options)
     assert _keys(path) == {"id:1": "n1-2", "id:2": "n2-2"}

@@ -15,6 +15,7 @@ from hudi_sync.table import HudiTable
 from hudi_sync.table.timeline.instant import Action
 from hudi_sync.table.write.compaction import pending_compactions
 from tests.debezium_events import final_state
+from tests.frames import rows_frame
 from tests.test_debezium_ingest import MOR, _history, config, new_topic, table_state
 
 
@@ -90,7 +91,7 @@ def test_a_dataframe_write_refuses_asynchronous_compaction(spark, tmp_path: Path
     from hudi_sync.errors import BadInputError
     from hudi_sync.spark import write
 
-    frame = spark.createDataFrame([(1, "a", 1)], "id int, name string, ts int")
+    frame = rows_frame(spark, [(1, "a", 1)], "id int, name string, ts int")
     options = {
         "hoodie.table.name": "t",
         "hoodie.datasource.write.recordkey.field": "id",

@@ -22,6 +22,7 @@ from hudi_sync.spark import write
 from hudi_sync.spark.writing.options import PARTITIONS_TO_DELETE
 from hudi_sync.table import HudiTable
 from tests import hudi_oracle
+from tests.frames import rows_frame
 from tests.warehouse_rows import hudi_rs_rows
 
 SCHEMA = "id int, x string, y string, ts long"
@@ -42,7 +43,7 @@ def _options(fields: str, hive_style: bool, operation: str, **extra: str) -> dic
 
 
 def _written_table(spark: SparkSession, path: Path, fields: str, hive_style: bool) -> None:
-    df = spark.createDataFrame(ROWS, SCHEMA)
+    df = rows_frame(spark, ROWS, SCHEMA)
     write(df, str(path), _options(fields, hive_style, "insert"))
 
 
@@ -61,7 +62,7 @@ def _tree(path: Path) -> list[str]:
 
 
 def _delete(spark: SparkSession, path: Path, options: dict[str, object], value: str) -> str:
-    df = spark.createDataFrame([], "id int")
+    df = rows_frame(spark, [], "id int")
     options = {**options, "hoodie.datasource.write.operation": "delete_partition"}
     return write(df, str(path), {**options, PARTITIONS_TO_DELETE: value}).instant
 
@@ -114,13 +115,13 @@ def test_without_the_option_the_rows_name_the_partitions(spark, tmp_path: Path) 
     _written_table(spark, path, "x", True)
     options = _options("x", True, "delete_partition")
     before = _tree(path)
-    missing = spark.createDataFrame([(9, "zz", "1", 1)], SCHEMA)
+    missing = rows_frame(spark, [(9, "zz", "1", 1)], SCHEMA)
     with pytest.raises(BadInputError, match=r"^\S+/t: no partition 'x=zz' to delete \("):
         write(missing, str(path), options)
     with pytest.raises(BadInputError, match=f"needs {PARTITIONS_TO_DELETE} or rows naming"):
-        write(spark.createDataFrame([], SCHEMA), str(path), options)
+        write(rows_frame(spark, [], SCHEMA), str(path), options)
     assert _tree(path) == before
-    write(spark.createDataFrame([(9, "a", "1", 1)], SCHEMA), str(path), options)
+    write(rows_frame(spark, [(9, "a", "1", 1)], SCHEMA), str(path), options)
     assert _partitions(path) == {"x=b", "x=c"}
 
 

@@ -21,6 +21,7 @@ from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.duckdb import SOURCE_FILE_COLUMN, DuckDBTarget
 from tests.fixture_tables import fixture_tables
+from tests.frames import rows_frame
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
 
 TABLES = [t for t in fixture_tables() if "empty" not in t.name]
@@ -112,11 +113,11 @@ def test_a_column_added_later_reads_null_in_older_files(
         "hoodie.datasource.write.operation": "upsert",
     }
     first = [(1, "a", 1), (2, "a", 1), (3, "b", 1)]
-    write(spark.createDataFrame(first, SCHEMA), str(path), options)
+    write(rows_frame(spark, first, SCHEMA), str(path), options)
     database = tmp_path / "w.duckdb"
     sync_table(str(path), [DuckDBTarget(str(database), "t")])
     # A later commit adds a column, writing partition b only: a's file keeps the old schema.
-    write(spark.createDataFrame([(3, "b", 2, "x"), (4, "b", 2, None)], WIDER), str(path), options)
+    write(rows_frame(spark, [(3, "b", 2, "x"), (4, "b", 2, None)], WIDER), str(path), options)
     report = sync_table(str(path), [DuckDBTarget(str(database), "t")])
     history = [
         s for s in report.plans[0].steps if s.startswith('CREATE OR REPLACE VIEW "t_history"')

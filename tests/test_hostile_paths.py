@@ -25,6 +25,7 @@ from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.bigquery import BigQuerySyncConfig, BigQueryTarget
 from hudi_sync.warehouse.duckdb import SOURCE_FILE_COLUMN, DuckDBTarget, glob_literal
 from tests.fixture_tables import fixture_tables
+from tests.frames import rows_frame
 from tests.objectstores import GcsStore
 from tests.test_bigquery_target import _maps_as_dicts
 from tests.warehouse_rows import canonical, hudi_rs_rows, same_columns
@@ -128,7 +129,7 @@ def _write_partitions(spark: Any, path: Path, values: list[str]) -> None:
     from hudi_sync.spark import write
 
     rows = [(i, value, f"n{i}", 1) for i, value in enumerate(values)]
-    frame = spark.createDataFrame(rows, "id int, p string, name string, ts long")
+    frame = rows_frame(spark, rows, "id int, p string, name string, ts long")
     options = {
         "hoodie.table.name": "hostile",
         "hoodie.datasource.write.recordkey.field": "id",

@@ -32,6 +32,7 @@ from hudi_sync.table.records.logfile import BlockType, read_blocks
 from hudi_sync.table.write.compaction import compact
 from hudi_sync.table.write.lock import TableLock
 from hudi_sync.table.write.metadata_table import indexes
+from tests.frames import rows_frame
 from tests.metadata_checks import MDT_FIXTURES as FIXTURES
 from tests.metadata_checks import IndexModel, index_definitions, write_options
 
@@ -65,7 +66,7 @@ def test_writes_keep_record_and_secondary_indexes_current(  # type: ignore[no-un
     index = IndexModel(path)
 
     def frame(rows: list[dict[str, Any]]):  # type: ignore[no-untyped-def]
-        return spark.createDataFrame([[r[c] for c in data_columns] for r in rows], schema)
+        return rows_frame(spark, rows, schema)
 
     # Upsert: keys[0] changes its secondary value, keys[1] only its ordering value, and a
     # copy of keys[2] comes in under a new key.
@@ -166,10 +167,10 @@ def test_with_every_index_maintained_a_write_needs_no_option(  # type: ignore[no
     index = IndexModel(path)
     options = {k: v for k, v in _options(table, "upsert").items() if k not in DISABLE_STATS}
     new = dict(rows[0], txn_id="TXN-NEW", merchant_name="new merchant")
-    frame = spark.createDataFrame([[new[c] for c in data_columns]], schema)
+    frame = rows_frame(spark, [new], schema)
     result = write(frame, str(path), options)
     index.check(result.instant)
-    frame = spark.createDataFrame([[rows[1][c] for c in data_columns]], schema)
+    frame = rows_frame(spark, [rows[1]], schema)
     result = write(frame, str(path), {**options, "hoodie.datasource.write.operation": "delete"})
     index.check(result.instant)
     assert HudiTable.open(str(path)).config.metadata_partitions == listed
@@ -183,7 +184,7 @@ def upsert_new_key(spark, path: str, new_key: str):  # type: ignore[no-untyped-d
     first = min(snapshot.select(data_columns).to_pylist(), key=lambda r: r["txn_id"])
     schema = read(spark, path).select(*data_columns).schema
     row = dict(first, txn_id=new_key, merchant_name=f"merchant of {new_key}")
-    frame = spark.createDataFrame([[row[c] for c in data_columns]], schema)
+    frame = rows_frame(spark, [row], schema)
     return write(frame, path, _options(table, "upsert"))
 
 

@@ -13,6 +13,7 @@ from hudi_sync.table import HudiTable
 from hudi_sync.table.metadata_table import index_keys
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.read.snapshot import read_snapshot
+from tests.frames import rows_frame
 from tests.metadata_checks import index_definitions, rows_by_key, write_options
 
 INDEX = "secondary_index_rider_idx"
@@ -45,7 +46,7 @@ def test_v8_null_values_have_no_secondary_index_entries(  # type: ignore[no-unty
         dict(model[updated], rider=None, ts=model[updated]["ts"] + 1),
         dict(model[updated], uuid="riderless", rider=None),
     ]
-    frame = spark.createDataFrame([[r[c] for c in columns] for r in rows], schema)
+    frame = rows_frame(spark, rows, schema)
     write(frame, str(path), write_options(table, "upsert"))
     snapshot = rows_by_key(read_snapshot(HudiTable.open(str(path))), "uuid")
     assert snapshot["riderless"]["rider"] is None and snapshot[updated]["rider"] is None

@@ -19,6 +19,7 @@ from hudi_sync.table import HudiTable
 from hudi_sync.table.metadata_table import column_stats
 from hudi_sync.table.metadata_table.reader import MetadataTableReader
 from hudi_sync.table.read.snapshot import read_snapshot
+from tests.frames import rows_frame
 from tests.metadata_checks import (
     MDT_FIXTURES,
     StatsModel,
@@ -60,7 +61,7 @@ def test_writes_keep_column_and_partition_stats_current(  # type: ignore[no-unty
 
     def step(rows: list[dict[str, Any]], operation: str, **extra: str) -> Any:
         stats.before_write()
-        frame = spark.createDataFrame([[r[c] for c in columns] for r in rows], schema)
+        frame = rows_frame(spark, rows, schema)
         result = write(frame, str(path), _options(table, operation, **extra))
         assert_readers_agree(path, key, model)
         stats.after_write(result.instant, result.clean_instant)
@@ -102,7 +103,7 @@ def test_a_log_file_a_write_adds_has_its_column_stats(  # type: ignore[no-untype
     columns = list(next(iter(model.values())))
     schema = read(spark, str(path)).select(*columns).schema
     row = dict(model[min(model)], merchant_name="logged", txn_ts=model[min(model)]["txn_ts"] + 1)
-    frame = spark.createDataFrame([[row[c] for c in columns]], schema)
+    frame = rows_frame(spark, [row], schema)
     result = write(frame, str(path), _options(table, "upsert"))
     logs = [p for p in path.rglob(f".*_{result.instant}.log.*") if ".hoodie" not in p.parts]
     assert logs
@@ -133,7 +134,7 @@ def test_a_file_whose_values_of_a_column_are_all_null_counts_in_partition_stats(
         row = dict(template, uuid=key, city="nowhere", ts=ts)
         model[key] = row
         stats.before_write()
-        frame = spark.createDataFrame([[row[c] for c in columns]], schema)
+        frame = rows_frame(spark, [row], schema)
         result = write(frame, str(path), _options(table, "insert"))
         assert_readers_agree(path, "uuid", model)
         stats.after_write(result.instant, result.clean_instant)

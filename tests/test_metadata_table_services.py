@@ -23,6 +23,7 @@ from hudi_sync.table.metadata_table.records import decode_records
 from hudi_sync.table.read.snapshot import read_snapshot
 from hudi_sync.table.write.metadata_table.compaction import base_hfile
 from tests.fixture_tables import fixture_tables
+from tests.frames import rows_frame
 from tests.metadata_checks import assert_readers_agree, listed_files, rows_by_key
 from tests.test_metadata_table_write import _options
 
@@ -97,7 +98,7 @@ def test_compaction_clean_and_archival_of_the_metadata_table(  # type: ignore[no
     for step in range(8):
         key = min(model)
         row = dict(model[key], merchant_name=f"step {step}", txn_ts=model[key]["txn_ts"] + 1)
-        df = spark.createDataFrame([[row[c] for c in columns]], schema)
+        df = rows_frame(spark, [row], schema)
         result = write(df, str(path), options)
         model[key] = row
         assert_readers_agree(path, "txn_id", model)

@@ -52,12 +52,18 @@ def test_no_credentials_is_one_line_and_exit_2(s3_server, tmp_path: Path) -> Non
 
 
 def test_an_unreachable_endpoint_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    """One attempt (``AWS_MAX_ATTEMPTS=1``): botocore's default retries of a refused
+    connection end in the same error some 10 s later."""
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     uri = "s3://lake/t"
     args = ["show", "files", uri, "-o", f"client_kwargs.endpoint_url=http://127.0.0.1:{port}"]
-    env = {"AWS_ACCESS_KEY_ID": "someone", "AWS_SECRET_ACCESS_KEY": SECRET}
+    env = {
+        "AWS_ACCESS_KEY_ID": "someone",
+        "AWS_SECRET_ACCESS_KEY": SECRET,
+        "AWS_MAX_ATTEMPTS": "1",
+    }
     result = _cli(args, env, tmp_path)
     assert result.returncode == 1, result.stderr
     (line,) = result.stderr.strip().splitlines()

@@ -23,6 +23,7 @@ from hudi_sync.spark import read, write, write_arrow
 from hudi_sync.table import HudiTable
 from hudi_sync.table.keys.timestamp_keygen import TimestampPartition
 from hudi_sync.table.read.snapshot import read_snapshot
+from tests.frames import rows_frame
 from tests.warehouse_rows import hudi_rs_rows
 
 P = "hoodie.keygen.timebased."
@@ -125,7 +126,7 @@ def _frame(spark: Any, rows: pa.Table) -> Any:
     """``rows`` as a Spark DataFrame of the same column types."""
     columns = {"id": "long", "ts": "long", "v": "string", "seq": "long", "region": "string"}
     schema = ", ".join(f"{name} {columns[name]}" for name in rows.column_names)
-    return spark.createDataFrame(rows.to_pylist(), schema)
+    return rows_frame(spark, rows.to_pylist(), schema)
 
 
 def _rows(values: Sequence[int | None], tag: str, **more: list[Any]) -> pa.Table:
@@ -253,9 +254,7 @@ def test_a_bad_value_is_refused_by_the_spark_engine_in_one_line(spark, tmp_path:
             P + "output.dateformat": "yyyy/MM/dd",
         },
     )
-    frame = spark.createDataFrame(
-        [(1, "2024-02-30", "a", 1)], "id long, ts string, v string, seq int"
-    )
+    frame = rows_frame(spark, [(1, "2024-02-30", "a", 1)], "id long, ts string, v string, seq int")
     with pytest.raises(BadInputError, match="'2024-02-30' is not a date") as caught:
         write(frame, str(tmp_path / "t"), options)
     assert "\n" not in str(caught.value)

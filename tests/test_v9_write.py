@@ -17,6 +17,7 @@ from hudi_sync.table.config.properties import decode_properties, parse_java_prop
 from hudi_sync.table.read.snapshot import read_snapshot
 from hudi_sync.table.write.create import java_properties_text
 from tests.fixture_tables import fixture_tables, without_metadata_table
+from tests.frames import rows_frame
 from tests.spark_model import TableModel, table_rows
 from tests.test_spark_writer import frame, hudi_rs, options
 from tests.warehouse_rows import hudi_rs_rows
@@ -170,10 +171,10 @@ def test_writes_into_a_hudi_1_1_written_table_read_back_in_hudi_rs(  # type: ign
     stale = {c: before[keys[1]][c] for c in data_columns}
     stale.update(txn_type="stale", txn_ts=before[keys[1]]["txn_ts"] - 1)  # loses: event time
     new = dict(updated, txn_id="TXN-NEW", region="eu", txn_type="credit")
-    write(spark.createDataFrame([updated, stale, new], schema), str(path), settings)
+    write(rows_frame(spark, [updated, stale, new], schema), str(path), settings)
     deleted = {c: before[keys[2]][c] for c in data_columns}
     write(
-        spark.createDataFrame([deleted], schema),
+        rows_frame(spark, [deleted], schema),
         str(path),
         {**settings, "hoodie.datasource.write.operation": "delete"},
     )

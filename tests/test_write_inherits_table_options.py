@@ -22,6 +22,7 @@ from hudi_sync.errors import BadInputError
 from hudi_sync.spark import read, write, write_arrow
 from hudi_sync.table import HudiTable
 from tests import hudi_oracle
+from tests.frames import rows_frame
 from tests.warehouse_rows import hudi_rs_rows
 
 OPERATION = "hoodie.datasource.write.operation"
@@ -155,7 +156,7 @@ def _our_table(spark: SparkSession, path: Path) -> dict[str, object]:
 
 
 def _frame(spark: SparkSession, rows: list[tuple[Any, ...]]) -> DataFrame:
-    return spark.createDataFrame(rows, "id int, name string, p string, q string, ts long")
+    return rows_frame(spark, rows, "id int, name string, p string, q string, ts long")
 
 
 def test_our_table_takes_the_options_left_unsaid(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -252,7 +253,7 @@ def test_a_new_table_refuses_a_key_generator_the_writer_does_not_build(  # type:
     as another key generator would not be what Hudi writes. Nothing is created."""
     path = tmp_path / "t"
     options = {NAME: "t", RECORD_KEY: "id", PARTITION_PATH: "p", OPERATION: "insert", **stated}
-    rows = spark.createDataFrame([(1, "a")], "id int, p string")
+    rows = rows_frame(spark, [(1, "a")], "id int, p string")
     with pytest.raises(BadInputError, match=refused) as caught:
         write(rows, str(path), options)
     assert "(hoodie.datasource.write.recordkey.field=id, " in str(caught.value)
@@ -265,7 +266,7 @@ def test_a_new_table_refuses_a_key_generator_the_writer_does_not_build(  # type:
 
 
 def test_creating_a_table_still_needs_a_name_and_a_record_key(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    rows = spark.createDataFrame([(1, "a")], "id int, p string")
+    rows = rows_frame(spark, [(1, "a")], "id int, p string")
     with pytest.raises(BadInputError, match=r"^hoodie\.table\.name is required to create"):
         write(rows, str(tmp_path / "t"), {RECORD_KEY: "id"})
     with pytest.raises(BadInputError, match=rf"^{RECORD_KEY} is required to create a table"):
