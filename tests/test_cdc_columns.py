@@ -158,6 +158,11 @@ def test_corrupt_datums_are_refused() -> None:
             _decode(schema, [broken])
     with pytest.raises(AvroDecodeError):
         datum_bounds(b"\x00\x00\x00\x09abc", 0, 1)
+    one_byte = b"\x04ab\x02"  # "ab" (zig-zag length 2), then the long 1
+    eleven = b"\x04ab" + b"\xff" * 10 + b"\x01"  # a long of 11 bytes after a short one
+    assert _decode(schema, [one_byte]).to_pylist() == [{"s": "ab", "n": 1}]
+    with pytest.raises(AvroDecodeError, match="longer than 10 bytes"):
+        _decode(schema, [one_byte, eleven])
 
 
 def _tricky_table() -> pa.Table:

@@ -28,7 +28,7 @@ from hudi_sync.table import HudiTable
 from hudi_sync.table.read.slice_reader import read_folded_log, read_folded_logs
 from hudi_sync.table.read.snapshot import slice_merge_rules, snapshot_schema
 from hudi_sync.table.records.merge import DeleteKey, MergeMode, MergeRules, fold_log_records
-from hudi_sync.table.records.vector_merge import columnar_fold
+from hudi_sync.table.records.vector_merge import columnar_fold, columnar_folds
 
 PARTITIONS = 30  # x 4 buckets: 120 slices
 
@@ -245,3 +245,55 @@ def test_a_batchs_file_columns_are_each_slices_own(with_partition: bool) -> None
             ["f-c"] * 3,
         ]
         assert batched[2].column("_hudi_sync_log_file").to_pylist() == ["c.parquet"] * 3
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_logs_folded_together_keep_what_each_folded_alone_keeps(seed: int) -> None:
+    """``columnar_folds`` folds many slices' logs in one pass, a key being its log and
+    its record key: every log keeps what ``columnar_fold`` keeps it alone, the same
+    keys among logs do not meet, and a log that cannot be folded column-wise (a delete
+    record, a null ordering value in a double column, another schema, no rows) is
+    answered alone (None where alone gives None) without changing the others."""
+    chooser = random.Random(seed)
+    ts_type, values = [
+        (pa.float64(), [math.nan, -math.inf, -1.5, -0.0, 0.0, 1.5]),
+        (pa.int32(), [None, -1, 0, 1, 2]),
+        (pa.string(), ["a", "ab", "b", "é"]),
+    ][seed % 3]
+    schema = pa.schema([(KEY, pa.string()), ("ts", ts_type), ("v", pa.string())])
+    keys = [f"k{i}" for i in range(5)]  # shared by every log
+
+    def log(size: int, of: pa.Schema = schema, ts: list[Any] = values) -> pa.Table:
+        rows = [
+            {KEY: chooser.choice(keys), "ts": chooser.choice(ts), "v": f"r{i}"} for i in range(size)
+        ]
+        return pa.Table.from_pylist(rows, schema=of)
+
+    logs: list[tuple[pa.Table, list[Any]]] = []
+    for _ in range(12):
+        rows = log(chooser.randint(1, 9))
+        logs.append((rows, list(range(rows.num_rows))))
+    logs.insert(3, (logs[0][0], [0, DeleteKey("k1"), *range(1, logs[0][0].num_rows)]))
+    logs.insert(5, (schema.empty_table(), []))
+    other = pa.schema([(KEY, pa.string()), ("ts", pa.int64()), ("v", pa.string())])
+    logs.insert(7, (log(4, other, [1, 2]), [0, 1, 2, 3]))
+    for rules in (
+        MergeRules(MergeMode.EVENT_TIME_ORDERING, "ts"),
+        MergeRules(MergeMode.COMMIT_TIME_ORDERING),
+    ):
+        together = columnar_folds(logs, rules)
+        assert sum(t is not None for t in together) >= 12
+        for (rows, entries), joint in zip(logs, together, strict=True):
+            alone = columnar_fold(rows, entries, rules)
+            if alone is None:
+                assert joint is None
+                continue
+            assert joint is not None and joint.schema == alone.schema
+            assert repr(joint.to_pylist()) == repr(alone.to_pylist())  # NaN, -0.0 told apart
+    with_null = pa.Table.from_pylist([{KEY: "k1", "ts": None, "v": "x"}], schema=schema)
+    declined = [*logs, (with_null, [0])]  # joint fold declined: each log alone
+    for (rows, entries), joint in zip(declined, columnar_folds(declined, rules), strict=True):
+        alone = columnar_fold(rows, entries, rules)
+        assert repr(None if joint is None else joint.to_pylist()) == repr(
+            None if alone is None else alone.to_pylist()
+        )

@@ -495,9 +495,11 @@ def _with_file_columns(
     """``folded``, the rows of consecutive slices (``counts`` rows each), with each
     slice's ``(partition, file id, name)`` filled in (``folded_file_rows``)."""
 
+    # Each row's slice, by which each file's values are repeated in one Arrow call.
+    owner = pa.array(np.repeat(np.arange(len(files), dtype=np.int64), counts))
+
     def repeated(field: int) -> pa.Array:
-        values = np.array([f[field] for f in files], dtype=object)
-        return pa.array(np.repeat(values, counts), pa.string())
+        return pa.array([f[field] for f in files], pa.string()).take(owner)
 
     partitions = repeated(0)
     if PARTITION_FIELD in folded.column_names:

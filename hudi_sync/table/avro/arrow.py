@@ -471,12 +471,12 @@ class _Decoder:
             return pa.array(raw.astype(bool), pa.bool_())
         if kind in ("string", "bytes"):
             lengths = self._varint(rows, cursor)
-            positions = cursor[rows]
+            positions = self._at(rows, cursor)
             if len(lengths) and (
-                lengths.min() < 0 or np.any(positions + lengths > self.ends[rows])
+                lengths.min() < 0 or np.any(positions + lengths > self._ends_of(rows))
             ):
                 raise AvroDecodeError("string or bytes longer than its record")
-            cursor[rows] = positions + lengths
+            self._move(rows, cursor, positions + lengths)
             values = self._slices(positions, lengths)
             if kind == "string":
                 try:
@@ -486,36 +486,59 @@ class _Decoder:
             return values
         raise _Unsupported(kind)
 
-    def _varint(self, rows: np.ndarray[Any, Any], cursor: np.ndarray[Any, Any]) -> np.ndarray:
-        """Zig-zag varints (Avro int and long) at the cursors of ``rows``."""
-        positions = cursor[rows]
-        value = np.zeros(len(rows), dtype=np.uint64)
-        taken = np.zeros(len(rows), dtype=np.int64)
-        active = np.arange(len(rows), dtype=np.int64)
-        for step in range(_VARINT_MAX):
-            byte = self.buffer[positions[active] + step]
-            value[active] |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * step)
-            taken[active] += 1
-            active = active[(byte & 0x80) != 0]
-            if not len(active):
-                break
+    def _at(self, rows: np.ndarray[Any, Any], values: np.ndarray[Any, Any]) -> np.ndarray:
+        """``values[rows]``: a copy, not a gather, when ``rows`` are every record (they
+        are an ascending subset of them)."""
+        return values.copy() if len(rows) == len(values) else values[rows]
+
+    def _ends_of(self, rows: np.ndarray[Any, Any]) -> np.ndarray:
+        """Where the records of ``rows`` end."""
+        return self.ends if len(rows) == len(self.ends) else self.ends[rows]
+
+    @staticmethod
+    def _move(rows: np.ndarray[Any, Any], cursor: np.ndarray[Any, Any], to: np.ndarray) -> None:
+        """The cursors of ``rows`` set to ``to``."""
+        if len(rows) == len(cursor):
+            cursor[:] = to
         else:
-            raise AvroDecodeError("varint longer than 10 bytes")
+            cursor[rows] = to
+
+    def _varint(self, rows: np.ndarray[Any, Any], cursor: np.ndarray[Any, Any]) -> np.ndarray:
+        """Zig-zag varints (Avro int and long) at the cursors of ``rows``. The first
+        byte is read for every row at once; only the rows whose value goes on are
+        gathered again (most values, lengths and union branches take one byte)."""
+        positions = self._at(rows, cursor)
+        byte = self.buffer[positions]
+        value = (byte & 0x7F).astype(np.uint64)
+        taken = np.ones(len(rows), dtype=np.int64)
+        active = np.flatnonzero(byte & 0x80)
+        if len(active):
+            for step in range(1, _VARINT_MAX):
+                byte = self.buffer[positions[active] + step]
+                value[active] |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * step)
+                taken[active] += 1
+                active = active[(byte & 0x80) != 0]
+                if not len(active):
+                    break
+            else:
+                raise AvroDecodeError("varint longer than 10 bytes")
         ends = positions + taken
-        if len(rows) and np.any(ends > self.ends[rows]):
+        if len(rows) and np.any(ends > self._ends_of(rows)):
             raise AvroDecodeError("value runs past the end of its record")
-        cursor[rows] = ends
-        signed = (value >> np.uint64(1)).astype(np.int64) ^ -(value & np.uint64(1)).astype(np.int64)
+        self._move(rows, cursor, ends)
+        signed: np.ndarray = (value >> np.uint64(1)).astype(np.int64) ^ -(
+            value & np.uint64(1)
+        ).astype(np.int64)
         return signed
 
     def _fixed(
         self, rows: np.ndarray[Any, Any], cursor: np.ndarray[Any, Any], size: int
     ) -> np.ndarray:
         """``size`` bytes at the cursors of ``rows``, one row of a matrix each."""
-        positions = cursor[rows]
-        if len(rows) and np.any(positions + size > self.ends[rows]):
+        positions = self._at(rows, cursor)
+        if len(rows) and np.any(positions + size > self._ends_of(rows)):
             raise AvroDecodeError("value runs past the end of its record")
-        cursor[rows] = positions + size
+        self._move(rows, cursor, positions + size)
         matrix = self.buffer[positions[:, None] + np.arange(size, dtype=np.int64)]
         return np.ascontiguousarray(matrix)
 

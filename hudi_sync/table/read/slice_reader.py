@@ -50,7 +50,7 @@ from hudi_sync.table.records.merge import (
     fold_log_records,
     mark_first_base_rows,
 )
-from hudi_sync.table.records.vector_merge import columnar_fold, merge_slice
+from hudi_sync.table.records.vector_merge import columnar_fold, columnar_folds, merge_slice
 from hudi_sync.table.timeline.instant import comparable_instant
 
 _RECORD_KEY = META_FIELDS[2]
@@ -345,9 +345,18 @@ def read_folded_logs(
     decoded together (``data_block_tables``), which costs a fraction of decoding them
     slice by slice. Memory holds every slice's log files: callers pass a bounded
     batch."""
-    logs = _decoded_logs(location, slices, rules.key_fields, committed, schema, as_of)
-    for file_slice, log in zip(slices, logs, strict=True):
-        yield _folded(location, file_slice, rules, schema, log)
+    logs = list(_decoded_logs(location, slices, rules.key_fields, committed, schema, as_of))
+    keyed = [
+        _fold_input(location, s, rules, schema, log) for s, log in zip(slices, logs, strict=True)
+    ]
+    # The slices' logs folded in one pass where they can be (``columnar_folds``).
+    folds = columnar_folds(
+        [(rows, log.entries) for rows, log in zip(keyed, logs, strict=True)], rules
+    )
+    for file_slice, rows, log, folded in zip(slices, keyed, logs, folds, strict=True):
+        if folded is None:  # not the common shape: record by record
+            folded = fold_log_records(rows, log.entries, rules)
+        yield _base_marked(location, file_slice, rules, folded)
 
 
 def _decoded_logs(
@@ -380,14 +389,34 @@ def _folded(
     log: SliceLog,
 ) -> pa.Table:
     """The slice's log records ``log`` folded, base rows marked (``read_folded_log``)."""
-    log_rows, entries = log.rows, log.entries
-    where = _base_uri(location, file_slice)
-    if rules.key_fields:  # the folded rows carry the built key as _hoodie_record_key
-        check_key_types(schema, rules.key_fields, where)
-        log_rows = _keyed(log_rows, log.row_keys).drop_columns([_SHADOWED_KEY])
-    folded = columnar_fold(log_rows, entries, rules)
+    log_rows = _fold_input(location, file_slice, rules, schema, log)
+    folded = columnar_fold(log_rows, log.entries, rules)
     if folded is None:  # not the common shape: record by record
-        folded = fold_log_records(log_rows, entries, rules)
+        folded = fold_log_records(log_rows, log.entries, rules)
+    return _base_marked(location, file_slice, rules, folded)
+
+
+def _fold_input(
+    location: Location,
+    file_slice: FileSlice,
+    rules: MergeRules,
+    schema: pa.Schema,
+    log: SliceLog,
+) -> pa.Table:
+    """The log rows a fold takes: for a table without meta fields, with the key built
+    from the key fields as ``_hoodie_record_key`` (the folded rows carry it)."""
+    if not rules.key_fields:
+        return log.rows
+    check_key_types(schema, rules.key_fields, _base_uri(location, file_slice))
+    return _keyed(log.rows, log.row_keys).drop_columns([_SHADOWED_KEY])
+
+
+def _base_marked(
+    location: Location, file_slice: FileSlice, rules: MergeRules, folded: pa.Table
+) -> pa.Table:
+    """``folded`` with the base row each key meets marked (``mark_first_base_rows``):
+    of the base file only the keys and commit seqnos are read."""
+    where = _base_uri(location, file_slice)
     base_rows = None
     if file_slice.base_file is not None and folded.num_rows:
         if rules.key_fields:

@@ -120,7 +120,42 @@ def columnar_fold(
     folded = _log_survivors(log_rows, entries, rules)
     if folded is None:
         return None
-    _, survivors, _ = folded
+    return _fold_rows(log_rows, folded[1], rules)
+
+
+def columnar_folds(
+    logs: Sequence[tuple[pa.Table, Sequence[LogEntry]]], rules: MergeRules
+) -> list[pa.Table | None]:
+    """``columnar_fold`` of each ``(log rows, entries)``, the logs of the common shape
+    and of one schema folded in one pass (a record's key is then its log's number and
+    its record key): a fold's Arrow calls cost per call more than per row, and a file
+    slice's log holds few rows. The rows of each log are those ``columnar_fold`` gives
+    it alone (slices of one table); None where it answers None."""
+    folded: list[pa.Table | None] = [None] * len(logs)
+    plain = [i for i, (rows, entries) in enumerate(logs) if _in_log_order(rows, entries)]
+    first = logs[plain[0]][0].schema if plain else None
+    joint = [i for i in plain if logs[i][0].schema.equals(first, check_metadata=True)]
+    if len(joint) > 1:
+        counts = np.array([logs[i][0].num_rows for i in joint], dtype=np.int64)
+        joined = pa.concat_tables([logs[i][0] for i in joint])
+        found = _joint_survivors(joined, counts, rules)
+        if found is not None:
+            survivors, kept = found
+            rows = _fold_rows(joined, survivors, rules)
+            starts = np.cumsum(kept) - kept
+            for index, start, count in zip(joint, starts, kept, strict=True):
+                folded[index] = rows.slice(int(start), int(count))
+            done = set(joint)
+            plain = [i for i in plain if i not in done]
+    for index in plain:  # alone: another schema, or the joint fold declined
+        folded[index] = columnar_fold(*logs[index], rules)
+    return folded
+
+
+def _fold_rows(log_rows: pa.Table, survivors: np.ndarray[Any, Any], rules: MergeRules) -> pa.Table:
+    """The rows ``survivors`` of ``log_rows`` as ``fold_log_records`` gives them:
+    nullable columns, none deleted, the log winning regardless of ordering values
+    only under commit-time ordering."""
     rows = log_rows.take(pa.array(survivors, pa.int64()))
     # Every column nullable, no schema metadata; a cast costs per column, even to itself.
     if rows.schema.metadata or not all(f.nullable for f in rows.schema):
@@ -130,28 +165,29 @@ def columnar_fold(
     return rows.append_column(LOG_WINS_COLUMN, pa.array(np.full(len(survivors), always)))
 
 
-def _log_survivors(
-    log_rows: pa.Table, entries: Sequence[LogEntry], rules: MergeRules
-) -> tuple[pa.Array, np.ndarray[Any, Any], pa.Array | None] | None:
-    """Whether the log is of the common shape (module docstring), and if so its keys
-    (each once, in the order of its first record), the log row each key's records fold
-    to (row of key id i) and the ordering values compared (None under commit-time
-    ordering); None when the exact merge must decide."""
+def _in_log_order(log_rows: pa.Table, entries: Sequence[LogEntry]) -> bool:
+    """Whether the log's records are its data rows, in order (no delete-block record)."""
     count = log_rows.num_rows
     if not count or len(entries) != count or RECORD_KEY_FIELD not in log_rows.column_names:
-        return None
+        return False
     try:
         in_order = np.array(entries, dtype=np.int64)
     except (TypeError, ValueError):  # a delete-block record among them
-        return None
-    if not np.array_equal(in_order, np.arange(count, dtype=np.int64)):
-        return None
+        return False
+    return bool(np.array_equal(in_order, np.arange(count, dtype=np.int64)))
+
+
+def _keys_and_order(
+    log_rows: pa.Table, rules: MergeRules
+) -> tuple[pa.Array, pa.Array | None] | None:
+    """The log rows' keys and the ordering values compared (None under commit-time
+    ordering), or None when a row may delete, a key is null or the ordering values
+    need the exact merge."""
     if _may_delete(log_rows, rules):
         return None
     keys = log_rows.column(RECORD_KEY_FIELD)
     if keys.null_count:
         return None
-    keys = _text(keys)
     log_order: pa.Array | None = None
     if rules.mode is MergeMode.EVENT_TIME_ORDERING and rules.ordering_field is not None:
         if rules.ordering_field not in log_rows.column_names:
@@ -159,9 +195,50 @@ def _log_survivors(
         log_order = _order_values(log_rows.column(rules.ordering_field))
         if log_order is None:
             return None
+    return _text(keys), log_order
+
+
+def _log_survivors(
+    log_rows: pa.Table, entries: Sequence[LogEntry], rules: MergeRules
+) -> tuple[pa.Array, np.ndarray[Any, Any], pa.Array | None] | None:
+    """Whether the log is of the common shape (module docstring), and if so its keys
+    (each once, in the order of its first record), the log row each key's records fold
+    to (row of key id i) and the ordering values compared (None under commit-time
+    ordering); None when the exact merge must decide."""
+    if not _in_log_order(log_rows, entries):
+        return None
+    found = _keys_and_order(log_rows, rules)
+    if found is None:
+        return None
+    keys, log_order = found
     unique = pc.unique(keys)  # in the order of each key's first record
     ids = pc.index_in(keys, value_set=unique).to_numpy(zero_copy_only=False).astype(np.int64)
     return unique, _survivors(ids, log_order), log_order
+
+
+def _joint_survivors(
+    joined: pa.Table, counts: np.ndarray[Any, Any], rules: MergeRules
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+    """``_log_survivors`` of logs laid end to end in ``joined`` (``counts`` rows each):
+    the surviving rows (each log's keys in the order of their first record, log after
+    log) and how many each log keeps; None when any row needs the exact merge."""
+    found = _keys_and_order(joined, rules)
+    if found is None:
+        return None
+    keys, log_order = found
+    unique = pc.unique(keys)
+    codes = pc.index_in(keys, value_set=unique).to_numpy(zero_copy_only=False).astype(np.int64)
+    owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    # A key of the fold is a log and a record key, numbered by its first record: a
+    # log's keys follow the previous log's, in the order of their first record.
+    _, first_at, inverse = np.unique(
+        owner * len(unique) + codes, return_index=True, return_inverse=True
+    )
+    rank = np.empty(len(first_at), dtype=np.int64)
+    rank[np.argsort(first_at, kind="stable")] = np.arange(len(first_at), dtype=np.int64)
+    ids = rank[np.asarray(inverse, dtype=np.int64).reshape(-1)]
+    kept = np.bincount(owner[np.sort(first_at)], minlength=len(counts))
+    return _survivors(ids, log_order), kept
 
 
 def _survivors(ids: np.ndarray[Any, Any], order: pa.Array | None) -> np.ndarray[Any, Any]:
