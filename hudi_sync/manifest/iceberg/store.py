@@ -154,7 +154,9 @@ class IcebergStore:
         snapshot may be (``_validity``)."""
         self.table = table
         self.keep = keep
-        self.listing = listing
+        # One listing of the timeline folder for every tail read here (the table's
+        # when the sync gives none: a second listing would read the folder again).
+        self.listing = listing if listing is not None else table.timeline.listing
         self.entries_per_manifest = max(1, entries_per_manifest)
         self.cleaner_retained = cleaner_retained
         # Previous manifests' entries by (path, spec, fields), read once a publication.
@@ -655,9 +657,8 @@ class IcebergStore:
         named = [i for i in instants if i]
         first = min(named, key=comparable_instant, default=None)
         oldest = comparable_instant(first) if first is not None else ""
-        listing = self.listing or self.table.timeline.listing
         timeline = (
-            Timeline(self.table.location, self.table.config, since=first, listing=listing)
+            Timeline(self.table.location, self.table.config, since=first, listing=self.listing)
             if first is not None
             else self.table.timeline
         )
