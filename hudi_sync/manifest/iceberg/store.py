@@ -42,6 +42,7 @@ import uuid
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -161,6 +162,7 @@ class IcebergStore:
         self.cleaner_retained = cleaner_retained
         # Previous manifests' entries by (path, spec, fields), read once a publication.
         self._entries_read: dict[tuple[str, str, tuple[tuple[str, str], ...]], Any] = {}
+        self._partitions_of: dict[str, str] = {}  # an entry's file -> its partition
 
     # --- paths ---------------------------------------------------------------------
     def path(self, *parts: str) -> str:
@@ -493,7 +495,11 @@ class IcebergStore:
 
     def _is_own(self, uri: str) -> bool:
         """A slice file of ours (not one of Hudi's base files)."""
-        return uri.startswith(self.uri() + "/")
+        return uri.startswith(self._own_prefix)
+
+    @cached_property
+    def _own_prefix(self) -> str:
+        return self.uri() + "/"
 
     def _relative(self, uri: str, where: str) -> str:
         """A file of ours by its path under the Iceberg folder, checked to stay there."""
@@ -513,7 +519,14 @@ class IcebergStore:
 
     def _entry_partition(self, uri: str, where: str) -> str:
         """The partition path of a manifest entry's file: a base file's folder, or the
-        folder under ``data/`` or ``deletes/`` of a slice file of ours."""
+        folder under ``data/`` or ``deletes/`` of a slice file of ours (each file's
+        worked out once a publication: the touched buckets' entries are read twice)."""
+        found = self._partitions_of.get(uri)
+        if found is None:
+            found = self._partitions_of[uri] = self._partition_of(uri, where)
+        return found
+
+    def _partition_of(self, uri: str, where: str) -> str:
         if self._is_own(uri):
             relative = self._relative(uri, where)
             return relative.split("/", 1)[1].rpartition("/")[0]
