@@ -293,3 +293,30 @@ def test_a_publication_after_one_commit_reads_no_older_instant(tmp_path: Path) -
     expected.update({1: "v2-1", 13: "v2-13", 0: "v3-0", 12: "v3-12", 24: "v3-24"})
     expected.update({2: "v4-2", 14: "v4-14", 5: "v5-5", 17: "v5-17"})
     assert _ids(pyiceberg_rows(result.metadata_location)) == sorted(expected.items())
+
+
+def test_a_commit_after_an_unpartitioned_fallback_publishes_the_table(tmp_path: Path) -> None:
+    """A partition path that does not parse back (a value holding ``/``) published the
+    table unpartitioned; a commit since, to a partition that parses, must not read the
+    old manifests under the identity spec: the table is published anew, every row."""
+    path = tmp_path / "t"
+
+    def write(ids: list[int], parts: list[str], ts: int) -> str:
+        rows = pa.table(
+            {
+                "id": pa.array(ids, pa.int64()),
+                "p": pa.array(parts),
+                "v": pa.array([f"v{ts}-{i}" for i in ids]),
+                "ts": pa.array([ts] * len(ids), pa.int64()),
+            }
+        )
+        return write_arrow(rows, str(path), _options()).instant
+
+    write([1, 2, 3], ["a/b", "p00", "p01"], 1)
+    first = _publish(path)
+    assert first.partition_reason is not None and "a/b" in first.partition_reason
+    newest = write([2], ["p00"], 2)
+    after = _publish(path)
+    assert after.instant == newest
+    rows = _ids(pyiceberg_rows(after.metadata_location))
+    assert rows == [(1, "v1-1"), (2, "v2-2"), (3, "v1-3")]

@@ -16,11 +16,15 @@ snapshot of the metadata under ``.hoodie/manifest/iceberg/``:
 
 Every file group's entries live in the manifest of its partition's bucket (a hash of
 the partition path; the bucket count is fixed when the metadata is first written, about
-a hundred file groups a manifest). A sync after a few commits lists only the
-partitions they wrote to (``touched_partitions``), rewrites those buckets' manifests
-(the other entries of a bucket kept with their sequence numbers, a base file's footer
-read only when it is new) and reuses every other manifest as it is, so its cost
-follows the change, not the table.
+a hundred file groups a manifest). A sync after a few commits reads the timeline
+from the last published instant on (``tail_changes``): the partitions the commits
+wrote to, and their new base files and replaced file groups. It rewrites those
+partitions' buckets' manifests (the other entries of a bucket kept with their sequence
+numbers, a base file's footer read only when it is new) and reuses every other
+manifest unread. A Copy-on-Write table's touched partitions are not even listed: their
+files are the previous entries with the commits' changes applied (``_derived_slices``);
+a Merge-on-Read table lists them (its slices' logs need the view's rules). So the cost
+follows the change, not the table, but for the manifest list (a record a bucket).
 
 Snapshot ids are the snapshots' sequence numbers; each summary carries ``hudi.instant``
 and ``hudi.action``. Snapshots expire with ``hoodie.manifest.snapshots.retained`` and
@@ -331,14 +335,18 @@ class IcebergStore:
         tail: TailChanges,
         buckets: int,
         old: dict[tuple[int, int], ManifestFile],
-    ) -> list[FileSlice]:
+    ) -> list[FileSlice] | None:
         """A Copy-on-Write table's slices in the partitions the commits since the
         previous snapshot touched, without listing them: the previous snapshot's base
         files there (its touched buckets' manifests, kept for ``_entries``) with the
         commits' write stats and replaced file groups applied, as the manifest is
-        derived. Every slice is a base file alone (no logs in Copy-on-Write)."""
+        derived. Every slice is a base file alone (no logs in Copy-on-Write). None when the
+        previous manifests were written under another spec than the table's now gives
+        (published unpartitioned, its paths not parsing): then the partitions are listed."""
         touched = tail.partitions
         plan = previous.next_plan(partition_plan(self.table, previous.current_schema))
+        if plan.spec_id != previous.default_spec_id:
+            return None
         changed = {bucket_of(p, buckets) for p in touched}
         found: dict[tuple[str, str], str] = {}
         for (bucket, _content), manifest in old.items():
