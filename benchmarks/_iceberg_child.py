@@ -8,9 +8,10 @@ step's breakdown, what it published and the peak RSS in KiB (``VmHWM``, see
 * ``manifest TABLE``: the manifest sync alone, what a sync publishes before any target:
   ``publish_manifest(HudiTable.open(TABLE))`` (``hudi_sync.sync.job``);
 * ``iceberg TABLE``: the same, then ``IcebergStore(table, keep).publish(published)``
-  with the sync's timeline listing, as the ``iceberg`` target calls it; the two parts
-  timed apart (``manifest_s``, ``iceberg_s``); new base files' metrics from their
-  footers (``hudi_sync.sync.iceberg.metrics.source=footers``, the default);
+  with the sync's timeline listing (one ``TimelineListing`` for both, as ``sync_table``
+  shares it), as the ``iceberg`` target calls it; the two parts timed apart
+  (``manifest_s``, ``iceberg_s``); new base files' metrics from their footers
+  (``hudi_sync.sync.iceberg.metrics.source=footers``, the default);
 * ``iceberg-commit TABLE``: the same with ``metrics.source=commit`` (record counts and
   sizes from the commit metadata, no footer read);
 * ``footer-floor TABLE``: the floor of reading every base file's footer, on a table
@@ -62,12 +63,15 @@ def _iceberg(table: str, metrics: str = "footers") -> dict[str, Any]:
     from hudi_sync.manifest.iceberg.store import IcebergStore
     from hudi_sync.sync.job import DEFAULT_KEEP, publish_manifest
     from hudi_sync.table import HudiTable
+    from hudi_sync.table.timeline.listing import TimelineListing
 
     t0 = time.perf_counter()
     opened = HudiTable.open(table)
-    published = publish_manifest(opened)
+    # One listing of the timeline folder for the whole sync, as ``sync_table`` shares it.
+    listing = TimelineListing.of(opened.location, opened.config)
+    published = publish_manifest(opened, listing=listing)
     t1 = time.perf_counter()
-    store = IcebergStore(opened, DEFAULT_KEEP, listing=published.timeline_listing, metrics=metrics)
+    store = IcebergStore(opened, DEFAULT_KEEP, listing=listing, metrics=metrics)
     result = store.publish(published)
     t2 = time.perf_counter()
     manifest = published.manifest

@@ -5,12 +5,14 @@ hostile files of our own one line each."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import pyarrow as pa
 import pytest
+from fsspec.implementations.local import LocalFileSystem
 from pyiceberg.table import StaticTable
 
 from hudi_sync.errors import CorruptTableError
@@ -229,3 +231,92 @@ def test_a_removed_list_naming_a_file_outside_ours_is_refused(tmp_path: Path) ->
     with pytest.raises(CorruptTableError, match=r"does not stay inside|is not a file of ours"):
         _publish(path, keep=1)
     assert victim.read_text() == "keep me"
+
+
+class _CountingFileSystem(LocalFileSystem):
+    """The local file system, recording every file it opens (a real store, wrapped)."""
+
+    cachable = False  # never handed out by fsspec's instance cache to other tests
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.opened: list[str] = []
+
+    def _open(self, path: Any, mode: str = "rb", *args: Any, **kwargs: Any) -> Any:
+        self.opened.append(str(path))
+        return super()._open(path, mode, *args, **kwargs)
+
+    def cat_file(self, path: Any, *args: Any, **kwargs: Any) -> Any:
+        self.opened.append(str(path))
+        return super().cat_file(path, *args, **kwargs)
+
+
+def test_a_publication_after_one_commit_reads_no_older_instant(tmp_path: Path) -> None:
+    """After one commit the publication reads the timeline from the last published
+    instant on: not the older replacecommit's nor the older clean's metadata (which a
+    full timeline's file-group view and snapshot validity would read), nor any
+    partition listing, and the snapshot is still the table's."""
+    path = tmp_path / "t"
+    clean = {"hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": 1}
+    _write(path, list(range(36)), 1, **clean)
+    _write(path, [1, 13], 2, **clean)
+    _write(path, [0, 12, 24], 3, operation="insert_overwrite", **clean)  # a replacecommit
+    _write(path, [2, 14], 4, **clean)
+    published = _publish(path, keep=1).instant
+    assert published is not None
+    history = HudiTable.open(str(path)).timeline
+    assert history.latest_clean() is not None
+    older = [i.requested_time for i in history.instants if i.requested_time < published]
+    assert {i.action for i in history.instants if i.requested_time in older} >= {
+        "clean",
+        "replacecommit",
+    }
+    newest = _write(path, [5, 17], 5, **clean)
+
+    opened = HudiTable.open(str(path))
+    fs = _CountingFileSystem()
+    table = HudiTable(replace(opened.location, fs=fs), opened.config)
+    store = IcebergStore(table, 1, entries_per_manifest=3)
+    manifest = publish_manifest(table, keep=1)
+    fs.opened.clear()  # the manifest sync's own reads are not the store's
+    result = store.publish(manifest)
+    assert result.instant == newest and not result.full_listing
+    folder = table.timeline.folder + "/"
+    read = [p[len(folder) :] for p in fs.opened if p.startswith(folder)]
+    instants = [name.partition(".")[0].partition("_")[0] for name in read if name[:1].isdigit()]
+    assert newest in instants  # the new commit's metadata was read
+    assert [i for i in instants if i < published] == []
+    # Nothing under a partition was opened but the new commit's base file (p05's).
+    data = {p for p in fs.opened if "/.hoodie/" not in p}
+    assert len(data) == 1 and data.pop().endswith(f"_{newest}.parquet")
+    expected = {i: f"v1-{i}" for i in range(36)}
+    expected.update({1: "v2-1", 13: "v2-13", 0: "v3-0", 12: "v3-12", 24: "v3-24"})
+    expected.update({2: "v4-2", 14: "v4-14", 5: "v5-5", 17: "v5-17"})
+    assert _ids(pyiceberg_rows(result.metadata_location)) == sorted(expected.items())
+
+
+def test_a_commit_after_an_unpartitioned_fallback_publishes_the_table(tmp_path: Path) -> None:
+    """A partition path that does not parse back (a value holding ``/``) published the
+    table unpartitioned; a commit since, to a partition that parses, must not read the
+    old manifests under the identity spec: the table is published anew, every row."""
+    path = tmp_path / "t"
+
+    def write(ids: list[int], parts: list[str], ts: int) -> str:
+        rows = pa.table(
+            {
+                "id": pa.array(ids, pa.int64()),
+                "p": pa.array(parts),
+                "v": pa.array([f"v{ts}-{i}" for i in ids]),
+                "ts": pa.array([ts] * len(ids), pa.int64()),
+            }
+        )
+        return write_arrow(rows, str(path), _options()).instant
+
+    write([1, 2, 3], ["a/b", "p00", "p01"], 1)
+    first = _publish(path)
+    assert first.partition_reason is not None and "a/b" in first.partition_reason
+    newest = write([2], ["p00"], 2)
+    after = _publish(path)
+    assert after.instant == newest
+    rows = _ids(pyiceberg_rows(after.metadata_location))
+    assert rows == [(1, "v1-1"), (2, "v2-2"), (3, "v1-3")]

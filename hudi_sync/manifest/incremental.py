@@ -9,6 +9,7 @@ previous publication that has completed since, makes them list in full.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from hudi_sync.table import HudiTable
 from hudi_sync.table.timeline.active import Timeline
@@ -78,6 +79,43 @@ def why_not_incremental(
     return None
 
 
+@dataclass(frozen=True)
+class TailChanges:
+    """What the completed writes after a published snapshot up to the next one changed,
+    read from their commit metadata alone (``tail_changes``)."""
+
+    timeline: Timeline  # the tail they were read from (``timeline_tail``)
+    partitions: set[str]  # partitions written to or with file groups replaced
+    # ``(partition, file id) -> base file name`` of the groups' newest base files, the
+    # name empty for a group a replacecommit removed (``commit_changes``, last one wins).
+    base_files: dict[tuple[str, str], str]
+
+
+def tail_changes(
+    table: HudiTable,
+    before: str,
+    pending: Sequence[str],
+    instant: str,
+    listing: TimelineListing | None = None,
+) -> TailChanges | None:
+    """The changes of the completed writes after ``before`` up to ``instant``: all a
+    publication derived from the one at ``before`` (with those ``pending`` writes)
+    needs, from the timeline's tail only, so its cost follows the commits, not the
+    table. None when a derivation is not safe (``why_not_incremental``)."""
+    tail = timeline_tail(table, before, pending, listing)
+    if why_not_incremental(tail, before, tuple(pending)) is not None:
+        return None
+    lo, hi = comparable_instant(before), comparable_instant(instant)
+    touched: set[str] = set()
+    for write in tail.completed_writes:
+        if lo < comparable_instant(write.requested_time) <= hi:
+            metadata = tail.commit_metadata(write)
+            touched.update(stat.partition_path for stat in metadata.write_stats)
+            touched.update(metadata.partition_to_replace_file_ids)
+    files = {key: name for key, name, _new in commit_changes(table, before, instant, tail)}
+    return TailChanges(tail, touched, files)
+
+
 def touched_partitions(
     table: HudiTable,
     before: str,
@@ -89,17 +127,8 @@ def touched_partitions(
     or replaced file groups in: all a publication derived from the one at ``before``
     (with those ``pending`` writes) must list again. None when a derivation is not safe
     (``why_not_incremental``): list the whole table."""
-    tail = timeline_tail(table, before, pending, listing)
-    if why_not_incremental(tail, before, tuple(pending)) is not None:
-        return None
-    lo, hi = comparable_instant(before), comparable_instant(instant)
-    touched: set[str] = set()
-    for write in tail.completed_writes:
-        if lo < comparable_instant(write.requested_time) <= hi:
-            metadata = tail.commit_metadata(write)
-            touched.update(stat.partition_path for stat in metadata.write_stats)
-            touched.update(metadata.partition_to_replace_file_ids)
-    return touched
+    changes = tail_changes(table, before, pending, instant, listing)
+    return None if changes is None else changes.partitions
 
 
 def pending_writes(timeline: Timeline, instant: str | None) -> tuple[str, ...]:

@@ -16,11 +16,15 @@ snapshot of the metadata under ``.hoodie/manifest/iceberg/``:
 
 Every file group's entries live in the manifest of its partition's bucket (a hash of
 the partition path; the bucket count is fixed when the metadata is first written, about
-a hundred file groups a manifest). A sync after a few commits lists only the
-partitions they wrote to (``touched_partitions``), rewrites those buckets' manifests
-(the other entries of a bucket kept with their sequence numbers, a base file's footer
-read only when it is new) and reuses every other manifest as it is, so its cost
-follows the change, not the table.
+a hundred file groups a manifest). A sync after a few commits reads the timeline
+from the last published instant on (``tail_changes``): the partitions the commits
+wrote to, and their new base files and replaced file groups. It rewrites those
+partitions' buckets' manifests (the other entries of a bucket kept with their sequence
+numbers, a base file's footer read only when it is new) and reuses every other
+manifest unread. A Copy-on-Write table's touched partitions are not even listed: their
+files are the previous entries with the commits' changes applied (``_derived_slices``);
+a Merge-on-Read table lists them (its slices' logs need the view's rules). So the cost
+follows the change, not the table, but for the manifest list (a record a bucket).
 
 Snapshot ids are the snapshots' sequence numbers; each summary carries ``hudi.instant``
 and ``hudi.action``. Snapshots expire with ``hoodie.manifest.snapshots.retained`` and
@@ -42,6 +46,8 @@ import uuid
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
 
 import pyarrow as pa
 
@@ -73,14 +79,15 @@ from hudi_sync.manifest.iceberg.partitioning import (
 from hudi_sync.manifest.iceberg.published import ICEBERG_FOLDER, PublishedIceberg
 from hudi_sync.manifest.iceberg.schema import IcebergSchema, file_only_columns, iceberg_schema
 from hudi_sync.manifest.iceberg.write_stats import FOOTERS, BaseFileItem, base_data_files
-from hudi_sync.manifest.incremental import pending_writes, touched_partitions
+from hudi_sync.manifest.incremental import TailChanges, pending_writes, tail_changes
 from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.storage import contained_name, contained_relative, reporting_storage_failures
 from hudi_sync.table import HudiTable
 from hudi_sync.table.avro.bounded import load_json
+from hudi_sync.table.files.filenames import BaseFile, parse_base_file
 from hudi_sync.table.files.fs_view import FileSlice, FileSystemView
 from hudi_sync.table.read.snapshot import slice_merge_rules, snapshot_schema
-from hudi_sync.table.timeline.active import timeline_zone
+from hudi_sync.table.timeline.active import Timeline, timeline_zone
 from hudi_sync.table.timeline.instant import Action, comparable_instant
 from hudi_sync.table.timeline.listing import TimelineListing
 
@@ -156,9 +163,14 @@ class IcebergStore:
         self.table = table
         self.metrics = metrics
         self.keep = keep
-        self.listing = listing
+        # One listing of the timeline folder for every tail read here (the table's
+        # when the sync gives none: a second listing would read the folder again).
+        self.listing = listing if listing is not None else table.timeline.listing
         self.entries_per_manifest = max(1, entries_per_manifest)
         self.cleaner_retained = cleaner_retained
+        # Previous manifests' entries by (path, spec, fields), read once a publication.
+        self._entries_read: dict[tuple[str, str, tuple[tuple[str, str], ...]], Any] = {}
+        self._partitions_of: dict[str, str] = {}  # an entry's file -> its partition
 
     # --- paths ---------------------------------------------------------------------
     def path(self, *parts: str) -> str:
@@ -224,14 +236,21 @@ class IcebergStore:
         )
         if instant is None:
             return self._empty(previous, name, dry_run)
-        touched = self._touched(previous, instant)
-        build = self._build(instant, previous, touched)
+        tail = self._tail(previous, instant)
+        touched = tail.partitions if tail is not None else None
+        old = self._previous_buckets(previous)
+        derived = None
+        stored = self._stored_buckets(previous)
+        if tail is not None and previous is not None and stored and not self.table.config.is_mor:
+            derived = self._derived_slices(previous, tail, stored, old)
+        build = self._build(instant, previous, touched, derived)
         if (
             previous is not None
             and touched is not None
             and previous.default_spec_id != build.plan.spec_id
         ):
             touched = None  # the spec changed (a partition path that does not parse): all anew
+            tail = None
             build = self._build(instant, previous, None)
         if dry_run:
             return PublishedIceberg(
@@ -243,7 +262,6 @@ class IcebergStore:
                 dry_run=True,
             )
         buckets = self._bucket_count(previous if touched is not None else None, len(build.slices))
-        old = self._previous_buckets(previous)
         reused_old = old if touched is not None else {}
         rebuilt, removed = self._entries(build, buckets, as_of, reused_old, touched)
         if touched is None and previous is not None:
@@ -265,15 +283,23 @@ class IcebergStore:
             rebuilt,
             removed,
             touched is None,
+            tail.timeline if tail is not None else self.table.timeline,
         )
 
     def _build(
-        self, instant: str, previous: TableMetadata | None, touched: set[str] | None
+        self,
+        instant: str,
+        previous: TableMetadata | None,
+        touched: set[str] | None,
+        derived: list[FileSlice] | None = None,
     ) -> _Build:
-        """The slices to publish (all, or those of the ``touched`` partitions), the
-        schema and the partition plan they give."""
+        """The slices to publish (all, or those of the ``touched`` partitions: the
+        ``derived`` ones when given, else listed again), the schema and the partition
+        plan they give."""
         table = self.table
-        if touched is None:
+        if derived is not None:
+            slices = derived
+        elif touched is None:
             slices = table.view.slices_as_of(instant)
         else:
             view = FileSystemView(
@@ -294,8 +320,9 @@ class IcebergStore:
             plan = previous.next_plan(plan)
         return _Build(slices, arrow, schema, plan)
 
-    def _touched(self, previous: TableMetadata | None, instant: str) -> set[str] | None:
-        """The partitions to list again since the previous snapshot, or None: list all."""
+    def _tail(self, previous: TableMetadata | None, instant: str) -> TailChanges | None:
+        """What the commits since the previous snapshot changed (the partitions to
+        publish again), or None: list all."""
         if previous is None:
             return None
         shown = previous.current_snapshot
@@ -305,14 +332,84 @@ class IcebergStore:
         if not before or comparable_instant(before) > comparable_instant(instant):
             return None
         pending = tuple(p for p in shown.summary.get(PENDING_KEY, "").split(",") if p)
-        return touched_partitions(self.table, before, pending, instant, self.listing)
+        return tail_changes(self.table, before, pending, instant, self.listing)
+
+    def _derived_slices(
+        self,
+        previous: TableMetadata,
+        tail: TailChanges,
+        buckets: int,
+        old: dict[tuple[int, int], ManifestFile],
+    ) -> list[FileSlice] | None:
+        """A Copy-on-Write table's slices in the partitions the commits since the
+        previous snapshot touched, without listing them: the previous snapshot's base
+        files there (its touched buckets' manifests, kept for ``_entries``) with the
+        commits' write stats and replaced file groups applied, as the manifest is
+        derived. Every slice is a base file alone (no logs in Copy-on-Write). None when the
+        previous manifests were written under another spec than the table's now gives
+        (published unpartitioned, its paths not parsing): then the partitions are listed."""
+        touched = tail.partitions
+        plan = previous.next_plan(partition_plan(self.table, previous.current_schema))
+        if plan.spec_id != previous.default_spec_id:
+            return None
+        changed = {bucket_of(p, buckets) for p in touched}
+        found: dict[tuple[str, str], str] = {}
+        for (bucket, _content), manifest in old.items():
+            if bucket not in changed:
+                continue
+            for entry in self._read_entries(manifest, plan):
+                uri = entry.file.path
+                if entry.file.content != 0 or self._is_own(uri):
+                    continue
+                partition = self._entry_partition(uri, manifest.path)
+                if partition in touched:
+                    name = uri.rpartition("/")[2]
+                    found[(partition, self._base_file(name, manifest.path).file_id)] = name
+        found.update(tail.base_files)
+        slices = []
+        for (partition, file_id), name in sorted(found.items()):
+            if name:
+                base = self._base_file(name, partition)
+                slices.append(FileSlice(partition, file_id, base.instant, base))
+        return slices
+
+    def _base_file(self, name: str, where: str) -> BaseFile:
+        try:
+            return parse_base_file(name)
+        except CorruptTableError as exc:
+            raise CorruptTableError(f"{self.table.uri}: {where}: {exc}") from None
+
+    def _read_entries(self, manifest: ManifestFile, plan: PartitionPlan) -> list[ManifestEntry]:
+        """A previous manifest's entries, read once a publication (under one plan)."""
+        key = (manifest.path, json.dumps(plan.spec_json, sort_keys=True), plan.fields)
+        cached = self._entries_read.get(key)
+        if cached is None:
+            location = self.table.location
+            data = location.read_file(self.path(self._own_file(manifest.path, manifest.path)))
+            cached = read_manifest(
+                data,
+                plan,
+                manifest.path,
+                manifest.sequence,
+                manifest.added_snapshot_id,
+                location.uri,
+            )
+            self._entries_read[key] = cached
+        return cached
 
     def _bucket_count(self, previous: TableMetadata | None, slices: int) -> int:
+        stored = self._stored_buckets(previous)
+        if stored:
+            return stored
+        return max(1, min(_MAX_BUCKETS, -(-slices // self.entries_per_manifest)))
+
+    def _stored_buckets(self, previous: TableMetadata | None) -> int:
+        """The bucket count the metadata was first written with (0: none valid)."""
         if previous is not None:
             stored = previous.properties.get(BUCKETS_PROPERTY, "")
             if stored.isdigit() and 0 < int(stored) <= _MAX_BUCKETS:
                 return int(stored)
-        return max(1, min(_MAX_BUCKETS, -(-slices // self.entries_per_manifest)))
+        return 0
 
     def _previous_buckets(
         self, previous: TableMetadata | None
@@ -363,16 +460,7 @@ class IcebergStore:
         for (bucket, _content), manifest in old.items():
             if bucket not in changed:
                 continue
-            data = location.read_file(self.path(self._own_file(manifest.path, manifest.path)))
-            entries = read_manifest(
-                data,
-                plan,
-                manifest.path,
-                manifest.sequence,
-                manifest.added_snapshot_id,
-                location.uri,
-            )
-            for entry in entries:
+            for entry in self._read_entries(manifest, plan):
                 partition = self._entry_partition(entry.file.path, manifest.path)
                 if touched is not None and partition in touched:
                     listed_again[entry.file.path] = entry  # reused below if it stays
@@ -426,7 +514,11 @@ class IcebergStore:
 
     def _is_own(self, uri: str) -> bool:
         """A slice file of ours (not one of Hudi's base files)."""
-        return uri.startswith(self.uri() + "/")
+        return uri.startswith(self._own_prefix)
+
+    @cached_property
+    def _own_prefix(self) -> str:
+        return self.uri() + "/"
 
     def _relative(self, uri: str, where: str) -> str:
         """A file of ours by its path under the Iceberg folder, checked to stay there."""
@@ -446,7 +538,14 @@ class IcebergStore:
 
     def _entry_partition(self, uri: str, where: str) -> str:
         """The partition path of a manifest entry's file: a base file's folder, or the
-        folder under ``data/`` or ``deletes/`` of a slice file of ours."""
+        folder under ``data/`` or ``deletes/`` of a slice file of ours (each file's
+        worked out once a publication: the touched buckets' entries are read twice)."""
+        found = self._partitions_of.get(uri)
+        if found is None:
+            found = self._partitions_of[uri] = self._partition_of(uri, where)
+        return found
+
+    def _partition_of(self, uri: str, where: str) -> str:
         if self._is_own(uri):
             relative = self._relative(uri, where)
             return relative.split("/", 1)[1].rpartition("/")[0]
@@ -468,11 +567,13 @@ class IcebergStore:
         rebuilt: dict[int, _Bucket],
         removed: set[str],
         full: bool,
+        timeline: Timeline,
     ) -> PublishedIceberg:
         """Write the changed manifests and the list, then the metadata, then the hint
         (what only expired snapshots name is deleted later, by ``collect``). ``full``:
         every slice was listed, so no previous manifest is kept (``old`` are the previous
-        snapshot's)."""
+        snapshot's); ``timeline``: the table's, or its tail since the previous snapshot
+        (the instant's action and the writes pending at it are read there)."""
         location = self.table.location
         schema, plan = build.schema, build.plan
         sequence = (previous.last_sequence if previous is not None else 0) + 1
@@ -513,7 +614,6 @@ class IcebergStore:
         location.write_files(writes)
         data_files = sum(m.added_files + m.existing_files for m in manifests if m.content == 0)
         delete_files = sum(m.added_files + m.existing_files for m in manifests if m.content == 1)
-        timeline = self.table.timeline
         action = next(
             (i.action for i in timeline.completed_writes if i.requested_time == instant), ""
         )
@@ -580,11 +680,20 @@ class IcebergStore:
         clean: its instant was not undone by a rollback or restore, no clean removed what
         it needs, and it is not older than what the cleaner keeps after one more commit
         (``hoodie.cleaner.commits.retained`` N keeps the file versions of the N newest
-        commits, so of the N-1 newest now). The timeline is read once for all of them:
-        the rollbacks and restores since the oldest, the latest clean's metadata."""
-        timeline = self.table.timeline
+        commits, so of the N-1 newest now). Only the timeline's tail since the oldest
+        snapshot is read, once for all of them: a rollback, restore, clean or write
+        before it bounds nothing a kept snapshot needs (a limit below every snapshot),
+        so the rollbacks and restores since it, its latest clean's metadata and its
+        newest writes give the same answer as the whole timeline."""
         instants = [s.summary.get(INSTANT_KEY, "") for s in snapshots]
-        oldest = min((comparable_instant(i) for i in instants if i), default="")
+        named = [i for i in instants if i]
+        first = min(named, key=comparable_instant, default=None)
+        oldest = comparable_instant(first) if first is not None else ""
+        timeline = (
+            Timeline(self.table.location, self.table.config, since=first, listing=self.listing)
+            if first is not None
+            else self.table.timeline
+        )
         undone: set[str] = set()
         for undoing in timeline.completed([Action.ROLLBACK, Action.RESTORE]):
             if comparable_instant(undoing.requested_time) > oldest:
