@@ -82,24 +82,27 @@ def arrow_to_numpy(values: pa.Array | pa.ChunkedArray) -> np.ndarray[Any, Any]:
 
 def string_array(values: Sequence[str | None]) -> pa.Array:
     """Python strings (or None, a null) as an Arrow string array."""
-    encoded = [b"" if v is None else v.encode() for v in values]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    count = len(values)
+    valid = None
+    if any(v is None for v in values):
+        present = np.fromiter((v is not None for v in values), dtype=bool, count=count)
+        if not present.any():
+            return pa.nulls(count, pa.string())
+        valid = pa.py_buffer(np.packbits(present, bitorder="little"))
+        values = ["" if v is None else v for v in values]
+    text = "".join(values)  # type: ignore[arg-type]
+    joined = text.encode()
+    if len(joined) == len(text):  # ASCII: a value's bytes are its characters
+        lengths = np.fromiter(map(len, values), dtype=np.int64, count=count)  # type: ignore[arg-type]
+    else:
+        lengths = np.fromiter((len(v.encode()) for v in values), dtype=np.int64, count=count)  # type: ignore[union-attr]
+    offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
     large = offsets[-1] >= 2**31
     kind = pa.large_string() if large else pa.string()
-    valid = None
-    nulls = [v is None for v in values]
-    if any(nulls):
-        valid = pa.py_buffer(np.packbits(~np.array(nulls, dtype=bool), bitorder="little"))
-    array = pa.Array.from_buffers(
-        kind,
-        len(encoded),
-        [
-            valid,
-            pa.py_buffer(offsets if large else offsets.astype(np.int32)),
-            pa.py_buffer(b"".join(encoded)),
-        ],
-    )
+    data = pa.py_buffer(joined)
+    bounds = pa.py_buffer(offsets if large else offsets.astype(np.int32))
+    array = pa.Array.from_buffers(kind, count, [valid, bounds, data])
     return array.cast(pa.string()) if large else array
 
 
