@@ -64,6 +64,9 @@ def test_strings_build_as_pyarrow_builds_them() -> None:
     values = ["a", "", None, "é€😀", "x" * 300]
     assert string_array(values).equals(pa.array(values, pa.string()))
     assert string_array([]).equals(pa.array([], pa.string()))
+    assert string_array([None, None]).equals(pa.array([None, None], pa.string()))
+    ascii_only = ["p0001", "name-2-17", ""]
+    assert string_array(ascii_only).equals(pa.array(ascii_only, pa.string()))
     assert string_scalar("\n").equals(pa.scalar("\n", pa.string()))
 
 
