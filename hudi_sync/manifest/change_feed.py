@@ -52,8 +52,9 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
+from hudi_sync.arrow_numpy import string_array
 from hudi_sync.errors import CorruptTableError
-from hudi_sync.manifest.file_set import lines_bytes, string_array
+from hudi_sync.manifest.file_set import lines_bytes
 from hudi_sync.manifest.incremental import why_not_incremental
 from hudi_sync.manifest.listed_files import FILES_LIST, INSTANT, ListedFileStore
 from hudi_sync.table import HudiTable

@@ -13,16 +13,16 @@ dict is built only when asked for.
 
 from __future__ import annotations
 
-import array
 import bisect
 import io
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from functools import cached_property
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from hudi_sync.arrow_numpy import string_array, string_scalar
 from hudi_sync.errors import CorruptTableError
 
 FileKey = tuple[str, str]  # (partition, file id)
@@ -38,20 +38,6 @@ _LISTED_PATH = rf"^(?:{_FOLDER}/)*{_NAME_PART}_{_NAME_PART}_[0-9]+\.[A-Za-z]+$"
 
 def relative_path(partition: str, name: str) -> str:
     return f"{partition}/{name}" if partition else name
-
-
-def string_array(values: Sequence[str]) -> pa.Array:
-    """An Arrow string array built from its buffers: ``pa.array`` (and ``pa.scalar``) on
-    Python objects import pandas to look for its types, a fixed cost of a few hundred
-    milliseconds per sync that would dwarf a small table's whole sync."""
-    encoded = [v.encode() for v in values]
-    offsets = array.array("i", [0])
-    end = 0
-    for item in encoded:
-        end += len(item)
-        offsets.append(end)
-    buffers = [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(encoded))]
-    return pa.Array.from_buffers(pa.string(), len(encoded), buffers)
 
 
 class FileSet(Mapping[FileKey, str]):
@@ -257,7 +243,9 @@ def lines_bytes(values: pa.Array, prefix: str = "") -> bytes:
         return b""
     if pc.any(pc.match_substring_regex(values, r"[\n\r]")).as_py():
         raise ValueError("a manifest value holds a line break")
-    lines = pc.binary_join_element_wise(prefix, values, "\n", "")
+    lines = pc.binary_join_element_wise(
+        string_scalar(prefix), values, string_scalar("\n"), string_scalar("")
+    )
     offsets = memoryview(lines.buffers()[1]).cast("i")
     start, end = offsets[lines.offset], offsets[lines.offset + len(lines)]
     data: bytes = lines.buffers()[2].to_pybytes()

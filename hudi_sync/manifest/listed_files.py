@@ -20,8 +20,9 @@ import re
 import time
 from collections.abc import Mapping
 
+from hudi_sync.arrow_numpy import string_array
 from hudi_sync.errors import CorruptTableError
-from hudi_sync.manifest.file_set import lines_bytes, string_array
+from hudi_sync.manifest.file_set import lines_bytes
 from hudi_sync.storage import contained_relative, modified_time, remove_stale_temporaries
 from hudi_sync.table import HudiTable
 from hudi_sync.table.timeline.instant import comparable_instant

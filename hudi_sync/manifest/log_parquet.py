@@ -56,6 +56,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from fsspec.implementations.memory import MemoryFileSystem
 
+from hudi_sync.arrow_numpy import numpy_to_arrow, string_array
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
 from hudi_sync.manifest.incremental import touched_partitions
 from hudi_sync.manifest.listed_files import FILES_LIST, ListedFileStore
@@ -496,10 +497,10 @@ def _with_file_columns(
     slice's ``(partition, file id, name)`` filled in (``folded_file_rows``)."""
 
     # Each row's slice, by which each file's values are repeated in one Arrow call.
-    owner = pa.array(np.repeat(np.arange(len(files), dtype=np.int64), counts))
+    owner = numpy_to_arrow(np.repeat(np.arange(len(files), dtype=np.int64), counts))
 
     def repeated(field: int) -> pa.Array:
-        return pa.array([f[field] for f in files], pa.string()).take(owner)
+        return string_array([f[field] for f in files]).take(owner)
 
     partitions = repeated(0)
     if PARTITION_FIELD in folded.column_names:

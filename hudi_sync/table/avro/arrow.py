@@ -20,6 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hudi_sync.arrow_numpy import numpy_to_arrow, string_array
+
 
 class _Unsupported(Exception):
     """A schema part this encoder does not handle."""
@@ -413,11 +415,11 @@ class _Decoder:
                 return pa.array([{}] * len(rows), pa.struct([]))
             return pa.StructArray.from_arrays(children, names=[f["name"] for f in fields])
         if kind == "enum":
-            symbols = pa.array(avro_type["symbols"], pa.string())
+            symbols = string_array(avro_type["symbols"])
             index = self._varint(rows, cursor)
             if len(index) and (index.min() < 0 or index.max() >= len(symbols)):
                 raise AvroDecodeError("enum index out of range")
-            return symbols.take(pa.array(index))
+            return symbols.take(numpy_to_arrow(index))
         if kind == "fixed":
             size = int(avro_type["size"])
             raw = self._fixed(rows, cursor, size)
@@ -442,7 +444,7 @@ class _Decoder:
         values = self.read(value_type, rows[present], cursor, namespace)
         # Scatter back: row i takes value rank(i) among the present ones, or null.
         ranks = np.cumsum(present, dtype=np.int64) - 1
-        return values.take(pa.array(ranks, mask=~present))
+        return values.take(numpy_to_arrow(ranks, valid=present))
 
     def _primitive(
         self,
@@ -457,18 +459,18 @@ class _Decoder:
             if kind == "int":
                 if len(numbers) and (numbers.min() < -(2**31) or numbers.max() > 2**31 - 1):
                     raise AvroDecodeError("int out of range")
-                return pa.array(numbers.astype(np.int32), pa.int32()).view(arrow)
-            return pa.array(numbers, pa.int64()).view(arrow)
+                return numpy_to_arrow(numbers.astype(np.int32)).view(arrow)
+            return numpy_to_arrow(numbers, pa.int64()).view(arrow)
         if kind in ("float", "double"):
             width = 4 if kind == "float" else 8
             raw = self._fixed(rows, cursor, width)
             numbers = raw.view("<f4" if width == 4 else "<f8").reshape(-1)
-            return pa.array(numbers, arrow)
+            return numpy_to_arrow(numbers, arrow)
         if kind == "boolean":
             raw = self._fixed(rows, cursor, 1).reshape(-1)
             if len(raw) and raw.max() > 1:
                 raise AvroDecodeError("boolean is neither 0 nor 1")
-            return pa.array(raw.astype(bool), pa.bool_())
+            return numpy_to_arrow(raw.astype(bool))
         if kind in ("string", "bytes"):
             lengths = self._varint(rows, cursor)
             positions = self._at(rows, cursor)
@@ -548,7 +550,7 @@ class _Decoder:
         row), and every other element taken."""
         count = len(positions)
         if not count:
-            return pa.array([], pa.binary())
+            return pa.nulls(0, pa.binary())
         bounds = np.empty(2 * count + 1, dtype=np.int64)
         bounds[0:-1:2] = positions
         bounds[1::2] = positions + lengths
@@ -561,7 +563,7 @@ class _Decoder:
         view = pa.Array.from_buffers(
             kind, 2 * count, [None, pa.py_buffer(offsets), pa.py_buffer(self.data)]
         )
-        picked = view.take(pa.array(np.arange(0, 2 * count, 2, dtype=np.int64)))
+        picked = view.take(numpy_to_arrow(np.arange(0, 2 * count, 2, dtype=np.int64)))
         return picked.cast(pa.binary()) if large else picked
 
 

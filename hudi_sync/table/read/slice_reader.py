@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hudi_sync.arrow_numpy import arrow_to_numpy, numpy_to_arrow
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError, first_line
 from hudi_sync.storage import Location
 from hudi_sync.table.config.schema import META_FIELDS
@@ -283,8 +284,8 @@ def _delta(
     merged = _merge(base, log_rows, log, rules, numbered, where, False)
     gone = np.ones(base_rows, dtype=bool)
     gone[_present(merged.column(_POSITION))] = False
-    live = log.rows.take(pa.array(np.sort(_present(merged.column(_LOG_ROW))), pa.int64()))
-    deleted = pa.array(np.flatnonzero(gone).astype(np.int64), pa.int64())
+    live = log.rows.take(numpy_to_arrow(np.sort(_present(merged.column(_LOG_ROW))), pa.int64()))
+    deleted = numpy_to_arrow(np.flatnonzero(gone).astype(np.int64))
     return SliceDelta(live.replace_schema_metadata(None), deleted, base_rows)
 
 
@@ -305,7 +306,7 @@ def _numbered(
     def numbers(count: int | None) -> pa.Array:
         if count is None:
             return pa.nulls(rows.num_rows, pa.int64())
-        return pa.array(np.arange(count, dtype=np.int64), pa.int64())
+        return numpy_to_arrow(np.arange(count, dtype=np.int64))
 
     columns = [*rows.columns, numbers(base_rows), numbers(log_rows)]
     return pa.Table.from_arrays(columns, schema=schema)
@@ -313,7 +314,7 @@ def _numbered(
 
 def _present(numbers: pa.ChunkedArray) -> np.ndarray[Any, np.dtype[np.int64]]:
     """The non-null values of a numbering column (``_numbered``)."""
-    values = pc.drop_null(numbers).to_numpy(zero_copy_only=False)
+    values = arrow_to_numpy(pc.drop_null(numbers))
     return np.asarray(values, dtype=np.int64)
 
 

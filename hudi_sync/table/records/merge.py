@@ -49,6 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudi_sync import config as cfg
+from hudi_sync.arrow_numpy import string_array
 from hudi_sync.config import OptionSpec
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
 from hudi_sync.table.config.properties import TableConfig
@@ -386,7 +387,7 @@ def mark_first_base_rows(folded: pa.Table, base_rows: pa.Table | None, where: st
         if first:
             logged_keys = folded.column(RECORD_KEY_FIELD).cast(pa.string()).to_pylist()
             marks = [first.get(key) for key in logged_keys]
-    return folded.append_column(BASE_ROW_COLUMN, pa.array(marks, pa.string()))
+    return folded.append_column(BASE_ROW_COLUMN, string_array(marks))
 
 
 def _delete_rows(

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hudi_sync.arrow_numpy import arrow_to_numpy, numpy_to_arrow, string_array
 from hudi_sync.table.records.log_records import RECORD_KEY_FIELD
 from hudi_sync.table.records.merge import (
     DELETE_OPERATIONS,
@@ -78,23 +79,23 @@ def columnar_merge(
         return None
     unique, survivors, log_order = folded
     if base is None or not base.num_rows:
-        return log_rows.take(pa.array(np.sort(survivors), pa.int64()))
+        return log_rows.take(numpy_to_arrow(np.sort(survivors), pa.int64()))
     if RECORD_KEY_FIELD not in base.column_names:
         return None
     found = pc.index_in(_text(base.column(RECORD_KEY_FIELD)), value_set=unique)
-    met = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False))
-    met_ids = found.take(pa.array(met, pa.int64())).to_numpy(zero_copy_only=False)
+    met = np.flatnonzero(arrow_to_numpy(found.is_valid()))
+    met_ids = arrow_to_numpy(found.take(numpy_to_arrow(met, pa.int64())))
     # A key's log version meets the key's first base row only.
     first_ids, first_at = np.unique(met_ids.astype(np.int64), return_index=True)
     met_rows = met[first_at]
     met_logs = survivors[first_ids]
     wins = np.ones(len(met_rows), dtype=bool)
     if log_order is not None and len(met_rows):
-        stored = _order_values(base.column(rules.ordering_field).take(pa.array(met_rows)))
+        stored = _order_values(base.column(rules.ordering_field).take(numpy_to_arrow(met_rows)))
         if stored is None or stored.type != log_order.type:
             return None
-        newer = log_order.take(pa.array(met_logs, pa.int64()))
-        wins = pc.greater_equal(newer, stored).to_numpy(zero_copy_only=False)
+        newer = log_order.take(numpy_to_arrow(met_logs, pa.int64()))
+        wins = arrow_to_numpy(pc.greater_equal(newer, stored))
     inserted = np.ones(len(survivors), dtype=bool)
     inserted[first_ids] = False
     added = np.sort(survivors[inserted])
@@ -102,12 +103,12 @@ def columnar_merge(
         kept = np.ones(base.num_rows, dtype=bool)
         kept[met_rows[wins]] = False
         taken = np.concatenate([np.sort(met_logs[wins]), added])
-        logged = log_rows.take(pa.array(taken, pa.int64()))
-        return pa.concat_tables([base.filter(pa.array(kept)), logged])
+        logged = log_rows.take(numpy_to_arrow(taken, pa.int64()))
+        return pa.concat_tables([base.filter(numpy_to_arrow(kept)), logged])
     order = np.arange(base.num_rows, dtype=np.int64)
     order[met_rows[wins]] = base.num_rows + met_logs[wins]
     order = np.concatenate([order, base.num_rows + added])
-    return pa.concat_tables([base, log_rows]).take(pa.array(order, pa.int64()))
+    return pa.concat_tables([base, log_rows]).take(numpy_to_arrow(order, pa.int64()))
 
 
 def columnar_fold(
@@ -156,13 +157,13 @@ def _fold_rows(log_rows: pa.Table, survivors: np.ndarray[Any, Any], rules: Merge
     """The rows ``survivors`` of ``log_rows`` as ``fold_log_records`` gives them:
     nullable columns, none deleted, the log winning regardless of ordering values
     only under commit-time ordering."""
-    rows = log_rows.take(pa.array(survivors, pa.int64()))
+    rows = log_rows.take(numpy_to_arrow(survivors, pa.int64()))
     # Every column nullable, no schema metadata; a cast costs per column, even to itself.
     if rows.schema.metadata or not all(f.nullable for f in rows.schema):
         rows = rows.cast(pa.schema([f.with_nullable(True) for f in rows.schema]))
     always = rules.mode is MergeMode.COMMIT_TIME_ORDERING
-    rows = rows.append_column(DELETED_COLUMN, pa.array(np.zeros(len(survivors), dtype=bool)))
-    return rows.append_column(LOG_WINS_COLUMN, pa.array(np.full(len(survivors), always)))
+    rows = rows.append_column(DELETED_COLUMN, numpy_to_arrow(np.zeros(len(survivors), dtype=bool)))
+    return rows.append_column(LOG_WINS_COLUMN, numpy_to_arrow(np.full(len(survivors), always)))
 
 
 def _in_log_order(log_rows: pa.Table, entries: Sequence[LogEntry]) -> bool:
@@ -212,7 +213,7 @@ def _log_survivors(
         return None
     keys, log_order = found
     unique = pc.unique(keys)  # in the order of each key's first record
-    ids = pc.index_in(keys, value_set=unique).to_numpy(zero_copy_only=False).astype(np.int64)
+    ids = arrow_to_numpy(pc.index_in(keys, value_set=unique)).astype(np.int64)
     return unique, _survivors(ids, log_order), log_order
 
 
@@ -227,7 +228,7 @@ def _joint_survivors(
         return None
     keys, log_order = found
     unique = pc.unique(keys)
-    codes = pc.index_in(keys, value_set=unique).to_numpy(zero_copy_only=False).astype(np.int64)
+    codes = arrow_to_numpy(pc.index_in(keys, value_set=unique)).astype(np.int64)
     owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     # A key of the fold is a log and a record key, numbered by its first record: a
     # log's keys follow the previous log's, in the order of their first record.
@@ -248,9 +249,11 @@ def _survivors(ids: np.ndarray[Any, Any], order: pa.Array | None) -> np.ndarray[
     if order is None:
         ranked = np.lexsort((positions, ids))
     else:
-        table = pa.table({"id": ids, _ORDER: order, "row": positions})
+        table = pa.table(
+            {"id": numpy_to_arrow(ids), _ORDER: order, "row": numpy_to_arrow(positions)}
+        )
         sort_keys = [("id", "ascending"), (_ORDER, "ascending"), ("row", "ascending")]
-        ranked = pc.sort_indices(table, sort_keys=sort_keys).to_numpy(zero_copy_only=False)
+        ranked = arrow_to_numpy(pc.sort_indices(table, sort_keys=sort_keys))
     grouped = ids[ranked]
     last = np.ones(len(ranked), dtype=bool)
     last[:-1] = grouped[1:] != grouped[:-1]
@@ -267,7 +270,7 @@ def _order_values(column: pa.ChunkedArray | pa.Array) -> pa.Array | None:
     if values.null_count:
         if kind != "int":  # Integer 0 against another class: the exact merge decides
             return None
-        values = pc.fill_null(values, pa.scalar(0, values.type))
+        values = pc.fill_null(values, numpy_to_arrow(np.zeros(1, dtype=np.int64), values.type)[0])
     if kind in ("float", "double"):
         return _double_order(values)
     return values
@@ -276,10 +279,10 @@ def _order_values(column: pa.ChunkedArray | pa.Array) -> pa.Array | None:
 def _double_order(values: pa.Array) -> pa.Array:
     """Doubles as int64 in ``Double.compareTo``'s order: NaNs made the one canonical NaN
     (as ``doubleToLongBits``), negative values' bits flipped below the positives."""
-    numbers = values.to_numpy(zero_copy_only=False).astype(np.float64)
+    numbers = arrow_to_numpy(values).astype(np.float64)
     numbers = np.where(np.isnan(numbers), np.nan, numbers)
     bits = numbers.view(np.int64)
-    return pa.array(np.where(bits < 0, bits ^ _FLIP, bits), pa.int64())
+    return numpy_to_arrow(np.where(bits < 0, bits ^ _FLIP, bits), pa.int64())
 
 
 def _may_delete(log_rows: pa.Table, rules: MergeRules) -> bool:
@@ -294,7 +297,7 @@ def _may_delete(log_rows: pa.Table, rules: MergeRules) -> bool:
         operations = log_rows.column(OPERATION_FIELD)
         if not pa.types.is_string(operations.type):
             return True
-        marked = pc.is_in(operations, value_set=pa.array(sorted(DELETE_OPERATIONS)))
+        marked = pc.is_in(operations, value_set=string_array(sorted(DELETE_OPERATIONS)))
         if pc.any(marked).as_py():
             return True
     if rules.delete_field is not None and rules.delete_field in names:

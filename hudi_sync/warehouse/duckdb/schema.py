@@ -73,7 +73,7 @@ def arrow_columns(schema: pa.Schema) -> list[tuple[str, str]]:
     folded log files, the change files), as DuckDB reads Arrow: its Arrow and parquet
     readers agree on the types pyarrow writes."""
     with _TYPES_LOCK:  # a connection serves one thread at a time
-        relation = _types_database().from_arrow(schema.empty_table())
+        relation = _types_database().from_arrow(pa.Table.from_batches([], schema=schema))
         return [(str(n), str(t)) for n, t in zip(relation.columns, relation.types, strict=True)]
 
 
