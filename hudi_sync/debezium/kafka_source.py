@@ -4,7 +4,7 @@ The consumer (confluent-kafka) assigns itself every partition of the topics (no 
 rebalancing: the offsets come from the table's last commit, so one ingest per table),
 seeks each to its checkpointed offset or, for partitions never read, by
 ``auto.offset.reset``, and reads at most ``max_events`` messages, until every partition
-reports its end (or a poll finds nothing more).
+reports its end (or nothing comes for the poll timeout).
 Every Kafka client setting given (``security.protocol``, ``sasl.*``, ``ssl.*``...) goes to
 the consumer as HoodieStreamer passes its non-``hoodie.*`` properties to its
 KafkaConsumer; the Java client's ``sasl.jaas.config`` (PLAIN, SCRAM) becomes librdkafka's
