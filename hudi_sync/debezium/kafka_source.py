@@ -3,8 +3,8 @@
 The consumer (confluent-kafka) assigns itself every partition of the topics (no group
 rebalancing: the offsets come from the table's last commit, so one ingest per table),
 seeks each to its checkpointed offset or, for partitions never read, by
-``auto.offset.reset``, and reads at most ``max_events`` messages, until a poll finds
-nothing more.
+``auto.offset.reset``, and reads at most ``max_events`` messages, until every partition
+reports its end (or nothing comes for the poll timeout).
 Every Kafka client setting given (``security.protocol``, ``sasl.*``, ``ssl.*``...) goes to
 the consumer as HoodieStreamer passes its non-``hoodie.*`` properties to its
 KafkaConsumer; the Java client's ``sasl.jaas.config`` (PLAIN, SCRAM) becomes librdkafka's
@@ -88,6 +88,9 @@ class KafkaSource:
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "allow.auto.create.topics": False,
+            # A fetch that reaches a partition's high watermark reports it (read_batch
+            # ends on it instead of waiting out an empty poll).
+            "enable.partition.eof": True,
             "log_level": 0,
             "error_cb": self._on_error,
         }
@@ -203,6 +206,11 @@ class KafkaSource:
             raise BadInputError(f"topic {tp.topic} partition {tp.partition}: {exc}") from None
         return int(low), int(high)
 
+    def _fetched_end(self, tp: Any) -> int:
+        """The partition's high watermark as the last fetch reported it; -1 before any."""
+        high = self.consumer.get_watermark_offsets(tp, cached=True)
+        return int(high[1]) if high and high[1] >= 0 else -1
+
     def end_offsets(self) -> Offsets:
         """The high watermarks the last fetches reported (no round trip); a partition
         not fetched yet is asked."""
@@ -216,24 +224,44 @@ class KafkaSource:
     def read_batch(self, start: Offsets, max_events: int) -> tuple[list[Message], Offsets, Offsets]:
         """Up to ``max_events`` messages from ``start``; returns them, the offsets after
         them, and the end offsets (for the lag)."""
+        from confluent_kafka import KafkaError
+
         position = {t: dict(p) for t, p in start.items()}
         messages: list[Message] = []
-        # Until a poll comes back empty: some brokers' end offsets lag behind batched
-        # records, so the end offsets only report the lag.
+        # Until every partition is at its end: reported by a fetch in this batch, or its
+        # position at the high watermark of the last fetch (some brokers' listed end
+        # offsets lag behind batched records, so those only report the lag); or until
+        # nothing came for the poll timeout. A consume waits out its whole timeout unless
+        # it fills its batch, so the wait goes in slices, the end checked after each.
+        at_end = {
+            (tp.topic, tp.partition)
+            for tp in self.partitions
+            if 0 <= self._fetched_end(tp) <= position[tp.topic][tp.partition]
+        }
+        wait = self.settings.poll_timeout_ms / 1000
+        last_polled = time.monotonic()
         while len(messages) < max_events:
+            ended = len(at_end) == len(self.partitions)
             polled = self.consumer.consume(
                 num_messages=min(max_events - len(messages), 10_000),
-                timeout=self.settings.poll_timeout_ms / 1000,
+                timeout=0 if ended else min(POLL_SLICE_S, wait),
             )
             if not polled:
-                break
+                if ended or time.monotonic() - last_polled >= wait:
+                    break
+                continue
+            last_polled = time.monotonic()
             for record in polled:
                 error = record.error()
+                if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                    at_end.add(_located(record)[:2])
+                    continue
                 if error is not None:
                     raise BadInputError(
                         f"topic {record.topic()} partition {record.partition()}: {error.str()}"
                     )
                 topic, partition, offset = _located(record)
+                at_end.discard((topic, partition))
                 if offset < position[topic][partition]:
                     continue  # already read (a re-fetch after a seek)
                 messages.append(Message(topic, partition, offset, record.key(), record.value()))
@@ -262,7 +290,8 @@ class KafkaSource:
 
 
 def _located(record: Any) -> tuple[str, int, int]:
-    """A fetched record's topic, partition and offset (always set on fetched records)."""
+    """A fetched record's (or end of partition event's) topic, partition and offset
+    (always set on those)."""
     return str(record.topic()), int(record.partition()), int(record.offset())
 
 
@@ -279,6 +308,7 @@ class _Silent:
 
 _SILENT = _Silent()
 METADATA_TIMEOUT_S = 10.0
+POLL_SLICE_S = 0.05  # the longest a batch waits past the last partition's end
 # librdkafka starts its errors with the broker's name (sasl_ssl://host:port/bootstrap: ...).
 _BROKER_PREFIX = re.compile(r"^\S+/(?:bootstrap|-?\d+): ")
 _JAAS_MODULES = ("PlainLoginModule", "ScramLoginModule")
