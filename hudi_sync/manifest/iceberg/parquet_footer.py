@@ -135,12 +135,9 @@ def _exact_statistics(data: bytes) -> tuple[tuple[tuple[bool, ...], ...], bytes]
     schema = b""
     pos = last = 0
     while True:
-        header = data[pos]
-        pos += 1
-        kind = header & 0x0F
+        kind, last, pos = _field_header(data, pos, last)
         if kind == _STOP:
             break
-        last, pos = _field_id(data, pos, header, last)
         if last == _FILE_SCHEMA:
             start = pos
             pos = _skip(data, pos, kind, 1)
@@ -158,24 +155,29 @@ def _exact_statistics(data: bytes) -> tuple[tuple[tuple[bool, ...], ...], bytes]
     return tuple(groups), schema
 
 
-def _field_id(data: bytes, pos: int, header: int, last: int) -> tuple[int, int]:
-    """A field header's id (a delta from ``last``, or a zigzag varint after it)."""
+def _field_header(data: bytes, pos: int, last: int) -> tuple[int, int, int]:
+    """The field header at ``pos`` after field ``last``: its Thrift type (``_STOP`` at
+    the struct's end), its id (a delta from ``last``, or a zigzag varint after it) and
+    the position of its value. The path readers below share it; ``_struct``, which
+    skips every other field of the footer, keeps its own copy inline."""
+    header = data[pos]
+    pos += 1
+    kind = header & 0x0F
+    if kind == _STOP:
+        return kind, last, pos
     if header >> 4:
-        return last + (header >> 4), pos
+        return kind, last + (header >> 4), pos
     value, pos = _varint(data, pos)
-    return (value >> 1) ^ -(value & 1), pos
+    return kind, (value >> 1) ^ -(value & 1), pos
 
 
 def _row_group(data: bytes, pos: int, chunks: list[bool]) -> int:
     """A RowGroup from ``pos``: each column chunk's flag appended to ``chunks``."""
     last = 0
     while True:
-        header = data[pos]
-        pos += 1
-        kind = header & 0x0F
+        kind, last, pos = _field_header(data, pos, last)
         if kind == _STOP:
             return pos
-        last, pos = _field_id(data, pos, header, last)
         if last == _GROUP_COLUMNS:
             size, pos = _list_header(data, pos, kind, _STRUCT)
             for _ in range(size):
@@ -189,13 +191,10 @@ def _column_chunk(data: bytes, pos: int, chunks: list[bool]) -> int:
     exact = False
     last = 0
     while True:
-        header = data[pos]
-        pos += 1
-        kind = header & 0x0F
+        kind, last, pos = _field_header(data, pos, last)
         if kind == _STOP:
             chunks.append(exact)
             return pos
-        last, pos = _field_id(data, pos, header, last)
         if last == _CHUNK_META:
             if kind != _STRUCT:
                 raise _ThriftError(f"a struct field of Thrift type {kind}")
@@ -209,27 +208,13 @@ def _column_meta(data: bytes, pos: int) -> tuple[bool, int]:
     exact = False
     last = 0
     while True:
-        header = data[pos]
-        pos += 1
-        kind = header & 0x0F
+        kind, last, pos = _field_header(data, pos, last)
         if kind == _STOP:
             return exact, pos
-        if header >> 4:
-            last += header >> 4
-        else:
-            value, pos = _varint(data, pos)
-            last = (value >> 1) ^ -(value & 1)
         if last == _META_STATISTICS:
             if kind != _STRUCT:
                 raise _ThriftError(f"a struct field of Thrift type {kind}")
             exact, pos = _statistics(data, pos)
-        elif kind in (_I16, _I32, _I64):  # most of its fields: skipped inline
-            end = pos + 9
-            while data[pos] & 0x80:
-                pos += 1
-                if pos > end:
-                    raise _ThriftError("a varint longer than 10 bytes")
-            pos += 1
         else:
             pos = _skip(data, pos, kind, 6)
 
@@ -241,12 +226,9 @@ def _statistics(data: bytes, pos: int) -> tuple[bool, int]:
     min_exact = max_exact = True
     last = 0
     while True:
-        header = data[pos]
-        pos += 1
-        kind = header & 0x0F
+        kind, last, pos = _field_header(data, pos, last)
         if kind == _STOP:
             return has_min and has_max and min_exact and max_exact, pos
-        last, pos = _field_id(data, pos, header, last)
         if last == _STATS_MIN_VALUE:
             has_min = True
         elif last == _STATS_MAX_VALUE:
