@@ -325,6 +325,24 @@ def test_a_table_without_cdc_gets_an_inferred_feed_when_asked(  # type: ignore[n
     assert len(commits) > 1 and _feed(database)
 
 
+def test_a_feed_turned_on_at_the_instant_already_synced_is_created(  # type: ignore[no-untyped-def]
+    fixture_copy, tmp_path: Path
+) -> None:
+    """A warehouse already showing the latest instant without a feed: the sync that turns
+    the feed on creates ``t_changes`` (the objects are not settled), and the next is a
+    no-op again."""
+    path = fixture_copy("cow/v9_txns_simple_meta")
+    database = tmp_path / "w.duckdb"
+    first = sync_table(str(path), [DuckDBTarget(str(database), "t")])
+    assert first.ok and first.results[0].action == "create"
+    report = sync_table(str(path), [DuckDBTarget(str(database), "t")], change_feed="on")
+    assert report.ok, report.errors
+    assert report.results[0].action != "noop" and "t_changes" in report.results[0].objects
+    assert _feed(database)  # the view exists and holds the commits' changes
+    again = sync_table(str(path), [DuckDBTarget(str(database), "t")], change_feed="on")
+    assert again.results[0].action == "noop"
+
+
 def test_a_feed_that_cannot_be_inferred_is_refused_in_one_line(  # type: ignore[no-untyped-def]
     fixture_copy, tmp_path: Path
 ) -> None:

@@ -130,7 +130,11 @@ class DuckDBTarget:
         target = self.name
         marked = names.marked(published.logs)
         restored = restore_reason(table, marked, current, marker)
-        settled = settled_plan(target, marked, current, marker, force, restored=restored)
+        # A feed turned on at the instant already shown: its views are still to create.
+        unchanged = names.changes is None or names.changes in comments
+        settled = settled_plan(
+            target, marked, current, marker, force, unchanged=unchanged, restored=restored
+        )
         if settled is not None:
             return settled
         steps = self._statements(
