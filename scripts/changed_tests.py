@@ -6,19 +6,24 @@ closure (its own imports, through ``tests/`` helpers and ``hudi_sync``, packages
 ``__init__`` included: importing ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__``)
 reaches a changed module. A change to ``tests/conftest.py`` or to something that every test
 imports selects every test; a change outside Python (docs, terraform, data) selects the
-tests that name that file. Prints one path per line.
+tests that name that file, or a pattern of its path (``docs/how-to/*.md``). Prints one
+path per line.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("hudi_sync", "tests", "benchmarks")
+# A path pattern a test names for the files it reads: folders, then a "*" name.
+PATTERN = re.compile(r"[\w.-]+(?:/[\w.-]+)*/[\w.-]*\*[\w.*-]*")
 
 
 def git(*args: str) -> str:
@@ -114,7 +119,10 @@ def select(changed: set[str]) -> list[str]:
     for test in tests:
         path = modules[test]
         text = path.read_text()
-        if closure(test) & changed_modules or any(Path(o).name in text for o in others):
+        patterns = PATTERN.findall(text)
+        if closure(test) & changed_modules or any(
+            Path(o).name in text or any(fnmatch.fnmatch(o, p) for p in patterns) for o in others
+        ):
             chosen.append(str(path.relative_to(REPO)))
     return chosen
 

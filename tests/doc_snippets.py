@@ -143,6 +143,21 @@ def _mark_above(lines: list[str], index: int) -> tuple[str | None, str | None]:
     return match["kind"], reason
 
 
+def stray_marks(page: Path) -> list[int]:
+    """The lines of ``page`` holding a snippet mark that no fence follows (a mark left
+    behind when its block moved would silently stop applying)."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    stray = []
+    for index, line in enumerate(lines):
+        if _MARK.match(line) or "<!-- snippet:" in line:
+            after = index + 1
+            while after < len(lines) and not lines[after].strip():
+                after += 1
+            if not (_MARK.match(line) and after < len(lines) and _FENCE.match(lines[after])):
+                stray.append(index + 1)
+    return stray
+
+
 def substituted(text: str, folder: Path) -> str:
     for placeholder, value in PLACEHOLDERS.items():
         text = text.replace(placeholder, value.format(W=folder))

@@ -31,3 +31,9 @@ def test_a_module_chooses_the_tests_that_import_it_and_no_others() -> None:
     assert "tests/test_timestamp_keygen.py" in lines
     assert "tests/test_terraform.py" not in lines
     assert all(line.startswith("tests/test_") and line.endswith(".py") for line in lines)
+
+
+def test_a_page_chooses_the_tests_naming_a_pattern_it_matches() -> None:
+    # tests/test_docs_snippets.py runs every how-to page, one added later too.
+    lines = chosen("docs/how-to/" + "a-page-added-later" + ".md").splitlines()
+    assert lines == ["tests/test_docs_snippets.py"]

@@ -35,6 +35,7 @@ from tests.doc_snippets import (
     page_script,
     pages,
     snippets,
+    stray_marks,
 )
 
 SAMPLE = REPO / "scripts" / "sample"
@@ -119,6 +120,11 @@ def test_every_mark_is_known_and_not_run_ones_give_a_reason() -> None:
     assert not unknown, f"unknown snippet marks: {unknown}"
     reasonless = [b.where for b in blocks if b.mark == NOT_RUN and not b.reason]
     assert not reasonless, f"not-run marks without a reason: {reasonless}"
+    stray = [f"{_page_id(page)}:{line}" for page in pages() for line in stray_marks(page)]
+    assert not stray, f"snippet marks that are malformed or above no fence: {stray}"
+    # The run folder's .venv is the suite's own: an install there would change it.
+    installs = [b.where for b in blocks if b.runs and re.search(r"pip install|-m venv", b.text)]
+    assert not installs, f"snippets that install must be marked not-run: {installs}"
     not_run = [b for b in blocks if b.mark == NOT_RUN]
     ran = [b for b in blocks if b.runs]
     assert len(ran) > len(not_run), (
@@ -314,3 +320,38 @@ def test_a_failing_snippet_is_named(tmp_path: Path) -> None:
     assert result.returncode == 3
     assert (tmp_path / "one.txt").exists() and not (tmp_path / "never.txt").exists()
     assert at.read_text(encoding="utf-8").strip().endswith("page.md:5")
+
+
+def test_the_convention_is_read_as_documented(tmp_path: Path) -> None:
+    """Marks, fences inside list items, console prompts, properties files and stray marks
+    are read as docs/testing.md says."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        "- install:\n\n"
+        "    <!-- snippet: not-run (installs from PyPI) -->\n"
+        "    ```bash\n    pip install .\n    ```\n\n"
+        "```console\n$ echo a \\\n  b\na b\n$ true\n```\n\n"
+        "```properties\n# sync.properties\nk=/data/warehouse.duckdb\n```\n\n"
+        "<!-- snippet: duckdb -->\n```sql\nSELECT 1\n```\n\n"
+        "```sql\nSELECT 2\n```\n\n"
+        "<!-- snippet: not-run -->\ntext between\n\n```python\nprint(1)\n```\n",
+        encoding="utf-8",
+    )
+    blocks = snippets(page)
+    assert [(b.lang, b.mark, b.reason, b.runs) for b in blocks] == [
+        ("bash", NOT_RUN, "installs from PyPI", False),
+        ("console", None, None, True),
+        ("properties", None, None, True),
+        ("sql", "duckdb", None, True),
+        ("sql", None, None, False),
+        ("python", None, None, True),
+    ]
+    assert blocks[0].text == "pip install .\n"
+    assert blocks[1].shell_text() == "echo a \\\n  b\ntrue\n"
+    assert blocks[2].file_name == "sync.properties"
+    assert stray_marks(page) == [29]
+    script = page_script(blocks, tmp_path, sys.executable)
+    assert "pip install" not in script and "echo a" in script
+    assert (tmp_path / "snippet_2.properties").read_text() == (
+        f"# sync.properties\nk={tmp_path}/warehouse.duckdb\n"
+    )
