@@ -270,7 +270,8 @@ def test_watch_json_lines_carry_a_timestamp_and_duration_and_sql_only_when_verbo
     fixture = next(t for t in fixture_tables() if t.name.endswith(TABLE))
     path = tmp_path / "t"
     shutil.copytree(unpack_table(fixture), path)
-    before = datetime.now(UTC)
+    now = datetime.now(UTC)
+    before = now.replace(microsecond=now.microsecond // 1000 * 1000)  # lines show milliseconds
     quiet = _watch_lines(path, tmp_path / "quiet.duckdb")
     after = datetime.now(UTC)
     assert [line["event"] for line in quiet] == ["sync", "stopped"]
