@@ -5,10 +5,12 @@
 DBA reviews; ``docs/how-to/bigquery.md`` shows a properties file meant to serve Hudi's
 writer and hudi_sync alike. Each claim is checked here against what the code does: the
 properties files are read by hudi_sync's own parser and target, the key table against the
-declared options, and the SQL against the statements the Snowflake target sends for the
-demo's trips table (written without Spark by the Arrow engine from ``scripts/sample/``,
-the same columns and partitions the demo's PySpark write gives), through fakesnow with
-external tables emulated over moto S3 (``tests/snowflake_emulation.py``).
+declared options, the switch-over steps against Hudi's objects in the BigQuery emulator
+(``tests/bigquery_emulator.py`` says what it cannot read and how tables are materialised),
+and the SQL against the statements the Snowflake target sends, through fakesnow with
+external tables emulated over moto S3 (``tests/snowflake_emulation.py``). The table is the
+demo's trips table, written without Spark by the Arrow engine from ``scripts/sample/``:
+the same columns, partitions and SQL the demo's PySpark write gives.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import snowflake.connector
 
 from hudi_sync import config as cfg
 from hudi_sync.spark import write_arrow
-from hudi_sync.sync.hook import target_names
+from hudi_sync.sync.hook import run_post_commit_hook, target_names
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
 from hudi_sync.table.config.properties import parse_java_properties
@@ -33,8 +35,10 @@ from hudi_sync.warehouse.bigquery import BigQueryTarget
 from hudi_sync.warehouse.bigquery.config import BigQuerySyncConfig
 from hudi_sync.warehouse.snowflake import PREFIX as SNOWFLAKE_PREFIX
 from hudi_sync.warehouse.snowflake import SnowflakeTarget
-from tests.objectstores import S3Store
+from tests.bigquery_emulator import BigQueryEmulator, materialise
+from tests.objectstores import GcsStore, S3Store
 from tests.snowflake_emulation import EmulatedSnowflake
+from tests.warehouse_rows import hudi_rs_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 MIGRATION = ROOT / "docs" / "how-to" / "migrate-from-bigquerysynctool.md"
@@ -139,6 +143,104 @@ def test_every_key_of_hudis_bigquery_sync_is_on_the_page_and_accepted() -> None:
     assert config.use_bq_manifest_file and config.require_partition_filter
     assert config.partition_fields == ("city",)
     assert config.big_lake_connection_id == "my-project.eu.lake"
+
+
+def write_demo_table(local: Path) -> None:
+    """The demo's trips table, day 1 inserted and day 2 upserted, by the Arrow engine."""
+    options = parse_java_properties((SAMPLE / "trips.properties").read_text())
+    for number, operation in ((1, "insert"), (2, "upsert")):
+        write_arrow(day(number), str(local), {**options, cfg.OPERATION.key: operation})
+
+
+def test_switching_over_from_hudis_objects_as_the_page_says(
+    gcs_server: GcsStore, bigquery_emulator: BigQueryEmulator, dataset: str, tmp_path: Path
+) -> None:
+    """Hudi's view-mode objects and manifest files in place (as HoodieBigQuerySyncClient
+    and ManifestFileWriter make them), the page's properties file through the hook: the
+    sync refuses Hudi's objects in one line; once they are dropped it creates its own,
+    whose view shows the snapshot, and Hudi's manifest files are left as they were."""
+    from google.cloud import bigquery
+
+    client = bigquery_emulator.client()
+    local = tmp_path / "trips"
+    write_demo_table(local)
+    slices = HudiTable.open(str(local)).file_slices()
+    names = sorted(s.base_file.name for s in slices if s.base_file is not None)
+    bucket = gcs_server.make_bucket()
+    uri = f"gs://{bucket}/lake/trips"
+    hudi_files = {  # Hudi's ManifestFileWriter: file names, and absolute URIs
+        ".hoodie/manifest/latest-snapshot.csv": "".join(f"{n}\n" for n in names),
+        ".hoodie/absolute-path-manifest/latest-snapshot.csv": "".join(
+            f"{uri}/{s.relative_path(s.base_file.name)}\n" for s in slices if s.base_file
+        ),
+    }
+    for relative, text in hudi_files.items():
+        (local / relative).parent.mkdir(parents=True, exist_ok=True)
+        (local / relative).write_text(text)
+    assert gcs_server.upload_dir(local, bucket, "lake/trips") == uri
+    project = client.project
+    existing = bigquery.Dataset(f"{project}.{dataset}")
+    existing.location = "EU"  # Hudi's tool needs the dataset made first; the file says EU
+    client.create_dataset(existing)
+
+    def qualified(name: str) -> str:
+        return f"{project}.{dataset}.{name}"
+
+    manifest = bigquery.ExternalConfig("CSV")
+    manifest.source_uris = [f"{uri}/.hoodie/manifest/*"]
+    hudi_manifest = bigquery.Table(
+        qualified("trips_manifest"), [bigquery.SchemaField("filename", "STRING")]
+    )
+    hudi_manifest.external_data_configuration = manifest
+    versions = bigquery.ExternalConfig("PARQUET")
+    versions.source_uris = [f"{uri}/city=*"]
+    versions.autodetect = True
+    # Hudi's is autodetected; the emulator keeps no schema-less external table, so the
+    # two columns its view names are declared.
+    hudi_versions = bigquery.Table(
+        qualified("trips_versions"),
+        [bigquery.SchemaField(n, "STRING") for n in ("_hoodie_file_name", "trip_id")],
+    )
+    hudi_versions.external_data_configuration = versions
+    view = bigquery.Table(qualified("trips"))
+    view.view_query = (
+        f"SELECT * FROM `{qualified('trips_versions')}` WHERE _hoodie_file_name IN "
+        f"(SELECT filename FROM `{qualified('trips_manifest')}`)"
+    )
+    for hudis in (hudi_manifest, hudi_versions, view):
+        client.create_table(hudis)
+
+    (step_two,) = [text for text in properties_files(MIGRATION) if "base_path" in text]
+    options = {
+        **parse_java_properties(step_two),
+        cfg.BIGQUERY_PROJECT_ID.key: project,
+        cfg.BIGQUERY_DATASET_NAME.key: dataset,
+        cfg.BIGQUERY_SOURCE_URI_PREFIX.key: uri,
+        cfg.BIGQUERY_API_ENDPOINT.key: bigquery_emulator.endpoint_url,
+    }
+    refused = run_post_commit_hook(uri, options, gcs_server.storage_options)
+    assert not refused.ok
+    assert (
+        f"{qualified('trips')} exists and was not created by hudi_sync; drop it or use --force"
+        in (refused.error_summary())
+    )
+    for name in ("trips", "trips_manifest", "trips_versions"):  # the page's `bq rm`
+        client.delete_table(qualified(name))
+    synced = run_post_commit_hook(uri, options, gcs_server.storage_options)
+    assert synced.ok, synced.error_summary()
+    assert {t.table_id for t in client.list_tables(dataset)} == {
+        "trips",
+        "trips_history",
+        "trips_manifest",
+    }
+    materialise(client, qualified("trips_history"))
+    materialise(client, qualified("trips_manifest"))
+    columns = "trip_id, rider, fare, city"
+    shown = client.query_and_wait(f"SELECT {columns} FROM `{qualified('trips')}`").to_arrow()
+    expected = hudi_rs_rows(str(local)).select(columns.split(", "))
+    assert sorted(shown.to_pylist(), key=str) == sorted(expected.to_pylist(), key=str)
+    for relative, text in hudi_files.items():
+        assert gcs_server.fs().cat_file(f"{uri}/{relative}").decode() == text
 
 
 # -- the Snowflake statements --------------------------------------------------------------
