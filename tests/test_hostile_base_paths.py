@@ -72,7 +72,8 @@ def test_backfill_cli_prints_one_row_per_table(unpack_table, tmp_path: Path) -> 
     conf += ["-c", f"hoodie.duckdb.sync.database={database}"]
     result = CliRunner().invoke(app, ["backfill", str(root), *conf, "--json"])
     assert result.exit_code == 1
-    rows = {Path(r["table"]).name: r["errors"] for r in json.loads(result.stdout)}
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    rows = {Path(r["table"]).name: r["errors"] for r in lines if r["event"] == "table"}
     assert rows["good"] == "" and "control character" in rows["evil\n40"]
 
 

@@ -75,7 +75,8 @@ def test_commands_name_the_extra_to_install(fixture_copy, tmp_path: Path) -> Non
     commands.append(["backfill", str(lake), *hook, "--json"])
     results = _run_without(absent, commands)
     code, _, stdout = results.pop()
-    [row] = json.loads(stdout)
+    row, summary = (json.loads(line) for line in stdout.splitlines())
+    assert summary["event"] == "summary" and summary["failed"] == 1
     assert code == 1 and row["errors"].endswith("pip install 'hudi-sync[bigquery]'"), row
     expected = ["spark", "s3", "gcs", "bigquery", "snowflake"]
     for (code, stderr, _), extra in zip(results, expected, strict=True):

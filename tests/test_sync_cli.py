@@ -120,7 +120,8 @@ def test_backfill_cli_exits_1_when_a_table_fails(unpack_table, tmp_path: Path) -
     conf += ["-c", f"hoodie.duckdb.sync.database={database}"]
     result = runner.invoke(app, ["backfill", str(root), *conf, "--json"])
     assert result.exit_code == 1
-    rows = {Path(r["table"]).name: r for r in json.loads(result.stdout)}
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    rows = {Path(r["table"]).name: r for r in lines if r["event"] == "table"}
     assert rows["good"]["errors"] == "" and "version 3" in rows["broken"]["errors"]
     assert _views(database) == {"good", "good_manifest", "good_history"}
 

@@ -96,7 +96,7 @@ def test_backfill_cli_force(unpack_table, tmp_path: Path) -> None:  # type: igno
     assert CliRunner().invoke(app, ["backfill", str(tmp_path / "one"), *conf]).exit_code == 0
     refused = CliRunner().invoke(app, ["backfill", str(tmp_path / "two"), *conf])
     assert refused.exit_code == 1
-    (row,) = json.loads(refused.stdout)
+    row, _summary = (json.loads(line) for line in refused.stdout.splitlines())
     assert str(held) in row["errors"] and _base(database, "t") == str(held)
     forced = CliRunner().invoke(app, ["backfill", str(tmp_path / "two"), *conf, "--force"])
     assert forced.exit_code == 0, forced.output

@@ -11,6 +11,7 @@ import math
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
@@ -18,7 +19,15 @@ from types import FrameType
 from typing import Annotated, Any, get_type_hints
 
 import typer
-from rich.progress import Progress
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from hudi_sync import config as cfg
 from hudi_sync.cli.common import (
@@ -35,6 +44,7 @@ from hudi_sync.cli.common import (
 from hudi_sync.errors import BadInputError
 from hudi_sync.manifest.delta import DELTA_COMMITS_OPTION, delta_commits_option
 from hudi_sync.manifest.snapshot import DEFAULT_KEEP, manifest_summary
+from hudi_sync.storage import open_location
 from hudi_sync.sync.backfill import backfill, discover_tables
 from hudi_sync.sync.hook import (
     DUCKDB_DATABASE,
@@ -43,6 +53,7 @@ from hudi_sync.sync.hook import (
     checked_target_names,
 )
 from hudi_sync.sync.job import SyncReport, Target, publish_manifest, sync_table
+from hudi_sync.sync.names import shown
 from hudi_sync.sync.watch import DEFAULT_INTERVAL, DEFAULT_MAX_BACKOFF, WatchEvent, watch
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.bigquery import PREFIX as BIGQUERY_PREFIX
@@ -431,6 +442,12 @@ def _watch_settings(
     return max(DEFAULT_MAX_BACKOFF, interval) if max_backoff is None else max_backoff
 
 
+def _verbose_needs_json(verbose: bool, as_json: bool) -> None:
+    """``--verbose`` adds fields to the JSON lines; text lines have none to add."""
+    if verbose and not as_json:
+        raise BadInputError("--verbose: only with --json (it adds each sync's statements)")
+
+
 def _checked_sync_options(options: dict[str, Any]) -> None:
     """The hook options every sync reads, parsed once up front: a bad value would fail
     every poll the same way, so it is a bad option, not a transient error."""
@@ -487,7 +504,14 @@ def watch_command(
         int | None, typer.Option("--max-syncs", help="Stop after this many successful syncs.")
     ] = None,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON object per line and event.")
+        bool,
+        typer.Option("--json", help="Print one JSON object per line and event, as it happens."),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", help="With --json: each sync's SQL statements too (plans[].steps)."
+        ),
     ] = False,
     storage_option: StorageOption = None,
     force: ReplaceOtherOption = False,
@@ -496,15 +520,18 @@ def watch_command(
     commit changes, run the configured sync targets (the hook's options:
     hoodie.meta.sync.client.tool.class=duckdb,bigquery and theirs). Errors are reported
     one line each and retried with backoff; SIGTERM or SIGINT stops it (exit 0) after the
-    sync in progress. Exit 2 only for bad options, before the first poll."""
+    sync in progress. Exit 2 only for bad options, before the first poll. --json lines carry
+    event, timestamp (ISO-8601 UTC), table, instant, error, retry_in, duration_s and a
+    sync's report; its SQL statements only with --verbose."""
     tables = list(uris or [])
     cap = exit_on_error(lambda: _watch_settings(tables, root, interval, max_backoff, max_syncs))
+    exit_on_error(lambda: _verbose_needs_json(verbose, as_json))
     options, storage = _hook_options(props, conf, storage_option)
     exit_on_error(lambda: _checked_sync_options(options))
 
     def report(event: WatchEvent) -> None:
-        line = json.dumps(event.to_json(), default=str) if as_json else event.line()
-        typer.echo(line)
+        line = json.dumps(event.to_json(verbose), default=str) if as_json else event.line()
+        typer.echo(line)  # click flushes each line: a log pipeline sees it at once
 
     stop = threading.Event()
     with _stopped_by_signals(stop):
@@ -522,6 +549,77 @@ def watch_command(
         )
 
 
+class _BackfillProgress:
+    """What ``backfill`` prints as it goes. ``stream`` (``--json``, or stdout not a
+    terminal): one JSON line per table as it completes, flushed at once, then a summary
+    line, so a scheduler's log shows each table when it is done. On a terminal: a progress
+    bar on stderr naming the table in flight, then the results table."""
+
+    def __init__(self, root: str, root_uri: str, total: int, stream: bool) -> None:
+        self.root = root
+        self.root_uri = root_uri.rstrip("/")
+        self.stream = stream
+        self.rows: list[dict[str, Any]] = []
+        self.failed = 0
+        self._began = time.monotonic()
+        self._started = self._began
+        self._bar = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[failed]} failed"),
+            TimeElapsedColumn(),
+            transient=True,
+            disable=stream,
+            console=Console(stderr=True),
+        )
+        self._task = self._bar.add_task("finding tables", total=total, failed=0)
+
+    def __enter__(self) -> _BackfillProgress:
+        self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bar.__exit__(None, None, None)
+
+    def start(self, uri: str) -> None:
+        self._started = time.monotonic()
+        inside = uri.startswith(f"{self.root_uri}/")
+        relative = uri[len(self.root_uri) + 1 :] if inside else uri
+        self._bar.update(self._task, description=f"syncing {shown(relative)}")
+
+    def done(self, uri: str, report: SyncReport) -> None:
+        took = time.monotonic() - self._started
+        row = {"table": uri, "instant": report.instant, "errors": report.error_summary()}
+        self.rows.append(row)
+        self.failed += not report.ok
+        self._bar.update(self._task, advance=1, failed=self.failed)
+        if self.stream:
+            _json_line({"event": "table", **row, "duration_s": round(took, 3)})
+
+    def summary(self) -> None:
+        """The summary line (streaming), or the results table as ``emit`` prints it."""
+        if not self.stream:
+            emit(self.rows, False, f"backfill of {self.root}")
+            return
+        _json_line(
+            {
+                "event": "summary",
+                "root": self.root,
+                "tables": len(self.rows),
+                "synced": len(self.rows) - self.failed,
+                "failed": self.failed,
+                "duration_s": round(time.monotonic() - self._began, 3),
+            }
+        )
+
+
+def _json_line(record: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(record, default=str) + "\n")
+    sys.stdout.flush()
+
+
 def backfill_command(
     root: Annotated[str, typer.Argument(help="Folder or URI holding Hudi tables")],
     props: PropsOption = None,
@@ -536,21 +634,30 @@ def backfill_command(
     """Find every Hudi table under ROOT and sync each one to the configured targets; each
     table's warehouse name is its path under ROOT with '/' (and any character but letters,
     digits and '_') replaced by '_'. Two tables with one name: the first holds it, the
-    other fails naming both. A ROOT with no table exits 1 (0 with --allow-empty)."""
+    other fails naming both. A ROOT with no table exits 1 (0 with --allow-empty), a
+    failed table 1. With --json or when stdout is not a terminal: one JSON line per table
+    as it completes (table, instant, errors, duration_s), then a summary line; on a
+    terminal a progress bar naming the table in flight, then the results table."""
     options, storage = _hook_options(props, conf, storage_option)
     tables = exit_on_error(lambda: discover_tables(root, storage))
     if not tables:
         typer.echo(f"{'warning' if allow_empty else 'error'}: no Hudi table under {root}", err=True)
         raise typer.Exit(0 if allow_empty else 1)
-    rows: list[dict[str, Any]] = []
-    with Progress(transient=True, disable=as_json) as progress:
-        task = progress.add_task("syncing", total=len(tables))
-
-        def done(uri: str, result: SyncReport) -> None:
-            rows.append({"table": uri, "instant": result.instant, "errors": result.error_summary()})
-            progress.advance(task)
-
-        exit_on_error(lambda: backfill(root, options, storage, done, replace_other_table=force))
-    emit(rows, as_json, f"backfill of {root}")
-    if any(row["errors"] for row in rows):
+    root_uri = exit_on_error(lambda: open_location(root, storage).uri)
+    stream = as_json or not sys.stdout.isatty()
+    progress = _BackfillProgress(root, root_uri, len(tables), stream)
+    with progress:
+        exit_on_error(
+            lambda: backfill(
+                root,
+                options,
+                storage,
+                progress.done,
+                replace_other_table=force,
+                on_start=progress.start,
+                tables=tables,
+            )
+        )
+    progress.summary()
+    if progress.failed:
         raise typer.Exit(1)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from hudi_sync import config as cfg
@@ -91,15 +91,21 @@ def backfill(
     storage_options: Mapping[str, Any] | None = None,
     on_table: Callable[[str, SyncReport], None] = lambda uri, report: None,
     replace_other_table: bool = False,
+    *,
+    on_start: Callable[[str], None] = lambda uri: None,
+    tables: Sequence[str] | None = None,
 ) -> list[tuple[str, SyncReport]]:
     """Sync every table under ``root``; each gets a warehouse name from its path. Two
     tables with one name: the first to sync holds it, the other is refused (naming
     both); objects another table's sync made are replaced only with
-    ``replace_other_table`` (``--force``)."""
+    ``replace_other_table`` (``--force``). ``on_start`` gets each table as its sync
+    begins and ``on_table`` its report as it ends (a caller streams progress from them);
+    ``tables``: the tables ``discover_tables`` found already, not listed again."""
     location = open_location(root, storage_options)
     reports = []
     claims = NameClaims()
-    for uri in discover_tables(root, storage_options):
+    for uri in discover_tables(root, storage_options) if tables is None else tables:
+        on_start(uri)
         report = sync_discovered(
             claims, location.uri, uri, options, storage_options, replace_other_table
         )

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from hudi_sync.errors import BadInputError, HudiSyncError, first_line
@@ -30,11 +31,16 @@ DEFAULT_INTERVAL = 10.0
 DEFAULT_MAX_BACKOFF = 300.0
 
 
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
 @dataclass(frozen=True)
 class WatchEvent:
     """One thing the watcher did: ``sync`` (a table synced), ``error`` (opening, listing
     or syncing failed; retried in ``retry_in`` seconds), ``discovered`` (a new table
-    under a root) or ``stopped`` (the loop ended; ``reason`` says why)."""
+    under a root) or ``stopped`` (the loop ended; ``reason`` says why). ``at``: when it
+    happened; ``duration``: the seconds the table's poll and sync (or failed attempt) took."""
 
     event: str
     table: str | None = None
@@ -44,16 +50,23 @@ class WatchEvent:
     reason: str | None = None
     syncs: int | None = None
     report: SyncReport | None = None
+    duration: float | None = None
+    at: datetime = field(default_factory=_now)
 
-    def to_json(self) -> dict[str, Any]:
-        """The event as one JSON object: ``event``, ``table``, ``instant``, ``error`` and
-        ``retry_in`` always (null when they do not apply), plus a sync's report fields."""
+    def to_json(self, verbose: bool = False) -> dict[str, Any]:
+        """The event as one JSON object: ``event``, ``timestamp`` (ISO-8601, UTC),
+        ``table``, ``instant``, ``error``, ``retry_in`` and ``duration_s`` always (null when
+        they do not apply), plus a sync's report fields. The SQL statements of the report's
+        plans (``plans[].steps``, kilobytes a sync) only when ``verbose``: a log line per
+        event should stay small."""
         record: dict[str, Any] = {
             "event": self.event,
+            "timestamp": self.at.astimezone(UTC).isoformat(timespec="milliseconds"),
             "table": self.table,
             "instant": self.instant,
             "error": self.error,
             "retry_in": self.retry_in,
+            "duration_s": None if self.duration is None else round(self.duration, 3),
         }
         if self.reason is not None:
             record["reason"] = self.reason
@@ -63,6 +76,9 @@ class WatchEvent:
             report = self.report.to_json()
             report.pop("table")
             report.pop("instant")
+            if not verbose:
+                for plan in report["plans"]:
+                    plan.pop("steps")
             record.update(report)
         return record
 
@@ -156,12 +172,19 @@ def watch(
         return max_syncs is not None and syncs >= max_syncs
 
     def failed(
-        item: _Watched, instant: str | None, error: str, report: SyncReport | None = None
+        item: _Watched,
+        instant: str | None,
+        error: str,
+        report: SyncReport | None = None,
+        took: float | None = None,
     ) -> None:
         item.failures += 1
         retry_in = backoff(interval, item.failures, max_backoff)
         item.due = time.monotonic() + retry_in
-        on_event(WatchEvent("error", item.uri, instant, _one_line(error), retry_in, report=report))
+        event = WatchEvent(
+            "error", item.uri, instant, _one_line(error), retry_in, report=report, duration=took
+        )
+        on_event(event)
 
     def list_root(root: _Watched) -> None:
         try:
@@ -179,6 +202,7 @@ def watch(
     def poll_table(item: _Watched) -> None:
         nonlocal syncs
         latest: str | None = None
+        started = time.monotonic()
         try:
             latest = HudiTable.open(item.uri, storage_options).latest_instant()
             if latest is None or latest == item.synced:
@@ -193,15 +217,16 @@ def watch(
                     claims, item.root, item.uri, item.options, storage_options, replace_other_table
                 )
         except Exception as exc:  # a service outlives any table's fault
-            failed(item, latest, _message(exc))
+            failed(item, latest, _message(exc), took=time.monotonic() - started)
             return
+        took = time.monotonic() - started
         on_report(report)
         if not report.ok:
-            failed(item, report.instant or latest, report.error_summary(), report)
+            failed(item, report.instant or latest, report.error_summary(), report, took)
             return
         item.synced, item.failures, item.due = report.instant, 0, time.monotonic() + interval
         syncs += 1
-        on_event(WatchEvent("sync", item.uri, report.instant, report=report))
+        on_event(WatchEvent("sync", item.uri, report.instant, report=report, duration=took))
 
     reason = "stop requested"
     while True:

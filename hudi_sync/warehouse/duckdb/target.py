@@ -13,6 +13,7 @@ as ``read_parquet`` will read them), replaced by the first sync that has files.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 
@@ -36,6 +37,9 @@ from hudi_sync.warehouse.duckdb.objects import statements
 
 BUSY_TIMEOUT_SECONDS = 60.0
 
+# Without a logging configuration of the caller's, Python prints a warning on stderr.
+_log = logging.getLogger(__name__)
+
 
 class _DatabaseBusy(Exception):
     """Another process holds the database file's lock, or a concurrent transaction won."""
@@ -55,10 +59,17 @@ class DuckDBTarget:
     # the objects are this package's ``change_feed``).
     supports_change_feed = True
 
-    def __init__(self, database: str, table_name: str, skip_ro_suffix: bool = False) -> None:
+    def __init__(
+        self,
+        database: str,
+        table_name: str,
+        skip_ro_suffix: bool = False,
+        lock_wait: float = BUSY_TIMEOUT_SECONDS,
+    ) -> None:
         self.database = database
         self.table_name = table_name
         self.skip_ro_suffix = skip_ro_suffix
+        self.lock_wait = lock_wait
 
     @property
     def name(self) -> str:
@@ -152,20 +163,32 @@ class DuckDBTarget:
         replace_other_table: bool = False,
     ) -> tuple[SyncPlan, SyncResult]:
         """Plan and apply in one transaction. DuckDB lets one process write a database
-        file at a time: while another sync holds it, wait and re-plan (the other sync may
-        have brought the objects to this instant or past it already)."""
-        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+        file at a time: while another holds it, wait up to ``lock_wait`` seconds and
+        re-plan (the other sync may have brought the objects to this instant or past it
+        already). The wait is logged once as it begins, a warning: an operator sees why
+        the sync stands still."""
+        deadline = time.monotonic() + self.lock_wait
         pause = 0.02
+        waiting = False
         while True:
             try:
                 return self._sync_once(table, published, as_of, force, dry_run, replace_other_table)
             except _DatabaseBusy as exc:
-                if time.monotonic() > deadline:
+                if time.monotonic() >= deadline:
                     raise HudiSyncError(
                         f"DuckDB database {self.database} stayed locked for "
-                        f"{BUSY_TIMEOUT_SECONDS:.0f} s: {exc}"
+                        f"{self.lock_wait:g} s: {exc}"
                     ) from None
-                time.sleep(pause)
+                if not waiting:
+                    waiting = True
+                    _log.warning(
+                        "DuckDB database %s is locked by another writer: waiting up to "
+                        "%g s for it (%s)",
+                        self.database,
+                        self.lock_wait,
+                        exc,
+                    )
+                time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
                 pause = min(pause * 2, 0.5)
 
     def _sync_once(
