@@ -42,7 +42,7 @@ PLACEHOLDERS = {
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+-]*)[^\n]*$")
 _MARK = re.compile(r"^\s*<!--\s*snippet:\s*(?P<kind>[\w-]+)\s*(?:\((?P<reason>.*)\))?\s*-->\s*$")
-_FILE_NAME = re.compile(r"^#\s*(?P<name>[\w.-]+\.properties)\s*$")
+_FILE_NAME = re.compile(r"^#\s*(?P<name>[\w.-]+\.properties)\s*(?::.*)?$")
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,6 @@ DEMO_SCHEMA = pa.schema(
     ]
 )
 PAGE_SECONDS = 240
-TOOL_CLASS = "hoodie.meta.sync.client.tool.class"
 
 
 def _all_snippets() -> list[Snippet]:
@@ -194,30 +193,40 @@ def _environment(folder: Path, blocks: list[Snippet], request: Any) -> dict[str,
         )
     for bucket, prefix in s3_uris:
         store = request.getfixturevalue("s3_server")
-        store.upload_dir(table, bucket, prefix)
+        _upload(store, table, bucket, prefix)
         env.update(_aws_profiles(folder, store.endpoint_url))
     for bucket, prefix in gs_uris:
         store = request.getfixturevalue("gcs_server")
-        store.upload_dir(table, bucket, prefix)
+        _upload(store, table, bucket, prefix)
         env["STORAGE_EMULATOR_HOST"] = store.endpoint_url
     return env
+
+
+def _upload(store: Any, table: Path, bucket: str, prefix: str) -> None:
+    """``table`` at ``bucket/prefix``, replacing what an earlier page of this session
+    left there (its manifests, a table of another instant)."""
+    store.make_bucket(bucket)
+    fs = store.fs()
+    if fs.exists(f"{bucket}/{prefix}"):
+        fs.rm(f"{bucket}/{prefix}", recursive=True)
+    store.upload_dir(table, bucket, prefix)
 
 
 def _emulated(
     blocks: list[Snippet], folder: Path, env: dict[str, str], request: Any
 ) -> list[Snippet]:
     """``blocks`` pointed at the warehouses' emulators, by the properties files that
-    name a warehouse: BigQuery's gets ``api_endpoint`` (the one option that points its
+    hold a warehouse's keys: BigQuery's gets ``api_endpoint`` (the one option that points its
     client at local-bigquery); Snowflake's puts ``tests/docs_snowflake_cli.py`` (the CLI
     in fakesnow's emulation, over moto S3) first on the ``PATH`` as ``hudi-sync``."""
     out = []
     for block in blocks:
-        tool = block.text.replace(" ", "") if block.file_name else ""
-        if f"{TOOL_CLASS}=bigquery" in tool:
+        keys = block.text if block.file_name else ""
+        if "hoodie.gcp.bigquery.sync." in keys:
             emulator = request.getfixturevalue("bigquery_emulator")
             endpoint = f"hoodie.gcp.bigquery.sync.api_endpoint={emulator.endpoint_url}\n"
             block = replace(block, text=block.text + endpoint)
-        if f"{TOOL_CLASS}=snowflake" in tool:
+        if "hoodie.snowflake.sync." in keys:
             store = request.getfixturevalue("s3_server")
             shims = folder / ".emulated"
             shims.mkdir(exist_ok=True)
