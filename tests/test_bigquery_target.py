@@ -339,6 +339,28 @@ def test_rerun_is_a_noop_and_the_target_never_moves_backwards(upload, client, da
     assert _external(client, manifest_id)["sourceUris"] == [older.files_uri]
 
 
+def test_a_feed_turned_on_or_off_at_the_instant_shown_changes_the_objects(  # type: ignore[no-untyped-def]
+    upload, client, dataset
+) -> None:
+    """Turning ``hudi_sync.sync.change.feed`` on or off with no new commit is no no-op:
+    ``t_changes`` is created, then dropped; a sync after either is a no-op again."""
+    from google.api_core.exceptions import NotFound
+
+    table = upload(_one("cow/v9_txns_simple_meta")).open()
+    target = _target(client, dataset)
+    changes_id = f"{client.project}.{dataset}.t_changes"
+    assert sync_table(table, [target]).results[0].action == "create"
+    turned_on = sync_table(table, [target], change_feed="on").results[0]
+    assert turned_on.action != "noop" and "t_changes" in turned_on.objects
+    assert client.get_table(changes_id).external_data_configuration is not None
+    assert sync_table(table, [target], change_feed="on").results[0].action == "noop"
+    turned_off = sync_table(table, [target], change_feed="off").results[0]
+    assert turned_off.action != "noop"
+    with pytest.raises(NotFound):
+        client.get_table(changes_id)
+    assert sync_table(table, [target], change_feed="off").results[0].action == "noop"
+
+
 def test_a_plan_reads_its_objects_at_once(upload, client, dataset, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Each read is a round trip, and a plan reads every object (and a feed no longer
     published): the reads overlap. The first two meet at a barrier, which reads made

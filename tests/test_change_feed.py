@@ -325,12 +325,12 @@ def test_a_table_without_cdc_gets_an_inferred_feed_when_asked(  # type: ignore[n
     assert len(commits) > 1 and _feed(database)
 
 
-def test_a_feed_turned_on_at_the_instant_already_synced_is_created(  # type: ignore[no-untyped-def]
+def test_a_feed_turned_on_or_off_at_the_instant_already_synced_changes_the_views(  # type: ignore[no-untyped-def]
     fixture_copy, tmp_path: Path
 ) -> None:
-    """A warehouse already showing the latest instant without a feed: the sync that turns
-    the feed on creates ``t_changes`` (the objects are not settled), and the next is a
-    no-op again."""
+    """A warehouse already showing the latest instant: the sync that turns the feed on
+    creates ``t_changes``, the one that turns it off drops it (neither is a no-op), and a
+    sync after either is a no-op again."""
     path = fixture_copy("cow/v9_txns_simple_meta")
     database = tmp_path / "w.duckdb"
     first = sync_table(str(path), [DuckDBTarget(str(database), "t")])
@@ -340,6 +340,13 @@ def test_a_feed_turned_on_at_the_instant_already_synced_is_created(  # type: ign
     assert report.results[0].action != "noop" and "t_changes" in report.results[0].objects
     assert _feed(database)  # the view exists and holds the commits' changes
     again = sync_table(str(path), [DuckDBTarget(str(database), "t")], change_feed="on")
+    assert again.results[0].action == "noop"
+    off = sync_table(str(path), [DuckDBTarget(str(database), "t")], change_feed="off")
+    assert off.results[0].action != "noop"
+    with duckdb.connect(str(database), read_only=True) as con:
+        views = {r[0] for r in con.sql("SELECT view_name FROM duckdb_views()").fetchall()}
+    assert "t" in views and not {"t_changes", "t_changes_manifest"} & views
+    again = sync_table(str(path), [DuckDBTarget(str(database), "t")], change_feed="off")
     assert again.results[0].action == "noop"
 
 

@@ -74,7 +74,10 @@ def plan_from_state(
     marked = names.marked(published.logs)
     current = markers.get(marked)
     restored = restore_reason(table, marked, current, marker)
-    settled = settled_plan(target, marked, current, marker, force, restored=restored)
+    # A feed turned on or off at the instant already shown: its objects still change.
+    unchanged = names.changes is None or existing.get(names.changes) is not None
+    unchanged = unchanged and not any(tables.get(i) is not None for i in feed)
+    settled = settled_plan(target, marked, current, marker, force, unchanged, restored)
     if settled is not None:
         return settled, []
     same_objects = marker.same_objects(current)

@@ -100,11 +100,12 @@ class DuckDBTarget:
             change_feed=published.changes is not None,
         )
 
-    def _comments(self, names: ObjectNames) -> dict[str, str]:
+    def _comments(self, names: ObjectNames, *more: str) -> dict[str, str]:
+        """The comments of ``names``' objects (and of ``more``) that exist, by name."""
         if self.database != ":memory:" and not os.path.exists(self.database):
             return {}  # nothing synced yet; connecting would create the file (a dry run must not)
         with self._connect() as con:
-            objects = list(names.all())
+            objects = [*names.all(), *more]
             marks = ", ".join("lower(?)" for _ in objects)
             # DuckDB identifiers are case-insensitive: "Sales" is the view "sales" replaces.
             rows = con.execute(
@@ -134,15 +135,18 @@ class DuckDBTarget:
         refuse_backslashes(table, published)
         names = self.object_names(table, published, as_of)
         marker = SyncMarker.of(published.manifest.instant, table.uri, self.mode)
-        comments = self._comments(names)
+        # A feed no longer published is looked up too: a sync at the same instant drops it.
+        dropped = (names.feed,) if names.changes is None and not as_of else ()
+        comments = self._comments(names, *dropped)
+        feed_left = any(comments.pop(name, None) is not None for name in dropped)
         markers = {name: SyncMarker.parse(comment) for name, comment in comments.items()}
         refuse_other_table(self.name, markers, marker, force or replace_other_table)
         current = SyncMarker.parse(comments.get(names.marked(published.logs)))
         target = self.name
         marked = names.marked(published.logs)
         restored = restore_reason(table, marked, current, marker)
-        # A feed turned on at the instant already shown: its views are still to create.
-        unchanged = names.changes is None or names.changes in comments
+        # A feed turned on or off at the instant already shown: its views still change.
+        unchanged = (names.changes is None or names.changes in comments) and not feed_left
         settled = settled_plan(
             target, marked, current, marker, force, unchanged=unchanged, restored=restored
         )
