@@ -1,0 +1,41 @@
+"""What a target's objects are, read without writing: ``hudi-sync verify`` compares it
+with the table (``hudi_sync.sync.verify``) and each target reads its own (``inspect``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from hudi_sync.warehouse.common.marker import SyncMarker
+from hudi_sync.warehouse.common.names import ObjectNames
+
+Columns = tuple[tuple[str, str], ...]  # (name, type as the warehouse spells it), in order
+
+
+@dataclass(frozen=True)
+class ObjectState:
+    """One warehouse object as it is: its declared columns and its marker (None when
+    its comment or description carries none)."""
+
+    name: str
+    columns: Columns
+    marker: SyncMarker | None
+
+
+@dataclass(frozen=True)
+class TargetState:
+    """A target's objects for one table, as read from the warehouse.
+
+    ``names``: the objects a sync of the table makes there; ``objects``: those that
+    exist, by name; ``marker``: the marker of the object a sync updates last (the
+    snapshot view of a Merge-on-Read table, else the view); ``manifest_files``: the base
+    file names the manifest object lists, or None with ``manifest_error`` saying why
+    they could not be read; ``partition_columns``: the history's partition columns
+    where the warehouse declares them (None where it has no such notion)."""
+
+    names: ObjectNames
+    objects: Mapping[str, ObjectState] = field(default_factory=dict)
+    marker: SyncMarker | None = None
+    manifest_files: frozenset[str] | None = None
+    manifest_error: str | None = None
+    partition_columns: tuple[str, ...] | None = None
