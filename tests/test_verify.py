@@ -210,6 +210,42 @@ def test_a_column_altered_in_the_warehouse_is_reported_by_name(tmp_path: Path) -
     _repaired(setup, [("columns", "trips_history")] * 2)
 
 
+def test_a_history_without_the_partition_column_is_reported(tmp_path: Path) -> None:
+    setup = Setup(tmp_path)
+    comment = setup.comment("trips_history").replace("'", "''")
+    setup.sql("CREATE VIEW old_history AS SELECT * FROM trips_history")
+    setup.sql("CREATE OR REPLACE VIEW trips_history AS SELECT * EXCLUDE (city) FROM old_history")
+    setup.sql(f"COMMENT ON VIEW trips_history IS '{comment}'")
+    code, output = setup.verify()
+    assert code == 1
+    assert output.splitlines() == [
+        f"duckdb:{setup.database}: columns: trips_history: column city is missing (VARCHAR)",
+        f"duckdb:{setup.database}: partitions: trips_history: partition field city is not a column",
+    ]
+    _repaired(setup, [("columns", "trips_history"), ("partitions", "trips_history")])
+
+
+def test_an_instant_gone_from_the_timeline_with_no_restore_is_not_repaired(
+    tmp_path: Path,
+) -> None:
+    """The commit the objects show removed by hand (no restore or rollback lists it):
+    reported, and left for ``sync --force`` after a look at the table."""
+    setup = Setup(tmp_path)
+    gone = setup.commits()[-1]
+    for instant_file in (setup.path / ".hoodie").glob(f"{gone}*"):
+        instant_file.unlink()
+    before = setup.comment("trips")
+    code, report = setup.report("--repair")
+    assert code == 1
+    (difference,) = report["targets"][0]["differences"]
+    assert (difference["kind"], difference["object"]) == ("ahead-unexplained", "trips")
+    assert difference["detail"].startswith(f"shows {gone}, not a completed write of the table")
+    assert report["repair"]["errors"] == {
+        f"duckdb:{setup.database}": "not re-synced: ahead-unexplained"
+    }
+    assert setup.comment("trips") == before
+
+
 def test_a_removed_manifest_file_is_reported(tmp_path: Path) -> None:
     setup = Setup(tmp_path)
     instant = setup.commits()[-1]
@@ -290,3 +326,16 @@ def test_never_synced_and_no_target(tmp_path: Path) -> None:
         "error: verify needs a target: set hoodie.meta.sync.client.tool.class"
     )
     _repaired(setup, [("not-synced", "trips")])
+
+
+def test_a_target_verify_cannot_read_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Never a silent "in sync" for objects it did not read: exit 2, one line."""
+    setup = Setup(tmp_path)
+    result = CliRunner().invoke(
+        app, ["verify", str(setup.path), "-c", "hoodie.meta.sync.client.tool.class=iceberg"]
+    )
+    assert result.exit_code == 2
+    assert result.output == (
+        f"error: iceberg:{setup.path}: verify does not read this target's objects yet "
+        "(it reads duckdb and bigquery targets)\n"
+    )

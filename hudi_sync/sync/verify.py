@@ -32,17 +32,19 @@ from hudi_sync.table.timeline.instant import comparable_instant
 from hudi_sync.warehouse.common import ObjectNames
 from hudi_sync.warehouse.common.state import Columns, TargetState
 
-# Kinds of difference; a sync fixes all but OTHER_TABLE and UNEXPLAINED_AHEAD.
+# Kinds of difference; a sync fixes all but OTHER_TABLE, UNMARKED (an object no sync
+# made, or whose marker was removed) and UNEXPLAINED_AHEAD: ``sync --force`` replaces them.
 NOT_SYNCED = "not-synced"
 BEHIND = "behind"
 AHEAD = "ahead"
 UNEXPLAINED_AHEAD = "ahead-unexplained"
 OTHER_TABLE = "other-table"
+UNMARKED = "unmarked"
 MISSING_OBJECT = "missing-object"
 COLUMNS = "columns"
 PARTITIONS = "partitions"
 MANIFEST = "manifest"
-_NOT_REPAIRABLE = frozenset({OTHER_TABLE, UNEXPLAINED_AHEAD})
+_NOT_REPAIRABLE = frozenset({OTHER_TABLE, UNMARKED, UNEXPLAINED_AHEAD})
 # Drift a sync leaves alone unless forced: its marker says the objects are current, so
 # only re-creating every object (``force``) repairs them.
 _NEEDS_RECREATE = frozenset({MISSING_OBJECT, COLUMNS, PARTITIONS, MANIFEST})
@@ -153,7 +155,10 @@ class VerifyReport:
 
 def _inspectable(target: Target) -> Inspectable:
     if not isinstance(target, Inspectable):
-        raise BadInputError(f"{target.name}: verify cannot read this target's objects")
+        raise BadInputError(
+            f"{target.name}: verify does not read this target's objects yet "
+            "(it reads duckdb and bigquery targets)"
+        )
     return target
 
 
@@ -168,7 +173,7 @@ def check_target(table: HudiTable, target: Target, change_feed: str = "auto") ->
     latest = writes[-1] if writes else None
     names = state.names
     marker = state.marker
-    found = _other_tables(table, state)
+    found = _other_tables(state)
     if found:
         return TargetCheck(target.name, marker.instant if marker else None, latest, tuple(found))
     shown, on_timeline, marker_found = _marker_differences(table, state, writes)
@@ -184,16 +189,21 @@ def check_target(table: HudiTable, target: Target, change_feed: str = "auto") ->
     return TargetCheck(target.name, shown, latest, tuple(found))
 
 
-def _other_tables(table: HudiTable, state: TargetState) -> list[Difference]:
-    return [
-        Difference(
-            OTHER_TABLE,
-            name,
-            f"shows the table at {o.marker.base!r}, not {table.uri!r} (sync --force replaces it)",
-        )
-        for name, o in state.objects.items()
-        if o.marker is not None and o.marker.base != table.uri
-    ]
+def _other_tables(state: TargetState) -> list[Difference]:
+    found = []
+    for name, shown in state.objects.items():
+        if shown.marker is None:
+            detail = (
+                "has no sync marker: made by hand or its marker removed (sync --force replaces it)"
+            )
+            found.append(Difference(UNMARKED, name, detail))
+        elif shown.marker.base != state.base:
+            detail = (
+                f"shows the table at {shown.marker.base!r}, not {state.base!r} "
+                "(sync --force replaces it)"
+            )
+            found.append(Difference(OTHER_TABLE, name, detail))
+    return found
 
 
 def _marker_differences(
@@ -249,10 +259,11 @@ def _missing_objects(
     names = state.names
     if not state.objects:
         return []  # never synced: said once (NOT_SYNCED)
-    expected = [names.view, names.manifest, names.history]
-    if names.snapshot_view is not None and _gets_snapshot_view(table, target):
-        expected.append(names.snapshot_view)
-    if feed and names.changes is not None:
+    expected = list(state.made or (names.view, names.manifest, names.history))
+    rt = names.snapshot_view
+    if state.made is None and rt is not None and _gets_snapshot_view(table, target):
+        expected.append(rt)
+    if feed and names.changes is not None and names.changes not in expected:
         expected.append(names.changes)
     return [
         Difference(MISSING_OBJECT, name, "does not exist")
@@ -290,16 +301,16 @@ def _column_differences(state: TargetState, declared: Mapping[str, Columns]) -> 
 
 
 def _partition_differences(table: HudiTable, state: TargetState) -> list[Difference]:
-    history = state.objects.get(state.names.history)
+    history = state.objects.get(state.partitioned or state.names.history)
     if history is None:
         return []
     fields = tuple(p.name for p in table.partition_fields)
-    if state.partition_columns is not None:
-        if set(state.partition_columns) == set(fields):
+    if state.partition_columns is not None and state.wanted_partitions is not None:
+        if state.partition_columns == state.wanted_partitions:
             return []
         detail = (
-            f"partition columns {', '.join(state.partition_columns) or 'none'}, the table's "
-            f"partition fields {', '.join(fields) or 'none'}"
+            f"partition columns {', '.join(state.partition_columns) or 'none'}, a sync "
+            f"declares {', '.join(state.wanted_partitions) or 'none'}"
         )
         return [Difference(PARTITIONS, history.name, detail)]
     columns = {c for c, _ in history.columns}
@@ -313,10 +324,12 @@ def _partition_differences(table: HudiTable, state: TargetState) -> list[Differe
 def _manifest_differences(
     table: HudiTable, state: TargetState, instant: str | None
 ) -> list[Difference]:
-    manifest = state.names.manifest
+    manifest = state.manifest_object or state.names.manifest
     if manifest not in state.objects:
         return []
     if state.manifest_files is None:
+        if state.manifest_error is None:
+            return []  # the target does not tell them (a delta manifest)
         return [Difference(MANIFEST, manifest, f"cannot be read: {state.manifest_error}")]
     listed = set(table.view.base_files_as_of(instant).values()) if instant else set()
     missing = sorted(listed - state.manifest_files)

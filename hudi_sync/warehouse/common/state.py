@@ -26,16 +26,29 @@ class ObjectState:
 class TargetState:
     """A target's objects for one table, as read from the warehouse.
 
-    ``names``: the objects a sync of the table makes there; ``objects``: those that
-    exist, by name; ``marker``: the marker of the object a sync updates last (the
-    snapshot view of a Merge-on-Read table, else the view); ``manifest_files``: the base
-    file names the manifest object lists, or None with ``manifest_error`` saying why
-    they could not be read; ``partition_columns``: the history's partition columns
-    where the warehouse declares them (None where it has no such notion)."""
+    ``names``: the objects a sync of the table makes there (``made``: which of them,
+    when the target decides rather than the table's type: one table in BigQuery's
+    manifest-file mode); ``base``: the table base its markers name; ``objects``: those
+    that exist, by name; ``marker``: the marker of the object a sync updates last (the
+    snapshot view of a Merge-on-Read table, else the view).
+
+    ``manifest_files``: the base file names the manifest object lists (``manifest_object``,
+    default ``names.manifest``), or None with ``manifest_error`` saying why they could not
+    be read (both None where the target does not tell them: a delta manifest).
+
+    ``partition_columns``: the partition columns ``partitioned`` declares where the
+    warehouse declares them, and ``wanted_partitions`` those a sync declares (None where
+    it has no such notion: the partition fields are then expected among the history's
+    columns)."""
 
     names: ObjectNames
+    base: str
     objects: Mapping[str, ObjectState] = field(default_factory=dict)
     marker: SyncMarker | None = None
     manifest_files: frozenset[str] | None = None
     manifest_error: str | None = None
+    made: tuple[str, ...] | None = None
+    manifest_object: str | None = None
+    partitioned: str | None = None
     partition_columns: tuple[str, ...] | None = None
+    wanted_partitions: tuple[str, ...] | None = None

@@ -128,7 +128,7 @@ class DuckDBTarget:
             change_feed=change_feed,
         )
         if self.database != ":memory:" and not os.path.exists(self.database):
-            return TargetState(names)
+            return TargetState(names, table.uri)
         try:
             con = duckdb.connect(self.database, read_only=True)
         except duckdb.Error as exc:
@@ -149,7 +149,7 @@ class DuckDBTarget:
                     error = str(exc).splitlines()[0]
         marked = objects.get(names.snapshot_view or "") or objects.get(names.view)
         marker = marked.marker if marked is not None else None
-        return TargetState(names, objects, marker, files, error)
+        return TargetState(names, table.uri, objects, marker, files, error)
 
     def declared_columns(
         self, table: HudiTable, names: ObjectNames, instant: str | None
