@@ -337,5 +337,5 @@ def test_a_target_verify_cannot_read_is_refused_in_one_line(tmp_path: Path) -> N
     assert result.exit_code == 2
     assert result.output == (
         f"error: iceberg:{setup.path}: verify does not read this target's objects yet "
-        "(it reads duckdb and bigquery targets)\n"
+        "(it reads duckdb, bigquery and snowflake targets)\n"
     )

@@ -157,7 +157,7 @@ def _inspectable(target: Target) -> Inspectable:
     if not isinstance(target, Inspectable):
         raise BadInputError(
             f"{target.name}: verify does not read this target's objects yet "
-            "(it reads duckdb and bigquery targets)"
+            "(it reads duckdb, bigquery and snowflake targets)"
         )
     return target
 
@@ -192,12 +192,12 @@ def check_target(table: HudiTable, target: Target, change_feed: str = "auto") ->
 def _other_tables(state: TargetState) -> list[Difference]:
     found = []
     for name, shown in state.objects.items():
-        if shown.marker is None:
+        if shown.marker is None and shown.marked:
             detail = (
                 "has no sync marker: made by hand or its marker removed (sync --force replaces it)"
             )
             found.append(Difference(UNMARKED, name, detail))
-        elif shown.marker.base != state.base:
+        elif shown.marker is not None and shown.marker.base != state.base:
             detail = (
                 f"shows the table at {shown.marker.base!r}, not {state.base!r} "
                 "(sync --force replaces it)"
@@ -222,7 +222,9 @@ def _marker_differences(
     if marker is None:
         if not state.objects:
             return None, False, [Difference(NOT_SYNCED, names.view, "no objects: never synced")]
-        return None, False, [Difference(NOT_SYNCED, marked, "no sync marker")]
+        # The marked object is missing (reported so) and no other carries a marker
+        # (Snowflake's external tables): the instant shown is unknown.
+        return None, False, []
     shown = None if marker.is_empty else marker.instant
     if shown == latest:
         return shown, True, []

@@ -14,12 +14,17 @@ Columns = tuple[tuple[str, str], ...]  # (name, type as the warehouse spells it)
 
 @dataclass(frozen=True)
 class ObjectState:
-    """One warehouse object as it is: its declared columns and its marker (None when
-    its comment or description carries none)."""
+    """One warehouse object as it is: its declared columns (name and type as the
+    warehouse shows them) and its marker (None when its comment or description carries
+    none)."""
 
     name: str
     columns: Columns
     marker: SyncMarker | None
+    # Whether the warehouse keeps a marker on this object (Snowflake's external tables
+    # carry none: the view's comment is the marker); an object that should and has none
+    # was made by hand, or its marker removed.
+    marked: bool = True
 
 
 @dataclass(frozen=True)
