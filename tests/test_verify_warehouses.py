@@ -6,6 +6,7 @@ clean. The objects are read through each target's read-only ``inspect``."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -237,3 +238,45 @@ def test_snowflake_drift_is_found_and_repaired(  # type: ignore[no-untyped-def]
     detail = report["targets"][0]["differences"][0]["detail"]
     assert detail == "column FARE is TEXT, the table's schema gives FLOAT"
     _repaired(setup, [("columns", "trips_history")])
+
+
+def test_bigquery_hive_partitions_are_compared(  # type: ignore[no-untyped-def]
+    tmp_path: Path, gcs_server, bigquery_emulator, client, dataset, monkeypatch
+) -> None:
+    """A ``city=sfo`` table: its history's hive partitioning (``{city:STRING}``) is what
+    a sync declares; the history re-created without it (its description kept) is a
+    partition difference, which ``--repair`` fixes by re-creating it."""
+    hive = {**_options(), "hoodie.datasource.write.hive_style_partitioning": "true"}
+    monkeypatch.setattr(sys.modules[__name__], "_options", lambda: hive)
+    setup = BigQuerySetup(tmp_path, gcs_server, bigquery_emulator, client, dataset)
+    code, report = setup.verify()
+    assert code == 0, report
+    history_id = setup.table_id("trips_history")
+    found = client.get_table(history_id)
+    assert found.external_data_configuration.hive_partitioning.source_uri_prefix.endswith(
+        "/lake/trips/{city:STRING}"
+    )
+    from google.cloud import bigquery
+
+    flat = bigquery.Table(history_id, schema=found.schema)
+    external = bigquery.ExternalConfig.from_api_repr(
+        {
+            k: v
+            for k, v in found.external_data_configuration.to_api_repr().items()
+            if k != "hivePartitioningOptions"
+        }
+    )
+    flat.external_data_configuration = external
+    flat.description = found.description
+    client.delete_table(history_id)
+    client.create_table(flat)
+    code, report = setup.verify()
+    assert code == 1
+    assert report["targets"][0]["differences"] == [
+        {
+            "kind": "partitions",
+            "object": "trips_history",
+            "detail": "partition columns none, a sync declares city:STRING",
+        }
+    ]
+    _repaired(setup, [("partitions", "trips_history")])

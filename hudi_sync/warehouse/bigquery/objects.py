@@ -199,16 +199,17 @@ class BigQueryObjects:
     def declared_columns(
         self, table: HudiTable, instant: str | None, base: str
     ) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
-        """The data table's columns and types as BigQuery shows them after a sync to
-        ``instant`` (``column_type``; the hive partition keys last, as BigQuery adds
-        them), and its hive partition keys."""
+        """The data table's declared columns and types after a sync to ``instant``
+        (``column_type``), and its hive partition keys as its ``sourceUriPrefix`` types
+        them (``name:TYPE``; BigQuery adds them as columns)."""
         avro = snapshot_avro_schema(table, instant)
         schema, fields, hive = self.data_columns(table, avro, base)
-        partitions = tuple(self.partition_names(fields)) if hive else ()
         types = {f.name: f.avro_type for f in fields}
-        columns = [(str(f["name"]), column_type(f)) for f in schema]
-        columns += [(n, partition_key_type(types.get(n, "string"), n)) for n in partitions]
-        return tuple(columns), partitions
+        partitions = tuple(
+            f"{n}:{partition_key_type(types.get(n, 'string'), n)}"
+            for n in (self.partition_names(fields) if hive else [])
+        )
+        return tuple((str(f["name"]), column_type(f)) for f in schema), partitions
 
     def _snapshot_resources(
         self,

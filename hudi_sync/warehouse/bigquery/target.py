@@ -190,22 +190,33 @@ class BigQueryTarget(IcebergModes):
         )
         base = self.objects.base_uri(table)
         found = {i: t for i, t in self._get_all(names.all()).items() if t is not None}
+        data = names.view if manifest_mode else names.history
+        _, wanted = self.objects.declared_columns(table, None, base)
+        partitions = None
+        if data in found:
+            external = found[data].external_data_configuration is not None
+            # A native table holds the empty snapshot: the sync gave it the keys' columns.
+            partitions = _hive_keys(found[data]) if external else wanted
+        # The hive keys are compared as the prefix types them, not as the columns
+        # BigQuery adds for them (which an emulator may not show).
+        keys = {p.split(":", 1)[0] for p in partitions or ()}
         objects = {
             i: ObjectState(
                 i,
-                tuple((f.name, column_type(f.to_api_repr())) for f in t.schema),
+                tuple(
+                    (f.name, column_type(f.to_api_repr()))
+                    for f in t.schema
+                    if i != data or f.name not in keys
+                ),
                 SyncMarker.parse(t.description),
             )
             for i, t in found.items()
         }
         marked = objects.get(names.snapshot_view or "") or objects.get(names.view)
-        data = names.view if manifest_mode else names.history
         lister = names.view if manifest_mode else names.manifest
         files, error = (None, None)
         if lister in found:
             files, error = self._listed(table, base, found[lister])
-        partitions = _hive_keys(found[data]) if data in found else None
-        _, wanted = self.objects.declared_columns(table, None, base)
         return TargetState(
             names,
             base,
@@ -419,12 +430,13 @@ def _flag(spec: cfg.OptionSpec[Any]) -> str:
     return "--" + spec.key.removeprefix(PREFIX).replace("_", "-").replace(".", "-")
 
 
-_HIVE_KEY = re.compile(r"\{([^}:]+)(?::[^}]*)?\}")
+_HIVE_KEY = re.compile(r"\{([^}]+)\}")
 
 
 def _hive_keys(data: bigquery.Table) -> tuple[str, ...]:
-    """The hive partition keys of an external table's ``sourceUriPrefix`` template
-    (``{dt:DATE}``), none for a native table or one without hive partitioning."""
+    """The hive partition keys of an external table's ``sourceUriPrefix`` template, as
+    it types them (``dt:DATE``), none for a native table or one without hive
+    partitioning."""
     external = data.external_data_configuration
     hive = external.hive_partitioning if external is not None else None
     if hive is None or not hive.source_uri_prefix:
