@@ -2,8 +2,8 @@
 
 ``show`` (timeline, files, settings), ``changes`` (CDC rows), ``sync`` (``manifest``,
 ``sync duckdb|bigquery|snowflake``, ``watch``, ``backfill``), ``write`` (PySpark writer),
-``compact`` (Merge-on-Read), ``ingest`` (Debezium); what they share (help layout, exit
-codes, output) is in ``common``.
+``compact`` (Merge-on-Read), ``ingest`` (Debezium), ``verify`` (targets against the
+table); what they share (help layout, exit codes, output) is in ``common``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from hudi_sync import __version__
-from hudi_sync.cli import changes, ingest, show, sync, write
+from hudi_sync.cli import changes, ingest, show, sync, verify, write
 from hudi_sync.cli.common import command_group
 
 app = command_group("Apache Hudi table tools.")
@@ -26,6 +26,7 @@ app.command("write")(write.write_command)
 app.command("compact")(write.compact_command)
 app.command("watch")(sync.watch_command)
 app.command("backfill")(sync.backfill_command)
+app.command("verify")(verify.verify_command)
 
 
 def _print_version(value: bool) -> None:
