@@ -122,8 +122,8 @@ def run_post_commit_hook(
     cfg.warn_unknown_options(options)
     try:
         names = required_target_names(options)
-    except BadInputError as exc:  # said once in the log, and in every report
-        if base_path not in _said:
+    except BadInputError as exc:  # no target: said once in the log, and in every report
+        if not cfg.SYNC_TOOLS.read(options) and base_path not in _said:
             _said.add(base_path)
             _log.warning("%s: the post-commit hook syncs nothing: %s", base_path, exc)
         return SyncReport.failed(base_path, "hook", str(exc))
