@@ -62,16 +62,36 @@ def _parameters(function: Any) -> list[str]:
     return [p.name for p in parameters if p.kind in kinds and p.name != "self"]
 
 
+@functools.cache
+def nested_options(fs_class: type) -> dict[str, frozenset[str]]:
+    """The keys of the options that are themselves mappings, where known: s3fs's
+    ``client_kwargs`` (botocore's ``create_client``) and ``config_kwargs`` (its ``Config``)."""
+    if not fs_class.__module__.startswith("s3fs"):
+        return {}
+    import botocore.session
+    from botocore.config import Config
+
+    client = set(_parameters(botocore.session.Session.create_client)) - {"service_name"}
+    return {"client_kwargs": frozenset(client), "config_kwargs": frozenset(Config.OPTION_DEFAULTS)}
+
+
 def check_options(protocol: str, fs_class: type, options: Mapping[str, Any]) -> None:
     """Refuse an option the file system does not take (s3fs fails on it late, gcsfs and
     the local file system ignore it), naming the closest one it takes."""
-    known = accepted_options(fs_class)
+    _check(protocol, "", options, accepted_options(fs_class))
+    for name, known in nested_options(fs_class).items():
+        inner = options.get(name)
+        if isinstance(inner, Mapping):
+            _check(protocol, f"{name}.", inner, known)
+
+
+def _check(protocol: str, parent: str, options: Mapping[str, Any], known: frozenset[str]) -> None:
     for key in options:
         if key in known:
             continue
         close = difflib.get_close_matches(key, sorted(known), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise BadInputError(f"storage option {key!r} is not one {protocol}:// takes{hint}")
+        hint = f"; did you mean {parent + close[0]!r}?" if close else ""
+        raise BadInputError(f"storage option {parent + key!r} is not one {protocol}:// takes{hint}")
 
 
 def preflight(protocol: str, uri: str, options: Mapping[str, Any]) -> None:

@@ -184,6 +184,12 @@ def test_a_wrong_aws_profile_is_one_line(listening: int, monkeypatch, tmp_path: 
             "did you mean 'endpoint_url'?",
         ),
         (
+            "s3://lake/trips",
+            "client_kwargs.endpont_url=http://127.0.0.1:9",
+            "error: storage option 'client_kwargs.endpont_url' is not one s3:// takes; "
+            "did you mean 'client_kwargs.endpoint_url'?",
+        ),
+        (
             "gs://lake/trips",
             "tokn=anon",
             "error: storage option 'tokn' is not one gs:// takes; did you mean 'token'?",
