@@ -31,6 +31,7 @@ history and replaces the manifest table as any later sync does.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -45,7 +46,7 @@ from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncRe
 from hudi_sync.warehouse.common.iceberg import OFF, ONLY, IcebergModes, joined_plan
 from hudi_sync.warehouse.common.quoting import snowflake_literal as quote_literal
 from hudi_sync.warehouse.common.state import Columns, ObjectState, TargetState
-from hudi_sync.warehouse.snowflake.config import ENV_PREFIX, SnowflakeSyncConfig
+from hudi_sync.warehouse.snowflake.config import ENV_PREFIX, PREFIX, SnowflakeSyncConfig
 from hudi_sync.warehouse.snowflake.connection import Connection, Cursor, Statement
 from hudi_sync.warehouse.snowflake.iceberg import IcebergState, iceberg_statements
 from hudi_sync.warehouse.snowflake.objects import BASE_FILE_FORMATS, SnowflakeObjects
@@ -95,6 +96,11 @@ class SnowflakeTarget(IcebergModes):
             import snowflake.connector
         except ImportError:
             raise extra_error("snowflake") from None
+        key_file = self.config.connection.get("private_key_file")
+        if key_file and not os.path.isfile(key_file):  # the connector's FileNotFoundError
+            raise BadInputError(
+                f"{PREFIX}private_key_file (--private-key-file) {key_file}: no such file"
+            )
         try:
             connection: Connection = snowflake.connector.connect(
                 **self.config.connection, application="hudi_sync"
