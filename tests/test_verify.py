@@ -323,7 +323,8 @@ def test_never_synced_and_no_target(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["verify", str(setup.path)])
     assert result.exit_code == 2
     assert result.output.strip() == (
-        "error: verify needs a target: set hoodie.meta.sync.client.tool.class"
+        "error: no sync target: set hoodie.meta.sync.client.tool.class to bigquery, "
+        "snowflake, duckdb or iceberg (comma-separated)"
     )
     _repaired(setup, [("not-synced", "trips")])
 
