@@ -15,6 +15,9 @@ declared here so their names live in one place and parse by the same rules.
 
 from __future__ import annotations
 
+import difflib
+import logging
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hudi_sync.option_spec import KINDS as KINDS  # re-exported: the spec's vocabulary
@@ -454,14 +457,14 @@ SYNC_TOOLS = _list(
 MANIFEST_KEEP = _integer(
     "hoodie.manifest.snapshots.retained",
     "Published manifest snapshots to keep.",
-    "sync",
+    "sync/manifest",
     default=5,
     minimum=1,
 )
 DELTA_COMMITS = _integer(
     "hoodie.manifest.delta.commits",
     "Publish delta manifests, a new base every N commits (0: full manifests).",
-    "sync",
+    "sync/manifest",
     default=0,
     minimum=0,
 )
@@ -493,12 +496,12 @@ SKIP_RO_SUFFIX = _boolean(
     default=False,
 )
 DUCKDB_DATABASE = _string(
-    "hoodie.duckdb.sync.database", "DuckDB target: the database file.", "sync"
+    "hoodie.duckdb.sync.database", "DuckDB target: the database file.", "sync/duckdb"
 )
 DUCKDB_TABLE = _string(
     "hoodie.duckdb.sync.table_name",
     "DuckDB target: the view's name (default: the table's).",
-    "sync",
+    "sync/duckdb",
 )
 
 # --- sync/iceberg: the table's snapshots published as Iceberg metadata, and its catalog ---
@@ -983,3 +986,66 @@ def option(key: str) -> OptionSpec[Any]:
 def group(name: str) -> tuple[OptionSpec[Any], ...]:
     """The specs of one group, in declaration order."""
     return tuple(spec for spec in OPTIONS if spec.group == name)
+
+
+# --- keys in hudi_sync's own namespaces that no option declares: misspelt ---------------
+_log = logging.getLogger(__name__)
+_OWN = __name__.split(".")[0] + "."  # hudi_sync.*
+
+
+def owned_prefixes() -> tuple[str, ...]:
+    """The namespaces hudi_sync owns, derived from the declarations: ``hudi_sync.*`` and,
+    for each group of a target's or the manifest's options (``sync/<name>``), the dotted
+    prefix its keys share (``hoodie.gcp.bigquery.sync.``, ``hoodie.manifest.``...). Other
+    ``hoodie.*`` keys are Hudi's: the ones hudi_sync does not read pass quietly, as in Hudi."""
+    prefixes = {_OWN}
+    for name in sorted({spec.group for spec in OPTIONS if spec.group.startswith("sync/")}):
+        keys = [key.split(".") for spec in group(name) for key in spec.names]
+        shared: list[str] = []
+        for parts in zip(*(key[:-1] for key in keys), strict=False):  # the names' folders
+            if len(set(parts)) > 1:
+                break
+            shared.append(parts[0])
+        if len(shared) >= 2:  # never all of hoodie.*: that is Hudi's
+            prefixes.add(".".join(shared) + ".")
+    return tuple(sorted(prefixes))
+
+
+_OWNED = owned_prefixes()
+_said: set[str] = set()
+
+
+def unknown_options(options: Mapping[str, object]) -> list[str]:
+    """One line per key in an owned namespace that no option declares, naming the
+    closest declared one when there is one."""
+    lines = []
+    for key in sorted(str(k) for k in options):
+        if key in _BY_NAME or not key.startswith(_OWNED):
+            continue
+        close = closest_option(key)
+        hint = f"; did you mean {close}?" if close else ""
+        lines.append(f"{key} is not an option hudi_sync knows{hint}")
+    return lines
+
+
+def closest_option(key: str) -> str | None:
+    """The declared option ``key`` most likely misspells, if one is close: compared after
+    the longest owned namespace they share (a long shared prefix would make any two
+    keys of one namespace look alike)."""
+    prefix = max((p for p in _OWNED if key.startswith(p)), key=len, default="")
+    names = {name[len(prefix) :]: name for name in _BY_NAME if name.startswith(prefix)}
+    close = difflib.get_close_matches(key[len(prefix) :], list(names), n=1)
+    return names[close[0]] if close else None
+
+
+def warn_unknown_options(
+    options: Mapping[str, object], say: Callable[[str], None] | None = None
+) -> list[str]:
+    """Warn once per process of each misspelt owned key (``unknown_options``): through
+    ``say`` (the CLI's stderr) or the ``hudi_sync.config`` logger (the hook, in a writer
+    or a watch that reads the same options each poll). Returns the lines said now."""
+    new = [line for line in unknown_options(options) if line not in _said]
+    _said.update(new)
+    for line in new:
+        (say or _log.warning)(line)
+    return new

@@ -24,6 +24,7 @@ from hudi_sync.errors import (
     StorageAccessError,
     StorageUnreachableError,
 )
+from hudi_sync.storage_preflight import check_options, preflight
 
 # Exception class names (any in the class's ancestry) of the stores' clients: botocore
 # (S3), google-auth (GCS) and aiohttp (both), told apart by name so that no client library
@@ -267,6 +268,12 @@ def storage_failure(exc: BaseException, uri: str) -> HudiSyncError | None:
             "environment (AWS_* for S3, GOOGLE_APPLICATION_CREDENTIALS for GCS) or as "
             "storage options"
         )
+    if "ProfileNotFound" in names:  # botocore: -o profile=... or AWS_PROFILE
+        profile = getattr(exc, "kwargs", {}).get("profile", "")
+        return StorageAccessError(
+            f"{uri}: no AWS profile {profile!r} in the AWS config files (it is named by "
+            "-o profile=... or AWS_PROFILE)"
+        )
     response = getattr(exc, "response", None)
     code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
     if isinstance(exc, PermissionError) or code in _DENIED_CODES:
@@ -294,6 +301,10 @@ def reporting_storage_failures(location: Location) -> Iterator[None]:
 def open_location(uri: str, storage_options: Mapping[str, Any] | None = None) -> Location:
     """Resolve ``uri`` (a local path, ``file://``, ``s3://``, ``gs://``, ``memory://``...)."""
     options = dict(storage_options or {})
+    protocol, _ = fsspec.core.split_protocol(uri)
+    if protocol is not None and "::" not in uri:  # a plain path takes no options to check
+        check_options(protocol, fsspec.get_filesystem_class(protocol), options)
+        preflight(protocol, uri.rstrip("/"), options)
     fs, path = fsspec.core.url_to_fs(uri, **options)
     if isinstance(fs, LocalFileSystem):
         path = fs._strip_protocol(path)

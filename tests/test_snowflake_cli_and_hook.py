@@ -97,7 +97,9 @@ def test_cli_bad_options_exit_2_and_create_nothing(  # type: ignore[no-untyped-d
     args += ["--storage-integration", "lake_s3", *_storage_flags(s3_server), *extra]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2
-    assert result.output.count("\n") == 1 and message in result.output
+    # a misspelt key of hudi_sync's namespaces is also warned of, on a line of its own
+    (line,) = [line for line in result.output.splitlines() if not line.startswith("warning: ")]
+    assert message in line
     assert not any(s.startswith(("CREATE", "ALTER")) for s in emulation.statements)
 
 

@@ -17,6 +17,9 @@ from typing import Any
 import hcl2
 import pytest
 
+from hudi_sync.config import SYNC_TOOLS
+from hudi_sync.sync.hook import required_target_names
+
 ROOT = Path(__file__).resolve().parent.parent
 TERRAFORM = ROOT / "terraform"
 MODULES = TERRAFORM / "modules"
@@ -305,6 +308,18 @@ def test_properties_output_has_the_cli_option_keys(
     assert 'for key in sort(keys(options)) : "${key}=${options[key]}\\n"' in rendered
     assert "for prefix, options in (${{for prefix in var.table_prefixes : prefix =>" in rendered
     assert quoted_keys(rendered, prefix) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "target"), [("bigquery_sync", "bigquery"), ("snowflake_sync", "snowflake")]
+)
+def test_properties_output_names_its_target(name: str, target: str) -> None:
+    """Without the target line, watch and backfill given the file would sync nothing
+    (now refused in one line): each table's properties carry it, with the module's target."""
+    rendered = module(name).resolve(module(name).locals["hudi_sync_properties"])
+    key = re.escape(SYNC_TOOLS.key)
+    assert re.findall(rf'"({key})"\s*=\s*"([a-z]+)"', rendered) == [(SYNC_TOOLS.key, target)]
+    assert target in required_target_names({SYNC_TOOLS.key: target})
 
 
 def test_bigquery_connection_id_is_the_connection_resource_name() -> None:

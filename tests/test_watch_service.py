@@ -361,7 +361,8 @@ def test_bad_options_exit_2_with_one_line_before_the_first_poll(
 
 
 def test_a_bad_manifest_option_is_a_bad_option_not_a_transient_error(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["watch", str(tmp_path), "-c", "hoodie.manifest.delta.commits=x"])
+    args = ["watch", str(tmp_path), "-c", f"{SYNC_TOOLS}=duckdb"]
+    result = runner.invoke(app, [*args, "-c", "hoodie.manifest.delta.commits=x"])
     assert result.exit_code == 2, result.output
     message = result.stderr.strip()
     assert message.startswith("error: hoodie.manifest.delta.commits") and "\n" not in message

@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from hudi_sync.config import SNOWFLAKE_SECRETS
+from hudi_sync.config import SNOWFLAKE_SECRETS, warn_unknown_options
 from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.extras import missing_extra
 from hudi_sync.storage import nest_option
@@ -101,7 +101,8 @@ def command_options(
     flags: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Options from ``--props FILE``, overridden by ``--conf KEY=VALUE`` pairs, overridden
-    by a command's own flags (named without ``prefix``; unset ones are None)."""
+    by a command's own flags (named without ``prefix``; unset ones are None). A key in
+    hudi_sync's own namespaces that no option declares is warned of (once)."""
     options: dict[str, Any] = load_properties(props)
     for pair in conf or []:
         key, sep, value = pair.partition("=")
@@ -114,7 +115,13 @@ def command_options(
             )
         options[key.strip()] = value
     options.update({prefix + k: v for k, v in (flags or {}).items() if v is not None})
+    warn_unknown_options(options, say_warning)
     return options
+
+
+def say_warning(line: str) -> None:
+    """A warning as the CLI prints one: one line on stderr."""
+    typer.echo(f"warning: {line}", err=True)
 
 
 def _cell(value: Any) -> str:

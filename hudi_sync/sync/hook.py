@@ -15,6 +15,8 @@ previous snapshot (each target applies its changes atomically or in reader-safe 
 
 from __future__ import annotations
 
+import difflib
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +30,8 @@ SYNC_TOOLS = cfg.SYNC_TOOLS.key
 MANIFEST_KEEP = cfg.MANIFEST_KEEP.key
 DUCKDB_DATABASE = cfg.DUCKDB_DATABASE.key
 DUCKDB_TABLE = cfg.DUCKDB_TABLE.key
+_log = logging.getLogger(__name__)
+_said: set[str] = set()  # tables whose hook was given no target: logged once each
 _TOOL_ALIASES = {
     "bigquery": "bigquery",
     "org.apache.hudi.gcp.bigquery.bigquerysynctool": "bigquery",
@@ -49,11 +53,26 @@ def target_names(options: Mapping[str, Any]) -> list[str]:
     return names
 
 
-def checked_target_names(options: Mapping[str, Any]) -> list[str]:
-    """``target_names``, with the target options that need no table checked too (an
-    Iceberg catalog URI of a scheme it cannot use), so ``watch`` and ``backfill`` refuse
-    them before the first sync."""
+def required_target_names(options: Mapping[str, Any]) -> list[str]:
+    """``target_names``, refusing none: a run that syncs no warehouse is a mistake (a
+    properties file without the target line), not a success with no results."""
     names = target_names(options)
+    if names:
+        return names
+    given = [str(key) for key in options if options[key] not in (None, "")]
+    close = difflib.get_close_matches(SYNC_TOOLS, given, n=1, cutoff=0.8)
+    hint = f" (is {close[0]} meant to be it?)" if close else ""
+    raise BadInputError(
+        f"no sync target: set {SYNC_TOOLS} to bigquery, snowflake, duckdb or iceberg "
+        f"(comma-separated){hint}"
+    )
+
+
+def checked_target_names(options: Mapping[str, Any]) -> list[str]:
+    """``required_target_names``, with the target options that need no table checked too
+    (an Iceberg catalog URI of a scheme it cannot use), so ``watch`` and ``backfill``
+    refuse them before the first sync."""
+    names = required_target_names(options)
     if "iceberg" in names:
         from hudi_sync.warehouse.iceberg import check_catalog_uri
 
@@ -96,12 +115,21 @@ def run_post_commit_hook(
     replace_other_table: bool = False,
 ) -> SyncReport:
     """Publish the manifest and sync each configured target. Never raises for a sync
-    failure (the commit stands): failures are in the report's ``errors``, by target.
+    failure (the commit stands): failures are in the report's ``errors``, by target;
+    options naming no target fail as ``hook`` (logged once per table too).
     ``replace_other_table``: replace objects another table's sync made (``--force``
     of ``watch`` and ``backfill``), refused otherwise."""
+    cfg.warn_unknown_options(options)
+    try:
+        names = required_target_names(options)
+    except BadInputError as exc:  # no target: said once in the log, and in every report
+        if not cfg.SYNC_TOOLS.read(options) and base_path not in _said:
+            _said.add(base_path)
+            _log.warning("%s: the post-commit hook syncs nothing: %s", base_path, exc)
+        return SyncReport.failed(base_path, "hook", str(exc))
     try:
         table = HudiTable.open(base_path, storage_options)
-        targets = [build_target(name, options, table) for name in target_names(options)]
+        targets = [build_target(name, options, table) for name in names]
         keep = cfg.MANIFEST_KEEP.read(options)
         delta_commits = delta_commits_option(options)
         return sync_table(

@@ -61,7 +61,10 @@ class BigQuerySyncConfig:
         }
         unknown = set(values) - _OPTION_KEYS
         if unknown:
-            raise BadInputError(f"unknown BigQuery sync option {sorted(unknown)[0]}")
+            key = sorted(unknown)[0]
+            close = cfg.closest_option(key)
+            hint = f"; did you mean {close}?" if close else ""
+            raise BadInputError(f"unknown BigQuery sync option {key}{hint}")
         for required in (
             cfg.BIGQUERY_PROJECT_ID,
             cfg.BIGQUERY_DATASET_NAME,

@@ -21,7 +21,12 @@ from hudi_sync.table.timeline.listing import TimelineListing
 from hudi_sync.warehouse.bigquery.change_feed import changes_resource
 from hudi_sync.warehouse.bigquery.client import MANIFEST_FILE_SET, Step
 from hudi_sync.warehouse.bigquery.config import BigQuerySyncConfig
-from hudi_sync.warehouse.bigquery.schema import partition_key_type, table_schema
+from hudi_sync.warehouse.bigquery.schema import (
+    Field,
+    column_type,
+    partition_key_type,
+    table_schema,
+)
 from hudi_sync.warehouse.common import (
     ObjectNames,
     SnapshotQuery,
@@ -100,10 +105,7 @@ class BigQueryObjects:
             reference = self.reference(names.changes)
             feed = [changes_resource(reference, published.changes, stamp, seen_by_bigquery)]
         avro = snapshot_avro_schema(table, published.manifest.instant, published.timeline_listing)
-        fields = partition_fields(avro, table.config.partition_fields, table.config.key_generator)
-        hive = self._hive_partitioning(table, marker.base, fields)
-        excluded = frozenset(self.partition_names(fields)) if hive else frozenset()
-        schema = table_schema(avro, table.config.populate_meta_fields, excluded)
+        schema, fields, hive = self.data_columns(table, avro, marker.base)
         base_format = table.config.base_file_format
         if base_format not in BASE_FILE_FORMATS:
             raise UnsupportedTableError(f"BigQuery external tables cannot read {base_format}")
@@ -181,6 +183,33 @@ class BigQueryObjects:
         columns = [f["name"] for f in schema] + (self.partition_names(fields) if hive else [])
         snapshot = self._snapshot_resources(names, logs, columns, avro, stamp, seen_by_bigquery)
         return [history, manifest, *feed, view, *snapshot]
+
+    def data_columns(
+        self, table: HudiTable, avro: dict[str, Any], base: str
+    ) -> tuple[list[Field], list[PartitionField], dict[str, Any] | None]:
+        """The columns a sync declares on the data table (the history, or the
+        manifest-file table): the meta fields when populated, then the schema's fields
+        but the hive partition keys, which BigQuery adds from the paths; the partition
+        fields; the hive partitioning (None when the paths are not ``key=value``)."""
+        fields = partition_fields(avro, table.config.partition_fields, table.config.key_generator)
+        hive = self._hive_partitioning(table, base, fields)
+        excluded = frozenset(self.partition_names(fields)) if hive else frozenset()
+        return table_schema(avro, table.config.populate_meta_fields, excluded), fields, hive
+
+    def declared_columns(
+        self, table: HudiTable, instant: str | None, base: str
+    ) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+        """The data table's declared columns and types after a sync to ``instant``
+        (``column_type``), and its hive partition keys as its ``sourceUriPrefix`` types
+        them (``name:TYPE``; BigQuery adds them as columns)."""
+        avro = snapshot_avro_schema(table, instant)
+        schema, fields, hive = self.data_columns(table, avro, base)
+        types = {f.name: f.avro_type for f in fields}
+        partitions = tuple(
+            f"{n}:{partition_key_type(types.get(n, 'string'), n)}"
+            for n in (self.partition_names(fields) if hive else [])
+        )
+        return tuple((str(f["name"]), column_type(f)) for f in schema), partitions
 
     def _snapshot_resources(
         self,

@@ -11,6 +11,7 @@ from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.bigquery.client import Step, resource_kind
 from hudi_sync.warehouse.bigquery.objects import BigQueryObjects
+from hudi_sync.warehouse.bigquery.schema import column_type
 from hudi_sync.warehouse.common import (
     ObjectNames,
     SyncMarker,
@@ -124,8 +125,11 @@ def _kind(table: bigquery.Table) -> str:
 
 
 def _drops_columns(table: bigquery.Table, resource: dict[str, Any]) -> bool:
-    """The resource's schema lacks a column the table has."""
+    """The resource's schema lacks a column the table has, or gives one another type
+    (``column_type``): BigQuery changes neither in place, so the table is re-created."""
     if "schema" not in resource:
         return False
-    wanted = {f["name"] for f in resource["schema"]["fields"]}
-    return any(f.name not in wanted for f in table.schema)
+    wanted = {f["name"]: column_type(f) for f in resource["schema"]["fields"]}
+    return any(
+        f.name not in wanted or wanted[f.name] != column_type(f.to_api_repr()) for f in table.schema
+    )

@@ -164,3 +164,18 @@ def partition_key_type(avro_type: Any, column: str) -> str:
     """The type of a hive partition key: STRING, INTEGER, DATE or TIMESTAMP."""
     bq_type = scalar_type(avro_type, column)
     return bq_type if bq_type in _PARTITION_KEY_TYPES else "STRING"
+
+
+# Standard SQL's names of the legacy types BigQuery may answer with.
+_SYNONYMS = {"STRUCT": "RECORD", "INT64": "INTEGER", "FLOAT64": "FLOAT", "BOOL": "BOOLEAN"}
+
+
+def column_type(field: Field) -> str:
+    """A field's type as one comparable text: the type (a record's with its fields'),
+    ``REPEATED`` before an array's; nullability is left out (a parquet file decides it)."""
+    kind = str(field.get("type", ""))
+    kind = _SYNONYMS.get(kind, kind)
+    if kind == "RECORD":
+        inner = ", ".join(f"{f['name']} {column_type(f)}" for f in field.get("fields", []))
+        kind = f"RECORD<{inner}>"
+    return f"REPEATED {kind}" if field.get("mode") == "REPEATED" else kind

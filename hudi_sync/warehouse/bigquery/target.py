@@ -31,6 +31,7 @@ between the two calls, a query of the view fails instead of showing no rows.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,7 @@ from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, HudiSyncError
 from hudi_sync.manifest.change_feed import PublishedChanges
 from hudi_sync.manifest.snapshot import PublishedManifest
+from hudi_sync.storage import contained_uri
 from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.bigquery.change_feed import changes_resource
 from hudi_sync.warehouse.bigquery.client import (
@@ -53,8 +55,10 @@ from hudi_sync.warehouse.bigquery.config import API_ENDPOINT, PREFIX, BigQuerySy
 from hudi_sync.warehouse.bigquery.iceberg import iceberg_plan
 from hudi_sync.warehouse.bigquery.objects import BASE_FILE_FORMATS, BigQueryObjects
 from hudi_sync.warehouse.bigquery.plan import offline_plan, plan_from_state
+from hudi_sync.warehouse.bigquery.schema import column_type
 from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult, offline_note
 from hudi_sync.warehouse.common.iceberg import OFF, ONLY, IcebergModes, joined_plan
+from hudi_sync.warehouse.common.state import Columns, ObjectState, TargetState
 
 if TYPE_CHECKING:
     from google.cloud import bigquery
@@ -169,6 +173,93 @@ class BigQueryTarget(IcebergModes):
             "retry": DEFAULT_RETRY.with_deadline(seconds),
             "timeout": max(min(seconds, 30.0), 1.0),
         }
+
+    # -- verifying (read-only) -------------------------------------------------------------
+    def inspect(self, table: HudiTable, change_feed: bool) -> TargetState:
+        """The live objects of ``table`` as BigQuery has them (``hudi-sync verify``): read
+        with ``get_table`` only; the manifest's file names from the list its manifest
+        table (or manifest-file table) reads, in the table's storage."""
+        if self.config.iceberg == ONLY:
+            raise BadInputError(f"{self.name}: verify does not read BigQuery's Iceberg tables")
+        manifest_mode = self.config.use_bq_manifest_file
+        names = ObjectNames.for_table(
+            self.config.table_name,
+            merge_on_read=table.config.is_mor and not manifest_mode,
+            skip_ro_suffix=self.skip_ro_suffix,
+            change_feed=change_feed,
+        )
+        base = self.objects.base_uri(table)
+        found = {i: t for i, t in self._get_all(names.all()).items() if t is not None}
+        data = names.view if manifest_mode else names.history
+        _, wanted = self.objects.declared_columns(table, None, base)
+        partitions = None
+        if data in found:
+            external = found[data].external_data_configuration is not None
+            # A native table holds the empty snapshot: the sync gave it the keys' columns.
+            partitions = _hive_keys(found[data]) if external else wanted
+        # The hive keys are compared as the prefix types them, not as the columns
+        # BigQuery adds for them (which an emulator may not show).
+        keys = {p.split(":", 1)[0] for p in partitions or ()}
+        objects = {
+            i: ObjectState(
+                i,
+                tuple(
+                    (f.name, column_type(f.to_api_repr()))
+                    for f in t.schema
+                    if i != data or f.name not in keys
+                ),
+                SyncMarker.parse(t.description),
+            )
+            for i, t in found.items()
+        }
+        marked = objects.get(names.snapshot_view or "") or objects.get(names.view)
+        lister = names.view if manifest_mode else names.manifest
+        files, error = (None, None)
+        if lister in found:
+            files, error = self._listed(table, base, found[lister])
+        return TargetState(
+            names,
+            base,
+            objects,
+            marked.marker if marked is not None else None,
+            files,
+            error,
+            made=(names.view,) if manifest_mode else None,
+            manifest_object=lister,
+            partitioned=data,
+            partition_columns=partitions,
+            wanted_partitions=wanted,
+        )
+
+    def declared_columns(
+        self, table: HudiTable, names: ObjectNames, instant: str | None
+    ) -> dict[str, Columns]:
+        """The data table's columns a sync to ``instant`` declares (``data_columns``, the
+        sync's own mapping); the views' BigQuery derives."""
+        columns, _ = self.objects.declared_columns(table, instant, self.objects.base_uri(table))
+        data = names.view if self.config.use_bq_manifest_file else names.history
+        return {data: columns}
+
+    def _listed(
+        self, table: HudiTable, base: str, lister: bigquery.Table
+    ) -> tuple[frozenset[str] | None, str | None]:
+        """The base file names of the list ``lister`` reads (a native table: the empty
+        snapshot's, none), or None and why it could not be read; (None, None) for a
+        delta manifest (a base and its changes)."""
+        external = lister.external_data_configuration
+        if external is None:
+            return frozenset(), None
+        uris = list(external.source_uris or [])
+        if len(uris) != 1:
+            return None, None
+        source = f"{self.objects.qualified(lister.table_id)} sourceUris"
+        try:
+            relative = contained_uri(uris[0], base, source)
+            data = table.location.read_file(table.location.inside(relative, source))
+        except (HudiSyncError, OSError) as exc:
+            return None, f"{uris[0]}: {type(exc).__name__}: {exc}"
+        lines = data.decode("utf-8", "replace").splitlines()
+        return frozenset(line.rsplit("/", 1)[-1] for line in lines if line), None
 
     # -- planning ------------------------------------------------------------------------
     def _unreachable(self) -> str | None:
@@ -337,3 +428,17 @@ class BigQueryTarget(IcebergModes):
 def _flag(spec: cfg.OptionSpec[Any]) -> str:
     """The CLI flag of a ``hoodie.gcp.bigquery.sync.*`` option."""
     return "--" + spec.key.removeprefix(PREFIX).replace("_", "-").replace(".", "-")
+
+
+_HIVE_KEY = re.compile(r"\{([^}]+)\}")
+
+
+def _hive_keys(data: bigquery.Table) -> tuple[str, ...]:
+    """The hive partition keys of an external table's ``sourceUriPrefix`` template, as
+    it types them (``dt:DATE``), none for a native table or one without hive
+    partitioning."""
+    external = data.external_data_configuration
+    hive = external.hive_partitioning if external is not None else None
+    if hive is None or not hive.source_uri_prefix:
+        return ()
+    return tuple(_HIVE_KEY.findall(hive.source_uri_prefix))

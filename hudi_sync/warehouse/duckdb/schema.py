@@ -185,3 +185,13 @@ def duckdb_type(avro_type: Any, named: dict[str, Any], column: str) -> str:
     if kind == "map":
         return f"MAP(VARCHAR, {duckdb_type(avro_type['values'], named, column)})"
     return duckdb_type(kind, named, column)
+
+
+def canonical_types(types: Sequence[str]) -> list[str]:
+    """``types`` as DuckDB spells them back (``information_schema``'s text), so a
+    declared type compares with a mapped one whatever the mapping's spelling."""
+    if not types:
+        return []
+    casts = ", ".join(f"CAST(NULL AS {sql_type})" for sql_type in types)
+    with _TYPES_LOCK:
+        return [str(t) for t in _types_database().sql(f"SELECT {casts}").types]

@@ -32,8 +32,15 @@ from hudi_sync.warehouse.common import (
     restore_reason,
     settled_plan,
 )
-from hudi_sync.warehouse.duckdb.files import refuse_backslashes
+from hudi_sync.warehouse.common.quoting import duckdb_identifier
+from hudi_sync.warehouse.common.state import Columns, ObjectState, TargetState
+from hudi_sync.warehouse.duckdb.files import SOURCE_FILE_COLUMN, refuse_backslashes
 from hudi_sync.warehouse.duckdb.objects import statements
+from hudi_sync.warehouse.duckdb.schema import (
+    bound_columns,
+    canonical_types,
+    empty_history_columns,
+)
 
 BUSY_TIMEOUT_SECONDS = 60.0
 
@@ -121,6 +128,61 @@ class DuckDBTarget:
         snapshot view) of the view."""
         comments = self._comments(names)
         return SyncMarker.parse(comments.get(names.snapshot_view or "") or comments.get(names.view))
+
+    def inspect(self, table: HudiTable, change_feed: bool) -> TargetState:
+        """The live objects of ``table`` as the database file has them, opened read-only
+        (``hudi-sync verify``): nothing is created, not even the file. ``change_feed``:
+        whether a sync makes ``<t>_changes``."""
+        names = ObjectNames.for_table(
+            self.table_name,
+            merge_on_read=table.config.is_mor,
+            skip_ro_suffix=self.skip_ro_suffix,
+            change_feed=change_feed,
+        )
+        if self.database != ":memory:" and not os.path.exists(self.database):
+            return TargetState(names, table.uri)
+        try:
+            con = duckdb.connect(self.database, read_only=True)
+        except duckdb.Error as exc:
+            raise HudiSyncError(f"DuckDB database {self.database}: {exc}") from exc
+        with con:
+            objects = _objects(con, list(names.all()))
+            files: frozenset[str] | None = None
+            error = None
+            manifest = objects.get(names.manifest)
+            if manifest is not None:
+                self._register_filesystem(con, table)
+                try:
+                    rows = con.execute(
+                        f"SELECT filename FROM {duckdb_identifier(manifest.name)}"
+                    ).fetchall()
+                    files = frozenset(str(row[0]) for row in rows)
+                except duckdb.Error as exc:
+                    error = str(exc).splitlines()[0]
+        marked = objects.get(names.snapshot_view or "") or objects.get(names.view)
+        marker = marked.marker if marked is not None else None
+        return TargetState(names, table.uri, objects, marker, files, error)
+
+    def declared_columns(
+        self, table: HudiTable, names: ObjectNames, instant: str | None
+    ) -> dict[str, Columns]:
+        """The columns and types a sync to ``instant`` declares, by object, from the
+        sync's own mapping (``bound_columns``); an object a sync leaves its files to
+        type (hive partition columns dropped from them, a type not mapped) is left out."""
+        if instant is None:
+            columns: list[tuple[str, str]] | None = empty_history_columns(table)
+        elif table.config.hive_style_partitioning and table.config.drop_partition_columns:
+            columns = None
+        else:
+            columns = bound_columns(table, instant)
+        declared: dict[str, Columns] = {names.manifest: (("filename", "VARCHAR"),)}
+        if columns is None:
+            return declared
+        types = canonical_types([t for _, t in columns])
+        typed = tuple(zip([n for n, _ in columns], types, strict=True))
+        declared[names.view] = typed
+        declared[names.history] = (*typed, (SOURCE_FILE_COLUMN, "VARCHAR"))
+        return declared
 
     def plan(
         self,
@@ -245,3 +307,32 @@ class DuckDBTarget:
         """The sync's statements (``objects.statements``); ``live``: not a time-travel
         sync's ``_as_of_`` objects."""
         return statements(table, published, names, marker, current, live)
+
+
+def _objects(con: duckdb.DuckDBPyConnection, wanted: list[str]) -> dict[str, ObjectState]:
+    """The views and tables among ``wanted`` (by name, case-insensitive as DuckDB's
+    identifiers are), with their columns in order and markers."""
+    marks = ", ".join("lower(?)" for _ in wanted)
+    found = con.execute(
+        "SELECT view_name, comment FROM duckdb_views() "
+        f"WHERE NOT internal AND lower(view_name) IN ({marks}) "
+        "UNION ALL SELECT table_name, comment FROM duckdb_tables() "
+        f"WHERE NOT internal AND lower(table_name) IN ({marks})",
+        [*wanted, *wanted],
+    ).fetchall()
+    columns: dict[str, list[tuple[str, str]]] = {}
+    for table_name, column, data_type in con.execute(
+        "SELECT lower(table_name), column_name, data_type FROM duckdb_columns() "
+        f"WHERE lower(table_name) IN ({marks}) ORDER BY table_name, column_index",
+        wanted,
+    ).fetchall():
+        columns.setdefault(str(table_name), []).append((str(column), str(data_type)))
+    by_lower = {name.lower(): name for name in wanted}
+    return {
+        by_lower[str(name).lower()]: ObjectState(
+            by_lower[str(name).lower()],
+            tuple(columns.get(str(name).lower(), ())),
+            SyncMarker.parse(str(comment or "")),
+        )
+        for name, comment in found
+    }

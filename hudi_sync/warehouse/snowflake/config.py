@@ -133,7 +133,10 @@ class SnowflakeSyncConfig:
         }
         unknown = set(values) - OPTION_KEYS
         if unknown:
-            raise BadInputError(f"unknown Snowflake sync option {PREFIX}{sorted(unknown)[0]}")
+            key = PREFIX + sorted(unknown)[0]
+            close = cfg.closest_option(key)
+            hint = f"; did you mean {close}?" if close else ""
+            raise BadInputError(f"unknown Snowflake sync option {key}{hint}")
         for key in sorted(OPTION_KEYS - set(values)):
             variable = ENV_PREFIX + key.upper().replace(".", "_")
             if environ.get(variable):

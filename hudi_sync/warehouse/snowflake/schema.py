@@ -194,3 +194,10 @@ def history_columns(
             continue
         columns.append(value_column(name, snowflake_type(avro["type"], name)))
     return columns + partitions
+
+
+def shown_type(sf_type: str) -> str:
+    """A declared type as ``INFORMATION_SCHEMA.COLUMNS.DATA_TYPE`` shows it: without its
+    precision or scale, ``VARCHAR`` as ``TEXT``."""
+    base = sf_type.split("(", 1)[0].strip().upper()
+    return {"VARCHAR": "TEXT", "STRING": "TEXT", "DOUBLE": "FLOAT"}.get(base, base)

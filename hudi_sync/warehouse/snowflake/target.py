@@ -31,12 +31,13 @@ history and replaces the manifest table as any later sync does.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from hudi_sync import config as cfg
-from hudi_sync.errors import HudiSyncError, MissingExtraError
+from hudi_sync.errors import BadInputError, HudiSyncError, MissingExtraError
 from hudi_sync.extras import extra_error
 from hudi_sync.manifest.snapshot import PublishedManifest
 from hudi_sync.secrets import scrub
@@ -44,12 +45,19 @@ from hudi_sync.table import HudiTable
 from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult, offline_note
 from hudi_sync.warehouse.common.iceberg import OFF, ONLY, IcebergModes, joined_plan
 from hudi_sync.warehouse.common.quoting import snowflake_literal as quote_literal
-from hudi_sync.warehouse.snowflake.config import ENV_PREFIX, SnowflakeSyncConfig
+from hudi_sync.warehouse.common.state import Columns, ObjectState, TargetState
+from hudi_sync.warehouse.snowflake.config import ENV_PREFIX, PREFIX, SnowflakeSyncConfig
 from hudi_sync.warehouse.snowflake.connection import Connection, Cursor, Statement
 from hudi_sync.warehouse.snowflake.iceberg import IcebergState, iceberg_statements
 from hudi_sync.warehouse.snowflake.objects import BASE_FILE_FORMATS, SnowflakeObjects
 from hudi_sync.warehouse.snowflake.plan import MARKER_DIGESTS, MODE, State, plan_statements
-from hudi_sync.warehouse.snowflake.schema import object_name, sql_name
+from hudi_sync.warehouse.snowflake.schema import (
+    Column,
+    history_columns,
+    object_name,
+    shown_type,
+    sql_name,
+)
 
 
 class SnowflakeTarget(IcebergModes):
@@ -88,6 +96,11 @@ class SnowflakeTarget(IcebergModes):
             import snowflake.connector
         except ImportError:
             raise extra_error("snowflake") from None
+        key_file = self.config.connection.get("private_key_file")
+        if key_file and not os.path.isfile(key_file):  # the connector's FileNotFoundError
+            raise BadInputError(
+                f"{PREFIX}private_key_file (--private-key-file) {key_file}: no such file"
+            )
         try:
             connection: Connection = snowflake.connector.connect(
                 **self.config.connection, application="hudi_sync"
@@ -152,6 +165,96 @@ class SnowflakeTarget(IcebergModes):
             logs_digest=digests["logs"] if digests else None,
             rt_digest=digests["rt"] if digests else None,
         )
+
+    # -- verifying (read-only) -------------------------------------------------------------
+    def inspect(self, table: HudiTable, change_feed: bool) -> TargetState:
+        """The live objects of ``table`` as Snowflake has them (``hudi-sync verify``):
+        ``SHOW VIEWS`` for the marker (the view's comment), ``INFORMATION_SCHEMA.COLUMNS``
+        for every object's columns, the manifest table's ``filename`` rows; only reads."""
+        if self.config.iceberg == ONLY:
+            raise BadInputError(f"{self.name}: verify does not read Snowflake's Iceberg tables")
+        names = ObjectNames.for_table(
+            self.config.table_name,
+            merge_on_read=table.config.is_mor,
+            skip_ro_suffix=self.skip_ro_suffix,
+            change_feed=change_feed,
+        )
+        views = {names.view, names.snapshot_view}
+        with self._cursor() as cursor:
+            columns = self._columns(cursor, names.all())
+            marked = names.snapshot_view if names.snapshot_view in columns else names.view
+            shown = self._show(cursor, "VIEWS", marked) if marked in columns else None
+            marker = SyncMarker.parse(str(shown.get("comment") or "")) if shown else None
+            files, error = (None, None)
+            if ("FILENAME", "TEXT") in columns.get(names.manifest, ()):
+                files, error = self._listed_files(cursor, names.manifest)
+        objects = {
+            name: ObjectState(name, found, marker if name == marked else None, name in views)
+            for name, found in columns.items()
+        }
+        declared = self.declared_columns(table, names, None).get(names.history, ())
+        wanted = tuple(n for n, _ in declared if n in self._partition_names(table))
+        history = {n for n, _ in columns.get(names.history, ())}
+        return TargetState(
+            names,
+            self.stage_url(table),
+            objects,
+            marker,
+            files,
+            error,
+            partition_columns=tuple(n for n in wanted if n in history),
+            wanted_partitions=wanted,
+        )
+
+    def declared_columns(
+        self, table: HudiTable, names: ObjectNames, instant: str | None
+    ) -> dict[str, Columns]:
+        """The history's columns as ``INFORMATION_SCHEMA`` shows them after a sync (the
+        sync's own ``history_columns``, and the ``VALUE`` every external table has)."""
+        columns = [("VALUE", "VARIANT")]
+        columns += [(object_name(c.name), shown_type(c.type)) for c in self._history(table)]
+        return {names.history: tuple(columns)}
+
+    @staticmethod
+    def _history(table: HudiTable) -> list[Column]:
+        return history_columns(
+            table.avro_schema,
+            table.partition_fields,
+            table.config.hive_style_partitioning,
+            table.config.populate_meta_fields,
+        )
+
+    def _partition_names(self, table: HudiTable) -> frozenset[str]:
+        return frozenset(object_name(c.name) for c in self._history(table) if c.is_partition)
+
+    def _columns(self, cursor: Cursor, wanted: tuple[str, ...]) -> dict[str, Columns]:
+        """The columns of the objects among ``wanted`` that exist, in order, by name."""
+        stored = {object_name(n): n for n in wanted}
+        listed = ", ".join(quote_literal(n) for n in stored)
+        schema = quote_literal(object_name(self.config.schema))
+        info = f"{sql_name(self.config.database)}.INFORMATION_SCHEMA.COLUMNS"
+        sql = (
+            f"SELECT table_name, column_name, data_type FROM {info} WHERE table_schema = "
+            f"{schema} AND table_name IN ({listed}) ORDER BY table_name, ordinal_position"
+        )
+        self._execute(cursor, Statement(sql, sql, f"read the columns of {info}"))
+        found: dict[str, list[tuple[str, str]]] = {}
+        for table_name, column, data_type in cursor.fetchall():
+            name = stored.get(str(table_name))
+            if name is not None:
+                found.setdefault(name, []).append((str(column), str(data_type).upper()))
+        return {name: tuple(columns) for name, columns in found.items()}
+
+    def _listed_files(
+        self, cursor: Cursor, manifest: str
+    ) -> tuple[frozenset[str] | None, str | None]:
+        """The file names the manifest table lists, or None and why they could not be read."""
+        sql = f"SELECT filename FROM {self.objects.qualified(manifest)}"
+        try:
+            self._execute(cursor, Statement(sql, sql, f"read {self.objects.qualified(manifest)}"))
+        except HudiSyncError as exc:
+            return None, str(exc)
+        return frozenset(str(row[0]) for row in cursor.fetchall() if row[0] is not None), None
 
     # -- planning ------------------------------------------------------------------------
     def _plan(

@@ -18,12 +18,14 @@ locals {
 
   source_uri_prefix = { for prefix in var.table_prefixes : prefix => "gs://${local.bucket}/${prefix}" }
 
-  # hoodie.gcp.bigquery.sync.* options of one table; the sync CLI reads them with --props.
+  # hoodie.gcp.bigquery.sync.* options of one table, and the target line (watch, backfill
+  # and the hook sync nothing without it); the sync CLI reads them with --props.
   # table_name (the view's name) is the prefix with '/' replaced by '_'. Options without a
   # value (big_lake_connection_id when no connection is created) are left out.
   sync_options = {
     for prefix in var.table_prefixes : prefix => {
       for key, value in {
+        "hoodie.meta.sync.client.tool.class"              = "bigquery"
         "hoodie.gcp.bigquery.sync.project_id"             = var.project_id
         "hoodie.gcp.bigquery.sync.dataset_name"           = google_bigquery_dataset.sync.dataset_id
         "hoodie.gcp.bigquery.sync.dataset_location"       = google_bigquery_dataset.sync.location

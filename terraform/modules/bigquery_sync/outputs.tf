@@ -41,6 +41,6 @@ output "service_account_email" {
 }
 
 output "hudi_sync_properties" {
-  description = "Per table prefix, a Java properties file for `hudi-sync sync bigquery gs://<bucket>/<prefix> --props FILE`."
+  description = "Per table prefix, a Java properties file (its target line included) for `hudi-sync watch`, `backfill` and `sync bigquery gs://<bucket>/<prefix> --props FILE`."
   value       = local.hudi_sync_properties
 }

@@ -35,12 +35,14 @@ locals {
   # Fully qualified names as the grant resources expect them: "<database>"."<schema>".
   schema_fqn = "\"${local.database}\".\"${local.schema}\""
 
-  # hoodie.snowflake.sync.* options of one table; the sync CLI reads them with --props.
+  # hoodie.snowflake.sync.* options of one table, and the target line (watch, backfill
+  # and the hook sync nothing without it); the sync CLI reads them with --props.
   # table_name is left out: the CLI names the view after the Hudi table by default. The
   # iceberg options are left out when iceberg is off.
   sync_options = {
     for prefix in var.table_prefixes : prefix => {
       for key, value in {
+        "hoodie.meta.sync.client.tool.class"                = "snowflake"
         "hoodie.snowflake.sync.database"                    = local.database
         "hoodie.snowflake.sync.schema"                      = local.schema
         "hoodie.snowflake.sync.warehouse"                   = var.warehouse

@@ -48,7 +48,7 @@ output "sync_runner_policy_json" {
 }
 
 output "hudi_sync_properties" {
-  description = "Per table prefix, a Java properties file for `hudi-sync sync snowflake s3://<bucket>/<prefix> --props FILE`."
+  description = "Per table prefix, a Java properties file (its target line included) for `hudi-sync watch`, `backfill` and `sync snowflake s3://<bucket>/<prefix> --props FILE`."
   value       = local.hudi_sync_properties
 }
 
