@@ -727,6 +727,91 @@ def test_timestamp_partitions_round_trip() -> None:
     assert summary[0][2] == struct.pack("<q", -365 * 86_400_000_000 + 5)
 
 
+def _bare(entry: ManifestEntry, path: str | None = None, size: int | None = None) -> ManifestEntry:
+    """``entry`` without column metrics (a ``commit``-metrics publication's entries)."""
+    file = entry.file
+    return ManifestEntry(
+        entry.status,
+        entry.snapshot_id,
+        entry.data_sequence,
+        entry.file_sequence,
+        DataFile(
+            0,
+            path or file.path,
+            file.record_count,
+            file.size if size is None else size,
+            file.partition,
+        ),
+    )
+
+
+def test_entries_without_metrics_are_the_bytes_fastavro_writes() -> None:
+    """Entries with no column metrics are encoded directly (``entry_encoding``): each
+    entry's bytes equal fastavro's encoding of the record the metrics path builds, for
+    every status, sequence numbers null or set, partition values null or of each type,
+    sizes past one varint byte and past 32 bits, non-ASCII paths; a manifest of more
+    entries than a block holds reads back with fastavro as the same records."""
+    from hudi_sync.manifest.iceberg.avro_files import _encoder, _entry_record, _parsed
+    from hudi_sync.manifest.iceberg.avro_files import manifest_entry_schema as entry_schema
+
+    schema = entry_schema(PARTITION_PLAN)
+    partition = schema["fields"][4]["type"]["fields"][3]["type"]
+    names = [f["name"] for f in partition["fields"]]
+    encoder = _encoder(partition, names)
+    sizes = [0, 1, 127, 128, 16_383, 16_384, 2**31, 2**62]
+    entries = [
+        _bare(e, f"{TABLE}/p/ü{i}-{size}.parquet", size)
+        for i, e in enumerate(ENTRIES)
+        for size in sizes
+    ]
+    for entry in entries:
+        expected = io.BytesIO()
+        fastavro.schemaless_writer(expected, _parsed(schema), _entry_record(entry, names))
+        file = entry.file
+        got = encoder.entry(
+            entry.status, entry.snapshot_id, entry.data_sequence, entry.file_sequence, file
+        )
+        assert got == expected.getvalue(), entry
+    many = [entries[i % len(entries)] for i in range(16_001)]  # two blocks
+    data = write_manifest(many, PARTITION_SCHEMA, PARTITION_PLAN, 0)
+    records = list(fastavro.reader(io.BytesIO(data)))
+    assert records == [_entry_record(e, names) for e in many]
+
+
+def test_entries_without_metrics_read_by_pyiceberg(tmp_path: Path) -> None:
+    """A manifest of entries without column metrics, read by pyiceberg: statuses,
+    sequence numbers, partition values, counts and sizes as written, no metrics."""
+    entries = [_bare(e, str(tmp_path / f"f{i}.parquet")) for i, e in enumerate(ENTRIES)]
+    data = write_manifest(entries, PARTITION_SCHEMA, PARTITION_PLAN, 0)
+    manifest = manifest_file(str(tmp_path / "m.avro"), data, entries, PARTITION_PLAN, 0, 10, 99)
+    listed = write_manifest_list([manifest], 99, 98, 10)
+    _, read = pyiceberg_entries(tmp_path, manifest, data, listed)
+    expected_sequences = [(99, 10, 10), (11, 4, 5), (12, 6, 6), (13, 10, 9)]
+    for got, entry, sequences in zip(read, entries, expected_sequences, strict=True):
+        file = entry.file
+        assert int(got.status) == entry.status
+        assert (got.snapshot_id, got.sequence_number, got.file_sequence_number) == sequences
+        data_file = got.data_file
+        assert (data_file.file_path, data_file.record_count, data_file.file_size_in_bytes) == (
+            file.path,
+            file.record_count,
+            file.size,
+        )
+        days = None if file.partition[2] is None else (file.partition[2] - dt.date(1970, 1, 1)).days
+        assert tuple(data_file.partition) == (*file.partition[:2], days, *file.partition[3:])
+        assert not data_file.column_sizes and not data_file.lower_bounds
+    assert read_manifest(data, PARTITION_PLAN, "m", 10, 99, str(tmp_path)) == [
+        ManifestEntry(
+            e.status,
+            99 if e.snapshot_id is None else e.snapshot_id,
+            10 if e.data_sequence is None else e.data_sequence,
+            10 if e.file_sequence is None else e.file_sequence,
+            e.file,
+        )
+        for e in entries
+    ]
+
+
 # --- hostile files ----------------------------------------------------------------
 
 

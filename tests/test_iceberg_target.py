@@ -81,6 +81,22 @@ def test_without_a_catalog_the_metadata_is_published_in_the_table(tmp_path: Path
     assert sorted(keys.to_arrow().column(0).to_pylist()) == _hudi_keys(base)
 
 
+def test_delta_manifests_are_kept_for_an_iceberg_sync(tmp_path: Path) -> None:
+    """The Iceberg target reads only the published instant, so a sync with delta
+    manifests (``delta_commits``) keeps them (``delta.json``) and publishes the same
+    snapshot, read by pyiceberg as hudi-rs reads the table."""
+    base = _table(COW_TABLE, tmp_path)
+    table = HudiTable.open(str(base))
+    report = sync_table(table, [IcebergTarget(table.uri)], delta_commits=3)
+    assert report.ok
+    pointer = json.loads((base / ".hoodie" / "manifest" / "delta.json").read_text())
+    latest = table.timeline.completed_writes[-1].requested_time
+    assert pointer["instant"] == latest == report.to_json()["iceberg"]["instant"]
+    location = report.to_json()["iceberg"]["metadata_location"]
+    keys = StaticTable.from_metadata(location).scan(selected_fields=("_hoodie_record_key",))
+    assert sorted(keys.to_arrow().column(0).to_pylist()) == _hudi_keys(base)
+
+
 def test_dry_run_writes_nothing(tmp_path: Path) -> None:
     base = _table(COW_TABLE, tmp_path)
     catalog = tmp_path / "catalog.db"

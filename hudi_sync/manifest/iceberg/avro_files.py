@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import os
 import re
 import zlib
 from collections.abc import Sequence
@@ -25,6 +26,7 @@ import fastavro
 
 from hudi_sync.errors import CorruptTableError, UnsupportedTableError
 from hudi_sync.manifest.iceberg.data_files import DataFile, encode_bound
+from hudi_sync.manifest.iceberg.entry_encoding import EntryEncoder, bare, container
 from hudi_sync.storage import contained_uri
 
 EXISTING, ADDED, DELETED = 0, 1, 2
@@ -68,6 +70,29 @@ class ManifestEntry:
     data_sequence: int | None
     file_sequence: int | None
     file: DataFile
+
+
+def manifest_entry(
+    status: int,
+    snapshot_id: int | None,
+    data_sequence: int | None,
+    file_sequence: int | None,
+    file: DataFile,
+) -> ManifestEntry:
+    """``ManifestEntry(...)``: the very same object, made without the frozen
+    dataclass's ``__init__`` (a publication makes one an entry, 100,000 at first)."""
+    made = _object_new(ManifestEntry)
+    made.__dict__.update(
+        status=status,
+        snapshot_id=snapshot_id,
+        data_sequence=data_sequence,
+        file_sequence=file_sequence,
+        file=file,
+    )
+    return made
+
+
+_object_new = object.__new__
 
 
 @dataclass(frozen=True)
@@ -257,14 +282,56 @@ def write_manifest(
         "format-version": FORMAT_VERSION,
         "content": "deletes" if content == CONTENT_DELETES else "data",
     }
-    names = [f["name"] for f in avro_schema["fields"][4]["type"]["fields"][3]["type"]["fields"]]
+    partition_record = avro_schema["fields"][4]["type"]["fields"][3]["type"]
+    names = [f["name"] for f in partition_record["fields"]]
+    for entry in entries:
+        if len(entry.file.partition) != len(names):
+            raise ValueError(
+                f"{entry.file.path}: {len(entry.file.partition)} partition values, "
+                f"spec has {len(names)}"
+            )
+    if all(bare(entry.file) for entry in entries):
+        # No column metrics anywhere: the entries encoded directly (``entry_encoding``),
+        # behind the header fastavro writes for the schema.
+        header = _header(avro_schema, metadata, plan)
+        encoder = _encoder(partition_record, names)
+        encoded = [
+            encoder.entry(e.status, e.snapshot_id, e.data_sequence, e.file_sequence, e.file)
+            for e in entries
+        ]
+        return container(header, encoded)
     records = [_entry_record(entry, names) for entry in entries]
-    bare = all(all(r["data_file"][m] is None for m in _METRIC_MAPS) for r in records)
-    return _write(avro_schema, records, metadata, parsed=bare)
+    return _write(avro_schema, records, metadata)
 
 
-# The entry's maps of column metrics (None: no metrics).
-_METRIC_MAPS = ("column_sizes", "value_counts", "null_value_counts", "lower_bounds", "upper_bounds")
+def _header(schema: dict[str, Any], metadata: dict[str, str], plan: PartitionFields) -> bytes:
+    """The container header fastavro writes for ``schema`` (which ``plan`` gives) and
+    ``metadata``, made once per pair (the schema's JSON is the same for every manifest of
+    a publication), with a fresh sync marker each file."""
+    key = (tuple(metadata.items()), plan.fields)
+    found = _HEADERS.get(key)
+    if found is None:
+        if len(_HEADERS) >= 64:
+            _HEADERS.clear()
+        found = _HEADERS[key] = _write(schema, [], metadata, parsed=True)[:-_SYNC]
+    return found + os.urandom(_SYNC)
+
+
+_HEADERS: dict[tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]], bytes] = {}
+
+
+def _encoder(partition_record: dict[str, Any], names: list[str]) -> EntryEncoder:
+    """The ``EntryEncoder`` of a partition record, made once per record schema."""
+    key = json.dumps(partition_record, sort_keys=True)
+    found = _ENCODERS.get(key)
+    if found is None:
+        if len(_ENCODERS) >= 64:
+            _ENCODERS.clear()
+        found = _ENCODERS[key] = EntryEncoder(partition_record, names)
+    return found
+
+
+_ENCODERS: dict[str, EntryEncoder] = {}
 
 
 def _entry_record(entry: ManifestEntry, partition_names: list[str]) -> dict[str, Any]:

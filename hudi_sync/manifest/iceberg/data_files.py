@@ -68,6 +68,33 @@ class DataFile:
     avro_record: dict[str, Any] | None = field(default=None, init=False, compare=False, repr=False)
 
 
+def counted_file(
+    content: int, path: str, record_count: int, size: int, partition: tuple[Any, ...]
+) -> DataFile:
+    """``DataFile(content, path, record_count, size, partition)``, no column metrics:
+    the very same object, made without the frozen dataclass's ``__init__`` (a field at
+    a time through ``object.__setattr__``, five empty dicts from their factories), which
+    cost about a microsecond a field for the 100,000 entries of a first publication
+    with metrics from the commit metadata."""
+    made = _object_new(DataFile)
+    made.__dict__.update(
+        content=content,
+        path=path,
+        record_count=record_count,
+        size=size,
+        partition=partition,
+        column_sizes={},
+        value_counts={},
+        null_counts={},
+        lower_bounds={},
+        upper_bounds={},
+    )
+    return made
+
+
+_object_new = object.__new__
+
+
 def encode_bound(iceberg_type: str, value: Any) -> bytes:
     """Iceberg's single-value serialization of ``value`` (a bound or a partition
     summary's bound). Dates may be ``date`` or days, timestamps ``datetime`` or

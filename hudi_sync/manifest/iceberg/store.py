@@ -53,10 +53,13 @@ import pyarrow as pa
 
 from hudi_sync.config import COMMITS_RETAINED
 from hudi_sync.errors import CorruptTableError
+from hudi_sync.gc_pause import cycle_collection_paused
 from hudi_sync.manifest.iceberg.avro_files import (
+    ADDED,
     EXISTING,
     ManifestEntry,
     ManifestFile,
+    manifest_entry,
     manifest_file,
     read_manifest,
     read_manifest_list,
@@ -220,7 +223,10 @@ class IcebergStore:
         """Publish the snapshot of ``published`` (its instant) as the current Iceberg
         snapshot; with ``as_of`` (time travel) as a metadata file of its own that the
         version hint does not name. A rerun at the published instant writes nothing."""
-        with reporting_storage_failures(self.table.location):
+        # A first publication makes a few objects per file group and keeps them to the
+        # end (100,000 slices, their entries and data files): the cycle collector's
+        # passes over them would find nothing (``gc_pause``).
+        with reporting_storage_failures(self.table.location), cycle_collection_paused():
             return self._publish(published.manifest.instant, as_of, dry_run)
 
     def _publish(self, instant: str | None, as_of: str | None, dry_run: bool) -> PublishedIceberg:
@@ -490,8 +496,10 @@ class IcebergStore:
                     group.data.append(_existing(previous))
                 else:
                     base = file_slice.base_file
-                    item = BaseFileItem(relative, values, base.instant, base.size)
+                    item = _tuple_new(BaseFileItem, (relative, values, base.instant, base.size))
                     new_bases.append((group, item))
+            if not made_for:
+                continue
             files = made_for.get((file_slice.partition_path, file_slice.file_id))
             if files is None:
                 continue
@@ -792,6 +800,9 @@ class IcebergStore:
         return PublishedIceberg(None, location, None, plan.reason, dry_run=dry_run)
 
 
+_tuple_new = tuple.__new__  # a NamedTuple without its __new__: the same tuple
+
+
 def bucket_of(partition: str, buckets: int) -> int:
     """The manifest bucket of a partition path: stable across syncs and processes."""
     return zlib.crc32(partition.encode("utf-8")) % buckets
@@ -815,12 +826,12 @@ def _unpartitioned(plan: PartitionPlan, slices: Sequence[FileSlice]) -> Partitio
 
 
 def _added(made: DataFile) -> ManifestEntry:
-    return ManifestEntry(1, None, None, None, made)
+    return manifest_entry(ADDED, None, None, None, made)
 
 
 def _existing(entry: ManifestEntry) -> ManifestEntry:
     """An entry carried into a new manifest: EXISTING, its sequence numbers explicit
     (built directly: ``dataclasses.replace`` cost a third of a bucket's rewrite)."""
-    return ManifestEntry(
+    return manifest_entry(
         EXISTING, entry.snapshot_id, entry.data_sequence, entry.file_sequence, entry.file
     )

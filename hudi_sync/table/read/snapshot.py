@@ -88,11 +88,7 @@ def snapshot_schema(table: HudiTable, slices: list[FileSlice]) -> pa.Schema:
     Avro schema as Arrow, meta fields first. A table written without meta fields
     (``hoodie.populate.meta.fields=false``) has none: its files may still hold the
     columns, mostly null, and hudi-rs leaves them out too."""
-    newest = max(
-        (s for s in slices if s.relative_base_path),
-        key=lambda s: comparable_instant(s.base_instant),
-        default=None,
-    )
+    newest = _newest_base(slices)
     meta = table.config.populate_meta_fields
     if newest is not None and newest.relative_base_path is not None:
         with table.location.fs.open(table.location.join(newest.relative_base_path), "rb") as f:
@@ -106,6 +102,17 @@ def snapshot_schema(table: HudiTable, slices: list[FileSlice]) -> pa.Schema:
     if not slices and not table.timeline.completed_writes and not table.config.create_schema:
         return pa.schema(fields)  # an empty table may have no schema at all
     return pa.schema([*fields, *table_data_fields(table)])
+
+
+def _newest_base(slices: list[FileSlice]) -> FileSlice | None:
+    """The first slice with a base file of the newest base instant (what ``max`` by
+    instant gives), each distinct instant compared once (100,000 slices are written by
+    a few thousand instants)."""
+    first: dict[str, FileSlice] = {}
+    for s in slices:
+        if s.base_file is not None and s.base_instant not in first:
+            first[s.base_instant] = s
+    return max(first.values(), key=lambda s: comparable_instant(s.base_instant), default=None)
 
 
 def table_data_fields(table: HudiTable) -> list[pa.Field]:

@@ -49,6 +49,10 @@ class IcebergTarget:
     uses_folded_logs = False
     # The sync publishes the snapshot's Iceberg metadata for it (``publish_iceberg``).
     wants_iceberg = True
+    # It reads no manifest file, only the published instant: a sync whose other targets
+    # read delta manifests too (``--delta-commits``) keeps them, so its manifest step
+    # stays flat as the table grows instead of writing every file's name each commit.
+    supports_delta_manifests = True
 
     def __init__(
         self,
