@@ -37,6 +37,9 @@ def test_latency_runs_from_each_commit_to_its_key_in_the_view(tmp_path: Path, pa
         assert set(instants) <= set(clock.times)
         assert len(run["latency_s"]) == len(run["reference_s"]) == PRESET.commits
         assert all(0 < s < POLLING.timeout for s in run["latency_s"] + run["reference_s"])
+        # the sync's own end (the hook's return, watch's event), from the same completion
+        assert len(run["synced_after_completion_s"]) == PRESET.commits
+        assert all(s > 0 for s in run["synced_after_completion_s"])
         for commit in range(PRESET.commits):
             assert site.probe(run["table"], f"n{commit:06d}", instants[-1])
         assert not site.probe(run["table"], f"n{PRESET.commits:06d}", instants[-1])
