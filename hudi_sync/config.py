@@ -836,6 +836,14 @@ DROP_PARTITION_COLUMNS = _boolean(
     _PROPS,
     default=False,
 )
+PARTITION_METAFILE_BASE_FORMAT = _boolean(
+    "hoodie.partition.metafile.use.base.format",
+    "Partition metafiles are Parquet (.hoodie_partition_metadata.parquet) instead of "
+    "properties text; tables so written are read and synced, but hudi_sync's writer "
+    "writes the text form only and refuses the option, or such a table, when true.",
+    _PROPS,
+    default=False,
+)
 POPULATE_META_FIELDS = _boolean(
     "hoodie.populate.meta.fields",
     "Base files hold the _hoodie_* meta columns (hudi_sync writes only such tables).",

@@ -211,6 +211,7 @@ class WriteOptions:
         delete_marker = cfg.DELETE_MARKER.text(raw)  # compared with data: as given
         if (delete_field is None) != (delete_marker is None):
             raise BadInputError(f"{DELETE_FIELD} and {DELETE_MARKER} go together")
+        _refuse_base_format_metafiles(raw, "")
         engine = cfg.MERGE_ENGINE.read(raw)
         merge_mode = requested_merge_mode(raw)
         if merge_mode is MergeMode.EVENT_TIME_ORDERING and not cfg.ORDERING.read(raw):
@@ -347,6 +348,7 @@ class WriteOptions:
                 "builds the keys and partition paths of the SIMPLE, COMPLEX, NON_PARTITION, "
                 "TIMESTAMP and CUSTOM key generators only"
             )
+        _refuse_base_format_metafiles(config.raw, f"{where}: ")
         mismatches += self._timestamp_mismatches(config)
         if mismatches:
             raise BadInputError(f"{where}: options do not match the table: {'; '.join(mismatches)}")
@@ -494,4 +496,18 @@ def _check_new_key_generator(
             f"SIMPLE, COMPLEX and NON_PARTITION key generators by the numbers of fields "
             f"({RECORD_KEY}={','.join(record_key)}, {PARTITION_PATH}={','.join(partitions)}: "
             f"{built}), and of TIMESTAMP and CUSTOM as named"
+        )
+
+
+def _refuse_base_format_metafiles(raw: Mapping[str, str], where: str) -> None:
+    """The writer writes each new partition's metafile as properties text only; Parquet
+    metafiles (``hoodie.partition.metafile.use.base.format=true``, stated or kept by the
+    table) are refused rather than written in the other format. Writing them would cost a
+    table property at creation and a second metafile writer for one setting that only
+    Hudi's BigQuery page asks for; tables written so by Hudi are still read and synced."""
+    spec = cfg.PARTITION_METAFILE_BASE_FORMAT
+    if spec.given(raw) and spec.read(raw):
+        raise BadInputError(
+            f"{where}{spec.key}=true: the writer writes partition metafiles as properties "
+            "text only (.hoodie_partition_metadata); leave the option unset or false"
         )

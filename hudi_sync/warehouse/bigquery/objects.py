@@ -348,14 +348,35 @@ def history_uris(table: HudiTable, base: str) -> list[str]:
     each first character ``c`` of the names in the table's folder (partition folders, or
     base files when not partitioned), so every version of every base file matches, with
     one wildcard per URI (BigQuery's rule) and never ``.hoodie/`` (hidden names are
-    skipped; ``*`` crosses ``/`` but the first character does not)."""
+    skipped; ``*`` crosses ``/`` but the first character does not). A partitioned table
+    whose partition metafiles are base files gets ``metafile_safe_uris`` instead."""
     names = table.location.fs.ls(table.location.path, detail=False)
     firsts = {str(n).rstrip("/").rsplit("/", 1)[-1] for n in names}
     starts = {name[:1]: name for name in sorted(firsts)}
     if WILDCARD in starts:
         raise BadInputError(wildcard_refusal(f"{base}/{starts[WILDCARD]}"))
     extension = table.view.base_extension
-    return [f"{base}/{c}*{extension}" for c in sorted(starts.keys() - {"", ".", "_"})]
+    visible = sorted(starts.keys() - {"", ".", "_"})
+    if table.config.is_partitioned and cfg.PARTITION_METAFILE_BASE_FORMAT.read(table.config.raw):
+        return metafile_safe_uris(table, base, visible)
+    return [f"{base}/{c}*{extension}" for c in visible]
+
+
+def metafile_safe_uris(table: HudiTable, base: str, starts: list[str]) -> list[str]:
+    """``<base>/<c>*<d>.<ext>``: as ``history_uris``, split by the last character ``d``
+    of the base files' names, for a table written with
+    ``hoodie.partition.metafile.use.base.format=true``, whose partitions each hold a
+    ``.hoodie_partition_metadata.parquet`` that ``<c>*.parquet`` matches (``*`` crosses
+    ``/`` and dots). A base file's name ends with its instant, a digit; the metafile's
+    with a letter. Only the pairs some base file has become URIs: BigQuery fails a query
+    of an external table whose URI matches no file."""
+    extension = table.view.base_extension
+    endings: dict[str, set[str]] = {}
+    for partition, files in table.view.partitions.items():
+        for base_file in files.base_files:
+            last = base_file.name[: -len(extension)][-1:]
+            endings.setdefault(partition[:1], set()).add(last)
+    return [f"{base}/{c}*{d}{extension}" for c in starts for d in sorted(endings.get(c, ()))]
 
 
 # A source URI's one wildcard; BigQuery reads every other character as itself, and has
