@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_sync.errors import BadInputError
+from hudi_sync.spark import write_arrow
 from hudi_sync.spark.writing.options import WriteOptions
 from hudi_sync.sync.job import sync_table
 from hudi_sync.table import HudiTable
@@ -102,9 +103,23 @@ def test_writer_refuses_the_option_and_tables_that_keep_it(table_dir: Path) -> N
     kept = HudiTable.open(str(table_dir)).config
     unset = TableConfig.from_mapping({k: v for k, v in kept.raw.items() if k != OPTION}, "t")
     parsed = WriteOptions.parse({}, kept)
-    with pytest.raises(BadInputError, match=f"^t: {OPTION}=true"):
+    with pytest.raises(BadInputError, match=f"^t: hoodie.properties: {OPTION}=true"):
         parsed.check_table(kept, "t")
     parsed.check_table(unset, "t")
+    # Through the writer: refused before anything is written, new table or existing.
+    rows = pa.table({"id": ["1"], "region": ["eu"]})
+    fresh = table_dir.parent / "fresh"
+    with pytest.raises(BadInputError, match=f"{OPTION}=true"):
+        write_arrow(rows, str(fresh), {**options, OPTION: "true"})
+    assert not fresh.exists()
+    before = sorted(p.relative_to(table_dir) for p in table_dir.rglob("*"))
+    stored = pq.read_table(next(p for p in table_dir.rglob("*.parquet") if p.name[0] != "."))
+    upsert = stored.select([n for n in stored.column_names if not n.startswith("_hoodie")])
+    with pytest.raises(BadInputError, match=f"{OPTION}=true"):
+        write_arrow(
+            upsert.slice(0, 1), str(table_dir), {"hoodie.datasource.write.operation": "upsert"}
+        )
+    assert sorted(p.relative_to(table_dir) for p in table_dir.rglob("*")) == before
 
 
 def test_duckdb_history_view_and_manifest_keep_to_base_files(

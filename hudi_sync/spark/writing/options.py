@@ -211,7 +211,7 @@ class WriteOptions:
         delete_marker = cfg.DELETE_MARKER.text(raw)  # compared with data: as given
         if (delete_field is None) != (delete_marker is None):
             raise BadInputError(f"{DELETE_FIELD} and {DELETE_MARKER} go together")
-        _refuse_base_format_metafiles(raw, "")
+        _refuse_base_format_metafiles(raw, "", "leave the option unset or false")
         engine = cfg.MERGE_ENGINE.read(raw)
         merge_mode = requested_merge_mode(raw)
         if merge_mode is MergeMode.EVENT_TIME_ORDERING and not cfg.ORDERING.read(raw):
@@ -348,7 +348,9 @@ class WriteOptions:
                 "builds the keys and partition paths of the SIMPLE, COMPLEX, NON_PARTITION, "
                 "TIMESTAMP and CUSTOM key generators only"
             )
-        _refuse_base_format_metafiles(config.raw, f"{where}: ")
+        _refuse_base_format_metafiles(
+            config.raw, f"{where}: hoodie.properties: ", "write this table with Hudi"
+        )
         mismatches += self._timestamp_mismatches(config)
         if mismatches:
             raise BadInputError(f"{where}: options do not match the table: {'; '.join(mismatches)}")
@@ -499,7 +501,7 @@ def _check_new_key_generator(
         )
 
 
-def _refuse_base_format_metafiles(raw: Mapping[str, str], where: str) -> None:
+def _refuse_base_format_metafiles(raw: Mapping[str, str], where: str, instead: str) -> None:
     """The writer writes each new partition's metafile as properties text only; Parquet
     metafiles (``hoodie.partition.metafile.use.base.format=true``, stated or kept by the
     table) are refused rather than written in the other format. Writing them would cost a
@@ -509,5 +511,5 @@ def _refuse_base_format_metafiles(raw: Mapping[str, str], where: str) -> None:
     if spec.given(raw) and spec.read(raw):
         raise BadInputError(
             f"{where}{spec.key}=true: the writer writes partition metafiles as properties "
-            "text only (.hoodie_partition_metadata); leave the option unset or false"
+            f"text only (.hoodie_partition_metadata), never Parquet; {instead}"
         )
