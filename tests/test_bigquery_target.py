@@ -361,6 +361,27 @@ def test_a_feed_turned_on_or_off_at_the_instant_shown_changes_the_objects(  # ty
     assert sync_table(table, [target], change_feed="off").results[0].action == "noop"
 
 
+def test_skip_ro_suffix_turned_on_at_the_instant_shown_creates_the_view(  # type: ignore[no-untyped-def]
+    upload, client, dataset
+) -> None:
+    """A Merge-on-Read table's marker is on ``t_rt``, which still shows the instant: the
+    sync that renames the read-optimized view to ``t`` with no new commit creates it
+    (not a no-op reporting a ``t`` that does not exist); the next is a no-op."""
+    table = upload(_one("mor/parquet/v6_nonpartitioned")).open()
+
+    def sync(skip: bool) -> Any:
+        config = _target(client, dataset).config
+        return sync_table(table, [BigQueryTarget(config, client, skip_ro_suffix=skip)]).results[0]
+
+    assert sync(False).action == "create" and {"t_ro", "t_rt"} <= _tables(client, dataset)
+    assert "t" not in _tables(client, dataset)
+    renamed = sync(True)
+    assert renamed.action == "update" and renamed.objects[:2] == ("t", "t_rt")
+    view = client.get_table(f"{client.project}.{dataset}.t")
+    assert view.view_query == client.get_table(f"{client.project}.{dataset}.t_ro").view_query
+    assert sync(True).action == "noop"
+
+
 def test_a_plan_reads_its_objects_at_once(upload, client, dataset, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Each read is a round trip, and a plan reads every object (and a feed no longer
     published): the reads overlap. The first two meet at a barrier, which reads made

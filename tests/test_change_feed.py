@@ -578,6 +578,64 @@ def test_snowflake_changes_view_reads_the_listed_change_files(  # type: ignore[n
     assert _rows(feed()) == _rows(_cdc_query(local, "earliest", latest))  # type: ignore[arg-type]
 
 
+@pytest.mark.usefixtures("emulation")
+def test_snowflake_feed_turned_on_or_off_at_the_instant_already_synced(  # type: ignore[no-untyped-def]
+    unpack_table, s3_server, tmp_path: Path
+) -> None:
+    """A CDC table synced with the feed off, then at the same instant with it on (the
+    default, ``auto``): ``trips_changes`` is created and reads the commits' changes;
+    turned off again, its view and external tables are dropped; neither sync is a no-op,
+    and a sync after either is one."""
+    import snowflake.connector
+
+    from hudi_sync.warehouse.snowflake import SnowflakeTarget
+    from tests.test_snowflake_target import DATABASE, SCHEMA, _options
+
+    local = _warehouse_source("mor", unpack_table, tmp_path / "unused", tmp_path / "t")
+    uri = s3_server.upload_dir(local, s3_server.make_bucket(), "tables/t")
+
+    def sync(feed: str) -> str:
+        table = HudiTable.open(uri, s3_server.storage_options)
+        target = SnowflakeTarget.from_options(_options(), "trips", environ={})
+        report = sync_table(table, [target], change_feed=feed)
+        assert report.ok, report.errors
+        synced.append(report.instant)
+        return report.results[0].action
+
+    synced: list[str | None] = []
+
+    def shown() -> set[str]:
+        """The feed's objects that exist (views and external tables alike)."""
+        connection = snowflake.connector.connect(database=DATABASE, schema=SCHEMA)
+        cursor = connection.cursor()
+        cursor.execute(
+            f"SELECT DISTINCT table_name FROM {DATABASE}.INFORMATION_SCHEMA.COLUMNS "
+            f"WHERE table_schema = '{SCHEMA.upper()}'"
+        )
+        found = {str(r[0]).lower() for r in cursor.fetchall()}
+        connection.close()
+        # (an emulated external table keeps its rows in ``<name>__files``)
+        return {n for n in found if n.startswith("trips_changes") and "__" not in n}
+
+    def feed() -> list[dict[str, Any]]:
+        connection = snowflake.connector.connect(database=DATABASE, schema=SCHEMA)
+        cursor = connection.cursor()
+        cursor.execute("SELECT op, ts_ms, before, after FROM trips_changes")
+        names = [d[0].lower() for d in cursor.description]
+        rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        connection.close()
+        return rows
+
+    feed_objects = {"trips_changes", "trips_changes_history", "trips_changes_manifest"}
+    assert sync("off") == "create" and not shown()
+    assert sync("auto") == "update" and shown() == feed_objects
+    assert len(set(synced)) == 1 and synced[0] is not None
+    assert _rows(feed()) == _rows(_cdc_query(local, "earliest", synced[0]))
+    assert sync("auto") == "noop"
+    assert sync("off") == "update" and not shown()
+    assert sync("off") == "noop"
+
+
 def test_the_feed_follows_cleaning_and_prunes_with_the_manifests_retention(  # type: ignore[no-untyped-def]
     spark, tmp_path: Path
 ) -> None:

@@ -285,6 +285,29 @@ def test_skip_ro_suffix_keeps_the_bare_name_for_the_read_optimized_view(  # type
     assert canonical(ours) == canonical(theirs)
 
 
+def test_skip_ro_suffix_turned_on_at_the_instant_already_synced_creates_the_view(  # type: ignore[no-untyped-def]
+    fixture_copy, tmp_path: Path
+) -> None:
+    """The marker is on ``t_rt``, which still shows the instant: the sync that renames the
+    read-optimized view to ``t`` with no new commit creates it (no ``noop`` reporting a
+    ``t`` that does not exist), with the read-optimized rows; the next is a no-op."""
+    path: Path = fixture_copy("mor/avro/v8_trips_8i3u1d")
+    database = tmp_path / "w.duckdb"
+
+    def sync(skip: bool) -> str:
+        report = sync_table(str(path), [DuckDBTarget(str(database), "t", skip_ro_suffix=skip)])
+        assert report.ok, report.errors
+        return report.results[0].action
+
+    assert sync(False) == "create"
+    assert sync(True) == "update"
+    ours, theirs = same_columns(
+        view_rows(database, "t"), hudi_rs_rows(str(path), read_optimized=True)
+    )
+    assert canonical(ours) == canonical(theirs)
+    assert sync(True) == "noop"
+
+
 # -- hand-written log blocks: the merge rules a view must get right ----------------------
 
 

@@ -196,6 +196,28 @@ def test_merge_on_read_views_equal_hudi_rs_in_s3(  # type: ignore[no-untyped-def
         sqlglot.parse_one(statement, read="snowflake")
 
 
+def test_skip_ro_suffix_turned_on_at_the_instant_shown_creates_the_view(  # type: ignore[no-untyped-def]
+    unpack_table, s3_server, emulation
+) -> None:
+    """The marker is on ``TRIPS_RT``, which still shows the instant: the sync that renames
+    the read-optimized view to ``TRIPS`` with no new commit creates it (its digests
+    differ), with the read-optimized rows; the next is a no-op."""
+    (fixture,) = [t for t in fixture_tables() if t.name.endswith("mor/parquet/v6_nonpartitioned")]
+    local = unpack_table(fixture)
+    table = _upload(s3_server, local)
+
+    def sync(skip: bool) -> str:
+        target = SnowflakeTarget(_target().config, skip_ro_suffix=skip)
+        report = sync_table(table, [target], change_feed="off")
+        assert report.ok, report.errors
+        return report.results[0].action
+
+    assert sync(False) == "create"
+    assert sync(True) == "update"
+    assert _view_rows(table, "trips") == _view_rows(table, "trips_ro")
+    assert sync(True) == "noop"
+
+
 def test_merge_on_read_view_meets_the_first_of_two_base_rows_of_a_key(  # type: ignore[no-untyped-def]
     fixture_copy, s3_server, emulation
 ) -> None:

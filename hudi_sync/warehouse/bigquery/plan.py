@@ -17,6 +17,7 @@ from hudi_sync.warehouse.common import (
     SyncMarker,
     SyncPlan,
     changing_plan,
+    objects_settled,
     refuse_other_table,
     restore_reason,
     settled_plan,
@@ -53,13 +54,15 @@ def plan_from_state(
     names: ObjectNames,
     marker: SyncMarker,
     tables: Mapping[str, bigquery.Table | None],
+    made: tuple[str, ...],
     feed: tuple[str, ...],
     dataset_steps: Callable[[], list[Step]],
     force: bool,
     replace_other_table: bool,
 ) -> tuple[SyncPlan, list[Step]]:
     """The plan from the objects that exist (``tables``, by id, None when missing;
-    ``feed``: a change feed no longer published, dropped; ``dataset_steps``: the
+    ``made``: the objects this sync makes, each read in ``tables``; ``feed``: a change
+    feed no longer published, dropped; ``dataset_steps``: the
     dataset's, read only when the objects change). Objects whose marker names another
     base are refused unless ``force`` or ``replace_other_table``."""
     existing = {i: tables[i] for i in names.all()}
@@ -75,9 +78,9 @@ def plan_from_state(
     marked = names.marked(published.logs)
     current = markers.get(marked)
     restored = restore_reason(table, marked, current, marker)
-    # A feed turned on or off at the instant already shown: its objects still change.
-    unchanged = names.changes is None or existing.get(names.changes) is not None
-    unchanged = unchanged and not any(tables.get(i) is not None for i in feed)
+    # An option turned on or off at the instant already shown (the change feed, the
+    # read-optimized view's name): objects to create or drop, no no-op.
+    unchanged = objects_settled(made, feed, lambda i: tables.get(i) is not None)
     settled = settled_plan(target, marked, current, marker, force, unchanged, restored)
     if settled is not None:
         return settled, []

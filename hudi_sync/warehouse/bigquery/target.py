@@ -56,7 +56,14 @@ from hudi_sync.warehouse.bigquery.iceberg import iceberg_plan
 from hudi_sync.warehouse.bigquery.objects import BASE_FILE_FORMATS, BigQueryObjects
 from hudi_sync.warehouse.bigquery.plan import offline_plan, plan_from_state
 from hudi_sync.warehouse.bigquery.schema import column_type
-from hudi_sync.warehouse.common import ObjectNames, SyncMarker, SyncPlan, SyncResult, offline_note
+from hudi_sync.warehouse.common import (
+    ObjectNames,
+    SyncMarker,
+    SyncPlan,
+    SyncResult,
+    offline_note,
+    retired_feed,
+)
 from hudi_sync.warehouse.common.iceberg import OFF, ONLY, IcebergModes, joined_plan
 from hudi_sync.warehouse.common.state import Columns, ObjectState, TargetState
 
@@ -375,7 +382,7 @@ class BigQueryTarget(IcebergModes):
             note = offline_note(offline, self._needs())
             return offline_plan(self.name, objects, table, published, names, marker, note)
         # A feed no longer published (hudi_sync.sync.change.feed turned off) is dropped.
-        feed = (names.feed,) if names.changes is None and not as_of else ()
+        feed = retired_feed(names, as_of)
         tables = self._get_all((*names.all(), *feed))
         return plan_from_state(
             self.name,
@@ -385,11 +392,19 @@ class BigQueryTarget(IcebergModes):
             names,
             marker,
             tables,
+            self._made(names, published),
             feed,
             self._dataset_steps,
             force,
             replace_other_table,
         )
+
+    def _made(self, names: ObjectNames, published: PublishedManifest) -> tuple[str, ...]:
+        """The manifest objects a sync makes: the manifest-file table (and the change
+        feed) with ``use_bq_manifest_file``, else the tables and views."""
+        if self.config.use_bq_manifest_file:
+            return (names.view, *((names.changes,) if names.changes else ()))
+        return names.synced(published.logs)
 
     # -- applying ------------------------------------------------------------------------
     def sync(
@@ -404,12 +419,7 @@ class BigQueryTarget(IcebergModes):
         offline = self._unreachable() if dry_run else None
         plan, calls = self._plan(table, published, as_of, force, offline, replace_other_table)
         names = self.object_names(table, published, as_of)
-        feed = (names.changes,) if names.changes else ()
-        objects = (
-            (names.view, *feed)
-            if self.config.use_bq_manifest_file
-            else names.synced(published.logs)
-        )
+        objects = self._made(names, published)
         if self.config.iceberg == ONLY:
             objects = (names.iceberg,)
         elif self.config.iceberg != OFF:

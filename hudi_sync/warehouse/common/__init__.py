@@ -13,8 +13,10 @@ from hudi_sync.warehouse.common.plan import (
     SyncPlan,
     SyncResult,
     changing_plan,
+    objects_settled,
     offline_note,
     restore_reason,
+    retired_feed,
     settled_plan,
 )
 from hudi_sync.warehouse.common.schema import declared_schema
@@ -36,11 +38,13 @@ __all__ = [
     "SyncResult",
     "changing_plan",
     "declared_schema",
+    "objects_settled",
     "offline_note",
     "ordering_at_least",
     "ordering_kind",
     "refuse_other_table",
     "restore_reason",
+    "retired_feed",
     "settled_plan",
     "snapshot_query",
 ]

@@ -3,7 +3,7 @@ objects stay as they are or follow a restore back, and the result."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +12,7 @@ from hudi_sync.warehouse.common.marker import SyncMarker
 
 if TYPE_CHECKING:
     from hudi_sync.table import HudiTable
+    from hudi_sync.warehouse.common.names import ObjectNames
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,24 @@ def settled_plan(
         reason = f"{view} shows newer {current.instant}; use --force"
         return SyncPlan(target, "skip-older", [], reason)
     return None
+
+
+def retired_feed(names: ObjectNames, as_of: bool) -> tuple[str, ...]:
+    """``<t>_changes`` when this sync publishes no change feed: an earlier sync's is
+    dropped (``hudi_sync.sync.change.feed`` turned off). Empty for a time-travel sync,
+    whose objects never have one."""
+    return (names.feed,) if names.changes is None and not as_of else ()
+
+
+def objects_settled(
+    wanted: Iterable[str], retired: Iterable[str], exists: Callable[[str], bool]
+) -> bool:
+    """Every object of ``wanted`` exists and none of ``retired`` does. A sync at the
+    instant its objects already show still changes them when not: an option turned on
+    or off with no new commit (the change feed, a renamed view) names other objects,
+    and reporting ``noop`` would leave them missing or stale (``settled_plan``'s
+    ``unchanged``)."""
+    return all(exists(n) for n in wanted) and not any(exists(n) for n in retired)
 
 
 def offline_note(why: str, needs: str) -> str:

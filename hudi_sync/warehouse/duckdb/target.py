@@ -28,8 +28,10 @@ from hudi_sync.warehouse.common import (
     SyncPlan,
     SyncResult,
     changing_plan,
+    objects_settled,
     refuse_other_table,
     restore_reason,
+    retired_feed,
     settled_plan,
 )
 from hudi_sync.warehouse.common.quoting import duckdb_identifier
@@ -198,17 +200,19 @@ class DuckDBTarget:
         names = self.object_names(table, published, as_of)
         marker = SyncMarker.of(published.manifest.instant, table.uri, self.mode)
         # A feed no longer published is looked up too: a sync at the same instant drops it.
-        dropped = (names.feed,) if names.changes is None and not as_of else ()
-        comments = self._comments(names, *dropped)
-        feed_left = any(comments.pop(name, None) is not None for name in dropped)
+        retired = retired_feed(names, as_of)
+        comments = self._comments(names, *retired)
+        # An option turned on or off at the instant already shown (the change feed, the
+        # read-optimized view's name): objects to create or drop, no no-op.
+        unchanged = objects_settled(names.synced(published.logs), retired, comments.__contains__)
+        for name in retired:
+            comments.pop(name, None)
         markers = {name: SyncMarker.parse(comment) for name, comment in comments.items()}
         refuse_other_table(self.name, markers, marker, force or replace_other_table)
         current = SyncMarker.parse(comments.get(names.marked(published.logs)))
         target = self.name
         marked = names.marked(published.logs)
         restored = restore_reason(table, marked, current, marker)
-        # A feed turned on or off at the instant already shown: its views still change.
-        unchanged = (names.changes is None or names.changes in comments) and not feed_left
         settled = settled_plan(
             target, marked, current, marker, force, unchanged=unchanged, restored=restored
         )

@@ -15,9 +15,11 @@ from hudi_sync.warehouse.common import (
     SyncMarker,
     SyncPlan,
     changing_plan,
+    objects_settled,
     offline_note,
     refuse_other_table,
     restore_reason,
+    retired_feed,
     settled_plan,
 )
 from hudi_sync.warehouse.common.quoting import snowflake_literal as quote_literal
@@ -58,11 +60,12 @@ def plan_statements(
     force: bool,
     offline: str | None,
     replace_other_table: bool,
-    feed_shown: Callable[[], bool],
+    view_shown: Callable[[str], bool],
     needs: Callable[[], str],
 ) -> tuple[SyncPlan, list[Statement]]:
-    """The plan from what exists (``state``; ``feed_shown``: the feed's view exists, asked
-    only when a feed no longer published may need dropping); ``offline`` (why Snowflake
+    """The plan from what exists (``state``; ``view_shown``: a view of that name exists,
+    asked of the change feed's view when the other objects are unchanged or the feed is
+    no longer published); ``offline`` (why Snowflake
     cannot be reached; ``needs``: what a real run needs): a first sync's plan, and a note
     saying so. A view whose marker names another base is refused unless ``force`` or
     ``replace_other_table``."""
@@ -93,6 +96,10 @@ def plan_statements(
     same_objects = marker.same_objects(current)
     unchanged = (state.history_digest, state.view_digest) == (history_digest, view_digest)
     unchanged = unchanged and (state.logs_digest, state.rt_digest) == (logs_digest, rt_digest)
+    # The feed turned on or off at the instant already shown: its objects still change.
+    retired = retired_feed(names, as_of)
+    feed = (names.changes,) if names.changes else ()
+    unchanged = unchanged and objects_settled(feed, retired, view_shown)
     restored = restore_reason(table, marked, current, marker)
     settled = settled_plan(target, marked, current, marker, force, unchanged, restored)
     if settled is not None:
@@ -110,7 +117,7 @@ def plan_statements(
     )
     if names.changes is not None and published.changes is not None:
         statements += feed_statements(objects, table, names.changes, published.changes)
-    elif not as_of and feed_shown():
+    elif any(view_shown(name) for name in retired):
         statements += feed_drops(objects, names.feed)  # the feed was turned off
     view = objects.qualified(names.view)
     comment = f"{marker.render()} history={history_digest} view={view_digest}"

@@ -316,9 +316,13 @@ class SnowflakeTarget(IcebergModes):
         marked = names.marked(published.logs)
         state = self._state(cursor, names, marked)
 
-        def feed_shown() -> bool:
-            """The view of a feed no longer published exists (and is dropped)."""
-            return cursor is not None and bool(self._show(cursor, "VIEWS", names.feed))
+        shown: dict[str, bool] = {}
+
+        def view_shown(name: str) -> bool:
+            """A view named ``name`` exists (the change feed's; each asked once)."""
+            if name not in shown:
+                shown[name] = cursor is not None and bool(self._show(cursor, "VIEWS", name))
+            return shown[name]
 
         return plan_statements(
             self.name,
@@ -332,7 +336,7 @@ class SnowflakeTarget(IcebergModes):
             force,
             offline,
             replace_other_table,
-            feed_shown,
+            view_shown,
             self._needs,
         )
 
