@@ -18,6 +18,8 @@ EXTRAS = {
     "requests": "bigquery",
     "snowflake": "snowflake",
     "s3fs": "s3",
+    "aiobotocore": "s3",
+    "botocore": "s3",
     "gcsfs": "gcs",
 }
 

@@ -6,7 +6,6 @@ copy (which Spark's own parquet reader reads) and hudi-rs's read of the store.""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import uuid
 from collections import Counter
@@ -14,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import fsspec
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -25,7 +25,7 @@ from hudi_sync.errors import TableNotFoundError
 from hudi_sync.spark import hadoop, read, write
 from hudi_sync.spark.compat import collect_arrow
 from hudi_sync.spark.reading import reader
-from hudi_sync.storage import Location, open_location
+from hudi_sync.storage import Location
 from hudi_sync.table import HudiTable
 from tests.fixture_tables import fixture_tables
 from tests.objectstores import ObjectStore
@@ -284,11 +284,10 @@ def test_a_missing_bucket_fails_in_one_line_without_credentials(  # type: ignore
 
 
 def _without_options(uri: str) -> Location:
-    """``uri`` as a location without storage options. gcsfs gets an anonymous token to
-    open it: without one it asks the GCE metadata server for credentials, retrying for
-    15 s where there is none."""
-    anonymous = {"token": "anon"} if uri.startswith("gs://") else None
-    return dataclasses.replace(open_location(uri, anonymous), storage_options={})
+    """``uri`` as a location without storage options, made without opening it: opening
+    an object store's URI first checks that its endpoint answers (AWS's or Google's, not
+    reachable here), and ``spark_opens`` reads only the URI and the options."""
+    return Location(fs=fsspec.filesystem("memory"), path="/t", uri=uri, storage_options={})
 
 
 def test_spark_cannot_open_the_store_itself_and_options_nest_like_the_cli(  # type: ignore[no-untyped-def]

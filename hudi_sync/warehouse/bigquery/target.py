@@ -223,7 +223,7 @@ class BigQueryTarget(IcebergModes):
         lister = names.view if manifest_mode else names.manifest
         files, error = (None, None)
         if lister in found:
-            files, error = self._listed(table, base, found[lister])
+            files, error = _listed_files(self.objects, table, base, found[lister])
         return TargetState(
             names,
             base,
@@ -246,27 +246,6 @@ class BigQueryTarget(IcebergModes):
         columns, _ = self.objects.declared_columns(table, instant, self.objects.base_uri(table))
         data = names.view if self.config.use_bq_manifest_file else names.history
         return {data: columns}
-
-    def _listed(
-        self, table: HudiTable, base: str, lister: bigquery.Table
-    ) -> tuple[frozenset[str] | None, str | None]:
-        """The base file names of the list ``lister`` reads (a native table: the empty
-        snapshot's, none), or None and why it could not be read; (None, None) for a
-        delta manifest (a base and its changes)."""
-        external = lister.external_data_configuration
-        if external is None:
-            return frozenset(), None
-        uris = list(external.source_uris or [])
-        if len(uris) != 1:
-            return None, None
-        source = f"{self.objects.qualified(lister.table_id)} sourceUris"
-        try:
-            relative = contained_uri(uris[0], base, source)
-            data = table.location.read_file(table.location.inside(relative, source))
-        except (HudiSyncError, OSError) as exc:
-            return None, f"{uris[0]}: {type(exc).__name__}: {exc}"
-        lines = data.decode("utf-8", "replace").splitlines()
-        return frozenset(line.rsplit("/", 1)[-1] for line in lines if line), None
 
     # -- planning ------------------------------------------------------------------------
     def _unreachable(self) -> str | None:
@@ -452,3 +431,25 @@ def _hive_keys(data: bigquery.Table) -> tuple[str, ...]:
     if hive is None or not hive.source_uri_prefix:
         return ()
     return tuple(_HIVE_KEY.findall(hive.source_uri_prefix))
+
+
+def _listed_files(
+    objects: BigQueryObjects, table: HudiTable, base: str, lister: bigquery.Table
+) -> tuple[frozenset[str] | None, str | None]:
+    """The base file names of the list ``lister`` reads (a native table: the empty
+    snapshot's, none), or None and why it could not be read; (None, None) for a
+    delta manifest (a base and its changes)."""
+    external = lister.external_data_configuration
+    if external is None:
+        return frozenset(), None
+    uris = list(external.source_uris or [])
+    if len(uris) != 1:
+        return None, None
+    source = f"{objects.qualified(lister.table_id)} sourceUris"
+    try:
+        relative = contained_uri(uris[0], base, source)
+        data = table.location.read_file(table.location.inside(relative, source))
+    except (HudiSyncError, OSError) as exc:
+        return None, f"{uris[0]}: {type(exc).__name__}: {exc}"
+    lines = data.decode("utf-8", "replace").splitlines()
+    return frozenset(line.rsplit("/", 1)[-1] for line in lines if line), None

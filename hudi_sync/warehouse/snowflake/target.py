@@ -193,7 +193,7 @@ class SnowflakeTarget(IcebergModes):
             for name, found in columns.items()
         }
         declared = self.declared_columns(table, names, None).get(names.history, ())
-        wanted = tuple(n for n, _ in declared if n in self._partition_names(table))
+        wanted = tuple(n for n, _ in declared if n in _partition_names(table))
         history = {n for n, _ in columns.get(names.history, ())}
         return TargetState(
             names,
@@ -212,20 +212,8 @@ class SnowflakeTarget(IcebergModes):
         """The history's columns as ``INFORMATION_SCHEMA`` shows them after a sync (the
         sync's own ``history_columns``, and the ``VALUE`` every external table has)."""
         columns = [("VALUE", "VARIANT")]
-        columns += [(object_name(c.name), shown_type(c.type)) for c in self._history(table)]
+        columns += [(object_name(c.name), shown_type(c.type)) for c in _history(table)]
         return {names.history: tuple(columns)}
-
-    @staticmethod
-    def _history(table: HudiTable) -> list[Column]:
-        return history_columns(
-            table.avro_schema,
-            table.partition_fields,
-            table.config.hive_style_partitioning,
-            table.config.populate_meta_fields,
-        )
-
-    def _partition_names(self, table: HudiTable) -> frozenset[str]:
-        return frozenset(object_name(c.name) for c in self._history(table) if c.is_partition)
 
     def _columns(self, cursor: Cursor, wanted: tuple[str, ...]) -> dict[str, Columns]:
         """The columns of the objects among ``wanted`` that exist, in order, by name."""
@@ -418,6 +406,20 @@ class SnowflakeTarget(IcebergModes):
         text = scrub(str(exc), self.config.secrets()).strip()  # whole: a secret may span lines
         message = text.splitlines()[0] if text else type(exc).__name__
         return HudiSyncError(f"Snowflake {action} failed: {message}")
+
+
+def _history(table: HudiTable) -> list[Column]:
+    """The history table's columns, as the sync declares them."""
+    return history_columns(
+        table.avro_schema,
+        table.partition_fields,
+        table.config.hive_style_partitioning,
+        table.config.populate_meta_fields,
+    )
+
+
+def _partition_names(table: HudiTable) -> frozenset[str]:
+    return frozenset(object_name(c.name) for c in _history(table) if c.is_partition)
 
 
 def _listed(shown: dict[str, Any], column: str) -> str | None:
