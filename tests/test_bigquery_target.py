@@ -445,6 +445,25 @@ def test_a_definition_option_changed_at_the_instant_shown_updates_the_objects(  
     assert sync_table(table, [_target(client, dataset)]).results[0].action == "noop"
 
 
+def test_objects_stamped_without_the_options_digest_are_updated_once(  # type: ignore[no-untyped-def]
+    upload, client, dataset
+) -> None:
+    """Objects synced before the digest label existed have no ``hudi_sync_options``: the
+    options they were made with are unknown, so a rerun at the same instant updates them
+    once (stamping the digest), and the next is a no-op."""
+    table = upload(_one("cow/v6_nonpartitioned")).open()
+    target = _target(client, dataset)
+    assert sync_table(table, [target]).results[0].action == "create"
+    view = client.get_table(f"{client.project}.{dataset}.t")
+    view.labels = {"hudi_sync_options": None}
+    client.update_table(view, ["labels"])
+    assert "hudi_sync_options" not in client.get_table(view.reference).labels
+    assert sync_table(table, [target]).results[0].action == "update"
+    labels = client.get_table(view.reference).labels
+    assert labels["hudi_sync_options"] == target.config.definition_digest
+    assert sync_table(table, [target]).results[0].action == "noop"
+
+
 def test_a_noop_rerun_reads_its_objects_and_calls_nothing_else(  # type: ignore[no-untyped-def]
     upload, client, dataset, monkeypatch
 ) -> None:
