@@ -192,7 +192,13 @@ def test_view_mode_shows_hudi_rs_snapshot(fixture, upload, client, dataset, monk
             continue  # replaced by its native copy; its stored configuration was checked
         stored = client.get_table(table_id)
         assert stored.description == marker
-        assert stored.labels == {"hudi_sync_instant": instant, "hudi_sync_mode": "view"}
+        # The marker's instant and mode, and the digest of the options shaping the
+        # definitions, which a rerun at the same instant compares.
+        assert stored.labels == {
+            "hudi_sync_instant": instant,
+            "hudi_sync_mode": "view",
+            "hudi_sync_options": target.config.definition_digest,
+        }
 
     # Behaviour: the same configuration materialised by the emulator's load jobs, and the
     # real view queried through the emulator.
@@ -380,6 +386,106 @@ def test_skip_ro_suffix_turned_on_at_the_instant_shown_creates_the_view(  # type
     view = client.get_table(f"{client.project}.{dataset}.t")
     assert view.view_query == client.get_table(f"{client.project}.{dataset}.t_ro").view_query
     assert sync(True).action == "noop"
+
+
+_DEFINITION_CHANGES = {
+    # option: (fixture, its value, what the history table's external configuration shows)
+    "require_partition_filter": (
+        "cow/v6_complexkeygen_hivestyle",
+        "true",
+        lambda uri, ext: ext["hivePartitioningOptions"]["requirePartitionFilter"] is True,
+    ),
+    "partition_fields": (
+        "cow/v6_complexkeygen_hivestyle",
+        "byteField",
+        lambda uri, ext: (
+            ext["hivePartitioningOptions"]["sourceUriPrefix"] == f"{uri}/{{byteField:INTEGER}}"
+        ),
+    ),
+    "big_lake_connection_id": (
+        "cow/v6_nonpartitioned",
+        "my-project.eu.lake",
+        lambda uri, ext: ext.get("connectionId") == "my-project.eu.lake",
+    ),
+    "source_uri": (
+        "cow/v6_nonpartitioned",
+        "gs://other-bucket/lake/t/*.parquet",
+        lambda uri, ext: ext["sourceUris"] == ["gs://other-bucket/lake/t/*.parquet"],
+    ),
+}
+
+
+@pytest.mark.parametrize("option", sorted(_DEFINITION_CHANGES))
+def test_a_definition_option_changed_at_the_instant_shown_updates_the_objects(  # type: ignore[no-untyped-def]
+    upload, client, dataset, option: str
+) -> None:
+    """An option shaping the objects' definitions changed with no new commit is no
+    no-op: the history table shows the new definition at once (not at the next commit),
+    as a first sync with the option would make it; the next sync is a no-op again, and
+    so is the one that changes the option back after that (an update)."""
+    fixture, value, shown = _DEFINITION_CHANGES[option]
+    uploaded = upload(_one(fixture))
+    table = uploaded.open()
+    history_id = f"{client.project}.{dataset}.t_history"
+    assert sync_table(table, [_target(client, dataset)]).results[0].action == "create"
+    assert not shown(uploaded.uri, _external(client, history_id))
+
+    changed = _target(client, dataset, **{option: value})
+    result = sync_table(table, [changed]).results[0]
+    assert result.action == "update", result
+    assert shown(uploaded.uri, _external(client, history_id))
+    fresh = _planned_tables(
+        sync_table(table, [_target(client, "elsewhere", **{option: value})], dry_run=True)
+    )
+    assert _external(client, history_id) == fresh["t_history"]["externalDataConfiguration"]
+    assert sync_table(table, [changed]).results[0].action == "noop"
+
+    back = sync_table(table, [_target(client, dataset)]).results[0]
+    assert back.action == "update" and not shown(uploaded.uri, _external(client, history_id))
+    assert sync_table(table, [_target(client, dataset)]).results[0].action == "noop"
+
+
+def test_objects_stamped_without_the_options_digest_are_updated_once(  # type: ignore[no-untyped-def]
+    upload, client, dataset
+) -> None:
+    """Objects synced before the digest label existed have no ``hudi_sync_options``: the
+    options they were made with are unknown, so a rerun at the same instant updates them
+    once (stamping the digest), and the next is a no-op."""
+    table = upload(_one("cow/v6_nonpartitioned")).open()
+    target = _target(client, dataset)
+    assert sync_table(table, [target]).results[0].action == "create"
+    view = client.get_table(f"{client.project}.{dataset}.t")
+    view.labels = {"hudi_sync_options": None}
+    client.update_table(view, ["labels"])
+    assert "hudi_sync_options" not in client.get_table(view.reference).labels
+    assert sync_table(table, [target]).results[0].action == "update"
+    labels = client.get_table(view.reference).labels
+    assert labels["hudi_sync_options"] == target.config.definition_digest
+    assert sync_table(table, [target]).results[0].action == "noop"
+
+
+def test_a_noop_rerun_reads_its_objects_and_calls_nothing_else(  # type: ignore[no-untyped-def]
+    upload, client, dataset, monkeypatch
+) -> None:
+    """The definition options are compared through a label of the objects the plan reads
+    anyway: a rerun at the instant shown makes one get_table per object (the view, the
+    manifest and history tables, a change feed no longer published) and no other call."""
+    table = upload(_one("cow/v6_complexkeygen_hivestyle")).open()
+    target = _target(client, dataset, require_partition_filter="true")
+    assert sync_table(table, [target]).results[0].action == "create"
+    call_api = client._call_api
+    calls: list[tuple[str, str]] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append((kwargs.get("method", ""), kwargs.get("path", "")))
+        return call_api(*args, **kwargs)
+
+    monkeypatch.setattr(client, "_call_api", counted)
+    assert sync_table(table, [target]).results[0].action == "noop"
+    stem = f"/projects/{client.project}/datasets/{dataset}/tables/t"
+    assert sorted(calls) == sorted(
+        ("GET", f"{stem}{s}") for s in ("", "_manifest", "_history", "_changes")
+    )
 
 
 def test_a_plan_reads_its_objects_at_once(upload, client, dataset, monkeypatch) -> None:  # type: ignore[no-untyped-def]

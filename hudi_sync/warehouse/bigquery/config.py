@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -125,6 +127,21 @@ class BigQuerySyncConfig:
     @property
     def mode(self) -> str:
         return "manifest" if self.use_bq_manifest_file else "view"
+
+    @property
+    def definition_digest(self) -> str:
+        """A digest of the options that shape the objects' definitions but neither their
+        names nor the marker (partition_fields, require_partition_filter,
+        big_lake_connection_id, source_uri): recorded in a label, so a sync at the
+        instant already shown updates objects whose options changed, with no extra call."""
+        options = [
+            list(self.partition_fields),
+            self.require_partition_filter,
+            self.big_lake_connection_id,
+            list(self.source_uri),
+        ]
+        text = json.dumps(options, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 # Every declared hoodie.gcp.bigquery.sync.* key but the endpoint (the target's, not the

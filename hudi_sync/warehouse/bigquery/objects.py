@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError, UnsupportedTableError
@@ -38,6 +38,11 @@ from hudi_sync.warehouse.common import (
 from hudi_sync.warehouse.common.quoting import bigquery_identifier as _quote
 from hudi_sync.warehouse.common.quoting import bigquery_literal as _string
 
+if TYPE_CHECKING:
+    from google.cloud import bigquery
+
+# The label holding ``BigQuerySyncConfig.definition_digest`` on each manifest object.
+DEFINITION_LABEL = "hudi_sync_options"
 _LABEL_VALUE = re.compile(r"[^a-z0-9_-]")
 _PARTITION_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,299}")
 # External tables read PARQUET and ORC base files (sourceFormat is the table's format).
@@ -73,6 +78,19 @@ class BigQueryObjects:
             resource["location"] = self.config.dataset_location
         return Step("create-dataset", dataset_id, resource)
 
+    def labels(self, marker: SyncMarker) -> dict[str, str]:
+        """The manifest objects' labels: the marker's, and the definition options' digest
+        (``definition_digest``) that a rerun at the same instant compares."""
+        return labels(marker) | {DEFINITION_LABEL: self.config.definition_digest}
+
+    def defined_alike(self, found: bigquery.Table | None) -> bool:
+        """``found`` carries the digest of this sync's definition options: no option
+        that shapes the objects changed since the sync that stamped it (an object
+        stamped before the digest was recorded has none, and is updated once)."""
+        return found is not None and (found.labels or {}).get(DEFINITION_LABEL) == (
+            self.config.definition_digest
+        )
+
     def base_uri(self, table: HudiTable) -> str:
         base = (self.config.source_uri_prefix or table.uri).rstrip("/")
         if not base.startswith("gs://"):
@@ -99,7 +117,7 @@ class BigQueryObjects:
             through another path, e.g. a local mount of the bucket)."""
             return marker.base + uri[len(table.uri.rstrip("/")) :]
 
-        stamp = {"description": marker.render(), "labels": labels(marker)}
+        stamp = {"description": marker.render(), "labels": self.labels(marker)}
         feed: list[dict[str, Any]] = []
         if names.changes is not None and published.changes is not None:
             reference = self.reference(names.changes)

@@ -79,8 +79,10 @@ def plan_from_state(
     current = markers.get(marked)
     restored = restore_reason(table, marked, current, marker)
     # An option turned on or off at the instant already shown (the change feed, the
-    # read-optimized view's name): objects to create or drop, no no-op.
+    # read-optimized view's name): objects to create or drop, no no-op; nor is one that
+    # shapes their definitions (the marked object, updated last, keeps the digest).
     unchanged = objects_settled(made, feed, lambda i: tables.get(i) is not None)
+    unchanged = unchanged and objects.defined_alike(existing.get(marked))
     settled = settled_plan(target, marked, current, marker, force, unchanged, restored)
     if settled is not None:
         return settled, []
@@ -106,6 +108,8 @@ def plan_from_state(
             # in place. Until the view is updated, a query of it fails.
             steps.append(Step("delete", objects.qualified(table_id)))
             exists = False
+        if exists and found is not None:
+            resource = _cleared(found, resource)
         steps.append(Step("update" if exists else "create", objects.qualified(table_id), resource))
     if feed and tables[names.feed] is not None:
         steps.append(Step("delete", objects.qualified(names.feed)))
@@ -136,3 +140,23 @@ def _drops_columns(table: bigquery.Table, resource: dict[str, Any]) -> bool:
     return any(
         f.name not in wanted or wanted[f.name] != column_type(f.to_api_repr()) for f in table.schema
     )
+
+
+# External configuration keys an option sets only when given (the BigLake connection):
+# an update names each one the table has and the resource lacks as null.
+_OPTIONAL_EXTERNAL_KEYS = ("connectionId",)
+
+
+def _cleared(table: bigquery.Table, resource: dict[str, Any]) -> dict[str, Any]:
+    """``resource`` as an update of ``table``: an update merges the external
+    configuration into the table's (a key left out is kept), so an option no longer given
+    (``big_lake_connection_id`` unset) is sent as null, which removes it."""
+    wanted = resource.get("externalDataConfiguration")
+    found = table.external_data_configuration
+    if wanted is None or found is None:
+        return resource
+    shown = found.to_api_repr()
+    gone = {k: None for k in _OPTIONAL_EXTERNAL_KEYS if k in shown and k not in wanted}
+    if not gone:
+        return resource
+    return resource | {"externalDataConfiguration": wanted | gone}

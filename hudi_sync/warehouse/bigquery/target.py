@@ -13,7 +13,9 @@ readers consistent: the history table (a superset of every snapshot's files, wit
 newest schema) is updated first, then the manifest table is switched to the new
 immutable manifest in one metadata update, then the view is stamped. A sync that stops
 anywhere leaves the view showing the old or the new snapshot, and a rerun converges.
-The marker (instant, base, mode) is recorded in each object's description and labels.
+The marker (instant, base, mode) is recorded in each object's description and labels,
+with a digest of the options that shape the definitions (``hudi_sync_options``): a sync
+at the instant already shown updates the objects when it differs.
 
 With delta manifests (``hudi_sync.manifest.delta``, view mode only) the manifest table
 reads two files in one table: the base snapshot's ``uris.csv`` and the current changes
