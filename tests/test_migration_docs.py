@@ -128,7 +128,7 @@ def test_every_key_of_hudis_bigquery_sync_is_on_the_page_and_accepted() -> None:
         cfg.BIGQUERY_DATASET_NAME.key: "lake",
         cfg.BIGQUERY_DATASET_LOCATION.key: "EU",
         cfg.BIGQUERY_TABLE_NAME.key: "trips",
-        cfg.BIGQUERY_USE_MANIFEST_FILE.key: "true",
+        cfg.BIGQUERY_USE_MANIFEST_FILE.key: "false",  # source_uri is dead with true
         cfg.BIGQUERY_SOURCE_URI.key: "gs://my-bucket/lake/trips/city=*",
         cfg.BIGQUERY_SOURCE_URI_PREFIX.key: "gs://my-bucket/lake/trips/",
         cfg.BIGQUERY_BASE_PATH.key: "gs://my-bucket/lake/trips",
@@ -140,7 +140,8 @@ def test_every_key_of_hudis_bigquery_sync_is_on_the_page_and_accepted() -> None:
     }
     config = BigQuerySyncConfig.from_options(every)
     assert (config.project_id, config.billing_project_id) == ("my-project", "my-billing-project")
-    assert config.use_bq_manifest_file and config.require_partition_filter
+    assert not config.use_bq_manifest_file and config.require_partition_filter
+    assert config.source_uri == ("gs://my-bucket/lake/trips/city=*",)
     assert config.partition_fields == ("city",)
     assert config.big_lake_connection_id == "my-project.eu.lake"
 

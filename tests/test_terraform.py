@@ -720,6 +720,9 @@ def test_bigquery_iceberg_reads_through_the_existing_connection_only() -> None:
     for entry in (
         '"hoodie.gcp.bigquery.sync.iceberg" = var.iceberg == "off" ? null : var.iceberg',
         '"hoodie.gcp.bigquery.sync.iceberg.connection" = local.iceberg_connection_id',
+        # no table over base files with iceberg=only: the sync refuses the key there
+        '"hoodie.gcp.bigquery.sync.big_lake_connection_id" = var.iceberg == "only" ? null '
+        ": local.big_lake_connection_id",
     ):
         assert entry in options, entry
     assert options.endswith(" : key => value if value != null}}}")  # nulls left out

@@ -11,7 +11,7 @@ from typing import Any
 
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
-from hudi_sync.warehouse.common.iceberg import OFF
+from hudi_sync.warehouse.common.iceberg import OFF, ONLY
 
 PREFIX = cfg.BIGQUERY_PREFIX
 
@@ -109,6 +109,39 @@ class BigQuerySyncConfig:
                     f"{cfg.BIGQUERY_SOURCE_URI.key} {uri!r}: BigQuery reads gs:// URIs only"
                 )
         self._validate_iceberg()
+        self._refuse_dead_options()
+
+    def _refuse_dead_options(self) -> None:
+        """An option no object of this configuration reads is refused, not ignored: with
+        ``iceberg=only`` the one object is ``<t>_iceberg`` (over the Iceberg metadata,
+        through ``iceberg.connection``), so the manifest objects' options are dead; the
+        manifest-file table reads the manifest's URIs, never ``source_uri``. Options that
+        need the table to decide (the hive partitioning) are checked at plan time
+        (``BigQueryObjects.refuse_without_hive_partitions``)."""
+        if self.iceberg == ONLY:
+            manifest_objects = (
+                (cfg.BIGQUERY_USE_MANIFEST_FILE.key + "=true", self.use_bq_manifest_file),
+                (cfg.BIGQUERY_SOURCE_URI.key, bool(self.source_uri)),
+                (cfg.BIGQUERY_PARTITION_FIELDS.key, bool(self.partition_fields)),
+                (
+                    cfg.BIGQUERY_REQUIRE_PARTITION_FILTER.key + "=true",
+                    self.require_partition_filter,
+                ),
+                (cfg.BIGQUERY_BIG_LAKE_CONNECTION_ID.key, bool(self.big_lake_connection_id)),
+            )
+            for given, dead in manifest_objects:
+                if dead:
+                    raise BadInputError(
+                        f"{given} has no effect: {cfg.BIGQUERY_ICEBERG.key} is only, so the "
+                        f"one object is {self.table_name}_iceberg (through "
+                        f"{cfg.BIGQUERY_ICEBERG_CONNECTION.key}); remove it"
+                    )
+        if self.use_bq_manifest_file and self.source_uri:
+            raise BadInputError(
+                f"{cfg.BIGQUERY_SOURCE_URI.key} has no effect: "
+                f"{cfg.BIGQUERY_USE_MANIFEST_FILE.key} is true, so the table reads the "
+                "files its snapshot's manifest lists; remove it"
+            )
 
     def _validate_iceberg(self) -> None:
         """The Iceberg table needs a connection, and a connection needs the Iceberg table

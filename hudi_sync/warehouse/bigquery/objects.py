@@ -107,6 +107,33 @@ class BigQueryObjects:
             )
         return base
 
+    def refuse_without_hive_partitions(self, table: HudiTable) -> None:
+        """``partition_fields`` and ``require_partition_filter=true`` shape the data
+        table's hive partitioning, which a table without ``key=value`` partition folders
+        (not partitioned, or not hive-style) has not: refused in one line rather than
+        ignored (or, for ``partition_fields``, turned into keys no path has)."""
+        config = table.config
+        if config.is_partitioned and config.hive_style_partitioning:
+            return
+        why = (
+            "is not partitioned"
+            if not config.is_partitioned
+            else f"has no key=value partition folders ({cfg.HIVE_STYLE.key}=false)"
+        )
+        given = (
+            (cfg.BIGQUERY_PARTITION_FIELDS.key, bool(self.config.partition_fields)),
+            (
+                cfg.BIGQUERY_REQUIRE_PARTITION_FILTER.key + "=true",
+                self.config.require_partition_filter,
+            ),
+        )
+        for option, dead in given:
+            if dead:
+                raise BadInputError(
+                    f"{option} has no effect: {table.uri} {why}, so BigQuery reads no "
+                    "partition columns from its paths; remove it"
+                )
+
     def resources(
         self, table: HudiTable, published: PublishedManifest, names: ObjectNames, marker: SyncMarker
     ) -> list[dict[str, Any]]:

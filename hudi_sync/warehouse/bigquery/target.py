@@ -78,9 +78,10 @@ class BigQueryTarget(IcebergModes):
 
     @property
     def supports_delta_manifests(self) -> bool:
-        """View mode can union a base and its changes; a manifest-file table cannot (with
-        ``iceberg=only`` no object reads the manifest)."""
-        return not self.config.use_bq_manifest_file or self.config.iceberg == ONLY
+        """View mode can union a base and its changes; a manifest-file table cannot
+        (``iceberg=only`` with ``use_bq_manifest_file=true`` is refused: no object
+        would read the manifest)."""
+        return not self.config.use_bq_manifest_file
 
     # External tables read PARQUET and ORC base files (sourceFormat is the table's format).
     base_file_formats: frozenset[str] = BASE_FILE_FORMATS
@@ -318,6 +319,8 @@ class BigQueryTarget(IcebergModes):
         whose marker names another base are refused unless ``force`` or
         ``replace_other_table``."""
         names = self.object_names(table, published, as_of)
+        if self.config.iceberg != ONLY:  # before anything is read or created
+            self.objects.refuse_without_hive_partitions(table)
         if self.config.iceberg == OFF:
             return self._manifest_plan(
                 table, published, names, force, offline, replace_other_table, as_of

@@ -21,7 +21,8 @@ locals {
   # hoodie.gcp.bigquery.sync.* options of one table, and the target line (watch, backfill
   # and the hook sync nothing without it); the sync CLI reads them with --props.
   # table_name (the view's name) is the prefix with '/' replaced by '_'. Options without a
-  # value (big_lake_connection_id when no connection is created) are left out.
+  # value (big_lake_connection_id when no connection is created, or with iceberg=only,
+  # where no table over base files reads it and the sync refuses it) are left out.
   sync_options = {
     for prefix in var.table_prefixes : prefix => {
       for key, value in {
@@ -31,7 +32,7 @@ locals {
         "hoodie.gcp.bigquery.sync.dataset_location"       = google_bigquery_dataset.sync.location
         "hoodie.gcp.bigquery.sync.table_name"             = replace(prefix, "/", "_")
         "hoodie.gcp.bigquery.sync.source_uri_prefix"      = local.source_uri_prefix[prefix]
-        "hoodie.gcp.bigquery.sync.big_lake_connection_id" = local.big_lake_connection_id
+        "hoodie.gcp.bigquery.sync.big_lake_connection_id" = var.iceberg == "only" ? null : local.big_lake_connection_id
         "hoodie.gcp.bigquery.sync.iceberg"                = var.iceberg == "off" ? null : var.iceberg
         "hoodie.gcp.bigquery.sync.iceberg.connection"     = local.iceberg_connection_id
       } : key => value if value != null
