@@ -96,20 +96,23 @@ def _repaired(setup: Any, found: list[tuple[str, str]]) -> None:
     assert report["targets"][0]["shown"] == setup.commits()[-1]
 
 
-def test_bigquery_drift_is_found_and_repaired(  # type: ignore[no-untyped-def]
-    tmp_path: Path, gcs_server, bigquery_emulator, client, dataset
-) -> None:
-    setup = BigQuerySetup(tmp_path, gcs_server, bigquery_emulator, client, dataset)
+def _clean_then_behind(setup: Any, storage_options: dict[str, Any]) -> None:
+    """A fresh sync verifies clean; a commit after it is found behind and repaired."""
     code, report = setup.verify()
     assert code == 0, report
     assert report["targets"][0]["shown"] == setup.commits()[-1]
-
-    # A commit after the sync: behind.
-    write_arrow(_rows([4], "sfo"), setup.uri, _options(), gcs_server.storage_options)
+    write_arrow(_rows([4], "sfo"), setup.uri, _options(), storage_options)
     code, report = setup.verify()
     assert code == 1
     assert _differences(report) == [("behind", "trips")]
     _repaired(setup, [("behind", "trips")])
+
+
+def test_bigquery_drift_is_found_and_repaired(  # type: ignore[no-untyped-def]
+    tmp_path: Path, gcs_server, bigquery_emulator, client, dataset
+) -> None:
+    setup = BigQuerySetup(tmp_path, gcs_server, bigquery_emulator, client, dataset)
+    _clean_then_behind(setup, gcs_server.storage_options)
 
     # A dropped view, and the history re-created with a column of another type (BigQuery
     # changes no column's type in place), its description (the marker) kept.
@@ -196,15 +199,7 @@ def test_snowflake_drift_is_found_and_repaired(  # type: ignore[no-untyped-def]
     tmp_path: Path, s3_server, emulation
 ) -> None:
     setup = SnowflakeSetup(tmp_path, s3_server)
-    code, report = setup.verify()
-    assert code == 0, report
-    assert report["targets"][0]["shown"] == setup.commits()[-1]
-
-    write_arrow(_rows([4], "sfo"), setup.uri, _options(), s3_server.storage_options)
-    code, report = setup.verify()
-    assert code == 1
-    assert _differences(report) == [("behind", "trips")]
-    _repaired(setup, [("behind", "trips")])
+    _clean_then_behind(setup, s3_server.storage_options)
 
     # The history dropped under a view that still says it is current: only re-creating
     # every object repairs it.
