@@ -30,10 +30,10 @@ from hudi_sync.warehouse.snowflake import (
     SnowflakeTarget,
 )
 from hudi_sync.warehouse.snowflake.schema import (
-    history_columns,
     object_name,
     quote_literal,
     sql_name,
+    table_history_columns,
 )
 from tests import test_mor_read as mor_read
 from tests.fixture_tables import fixture_tables
@@ -82,21 +82,12 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
-def _columns(table: HudiTable) -> list[Any]:
-    return history_columns(
-        table.avro_schema,
-        table.partition_fields,
-        table.config.hive_style_partitioning,
-        table.config.populate_meta_fields,
-    )
-
-
 def _compared(table: HudiTable) -> list[Any]:
     """Scalar columns hudi-rs also has (without meta fields, the file name is ours)."""
     with_meta = table.config.populate_meta_fields
     return [
         c
-        for c in _columns(table)
+        for c in table_history_columns(table)
         if c.type.startswith(SCALAR_PREFIXES) and (with_meta or c.name != "_hoodie_file_name")
     ]
 
@@ -162,7 +153,8 @@ def test_view_equals_hudi_rs_on_fixture_tables_in_s3(  # type: ignore[no-untyped
     assert len(expected) > 0
     assert _view_rows(table) == expected
     assert f"instant={report.instant} base={table.uri}/ mode=view" in _view_comment()
-    assert _view_columns() == [object_name(c.name) for c in _columns(table)]  # no VALUE
+    # no VALUE column
+    assert _view_columns() == [object_name(c.name) for c in table_history_columns(table)]
     for statement in emulation.statements:
         sqlglot.parse_one(statement, read="snowflake")  # every statement is Snowflake SQL
 

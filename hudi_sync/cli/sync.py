@@ -45,7 +45,7 @@ from hudi_sync.errors import BadInputError
 from hudi_sync.manifest.delta import DELTA_COMMITS_OPTION, delta_commits_option
 from hudi_sync.manifest.snapshot import DEFAULT_KEEP, manifest_summary
 from hudi_sync.storage import open_location
-from hudi_sync.sync.backfill import backfill, discover_tables
+from hudi_sync.sync.backfill import backfill, discover_tables, path_under_root
 from hudi_sync.sync.hook import (
     DUCKDB_DATABASE,
     DUCKDB_TABLE,
@@ -557,7 +557,7 @@ class _BackfillProgress:
 
     def __init__(self, root: str, root_uri: str, total: int, stream: bool) -> None:
         self.root = root
-        self.root_uri = root_uri.rstrip("/")
+        self.root_uri = root_uri
         self.stream = stream
         self.rows: list[dict[str, Any]] = []
         self.failed = 0
@@ -585,8 +585,7 @@ class _BackfillProgress:
 
     def start(self, uri: str) -> None:
         self._started = time.monotonic()
-        inside = uri.startswith(f"{self.root_uri}/")
-        relative = uri[len(self.root_uri) + 1 :] if inside else uri
+        relative = path_under_root(self.root_uri, uri)
         self._bar.update(self._task, description=f"syncing {shown(relative)}")
 
     def done(self, uri: str, report: SyncReport) -> None:

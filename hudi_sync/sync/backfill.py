@@ -37,11 +37,17 @@ def discover_tables(
     return [location.uri_of(relative) for relative in visit(location.path.rstrip("/"), "", 0)]
 
 
+def path_under_root(root_uri: str, table_uri: str) -> str:
+    """A discovered table's path under its root (the root's own name when the root is
+    the table)."""
+    relative = table_uri[len(root_uri.rstrip("/")) :].strip("/")
+    return relative or table_uri.rstrip("/").rsplit("/", 1)[-1]
+
+
 def warehouse_name(root_uri: str, table_uri: str) -> str:
     """The warehouse name of a discovered table: its path under the root, ``/`` → ``_``,
     anything but letters, digits and ``_`` replaced (so every target accepts it)."""
-    relative = table_uri[len(root_uri.rstrip("/")) :].strip("/") or table_uri.rsplit("/", 1)[-1]
-    return re.sub(r"\W", "_", relative)
+    return re.sub(r"\W", "_", path_under_root(root_uri, table_uri))
 
 
 def discovered_table_options(

@@ -130,19 +130,32 @@ def run_post_commit_hook(
     try:
         table = HudiTable.open(base_path, storage_options)
         targets = [build_target(name, options, table) for name in names]
-        keep = cfg.MANIFEST_KEEP.read(options)
-        delta_commits = delta_commits_option(options)
-        return sync_table(
-            table,
-            targets,
-            keep=keep,
-            continue_on_error=True,
-            delta_commits=delta_commits,
-            fold_processes=cfg.LOG_FOLD_PROCESSES.read(options),
-            change_feed=cfg.CHANGE_FEED.read(options),
-            replace_other_table=replace_other_table,
-            cleaner_retained=cfg.COMMITS_RETAINED.read(options),
-            iceberg_metrics=cfg.ICEBERG_METRICS.read(options),
-        )
+        return sync_with_options(table, targets, options, replace_other_table=replace_other_table)
     except (HudiSyncError, OSError, ValueError) as exc:
         return SyncReport.failed(base_path, "hook", str(exc))
+
+
+def sync_with_options(
+    table: HudiTable,
+    targets: list[Target],
+    options: Mapping[str, Any],
+    force: bool = False,
+    replace_other_table: bool = False,
+) -> SyncReport:
+    """``sync_table`` of ``targets`` as the hook's ``options`` configure it (kept
+    snapshots, delta manifests, log folding, change feed, cleaner, Iceberg metrics),
+    each target's failure in the report, not raised: the hook's sync, and the one
+    ``verify --repair`` runs."""
+    return sync_table(
+        table,
+        targets,
+        keep=cfg.MANIFEST_KEEP.read(options),
+        force=force,
+        continue_on_error=True,
+        delta_commits=delta_commits_option(options),
+        fold_processes=cfg.LOG_FOLD_PROCESSES.read(options),
+        change_feed=cfg.CHANGE_FEED.read(options),
+        replace_other_table=replace_other_table,
+        cleaner_retained=cfg.COMMITS_RETAINED.read(options),
+        iceberg_metrics=cfg.ICEBERG_METRICS.read(options),
+    )

@@ -23,10 +23,10 @@ from typing import Any, Protocol, runtime_checkable
 from hudi_sync import config as cfg
 from hudi_sync.errors import BadInputError
 from hudi_sync.manifest.change_feed import feed_enabled
-from hudi_sync.manifest.delta import delta_commits_option
 from hudi_sync.manifest.log_parquet import LogParquetStore
 from hudi_sync.manifest.snapshot import DEFAULT_KEEP
-from hudi_sync.sync.job import SyncReport, Target, built_keys_refusal, sync_table
+from hudi_sync.sync.hook import sync_with_options
+from hudi_sync.sync.job import Target, built_keys_refusal
 from hudi_sync.table import HudiTable
 from hudi_sync.table.timeline.instant import comparable_instant
 from hudi_sync.warehouse.common import ObjectNames
@@ -386,29 +386,11 @@ def repair_table(
         (recreated if kinds & _NEEDS_RECREATE else plain).append(target)
     for group, force in ((plain, False), (recreated, True)):
         if group:
-            report = _sync(table, group, options, force)
+            report = sync_with_options(table, group, options, force)
             errors.update(report.errors)
     fresh = HudiTable.open(table.uri, table.location.storage_options)
     after = verify_table(fresh, targets, change_feed)
     return VerifyReport(table.uri, after.checks, before.checks, errors)
-
-
-def _sync(
-    table: HudiTable, targets: list[Target], options: Mapping[str, Any], force: bool
-) -> SyncReport:
-    """The hook's sync of ``targets`` (its options), each failure recorded, not raised."""
-    return sync_table(
-        table,
-        targets,
-        keep=cfg.MANIFEST_KEEP.read(options),
-        force=force,
-        continue_on_error=True,
-        delta_commits=delta_commits_option(options),
-        fold_processes=cfg.LOG_FOLD_PROCESSES.read(options),
-        change_feed=cfg.CHANGE_FEED.read(options),
-        cleaner_retained=cfg.COMMITS_RETAINED.read(options),
-        iceberg_metrics=cfg.ICEBERG_METRICS.read(options),
-    )
 
 
 __all__ = [

@@ -24,6 +24,8 @@ from typing import Any
 import fastavro
 from fastavro.write import schemaless_writer
 
+from hudi_sync.table.avro.arrow import avro_long
+
 # Records a block: fastavro's own default, so readers see blocks of the usual size.
 BLOCK_RECORDS = 16_000
 # The ``data_file`` fields an entry without metrics leaves null, in schema order:
@@ -47,22 +49,11 @@ _SMALL = 1 << 14
 _CACHEABLE = (str, int, type(None))
 
 
-def _varint(value: int) -> bytes:
-    """A long as Avro writes it: zig-zag, then 7 bits a byte, low first."""
-    zigzag = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while zigzag > 0x7F:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
-    return bytes(out)
-
-
-_SMALL_VARINTS = [_varint(n) for n in range(_SMALL)]
+_SMALL_VARINTS = [avro_long(n) for n in range(_SMALL)]
 
 
 def _long(value: int) -> bytes:
-    return _SMALL_VARINTS[value] if 0 <= value < _SMALL else _varint(value)
+    return _SMALL_VARINTS[value] if 0 <= value < _SMALL else avro_long(value)
 
 
 def _optional_long(value: int | None) -> bytes:
@@ -147,12 +138,12 @@ class EntryEncoder:
             (
                 head,
                 b"\x00" if file.content == 0 else _long(file.content),
-                small[length] if length < _SMALL else _varint(length),
+                small[length] if length < _SMALL else avro_long(length),
                 path,
                 _PARQUET,
                 last if partition is shown else self._partition_bytes(partition),
-                small[records] if 0 <= records < _SMALL else _varint(records),
-                small[size] if 0 <= size < _SMALL else _varint(size),
+                small[records] if 0 <= records < _SMALL else avro_long(records),
+                small[size] if 0 <= size < _SMALL else avro_long(size),
                 _NULL_TAIL,
             )
         )

@@ -82,11 +82,11 @@ def _union(branches: list[Any], values: pa.Array) -> pa.BinaryArray:
     valid = pc.is_valid(values)
     filled = _fill_nulls(values)
     encoded = pc.binary_join_element_wise(
-        pa.array([_varint_bytes(1 - null_index)] * len(values), pa.binary()),
+        pa.array([avro_long(1 - null_index)] * len(values), pa.binary()),
         _value(value_type, filled),
         b"",
     )
-    null_bytes = pa.scalar(_varint_bytes(null_index), pa.binary())
+    null_bytes = pa.scalar(avro_long(null_index), pa.binary())
     return pc.if_else(valid, encoded, null_bytes)
 
 
@@ -162,7 +162,8 @@ def _storage_int(kind: pa.DataType) -> pa.DataType:
     return pa.int32() if kind.bit_width == 32 else pa.int64()
 
 
-def _varint_bytes(value: int) -> bytes:
+def avro_long(value: int) -> bytes:
+    """A long as Avro writes it: zig-zag, then 7 bits a byte, low byte first."""
     zigzag = (value << 1) ^ (value >> 63)
     out = bytearray()
     while True:

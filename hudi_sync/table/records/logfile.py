@@ -21,7 +21,7 @@ import fastavro
 import pyarrow as pa
 
 from hudi_sync.errors import CorruptTableError
-from hudi_sync.table.avro.arrow import AvroDecodeError, datum_bounds, decode_rows
+from hudi_sync.table.avro.arrow import AvroDecodeError, avro_long, datum_bounds, decode_rows
 from hudi_sync.table.avro.bounded import AvroSchema, check_datum, schema_from_text
 
 MAGIC = b"#HUDI#"
@@ -93,7 +93,7 @@ class LogBlock:
             position += 4 + length
         if not count:
             return []
-        array = _long_bytes(count) + b"".join(datums) + b"\x00"
+        array = avro_long(count) + b"".join(datums) + b"\x00"
         try:
             records = fastavro.schemaless_reader(io.BytesIO(array), schema, None)
         except Exception as exc:  # fastavro raises many types on corrupt input
@@ -130,16 +130,6 @@ class LogBlock:
             return decode_rows(schema.schema, content, starts[first:stop], ends[first:stop])
         except AvroDecodeError as exc:
             raise CorruptTableError(f"Avro log block record cannot be decoded ({exc})") from None
-
-
-def _long_bytes(value: int) -> bytes:
-    """Avro's zig-zag varint of a non-negative long (an array block's item count)."""
-    zigzag, out = value << 1, bytearray()
-    while zigzag > 0x7F:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
-    return bytes(out)
 
 
 def _read_exact(stream: io.BytesIO, size: int, what: str) -> bytes:

@@ -27,7 +27,7 @@ from hudi_sync.warehouse.snowflake.change_feed import feed_drops, feed_statement
 from hudi_sync.warehouse.snowflake.config import PREFIX, SECRET_KEYS
 from hudi_sync.warehouse.snowflake.connection import Statement
 from hudi_sync.warehouse.snowflake.objects import SnowflakeObjects, digest
-from hudi_sync.warehouse.snowflake.schema import history_columns, sql_name
+from hudi_sync.warehouse.snowflake.schema import sql_name, table_history_columns
 
 MODE = "view"
 MARKER_DIGESTS = re.compile(
@@ -78,12 +78,7 @@ def plan_statements(
         )
     replace = force or replace_other_table
     refuse_other_table(target, {objects.qualified(marked): state.marker}, marker, replace)
-    columns = history_columns(
-        table.avro_schema,
-        table.partition_fields,
-        table.config.hive_style_partitioning,
-        table.config.populate_meta_fields,
-    )
+    columns = table_history_columns(table)
     history_sql = objects.history_sql(names.history, columns, table.config.base_file_format)
     view_sql = objects.view_sql(names, columns, published)
     history_digest, view_digest = digest(history_sql), digest(view_sql)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hudi_sync.errors import UnsupportedTableError
+from hudi_sync.table import HudiTable
 from hudi_sync.table.config.schema import META_FIELDS, PartitionField
 from hudi_sync.warehouse.common.quoting import snowflake_identifier as quote_identifier
 from hudi_sync.warehouse.common.quoting import snowflake_literal as quote_literal
@@ -194,6 +195,16 @@ def history_columns(
             continue
         columns.append(value_column(name, snowflake_type(avro["type"], name)))
     return columns + partitions
+
+
+def table_history_columns(table: HudiTable) -> list[Column]:
+    """``history_columns`` of ``table``: its schema, partition fields and layout."""
+    return history_columns(
+        table.avro_schema,
+        table.partition_fields,
+        table.config.hive_style_partitioning,
+        table.config.populate_meta_fields,
+    )
 
 
 def shown_type(sf_type: str) -> str:

@@ -52,11 +52,10 @@ from hudi_sync.warehouse.snowflake.iceberg import IcebergState, iceberg_statemen
 from hudi_sync.warehouse.snowflake.objects import BASE_FILE_FORMATS, SnowflakeObjects
 from hudi_sync.warehouse.snowflake.plan import MARKER_DIGESTS, MODE, State, plan_statements
 from hudi_sync.warehouse.snowflake.schema import (
-    Column,
-    history_columns,
     object_name,
     shown_type,
     sql_name,
+    table_history_columns,
 )
 
 
@@ -212,7 +211,7 @@ class SnowflakeTarget(IcebergModes):
         """The history's columns as ``INFORMATION_SCHEMA`` shows them after a sync (the
         sync's own ``history_columns``, and the ``VALUE`` every external table has)."""
         columns = [("VALUE", "VARIANT")]
-        columns += [(object_name(c.name), shown_type(c.type)) for c in _history(table)]
+        columns += [(object_name(c.name), shown_type(c.type)) for c in table_history_columns(table)]
         return {names.history: tuple(columns)}
 
     def _columns(self, cursor: Cursor, wanted: tuple[str, ...]) -> dict[str, Columns]:
@@ -408,18 +407,8 @@ class SnowflakeTarget(IcebergModes):
         return HudiSyncError(f"Snowflake {action} failed: {message}")
 
 
-def _history(table: HudiTable) -> list[Column]:
-    """The history table's columns, as the sync declares them."""
-    return history_columns(
-        table.avro_schema,
-        table.partition_fields,
-        table.config.hive_style_partitioning,
-        table.config.populate_meta_fields,
-    )
-
-
 def _partition_names(table: HudiTable) -> frozenset[str]:
-    return frozenset(object_name(c.name) for c in _history(table) if c.is_partition)
+    return frozenset(object_name(c.name) for c in table_history_columns(table) if c.is_partition)
 
 
 def _listed(shown: dict[str, Any], column: str) -> str | None:
