@@ -31,7 +31,7 @@ from hudi_sync.table import HudiTable
 from hudi_sync.table.config.schema import META_FIELDS
 from hudi_sync.warehouse.bigquery import BigQuerySyncConfig, BigQueryTarget
 from hudi_sync.warehouse.duckdb import SOURCE_FILE_COLUMN, DuckDBTarget
-from hudi_sync.warehouse.snowflake.schema import object_name
+from hudi_sync.warehouse.snowflake.schema import object_name, table_history_columns
 from tests import hudi_oracle
 from tests.bigquery_emulator import BigQueryEmulator, materialise
 from tests.fixture_tables import fixture_tables
@@ -40,7 +40,6 @@ from tests.test_bigquery_target import _maps_as_dicts
 from tests.test_snowflake_target import (  # the emulation fixture and its helpers
     DATABASE,
     SCHEMA,
-    _columns,
     _hudi_rs,
     _target,
     _view_columns,
@@ -561,7 +560,7 @@ def test_snowflake_empty_objects_then_first_commit(  # type: ignore[no-untyped-d
     _assert_empty_manifest(opened, delta=bool(delta_commits))
     assert f"hudi_sync instant=0 base={uri}/ mode=view" in _view_comment()
     columns = _view_columns()
-    assert columns == [object_name(c.name) for c in _columns(opened)]
+    assert columns == [object_name(c.name) for c in table_history_columns(opened)]
     assert columns == [object_name(n) for n in [*META_FIELDS, *_create_schema_names(table.path)]]
     assert _view_rows(opened) == []
     assert _snowflake_count("TRIPS_HISTORY") == 0 and _snowflake_count("TRIPS_MANIFEST") == 0
